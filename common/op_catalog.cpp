@@ -1,0 +1,768 @@
+#include "common/op_catalog.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <utility>
+#include <variant>
+
+namespace kb {
+
+namespace {
+
+// FLOPs per element, calibrated so that the full-size problems reproduce PROBLEMS.md's totals
+// and its "of which elementwise ≈ X G" figures to the printed precision
+// (tests/unit/problems/problem_costs_test.cpp). Per output element of the op unless noted:
+//
+//   op                                          cost   pinned by (per element of the output)
+//   conv / conv_transpose bias                  1      L2_001: bias 1 + relu 1 + add 1 (0.78 G)
+//   add mul *_scalar relu leaky_relu hardtanh   1      L2_031: bias + min + add + mul (1.04 G)
+//   log tanh                                    1      L2_010 (tanh), L1_098 (log)
+//   sigmoid                                     4      L2_021: 1+1+1 + sigmoid 4 + gn 7 (3.70 G)
+//   gelu swish hardswish                        5      L2_007: 1+1+1 + 5 + 4 + 1 (3.07 G)
+//   softmax                                     5      L2_091: 1 + 5 + 1+1 + 4 (3.27 G)
+//   instance_norm (no affine)                   5      L2_017: 1 + 5 + 1 (1.82 G)
+//   batch/group/layer_norm (5, +2 for affine)   7      L2_060: 1 + 5 + 7 + 5 (4.54 G);
+//                                                      L2_034: 1 + 7 + 5 + 1 (3.76 G);
+//                                                      L3_013 (2.68 G), L3_025 (4.76 G)
+//   max_pool avg_pool                           kvol   L2_010: per pooled element pool 4 +
+//                                                      hardtanh 1 + mean 1 (1.34 G); L3_013
+//   mean                          1 per input element  L2_010
+//   kl_div (xlogy 2, mul 1, sub 1, sum 1)  5 per input  L1_098: log 1 + kl_div 5 (1.61 G)
+//   reshape permute channel_shuffle             0
+//   multihead_attention: 2*MACs of in_proj, QK^T, PV and out_proj; softmax 5 per attention
+//     weight; 1 per in_proj bias add (each q, k and v element). The 1/sqrt(d) scaling and
+//     out_proj's bias are not counted: that is what gives L3_031's 289.96 G with elementwise
+//     10.78 G (plus its residual add 1 and layer_norm 7 per element).
+constexpr int kCostCheap = 1;
+constexpr int kCostSigmoid = 4;
+constexpr int kCostGelu = 5;  // also swish, hardswish
+constexpr int kCostSoftmax = 5;
+constexpr int kCostNorm = 5;
+constexpr int kCostAffineNorm = 7;
+constexpr int kCostKlDiv = 5;
+
+using InferFn = Result<OpOutput> (*)(const OpCall&);
+
+Status invalid(std::string message) {
+  return Status::invalid_argument(std::move(message));
+}
+
+std::string list_to_string(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(values[i]);
+  }
+  return text + "]";
+}
+
+std::string input_label(const OpCall& call, size_t index) {
+  std::string label = "in[" + std::to_string(index) + "]";
+  if (index < call.node.inputs.size()) label += " (" + call.node.inputs[index] + ")";
+  return label;
+}
+
+// "in[1] (conv.weight): expected <expected>, got (64, 3, 3)"
+Status bad_input(const OpCall& call, size_t index, const std::string& expected) {
+  return invalid(input_label(call, index) + ": expected " + expected + ", got " +
+                 shape_to_string(call.inputs[index]));
+}
+
+Status bad_attr(std::string_view attr, const std::string& expected, const std::string& got) {
+  return invalid("attribute '" + std::string(attr) + "': expected " + expected + ", got " + got);
+}
+
+double numel(const Shape& shape) {
+  return static_cast<double>(element_count(shape));
+}
+
+OpOutput elementwise(const Shape& shape, double cost) {
+  return {shape, cost * numel(shape)};
+}
+
+[[noreturn]] void attr_bug(const GraphNode& node, std::string_view attr, const char* problem) {
+  std::fprintf(stderr, "kb: op_catalog: node '%s' (op %s): attribute '%.*s' %s\n",
+               node.name.c_str(), node.op.c_str(), static_cast<int>(attr.size()), attr.data(),
+               problem);
+  std::abort();
+}
+
+template <typename T>
+const T& attr_as(const GraphNode& node, std::string_view attr) {
+  auto it = node.attrs.find(std::string(attr));
+  if (it == node.attrs.end()) attr_bug(node, attr, "is missing (the loader should have said so)");
+  const T* value = std::get_if<T>(&it->second);
+  if (value == nullptr) attr_bug(node, attr, "has the wrong kind (the loader should have said so)");
+  return *value;
+}
+
+// Guards every infer function: the loader checks arity, but shape inference must not index
+// past the inputs when called directly, and no op is defined on empty dims.
+template <int kMin, int kMax, InferFn kInfer>
+Result<OpOutput> checked(const OpCall& call) {
+  const int count = static_cast<int>(call.inputs.size());
+  if (count < kMin || count > kMax) {
+    std::string expected =
+        kMin == kMax ? std::to_string(kMin) : std::to_string(kMin) + " to " + std::to_string(kMax);
+    return invalid("expected " + expected + " inputs, got " + std::to_string(count));
+  }
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    for (int64_t extent : call.inputs[i]) {
+      if (extent < 1) return bad_input(call, i, "every dim >= 1");
+    }
+  }
+  return kInfer(call);
+}
+
+// Normalizes a possibly negative dim index into [0, rank).
+Result<int64_t> normalize_dim(int64_t dim, size_t rank, std::string_view attr) {
+  const auto r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r) {
+    return bad_attr(attr,
+                    "a dim in [" + std::to_string(-r) + ", " + std::to_string(r - 1) +
+                        "] for a tensor of rank " + std::to_string(r),
+                    std::to_string(dim));
+  }
+  return dim < 0 ? dim + r : dim;
+}
+
+// An int-list attribute with one entry per spatial dim, each >= min_value.
+Result<std::vector<int64_t>> spatial_list(Result<std::vector<int64_t>> values,
+                                          std::string_view attr, size_t spatial,
+                                          int64_t min_value) {
+  if (!values.is_ok()) return values;
+  const std::vector<int64_t>& list = values.value();
+  if (list.size() != spatial) {
+    return bad_attr(attr,
+                    "a list of " + std::to_string(spatial) + " integers (one per spatial dim)",
+                    std::to_string(list.size()) + " items " + list_to_string(list));
+  }
+  for (int64_t value : list) {
+    if (value < min_value) {
+      return bad_attr(attr, "every entry >= " + std::to_string(min_value), list_to_string(list));
+    }
+  }
+  return values;
+}
+
+Status check_eps(const OpCall& call) {
+  double eps = call.number("eps");
+  if (eps > 0) return Status::ok();
+  return bad_attr("eps", "a positive number", std::to_string(eps));
+}
+
+// A per-channel parameter such as a norm's weight: shape (C).
+Status check_channel_vector(const OpCall& call, size_t index, int64_t channels) {
+  if (call.inputs[index] == Shape{channels}) return Status::ok();
+  return bad_input(call, index, shape_to_string({channels}) + ", one per channel");
+}
+
+// ---- bmm -----------------------------------------------------------------------------------
+
+Result<OpOutput> infer_bmm(const OpCall& call) {
+  const Shape& a = call.inputs[0];
+  const Shape& b = call.inputs[1];
+  if (a.size() != 3) return bad_input(call, 0, "a rank-3 tensor (B, M, K)");
+  if (b.size() != 3) return bad_input(call, 1, "a rank-3 tensor (B, K, N)");
+  if (b[0] != a[0] || b[1] != a[2]) {
+    return bad_input(call, 1,
+                     "(B, K, N) with B = " + std::to_string(a[0]) +
+                         " and K = " + std::to_string(a[2]) + " from " + shape_to_string(a));
+  }
+  Shape out = {a[0], a[1], b[2]};
+  return OpOutput{out, 2.0 * numel(out) * static_cast<double>(a[2])};
+}
+
+// ---- conv and conv_transpose ---------------------------------------------------------------
+
+struct ConvConfig {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  int64_t groups = 1;
+};
+
+Result<ConvConfig> read_conv_config(const OpCall& call, size_t spatial, bool transposed) {
+  ConvConfig config;
+  struct Field {
+    std::string_view name;
+    std::vector<int64_t>* out;
+    int64_t min_value;
+  };
+  std::vector<Field> fields = {{"stride", &config.stride, 1},
+                               {"padding", &config.padding, 0},
+                               {"dilation", &config.dilation, 1}};
+  if (transposed) fields.push_back({"output_padding", &config.output_padding, 0});
+  for (const Field& field : fields) {
+    auto list = spatial_list(call.ints(field.name), field.name, spatial, field.min_value);
+    if (!list.is_ok()) return list.status();
+    *field.out = std::move(list.value());
+  }
+  if (!transposed) config.output_padding.assign(spatial, 0);
+  Result<int64_t> groups = call.int_attr("groups");
+  if (!groups.is_ok()) return groups.status();
+  if (groups.value() < 1)
+    return bad_attr("groups", "an integer >= 1", std::to_string(groups.value()));
+  config.groups = groups.value();
+  return config;
+}
+
+// x (N, C, *S) with 1..3 spatial dims, weight of the same rank, and the optional bias (O).
+Status check_conv_inputs(const OpCall& call, const std::string& weight_layout) {
+  const Shape& x = call.inputs[0];
+  if (x.size() < 3 || x.size() > 5) {
+    return bad_input(call, 0, "(N, C, *S) with 1 to 3 spatial dims (rank 3 to 5)");
+  }
+  if (call.inputs[1].size() != x.size()) {
+    return bad_input(
+        call, 1,
+        weight_layout + " of rank " + std::to_string(x.size()) + " like x " + shape_to_string(x));
+  }
+  return Status::ok();
+}
+
+Status check_groups_divide(int64_t channels, const char* what, int64_t groups) {
+  if (channels % groups == 0) return Status::ok();
+  return invalid(std::string(what) + " = " + std::to_string(channels) +
+                 " is not divisible by groups = " + std::to_string(groups));
+}
+
+Status check_bias(const OpCall& call, int64_t out_channels) {
+  if (call.inputs.size() < 3) return Status::ok();
+  if (call.inputs[2] == Shape{out_channels}) return Status::ok();
+  return bad_input(call, 2, "a bias (O) with O = " + std::to_string(out_channels));
+}
+
+// Output size of one spatial dim of a convolution (gather form).
+Result<int64_t> conv_out_size(int64_t in, int64_t kernel, const ConvConfig& c, size_t d) {
+  const int64_t span = c.dilation[d] * (kernel - 1) + 1;
+  const int64_t padded = in + 2 * c.padding[d];
+  if (padded < span) {
+    return invalid("spatial dim " + std::to_string(d) +
+                   ": the kernel's extent (dilation*(K-1)+1 = " + std::to_string(span) +
+                   ") is larger than the padded input (" + std::to_string(in) + " + 2*" +
+                   std::to_string(c.padding[d]) + " = " + std::to_string(padded) +
+                   "), so the output would be empty");
+  }
+  return (padded - span) / c.stride[d] + 1;
+}
+
+Result<int64_t> conv_transpose_out_size(int64_t in, int64_t kernel, const ConvConfig& c, size_t d) {
+  const int64_t out_pad = c.output_padding[d];
+  if (out_pad >= c.stride[d] && out_pad >= c.dilation[d]) {
+    return bad_attr("output_padding",
+                    "entry " + std::to_string(d) + " smaller than stride (" +
+                        std::to_string(c.stride[d]) + ") or dilation (" +
+                        std::to_string(c.dilation[d]) + "), as PyTorch requires",
+                    list_to_string(c.output_padding));
+  }
+  const int64_t out =
+      (in - 1) * c.stride[d] - 2 * c.padding[d] + c.dilation[d] * (kernel - 1) + out_pad + 1;
+  if (out < 1) {
+    return invalid("spatial dim " + std::to_string(d) +
+                   ": output size (L-1)*stride - 2*padding + dilation*(K-1) + output_padding + 1"
+                   " = " +
+                   std::to_string(out) + " is not positive (L = " + std::to_string(in) +
+                   ", K = " + std::to_string(kernel) + ")");
+  }
+  return out;
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+// Pairs (i, t) of one spatial dim of a transposed conv whose tap lands inside the output:
+// 0 <= i*stride - padding + t*dilation < out. The product over dims is the true MAC count.
+int64_t valid_taps(int64_t in, int64_t kernel, int64_t out, const ConvConfig& c, size_t d) {
+  int64_t count = 0;
+  for (int64_t t = 0; t < kernel; ++t) {
+    const int64_t offset = t * c.dilation[d] - c.padding[d];  // position of tap t for i = 0
+    const int64_t first = std::max<int64_t>(0, -floor_div(offset, c.stride[d]));
+    const int64_t last = std::min(in - 1, floor_div(out - 1 - offset, c.stride[d]));
+    count += std::max<int64_t>(0, last - first + 1);
+  }
+  return count;
+}
+
+Result<OpOutput> infer_conv(const OpCall& call) {
+  if (Status s = check_conv_inputs(call, "a weight (O, C/groups, *K)"); !s.is_ok()) return s;
+  const Shape& x = call.inputs[0];
+  const Shape& w = call.inputs[1];
+  const size_t spatial = x.size() - 2;
+  Result<ConvConfig> config = read_conv_config(call, spatial, /*transposed=*/false);
+  if (!config.is_ok()) return config.status();
+  const int64_t groups = config->groups;
+  if (Status s = check_groups_divide(x[1], "x's channel count C", groups); !s.is_ok()) return s;
+  if (Status s = check_groups_divide(w[0], "weight's out channels O", groups); !s.is_ok()) return s;
+  if (w[1] != x[1] / groups) {
+    return bad_input(call, 1,
+                     "a weight (O, C/groups, *K) with C/groups = " + std::to_string(x[1]) + "/" +
+                         std::to_string(groups) + " = " + std::to_string(x[1] / groups));
+  }
+  if (Status s = check_bias(call, w[0]); !s.is_ok()) return s;
+  Shape out = {x[0], w[0]};
+  double kernel_volume = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    Result<int64_t> size = conv_out_size(x[d + 2], w[d + 2], config.value(), d);
+    if (!size.is_ok()) return size.status();
+    out.push_back(size.value());
+    kernel_volume *= static_cast<double>(w[d + 2]);
+  }
+  double flops = 2.0 * numel(out) * static_cast<double>(w[1]) * kernel_volume;
+  if (call.inputs.size() == 3) flops += kCostCheap * numel(out);
+  return OpOutput{out, flops};
+}
+
+Result<OpOutput> infer_conv_transpose(const OpCall& call) {
+  if (Status s = check_conv_inputs(call, "a weight (C, O/groups, *K)"); !s.is_ok()) return s;
+  const Shape& x = call.inputs[0];
+  const Shape& w = call.inputs[1];
+  const size_t spatial = x.size() - 2;
+  Result<ConvConfig> config = read_conv_config(call, spatial, /*transposed=*/true);
+  if (!config.is_ok()) return config.status();
+  const int64_t groups = config->groups;
+  if (w[0] != x[1]) {
+    return bad_input(call, 1,
+                     "a weight (C, O/groups, *K) with C = " + std::to_string(x[1]) + " from x " +
+                         shape_to_string(x));
+  }
+  if (Status s = check_groups_divide(x[1], "x's channel count C", groups); !s.is_ok()) return s;
+  const int64_t out_channels = w[1] * groups;
+  if (Status s = check_bias(call, out_channels); !s.is_ok()) return s;
+  Shape out = {x[0], out_channels};
+  double taps = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    Result<int64_t> size = conv_transpose_out_size(x[d + 2], w[d + 2], config.value(), d);
+    if (!size.is_ok()) return size.status();
+    out.push_back(size.value());
+    taps *= static_cast<double>(valid_taps(x[d + 2], w[d + 2], size.value(), config.value(), d));
+  }
+  // MACs = N * C * (O/groups) * valid taps: each input element meets O/groups output channels.
+  double flops = 2.0 * static_cast<double>(x[0] * x[1] * w[1]) * taps;
+  if (call.inputs.size() == 3) flops += kCostCheap * numel(out);
+  return OpOutput{out, flops};
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+template <int kCost>
+Result<OpOutput> infer_unary(const OpCall& call) {
+  return elementwise(call.inputs[0], kCost);
+}
+
+Result<OpOutput> infer_hardtanh(const OpCall& call) {
+  const double lo = call.number("min_val");
+  const double hi = call.number("max_val");
+  if (!(lo < hi)) {
+    return bad_attr("max_val", "a number greater than min_val = " + std::to_string(lo),
+                    std::to_string(hi));
+  }
+  return elementwise(call.inputs[0], kCostCheap);
+}
+
+Result<OpOutput> infer_div_scalar(const OpCall& call) {
+  if (call.number("value") == 0) return bad_attr("value", "a non-zero divisor", "0");
+  return elementwise(call.inputs[0], kCostCheap);
+}
+
+// NumPy broadcasting: shapes aligned from the right; a dim of 1 stretches.
+Result<OpOutput> infer_broadcast(const OpCall& call) {
+  const Shape& a = call.inputs[0];
+  const Shape& b = call.inputs[1];
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return invalid("inputs " + shape_to_string(a) + " and " + shape_to_string(b) +
+                     " do not broadcast: dim -" + std::to_string(i + 1) + " is " +
+                     std::to_string(da) + " vs " + std::to_string(db) +
+                     " (expected equal sizes or a 1)");
+    }
+    out[out.size() - 1 - i] = std::max(da, db);
+  }
+  return elementwise(out, kCostCheap);
+}
+
+// ---- pooling and reductions ----------------------------------------------------------------
+
+// kernel_size, stride and padding as a ConvConfig with dilation 1, so that the output size
+// follows the conv rule; padding must be at most half the window (PyTorch's rule).
+Result<ConvConfig> read_pool_config(const OpCall& call, const std::vector<int64_t>& kernel) {
+  const size_t spatial = kernel.size();
+  ConvConfig config;
+  auto stride = spatial_list(call.ints("stride"), "stride", spatial, 1);
+  if (!stride.is_ok()) return stride.status();
+  auto padding = spatial_list(call.ints_or("padding", std::vector<int64_t>(spatial, 0)), "padding",
+                              spatial, 0);
+  if (!padding.is_ok()) return padding.status();
+  for (size_t d = 0; d < spatial; ++d) {
+    if (2 * padding.value()[d] > kernel[d]) {
+      return bad_attr("padding",
+                      "at most half of kernel_size " + list_to_string(kernel) + " (PyTorch's rule)",
+                      list_to_string(padding.value()));
+    }
+  }
+  config.stride = std::move(stride.value());
+  config.padding = std::move(padding.value());
+  config.dilation.assign(spatial, 1);
+  config.output_padding.assign(spatial, 0);
+  return config;
+}
+
+Result<OpOutput> infer_pool(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  if (x.size() < 3 || x.size() > 5) {
+    return bad_input(call, 0, "(N, C, *S) with 1 to 3 spatial dims (rank 3 to 5)");
+  }
+  const size_t spatial = x.size() - 2;
+  auto kernel = spatial_list(call.ints("kernel_size"), "kernel_size", spatial, 1);
+  if (!kernel.is_ok()) return kernel.status();
+  Result<ConvConfig> config = read_pool_config(call, kernel.value());
+  if (!config.is_ok()) return config.status();
+  Shape out = {x[0], x[1]};
+  double kernel_volume = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    Result<int64_t> size = conv_out_size(x[d + 2], kernel.value()[d], config.value(), d);
+    if (!size.is_ok()) return size.status();
+    out.push_back(size.value());
+    kernel_volume *= static_cast<double>(kernel.value()[d]);
+  }
+  return elementwise(out, kernel_volume);
+}
+
+Result<OpOutput> infer_mean(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  Result<std::vector<int64_t>> dims = call.ints("dims");
+  if (!dims.is_ok()) return dims.status();
+  if (dims->empty()) return bad_attr("dims", "at least one dim", "[]");
+  std::set<int64_t> reduced;
+  for (int64_t dim : dims.value()) {
+    Result<int64_t> d = normalize_dim(dim, x.size(), "dims");
+    if (!d.is_ok()) return d.status();
+    if (!reduced.insert(d.value()).second) {
+      return bad_attr("dims", "distinct dims", list_to_string(dims.value()));
+    }
+  }
+  const bool keepdim = call.flag("keepdim");
+  Shape out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (reduced.count(static_cast<int64_t>(i)) == 0) {
+      out.push_back(x[i]);
+    } else if (keepdim) {
+      out.push_back(1);
+    }
+  }
+  return OpOutput{out, kCostCheap * numel(x)};
+}
+
+Result<OpOutput> infer_softmax(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  if (x.empty()) return bad_input(call, 0, "a tensor of rank >= 1");
+  Result<int64_t> dim = call.int_attr("dim");
+  if (!dim.is_ok()) return dim.status();
+  Result<int64_t> d = normalize_dim(dim.value(), x.size(), "dim");
+  if (!d.is_ok()) return d.status();
+  return elementwise(x, kCostSoftmax);
+}
+
+Result<OpOutput> infer_kl_div(const OpCall& call) {
+  const std::string reduction = call.string("reduction");
+  if (reduction != "batchmean") {
+    return bad_attr("reduction", "\"batchmean\" (the only reduction modelled)",
+                    "\"" + reduction + "\"");
+  }
+  if (call.inputs[0].empty()) return bad_input(call, 0, "a tensor of rank >= 1 (batch first)");
+  if (call.inputs[1] != call.inputs[0]) {
+    return bad_input(call, 1, "the shape of log_input " + shape_to_string(call.inputs[0]));
+  }
+  return OpOutput{Shape{}, kCostKlDiv * numel(call.inputs[0])};
+}
+
+// ---- normalizations ------------------------------------------------------------------------
+
+Result<OpOutput> infer_batch_norm(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  if (x.size() < 2) return bad_input(call, 0, "(N, C, *S) of rank >= 2");
+  if (Status s = check_eps(call); !s.is_ok()) return s;
+  const double momentum = call.number("momentum");
+  if (momentum < 0 || momentum > 1) {
+    return bad_attr("momentum", "a number in [0, 1]", std::to_string(momentum));
+  }
+  if (!call.flag("training")) {
+    return bad_attr("training", "true (batch statistics; running statistics are not modelled)",
+                    "false");
+  }
+  if (numel(x) / static_cast<double>(x[1]) < 2) {
+    return bad_input(call, 0, "more than one value per channel (training-mode batch statistics)");
+  }
+  if (Status s = check_channel_vector(call, 1, x[1]); !s.is_ok()) return s;
+  if (Status s = check_channel_vector(call, 2, x[1]); !s.is_ok()) return s;
+  return elementwise(x, kCostAffineNorm);
+}
+
+Result<OpOutput> infer_instance_norm(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  if (x.size() < 3) return bad_input(call, 0, "(N, C, *S) with at least one spatial dim");
+  if (Status s = check_eps(call); !s.is_ok()) return s;
+  if (numel(x) / static_cast<double>(x[0] * x[1]) < 2) {
+    return bad_input(call, 0, "more than one spatial element per (n, c) instance");
+  }
+  return elementwise(x, kCostNorm);
+}
+
+Result<OpOutput> infer_group_norm(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  if (x.size() < 2) return bad_input(call, 0, "(N, C, *S) of rank >= 2");
+  if (Status s = check_eps(call); !s.is_ok()) return s;
+  Result<int64_t> groups = call.int_attr("num_groups");
+  if (!groups.is_ok()) return groups.status();
+  if (groups.value() < 1) {
+    return bad_attr("num_groups", "an integer >= 1", std::to_string(groups.value()));
+  }
+  if (Status s = check_groups_divide(x[1], "x's channel count C", groups.value()); !s.is_ok()) {
+    return s;
+  }
+  if (Status s = check_channel_vector(call, 1, x[1]); !s.is_ok()) return s;
+  if (Status s = check_channel_vector(call, 2, x[1]); !s.is_ok()) return s;
+  return elementwise(x, kCostAffineNorm);
+}
+
+Result<OpOutput> infer_layer_norm(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  const Shape& w = call.inputs[1];
+  if (Status s = check_eps(call); !s.is_ok()) return s;
+  const bool trailing = !w.empty() && w.size() <= x.size() &&
+                        std::equal(w.begin(), w.end(), x.end() - static_cast<long>(w.size()));
+  if (!trailing) {
+    return bad_input(call, 1,
+                     "a weight whose shape equals the trailing dims of x " + shape_to_string(x) +
+                         " (the normalized dims)");
+  }
+  if (call.inputs[2] != w) return bad_input(call, 2, "the weight's shape " + shape_to_string(w));
+  return elementwise(x, kCostAffineNorm);
+}
+
+// ---- layout ops ----------------------------------------------------------------------------
+
+Result<OpOutput> infer_channel_shuffle(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  if (x.size() < 3) return bad_input(call, 0, "(N, C, *S) of rank >= 3");
+  Result<int64_t> groups = call.int_attr("groups");
+  if (!groups.is_ok()) return groups.status();
+  if (groups.value() < 1)
+    return bad_attr("groups", "an integer >= 1", std::to_string(groups.value()));
+  if (Status s = check_groups_divide(x[1], "x's channel count C", groups.value()); !s.is_ok()) {
+    return s;
+  }
+  return OpOutput{x, 0};
+}
+
+Result<OpOutput> infer_reshape(const OpCall& call) {
+  Result<std::vector<int64_t>> shape = call.ints("shape");
+  if (!shape.is_ok()) return shape.status();
+  for (int64_t extent : shape.value()) {
+    if (extent < 1) return bad_attr("shape", "every entry >= 1", list_to_string(shape.value()));
+  }
+  const Shape out(shape->begin(), shape->end());
+  if (element_count(out) != element_count(call.inputs[0])) {
+    return bad_attr(
+        "shape",
+        "a shape of " + std::to_string(element_count(call.inputs[0])) +
+            " elements like the input " + shape_to_string(call.inputs[0]),
+        list_to_string(shape.value()) + " (" + std::to_string(element_count(out)) + " elements)");
+  }
+  return OpOutput{out, 0};
+}
+
+Result<OpOutput> infer_permute(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  Result<std::vector<int64_t>> dims = call.ints("dims");
+  if (!dims.is_ok()) return dims.status();
+  const std::string expected = "a permutation of 0.." +
+                               std::to_string(static_cast<int64_t>(x.size()) - 1) +
+                               " (x has rank " + std::to_string(x.size()) + ")";
+  if (dims->size() != x.size()) return bad_attr("dims", expected, list_to_string(dims.value()));
+  std::vector<bool> seen(x.size(), false);
+  Shape out;
+  for (int64_t dim : dims.value()) {
+    Result<int64_t> d = normalize_dim(dim, x.size(), "dims");
+    if (!d.is_ok()) return d.status();
+    if (seen[static_cast<size_t>(d.value())]) {
+      return bad_attr("dims", expected, list_to_string(dims.value()));
+    }
+    seen[static_cast<size_t>(d.value())] = true;
+    out.push_back(x[static_cast<size_t>(d.value())]);
+  }
+  return OpOutput{out, 0};
+}
+
+// ---- multihead_attention -------------------------------------------------------------------
+
+Status check_attention_inputs(const OpCall& call) {
+  const Shape& q = call.inputs[0];
+  if (q.size() != 3) return bad_input(call, 0, "a query (L, N, E) of rank 3");
+  const int64_t batch = q[1];
+  const int64_t embed = q[2];
+  const Shape& k = call.inputs[1];
+  if (k.size() != 3 || k[1] != batch || k[2] != embed) {
+    return bad_input(
+        call, 1,
+        "a key (S, N, E) with N = " + std::to_string(batch) + ", E = " + std::to_string(embed));
+  }
+  if (call.inputs[2] != k)
+    return bad_input(call, 2, "a value shaped like the key " + shape_to_string(k));
+  const std::vector<std::pair<Shape, const char*>> params = {
+      {{3 * embed, embed}, "in_proj_weight (3E, E)"},
+      {{3 * embed}, "in_proj_bias (3E)"},
+      {{embed, embed}, "out_proj_weight (E, E)"},
+      {{embed}, "out_proj_bias (E)"}};
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (call.inputs[3 + i] != params[i].first) {
+      return bad_input(call, 3 + i,
+                       std::string(params[i].second) + " = " + shape_to_string(params[i].first));
+    }
+  }
+  return Status::ok();
+}
+
+Result<OpOutput> infer_multihead_attention(const OpCall& call) {
+  if (Status s = check_attention_inputs(call); !s.is_ok()) return s;
+  const Shape& q = call.inputs[0];
+  Result<int64_t> heads = call.int_attr("num_heads");
+  if (!heads.is_ok()) return heads.status();
+  if (heads.value() < 1 || q[2] % heads.value() != 0) {
+    return bad_attr("num_heads", "an integer >= 1 that divides E = " + std::to_string(q[2]),
+                    std::to_string(heads.value()));
+  }
+  const double tokens = static_cast<double>(q[0]);                                 // L
+  const double keys = static_cast<double>(call.inputs[1][0]);                      // S
+  const double batch = static_cast<double>(q[1]);                                  // N
+  const double embed = static_cast<double>(q[2]);                                  // E
+  const double projection_macs = (2 * tokens + 2 * keys) * batch * embed * embed;  // q,k,v,out
+  const double attention_macs = 2 * batch * tokens * keys * embed;                 // QK^T, PV
+  const double softmax = kCostSoftmax * batch * static_cast<double>(heads.value()) * tokens * keys;
+  const double bias_adds = (tokens + 2 * keys) * batch * embed;
+  return OpOutput{q, 2 * (projection_macs + attention_macs) + softmax + bias_adds};
+}
+
+// ---- the table -----------------------------------------------------------------------------
+
+template <int kMin, int kMax, InferFn kInfer>
+OpInfo op(std::string_view name, std::vector<AttrSchema> attrs = {}) {
+  return OpInfo{name, kMin, kMax, std::move(attrs), &checked<kMin, kMax, kInfer>};
+}
+
+constexpr AttrSchema required(std::string_view name, AttrKind kind) {
+  return {name, kind, true};
+}
+
+const std::vector<OpInfo>& catalog() {
+  using K = AttrKind;
+  static const std::vector<OpInfo> ops = {
+      op<2, 2, infer_bmm>("bmm"),
+      op<2, 3, infer_conv>("conv",
+                           {required("stride", K::kIntList), required("padding", K::kIntList),
+                            required("dilation", K::kIntList), required("groups", K::kInt)}),
+      op<2, 3, infer_conv_transpose>(
+          "conv_transpose", {required("stride", K::kIntList), required("padding", K::kIntList),
+                             required("output_padding", K::kIntList),
+                             required("dilation", K::kIntList), required("groups", K::kInt)}),
+      op<1, 1, infer_unary<kCostCheap>>("relu"),
+      op<1, 1, infer_unary<kCostSigmoid>>("sigmoid"),
+      op<1, 1, infer_unary<kCostCheap>>("tanh"),
+      op<1, 1, infer_unary<kCostGelu>>("gelu"),
+      op<1, 1, infer_unary<kCostGelu>>("swish"),
+      op<1, 1, infer_unary<kCostGelu>>("hardswish"),
+      op<1, 1, infer_unary<kCostCheap>>("log"),
+      op<1, 1, infer_unary<kCostCheap>>("leaky_relu", {required("negative_slope", K::kNumber)}),
+      op<1, 1, infer_hardtanh>("hardtanh",
+                               {required("min_val", K::kNumber), required("max_val", K::kNumber)}),
+      op<1, 1, infer_unary<kCostCheap>>("add_scalar", {required("value", K::kNumber)}),
+      op<1, 1, infer_unary<kCostCheap>>("mul_scalar", {required("value", K::kNumber)}),
+      op<1, 1, infer_div_scalar>("div_scalar", {required("value", K::kNumber)}),
+      op<1, 1, infer_unary<kCostCheap>>("min_scalar", {required("value", K::kNumber)}),
+      op<2, 2, infer_broadcast>("add"),
+      op<2, 2, infer_broadcast>("mul"),
+      op<1, 1, infer_pool>("max_pool", {required("kernel_size", K::kIntList),
+                                        required("stride", K::kIntList),
+                                        {"padding", K::kIntList, false}}),
+      op<1, 1, infer_pool>("avg_pool", {required("kernel_size", K::kIntList),
+                                        required("stride", K::kIntList),
+                                        {"padding", K::kIntList, false}}),
+      op<1, 1, infer_mean>("mean", {required("dims", K::kIntList), required("keepdim", K::kBool)}),
+      op<3, 3, infer_batch_norm>("batch_norm",
+                                 {required("eps", K::kNumber), required("momentum", K::kNumber),
+                                  required("training", K::kBool)}),
+      op<1, 1, infer_instance_norm>("instance_norm", {required("eps", K::kNumber)}),
+      op<3, 3, infer_group_norm>("group_norm",
+                                 {required("num_groups", K::kInt), required("eps", K::kNumber)}),
+      op<3, 3, infer_layer_norm>("layer_norm", {required("eps", K::kNumber)}),
+      op<1, 1, infer_softmax>("softmax", {required("dim", K::kInt)}),
+      op<1, 1, infer_channel_shuffle>("channel_shuffle", {required("groups", K::kInt)}),
+      op<2, 2, infer_kl_div>("kl_div", {required("reduction", K::kString)}),
+      op<1, 1, infer_reshape>("reshape", {required("shape", K::kIntList)}),
+      op<1, 1, infer_permute>("permute", {required("dims", K::kIntList)}),
+      op<7, 7, infer_multihead_attention>("multihead_attention", {required("num_heads", K::kInt)}),
+  };
+  return ops;
+}
+
+}  // namespace
+
+const OpInfo* find_op(std::string_view name) {
+  for (const OpInfo& info : catalog()) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+std::vector<std::string_view> op_names() {
+  std::vector<std::string_view> names;
+  for (const OpInfo& info : catalog()) names.push_back(info.name);
+  return names;
+}
+
+// ---- OpCall accessors ----------------------------------------------------------------------
+
+Result<std::vector<int64_t>> OpCall::ints(std::string_view attr) const {
+  std::vector<int64_t> values;
+  for (const ShapeExpr& expr : attr_as<std::vector<ShapeExpr>>(node, attr)) {
+    Result<int64_t> value = expr.evaluate(dims);
+    if (!value.is_ok()) {
+      return invalid("attribute '" + std::string(attr) + "': " + value.status().message());
+    }
+    values.push_back(value.value());
+  }
+  return values;
+}
+
+Result<std::vector<int64_t>> OpCall::ints_or(std::string_view attr,
+                                             std::vector<int64_t> fallback) const {
+  if (node.attrs.count(std::string(attr)) == 0) return fallback;
+  return ints(attr);
+}
+
+Result<int64_t> OpCall::int_attr(std::string_view attr) const {
+  Result<std::vector<int64_t>> values = ints(attr);
+  if (!values.is_ok()) return values.status();
+  if (values->size() != 1) {
+    return bad_attr(attr, "one integer", list_to_string(values.value()));
+  }
+  return values->front();
+}
+
+double OpCall::number(std::string_view attr) const {
+  return attr_as<double>(node, attr);
+}
+
+bool OpCall::flag(std::string_view attr) const {
+  return attr_as<bool>(node, attr);
+}
+
+std::string OpCall::string(std::string_view attr) const {
+  return attr_as<std::string>(node, attr);
+}
+
+}  // namespace kb

@@ -1,0 +1,153 @@
+#include "common/tensor_generator.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace kb {
+namespace {
+
+philox::StreamKey stream_key(const ProblemInstance& instance, const std::string& tensor,
+                             GeneratorKey key) {
+  return philox::StreamKey{static_cast<uint32_t>(key.seed), static_cast<uint32_t>(key.seed >> 32),
+                           tensor_stream_id(instance.spec().id, tensor), key.trial};
+}
+
+// PyTorch's fan-in of a weight: size(1) * receptive field (for a transposed conv, size(1) is
+// out_channels / groups, which is PyTorch's rule, not the mathematical fan-in).
+double fan_in(const Shape& shape) {
+  if (shape.size() < 2) {
+    std::fprintf(stderr, "kbfleet: fan-in of a tensor of rank %zu\n", shape.size());
+    std::abort();
+  }
+  double receptive = 1;
+  for (size_t i = 2; i < shape.size(); ++i) receptive *= static_cast<double>(shape[i]);
+  return static_cast<double>(shape[1]) * receptive;
+}
+
+double fan_out(const Shape& shape) {
+  double receptive = 1;
+  for (size_t i = 2; i < shape.size(); ++i) receptive *= static_cast<double>(shape[i]);
+  return static_cast<double>(shape[0]) * receptive;
+}
+
+const Shape& param_shape(const ProblemInstance& instance, const std::string& name) {
+  return instance.shape_of(name);
+}
+
+}  // namespace
+
+uint32_t tensor_stream_id(const std::string& problem_id, const std::string& tensor_name) {
+  uint32_t h = 2166136261u;
+  const std::string text = problem_id + "/" + tensor_name;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+TensorRecipe input_recipe(const ProblemInstance& instance, size_t index, GeneratorKey key) {
+  const TensorDecl& decl = instance.spec().inputs.at(index);
+  TensorRecipe r;
+  r.key = stream_key(instance, decl.name, key);
+  r.shape = instance.input_shapes().at(index);
+  switch (decl.generator) {
+    case InputGenerator::kUniform: r.kind = RecipeKind::kUniform; break;
+    case InputGenerator::kNormal: r.kind = RecipeKind::kNormal; break;
+    case InputGenerator::kSoftmaxUniform: r.kind = RecipeKind::kSoftmaxRows; break;
+    case InputGenerator::kSoftmaxScaledUniform:
+      r.kind = RecipeKind::kSoftmaxRows;
+      r.scale = philox::uniform(stream_key(instance, decl.name + "#scale", key), 0);
+      break;
+  }
+  return r;
+}
+
+TensorRecipe param_recipe(const ProblemInstance& instance, size_t index, GeneratorKey key) {
+  const ParamDecl& decl = instance.spec().params.at(index);
+  TensorRecipe r;
+  r.key = stream_key(instance, decl.name, key);
+  r.shape = instance.param_shapes().at(index);
+  switch (decl.init) {
+    case ParamInit::kKaimingUniform:
+      r.kind = RecipeKind::kSymmetricUniform;
+      r.bound = static_cast<float>(1.0 / std::sqrt(fan_in(r.shape)));
+      break;
+    case ParamInit::kFanInUniform:
+      r.kind = RecipeKind::kSymmetricUniform;
+      r.bound = static_cast<float>(1.0 / std::sqrt(fan_in(param_shape(instance, decl.fan_in_of))));
+      break;
+    case ParamInit::kXavierUniform:
+      r.kind = RecipeKind::kSymmetricUniform;
+      r.bound = static_cast<float>(std::sqrt(6.0 / (fan_in(r.shape) + fan_out(r.shape))));
+      break;
+    case ParamInit::kOnes: r.kind = RecipeKind::kConstant; r.value = 1.0f; break;
+    case ParamInit::kZeros: r.kind = RecipeKind::kConstant; r.value = 0.0f; break;
+    case ParamInit::kNormal: r.kind = RecipeKind::kNormal; break;
+  }
+  return r;
+}
+
+HostTensor<float> realize(const TensorRecipe& r) {
+  HostTensor<float> t(r.shape);
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  switch (r.kind) {
+    case RecipeKind::kUniform:
+      for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::uniform(r.key, i);
+      break;
+    case RecipeKind::kSymmetricUniform:
+      for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::symmetric_uniform(r.key, i, r.bound);
+      break;
+    case RecipeKind::kNormal:
+      for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::normal(r.key, i);
+      break;
+    case RecipeKind::kConstant:
+      for (uint64_t i = 0; i < n; ++i) t.data[i] = r.value;
+      break;
+    case RecipeKind::kSoftmaxRows: {
+      const uint64_t len = r.shape.empty() ? 1 : static_cast<uint64_t>(r.shape.back());
+      for (uint64_t row = 0; row < n / len; ++row) {
+        philox::SoftmaxRowStats st = philox::softmax_row_stats(r.key, row, len, r.scale);
+        for (uint64_t j = 0; j < len; ++j) {
+          t.data[row * len + j] = philox::softmax_element(r.key, row, len, j, r.scale, st);
+        }
+      }
+      break;
+    }
+  }
+  return t;
+}
+
+HostTensor<float> generate_input(const ProblemInstance& instance, size_t index, GeneratorKey key) {
+  return realize(input_recipe(instance, index, key));
+}
+
+HostTensor<float> generate_param(const ProblemInstance& instance, size_t index, GeneratorKey key) {
+  return realize(param_recipe(instance, index, key));
+}
+
+TensorSet generate_tensors(const ProblemInstance& instance, GeneratorKey key) {
+  TensorSet set;
+  for (size_t i = 0; i < instance.spec().inputs.size(); ++i) {
+    set.put(instance.spec().inputs[i].name, generate_input(instance, i, key));
+  }
+  for (size_t i = 0; i < instance.spec().params.size(); ++i) {
+    set.put(instance.spec().params[i].name, generate_param(instance, i, key));
+  }
+  return set;
+}
+
+std::string tensor_checksum(const HostTensor<float>& tensor) {
+  uint64_t h = 14695981039346656037ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(tensor.data.data());
+  for (size_t i = 0; i < tensor.data.size() * sizeof(float); ++i) {
+    h ^= bytes[i];
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+}  // namespace kb
