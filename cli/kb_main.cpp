@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/bench_command.h"
 #include "cli/problems_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kb: verify and time GPU kernels against their references (kbfleet)"};
   app.require_subcommand(1);
   kb::cli::add_problems_command(app);
+  kb::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -78,7 +78,7 @@ Dims parse_dims(const ProblemSpec& spec, const std::string& preset, const std::s
 
 ProblemInstance instantiate(const ProblemsOptions& o, const ProblemCatalog& catalog) {
   auto spec = find_spec(catalog, o.id);
-  std::string preset = o.preset.empty() && o.dims.empty() ? "small" : o.preset;
+  std::string preset = o.preset.empty() ? "small" : o.preset;
   Result<ProblemInstance> inst = ProblemInstance::create(spec, parse_dims(*spec, preset, o.dims));
   if (!inst.is_ok()) fail(inst.status().message());
   return std::move(inst).value();

@@ -28,8 +28,8 @@ namespace {
 //                                                      L3_013 (2.68 G), L3_025 (4.76 G)
 //   max_pool avg_pool                           kvol   L2_010: per pooled element pool 4 +
 //                                                      hardtanh 1 + mean 1 (1.34 G); L3_013
-//   mean                          1 per input element  L2_010
-//   kl_div (xlogy 2, mul 1, sub 1, sum 1)  5 per input  L1_098: log 1 + kl_div 5 (1.61 G)
+//   mean                                        1/in   L2_010 (per input element)
+//   kl_div (xlogy 2, mul 1, sub 1, sum 1)       5/in   L1_098: log 1 + kl_div 5 (1.61 G)
 //   reshape permute channel_shuffle             0
 //   multihead_attention: 2*MACs of in_proj, QK^T, PV and out_proj; softmax 5 per attention
 //     weight; 1 per in_proj bias add (each q, k and v element). The 1/sqrt(d) scaling and

@@ -79,3 +79,12 @@ class Result {
 };
 
 }  // namespace kb
+
+// Evaluates a Status-returning expression and returns it from the caller when it is not ok.
+#ifndef KB_TRY
+#define KB_TRY(expr)                                     \
+  do {                                                   \
+    ::kb::Status kb_try_status_ = (expr);                \
+    if (!kb_try_status_.is_ok()) return kb_try_status_;  \
+  } while (0)
+#endif

@@ -7,10 +7,10 @@ namespace kb::cpu::L2_007 {
 
 template <typename T>
 HostTensor<T> forward(const ProblemInstance& p, const TensorSet& t) {
-  const auto x = cast<T>(t.get("x"));               // (N, C_in, D, H, W)
-  const auto w = cast<T>(t.get("conv.weight"));     // (C_out, C_in, 3, 3, 3)
-  const auto b = cast<T>(t.get("conv.bias"));       // (C_out)
-  const auto bias = cast<T>(t.get("bias"));         // (C_out, 1, 1, 1)
+  const auto x = cast<T>(t.get("x"));            // (N, C_in, D, H, W)
+  const auto w = cast<T>(t.get("conv.weight"));  // (C_out, C_in, 3, 3, 3)
+  const auto b = cast<T>(t.get("conv.bias"));    // (C_out)
+  const auto bias = cast<T>(t.get("bias"));      // (C_out, 1, 1, 1)
   const T slope = T(p.number("leaky_relu", "negative_slope"));
 
   auto y = conv(x, w, &b, conv_params(p, "conv"));  // y: (N, C_out, D-2, H-2, W-2)

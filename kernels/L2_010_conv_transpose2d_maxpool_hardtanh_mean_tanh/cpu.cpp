@@ -9,9 +9,9 @@ namespace kb::cpu::L2_010 {
 
 template <typename T>
 HostTensor<T> forward(const ProblemInstance& p, const TensorSet& t) {
-  const auto x = cast<T>(t.get("x"));                          // (N, C_in, H, W)
-  const auto w = cast<T>(t.get("conv_transpose.weight"));      // (C_in, C_out, 3, 3)
-  const auto b = cast<T>(t.get("conv_transpose.bias"));        // (C_out)
+  const auto x = cast<T>(t.get("x"));                      // (N, C_in, H, W)
+  const auto w = cast<T>(t.get("conv_transpose.weight"));  // (C_in, C_out, 3, 3)
+  const auto b = cast<T>(t.get("conv_transpose.bias"));    // (C_out)
   const T lo = T(p.number("hardtanh", "min_val"));
   const T hi = T(p.number("hardtanh", "max_val"));
 

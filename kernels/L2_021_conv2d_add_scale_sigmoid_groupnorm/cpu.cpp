@@ -7,11 +7,11 @@ namespace kb::cpu::L2_021 {
 
 template <typename T>
 HostTensor<T> forward(const ProblemInstance& p, const TensorSet& t) {
-  const auto x = cast<T>(t.get("x"));                         // (N, C_in, H, W)
-  const auto w = cast<T>(t.get("conv.weight"));               // (C_out, C_in, 3, 3)
-  const auto b = cast<T>(t.get("conv.bias"));                 // (C_out)
-  const auto bias = cast<T>(t.get("bias"));                   // (C_out, 1, 1)
-  const auto scale = cast<T>(t.get("scale"));                 // (C_out, 1, 1)
+  const auto x = cast<T>(t.get("x"));                          // (N, C_in, H, W)
+  const auto w = cast<T>(t.get("conv.weight"));                // (C_out, C_in, 3, 3)
+  const auto b = cast<T>(t.get("conv.bias"));                  // (C_out)
+  const auto bias = cast<T>(t.get("bias"));                    // (C_out, 1, 1)
+  const auto scale = cast<T>(t.get("scale"));                  // (C_out, 1, 1)
   const auto gn_weight = cast<T>(t.get("group_norm.weight"));  // (C_out)
   const auto gn_bias = cast<T>(t.get("group_norm.bias"));      // (C_out)
 

@@ -8,10 +8,10 @@ namespace kb::cpu::L2_031 {
 
 template <typename T>
 HostTensor<T> forward(const ProblemInstance& p, const TensorSet& t) {
-  const auto x = cast<T>(t.get("x"));               // (N, C_in, H, W)
-  const auto w = cast<T>(t.get("conv.weight"));     // (C_out, C_in, 3, 3)
-  const auto b = cast<T>(t.get("conv.bias"));       // (C_out)
-  const auto bias = cast<T>(t.get("bias"));         // (C_out, 1, 1)
+  const auto x = cast<T>(t.get("x"));            // (N, C_in, H, W)
+  const auto w = cast<T>(t.get("conv.weight"));  // (C_out, C_in, 3, 3)
+  const auto b = cast<T>(t.get("conv.bias"));    // (C_out)
+  const auto bias = cast<T>(t.get("bias"));      // (C_out, 1, 1)
   const T cap = T(p.number("min", "value"));
   const T factor = T(p.number("scale", "value"));
 

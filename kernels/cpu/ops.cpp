@@ -166,8 +166,8 @@ void accumulate_tap(const T* in_plane, T* out_plane, T w, const AxisTap& a, cons
   }
 }
 
-// For each (n, o): zero the output plane, add every (input channel of o's group, tap) as a
-// strided axpy, then the bias. w is (O, C/g, *K) for a conv and (C, O/g, *K) transposed.
+// For each (n, o): into the output plane (zero-initialized) add every (input channel of o's group,
+// tap) as a strided axpy, then the bias. w is (O, C/g, *K) for a conv and (C, O/g, *K) transposed.
 template <typename T>
 HostTensor<T> conv_nd(const HostTensor<T>& x, const HostTensor<T>& w, const HostTensor<T>* bias,
                       const ConvGeometry& g, bool transposed) {
@@ -240,66 +240,78 @@ ConvGeometry conv_geometry(const HostTensor<T>& x, const HostTensor<T>& w,
 
 // ---- Pooling ----
 
-// The input range [lo, hi) each output position's window covers on one axis, padding clipped.
-std::vector<std::pair<int64_t, int64_t>> pool_windows(int64_t in, int64_t out, int64_t kernel,
-                                                      int64_t stride, int64_t padding) {
-  std::vector<std::pair<int64_t, int64_t>> windows(static_cast<size_t>(out));
-  for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * stride - padding;
-    windows[static_cast<size_t>(o)] = {std::max<int64_t>(start, 0), std::min(start + kernel, in)};
+using Window = std::pair<int64_t, int64_t>;  // input positions [first, second) on one axis
+
+struct PoolGeometry {
+  size_t rank = 0;
+  Spatial in{}, out{}, kernel{};
+  std::array<std::vector<Window>, kMaxSpatial> windows;  // per axis, per output position
+};
+
+PoolGeometry pool_geometry(const Shape& x, const std::vector<int64_t>& kernel,
+                           const std::vector<int64_t>& stride_list,
+                           const std::vector<int64_t>& padding_list, const std::string& what) {
+  PoolGeometry g;
+  g.rank = kernel.size();
+  KB_CPU_CHECK(g.rank >= 1 && g.rank <= kMaxSpatial && x.size() == g.rank + 2,
+               what + ": kernel_size needs one entry per spatial dim");
+  KB_CPU_CHECK(stride_list.empty() || stride_list.size() == g.rank, what + ": bad stride");
+  KB_CPU_CHECK(padding_list.empty() || padding_list.size() == g.rank, what + ": bad padding");
+  g.in = spatial(x.data() + 2, g.rank, 1);
+  g.kernel = spatial(kernel, 1);
+  const Spatial stride = stride_list.empty() ? g.kernel : spatial(stride_list, 1);  // PyTorch's
+  const Spatial padding = spatial(padding_list, 0);
+  for (size_t a = 0; a < kMaxSpatial; ++a) {
+    KB_CPU_CHECK(
+        g.kernel[a] >= 1 && stride[a] >= 1 && padding[a] >= 0 && 2 * padding[a] <= g.kernel[a],
+        what + ": kernel and stride must be >= 1, 0 <= padding <= kernel/2");
+    g.out[a] = floor_div(g.in[a] + 2 * padding[a] - g.kernel[a], stride[a]) + 1;  // floor mode
+    KB_CPU_CHECK(g.out[a] >= 1, what + ": output would be empty");
+    for (int64_t o = 0; o < g.out[a]; ++o) {  // clip each window to the unpadded input
+      const int64_t start = o * stride[a] - padding[a];
+      g.windows[a].emplace_back(std::max<int64_t>(start, 0),
+                                std::min(start + g.kernel[a], g.in[a]));
+    }
   }
-  return windows;
+  return g;
+}
+
+// The sum (average) or the max of one window of an input plane (in[0], in[1], in[2]).
+template <typename T>
+T reduce_window(const T* plane, const Spatial& in, Window d, Window h, Window w, bool average) {
+  T acc = average ? T(0) : -std::numeric_limits<T>::infinity();  // max pool pads with -inf
+  for (int64_t i = d.first; i < d.second; ++i)
+    for (int64_t j = h.first; j < h.second; ++j)
+      for (int64_t l = w.first; l < w.second; ++l) {
+        const T v = plane[(i * in[1] + j) * in[2] + l];
+        if (average) {
+          acc += v;
+        } else if (v > acc || std::isnan(v)) {  // max pool propagates NaN, as PyTorch's does
+          acc = v;
+        }
+      }
+  return acc;
 }
 
 template <typename T>
-HostTensor<T> pool_nd(const HostTensor<T>& x, const std::vector<int64_t>& kernel_list,
-                      const std::vector<int64_t>& stride_list,
-                      const std::vector<int64_t>& padding_list, bool average) {
+HostTensor<T> pool_nd(const HostTensor<T>& x, const std::vector<int64_t>& kernel,
+                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                      bool average) {
   const std::string what = std::string(average ? "avg_pool" : "max_pool") + ": x " + shape_of(x);
-  const size_t rank = kernel_list.size();
-  KB_CPU_CHECK(rank >= 1 && rank <= kMaxSpatial && x.rank() == static_cast<int>(rank) + 2,
-               what + ": kernel_size needs one entry per spatial dim");
-  KB_CPU_CHECK(stride_list.empty() || stride_list.size() == rank, what + ": bad stride");
-  KB_CPU_CHECK(padding_list.empty() || padding_list.size() == rank, what + ": bad padding");
-  const Spatial in = spatial(x.shape.data() + 2, rank, 1), kernel = spatial(kernel_list, 1);
-  const Spatial stride =
-      stride_list.empty() ? kernel : spatial(stride_list, 1);  // PyTorch's default
-  const Spatial padding = spatial(padding_list, 0);
-  Spatial out;
-  std::array<std::vector<std::pair<int64_t, int64_t>>, kMaxSpatial> windows;
-  for (size_t a = 0; a < kMaxSpatial; ++a) {
-    KB_CPU_CHECK(kernel[a] >= 1 && stride[a] >= 1 && padding[a] >= 0 && 2 * padding[a] <= kernel[a],
-                 what + ": kernel and stride must be >= 1, 0 <= padding <= kernel/2");
-    out[a] = floor_div(in[a] + 2 * padding[a] - kernel[a], stride[a]) + 1;  // floor mode
-    KB_CPU_CHECK(out[a] >= 1, what + ": output would be empty");
-    windows[a] = pool_windows(in[a], out[a], kernel[a], stride[a], padding[a]);
-  }
+  const PoolGeometry g = pool_geometry(x.shape, kernel, stride, padding, what);
   Shape out_shape{x.shape[0], x.shape[1]};
-  append_spatial(out_shape, out, rank);
+  append_spatial(out_shape, g.out, g.rank);
   HostTensor<T> y(out_shape);
-  // count_include_pad: in floor mode a window never passes the padded end, so the divisor is
-  // always the full kernel volume.
-  const T divisor = T(volume(kernel));
-  const int64_t in_plane = volume(in), out_plane = volume(out);
+  // count_include_pad: in floor mode no window passes the padded end, so every divisor is the
+  // full kernel volume.
+  const T divisor = average ? T(volume(g.kernel)) : T(1);
+  T* y_out = y.data.data();
   for (int64_t p = 0; p < x.shape[0] * x.shape[1]; ++p) {
-    const T* x_plane = x.data.data() + p * in_plane;
-    T* y_out = y.data.data() + p * out_plane;
-    for (const auto& [d0, d1] : windows[0])
-      for (const auto& [h0, h1] : windows[1])
-        for (const auto& [w0, w1] : windows[2]) {
-          T acc = average ? T(0) : -std::numeric_limits<T>::infinity();
-          for (int64_t d = d0; d < d1; ++d)
-            for (int64_t h = h0; h < h1; ++h)
-              for (int64_t w = w0; w < w1; ++w) {
-                const T v = x_plane[(d * in[1] + h) * in[2] + w];
-                if (average) {
-                  acc += v;
-                } else if (v > acc || std::isnan(v)) {  // max pool propagates NaN, as PyTorch
-                  acc = v;
-                }
-              }
-          *y_out++ = average ? acc / divisor : acc;
-        }
+    const T* x_plane = x.data.data() + p * volume(g.in);
+    for (const Window& d : g.windows[0])
+      for (const Window& h : g.windows[1])
+        for (const Window& w : g.windows[2])
+          *y_out++ = reduce_window(x_plane, g.in, d, h, w, average) / divisor;
   }
   return y;
 }
@@ -358,16 +370,22 @@ Moments<T> moments(const T* first, int64_t runs, int64_t run, int64_t stride, do
 
 // ---- Attention ----
 
-// y (rows, out) = x (rows, in) . w^T + b, w (out, in): nn.Linear on contiguous rows.
+// nn.Linear on the last dim: y (..., out) = x (..., in) . w^T + b, w (out, in) row-major (a
+// row block of the packed in_proj_weight for q, k and v).
 template <typename T>
-void linear(const T* x, int64_t rows, int64_t in, const T* w, const T* b, int64_t out, T* y) {
+HostTensor<T> linear(const HostTensor<T>& x, const T* w, const T* b, int64_t out) {
+  const int64_t in = x.shape.back(), rows = x.numel() / in;
+  Shape shape = x.shape;
+  shape.back() = out;
+  HostTensor<T> y(shape);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < out; ++o) {
       T acc = T(0);
-      for (int64_t i = 0; i < in; ++i) acc += x[r * in + i] * w[o * in + i];
-      y[r * out + o] = acc + b[o];
+      for (int64_t i = 0; i < in; ++i) acc += x.data[r * in + i] * w[o * in + i];
+      y.data[r * out + o] = acc + b[o];
     }
   }
+  return y;
 }
 
 // One (batch n, head h) of scaled dot-product attention on projected (len, N, E) tensors:
@@ -395,6 +413,23 @@ void attend_head(const T* q, const T* k, const T* v, int64_t n, int64_t h, int64
       for (int64_t d = 0; d < head_dim; ++d) o_row[d] += p * v[row(s) + d];
     }
   }
+}
+
+template <typename T>
+void check_attention_shapes(const HostTensor<T>& q, const HostTensor<T>& k, const HostTensor<T>& v,
+                            const HostTensor<T>& in_w, const HostTensor<T>& in_b,
+                            const HostTensor<T>& out_w, const HostTensor<T>& out_b,
+                            int64_t num_heads) {
+  const std::string what =
+      "multihead_attention: q " + shape_of(q) + ", k " + shape_of(k) + ", v " + shape_of(v);
+  KB_CPU_CHECK(q.rank() == 3 && k.rank() == 3 && k.shape == v.shape && q.shape[1] == k.shape[1] &&
+                   q.shape[2] == k.shape[2],
+               what + ": need q (L,N,E), k and v (S,N,E)");
+  const int64_t embed = q.shape[2];
+  KB_CPU_CHECK(num_heads >= 1 && embed % num_heads == 0, what + ": heads must divide E");
+  KB_CPU_CHECK(in_w.shape == Shape({3 * embed, embed}) && in_b.shape == Shape({3 * embed}) &&
+                   out_w.shape == Shape({embed, embed}) && out_b.shape == Shape({embed}),
+               what + ": projections must be (3E,E), (3E), (E,E), (E)");
 }
 
 }  // namespace
@@ -570,13 +605,16 @@ HostTensor<T> group_norm(const HostTensor<T>& x, int64_t num_groups, const HostT
                    " groups must divide C = " + std::to_string(channels));
   KB_CPU_CHECK(weight.numel() == channels && bias.numel() == channels,
                "group_norm: weight and bias must have C elements");
-  const int64_t group_size = channels / num_groups * plane;
+  const int64_t group_channels = channels / num_groups, group_size = group_channels * plane;
   HostTensor<T> y(x.shape);
-  for (int64_t base = 0; base < x.numel(); base += group_size) {
+  for (int64_t base = 0, c0 = 0; base < x.numel(); base += group_size, c0 += group_channels) {
     const Moments<T> m = moments(x.data.data() + base, 1, group_size, group_size, eps);
-    for (int64_t i = base; i < base + group_size; ++i) {
-      const int64_t c = (i / plane) % channels;
-      y.data[i] = (x.data[i] - m.mean) * m.rstd * weight.data[c] + bias.data[c];
+    for (int64_t ci = 0; ci < group_channels; ++ci) {
+      const int64_t c = (c0 + ci) % channels;
+      const T scale = m.rstd * weight.data[c], shift = bias.data[c];
+      for (int64_t i = base + ci * plane; i < base + (ci + 1) * plane; ++i) {
+        y.data[i] = (x.data[i] - m.mean) * scale + shift;
+      }
     }
   }
   return y;
@@ -697,28 +735,18 @@ HostTensor<T> multihead_attention(const HostTensor<T>& q, const HostTensor<T>& k
                                   const HostTensor<T>& in_proj_bias,
                                   const HostTensor<T>& out_proj_weight,
                                   const HostTensor<T>& out_proj_bias, int64_t num_heads) {
-  const std::string what =
-      "multihead_attention: q " + shape_of(q) + ", k " + shape_of(k) + ", v " + shape_of(v);
-  KB_CPU_CHECK(q.rank() == 3 && k.rank() == 3 && k.shape == v.shape && q.shape[1] == k.shape[1] &&
-                   q.shape[2] == k.shape[2],
-               what + ": need q (L,N,E), k and v (S,N,E)");
+  check_attention_shapes(q, k, v, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
+                         num_heads);
   const int64_t len_q = q.shape[0], len_k = k.shape[0], batch = q.shape[1], embed = q.shape[2];
-  KB_CPU_CHECK(num_heads >= 1 && embed % num_heads == 0, what + ": heads must divide E");
-  KB_CPU_CHECK(in_proj_weight.shape == Shape({3 * embed, embed}) &&
-                   in_proj_bias.shape == Shape({3 * embed}) &&
-                   out_proj_weight.shape == Shape({embed, embed}) &&
-                   out_proj_bias.shape == Shape({embed}),
-               what + ": projections must be (3E,E), (3E), (E,E), (E)");
   const int64_t head_dim = embed / num_heads;
   const T* w = in_proj_weight.data.data();
   const T* b = in_proj_bias.data.data();
-  HostTensor<T> qp(q.shape), kp(k.shape), vp(v.shape), o(q.shape);
-  linear(q.data.data(), len_q * batch, embed, w, b, embed, qp.data.data());
-  linear(k.data.data(), len_k * batch, embed, w + embed * embed, b + embed, embed, kp.data.data());
-  linear(v.data.data(), len_k * batch, embed, w + 2 * embed * embed, b + 2 * embed, embed,
-         vp.data.data());
+  HostTensor<T> qp = linear(q, w, b, embed);
+  const HostTensor<T> kp = linear(k, w + embed * embed, b + embed, embed);
+  const HostTensor<T> vp = linear(v, w + 2 * embed * embed, b + 2 * embed, embed);
   const T scale = T(1) / std::sqrt(T(head_dim));  // applied to q after its bias, as PyTorch
   for (T& x : qp.data) x *= scale;
+  HostTensor<T> o(q.shape);  // heads concatenated: head h owns features [h*hd, (h+1)*hd)
   std::vector<T> scores(static_cast<size_t>(len_q * len_k));
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t h = 0; h < num_heads; ++h) {
@@ -726,10 +754,7 @@ HostTensor<T> multihead_attention(const HostTensor<T>& q, const HostTensor<T>& k
                   head_dim, scores, o.data.data());
     }
   }
-  HostTensor<T> y(q.shape);
-  linear(o.data.data(), len_q * batch, embed, out_proj_weight.data.data(),
-         out_proj_bias.data.data(), embed, y.data.data());
-  return y;
+  return linear(o, out_proj_weight.data.data(), out_proj_bias.data.data(), embed);
 }
 
 #define KB_INSTANTIATE_CPU_OPS(T)                                                                  \

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ struct FixtureCase {
   fs::path expected_npy;  // oracle/L2_017/odd.npy
 };
 
+// How gtest names a failing case: "L2_017/odd", not the struct's bytes.
+void PrintTo(const FixtureCase& c, std::ostream* os) {
+  *os << c.id << "/" << c.name;
+}
+
 std::vector<FixtureCase> fixture_cases() {
   std::vector<FixtureCase> cases;
   if (!fs::is_directory(kOracleDir)) return cases;  // FixtureSet.CoversEveryProblem reports it
@@ -54,13 +60,12 @@ std::vector<FixtureCase> fixture_cases() {
       if (file.path().extension() != ".json") continue;
       fs::path npy = file.path();
       npy.replace_extension(".npy");
-      cases.push_back({problem_dir.path().filename().string(), file.path().stem().string(),
-                       file.path(), npy});
+      cases.push_back(
+          {problem_dir.path().filename().string(), file.path().stem().string(), file.path(), npy});
     }
   }
-  std::sort(cases.begin(), cases.end(), [](const FixtureCase& a, const FixtureCase& b) {
-    return a.json_path < b.json_path;
-  });
+  std::sort(cases.begin(), cases.end(),
+            [](const FixtureCase& a, const FixtureCase& b) { return a.json_path < b.json_path; });
   return cases;
 }
 
@@ -177,8 +182,8 @@ TEST_P(GoldenFixtureTest, GoldenModelMatchesPyTorch) {
 // FixtureSet.CoversEveryProblem reports a missing fixture directory.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenFixtureTest);
 INSTANTIATE_TEST_SUITE_P(Oracle, GoldenFixtureTest, testing::ValuesIn(fixture_cases()),
-                         [](const testing::TestParamInfo<FixtureCase>& info) {
-                           std::string name = info.param.id + "_" + info.param.name;
+                         [](const testing::TestParamInfo<FixtureCase>& test) {
+                           std::string name = test.param.id + "_" + test.param.name;
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

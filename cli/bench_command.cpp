@@ -1,0 +1,173 @@
+#include "cli/bench_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "common/job_result.h"
+#include "common/spec_loader.h"
+#include "worker/executor_process.h"
+
+namespace kb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchOptions {
+  std::string problems = "kernelbench22";
+  std::string device = "auto";
+  std::string preset;
+  std::string pack;
+  std::string executor;
+  std::string problems_dir;
+  std::string json_path;
+  uint64_t seed = 0;
+  int gpu = 0;
+  int trials = 5;
+  double time_cap = 15;
+  double timeout = 600;
+  bool aa = false;
+  bool json = false;
+};
+
+std::string default_pack_path() {
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  for (const fs::path& candidate : {self.parent_path() / "libkbpack.so",
+                                    self.parent_path().parent_path() / "kernels" / "libkbpack.so",
+                                    self.parent_path().parent_path() / "lib" / "libkbpack.so"}) {
+    if (!ec && fs::exists(candidate)) return candidate.string();
+  }
+  return "libkbpack.so";
+}
+
+bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
+
+std::vector<std::string> executor_args(const BenchOptions& o, const std::string& id, uint64_t seed) {
+  std::vector<std::string> a = {"--pack", o.pack, "--problem", id, "--preset", o.preset,
+                                "--seed", std::to_string(seed), "--device", o.device,
+                                "--gpu", std::to_string(o.gpu), "--trials", std::to_string(o.trials),
+                                "--time-cap", std::to_string(o.time_cap), "--problems-dir", o.problems_dir};
+  if (o.aa) a.push_back("--aa");
+  return a;
+}
+
+std::string fmt_ms(double ms) {
+  char b[32];
+  if (ms > 0) {
+    std::snprintf(b, sizeof b, "%9.3f", ms);
+  } else {
+    std::snprintf(b, sizeof b, "%9s", "-");
+  }
+  return b;
+}
+
+void print_row(const JobResult& r) {
+  char speedup[48] = "        -";
+  if (r.speedup.speedup > 0 && r.custom.summary.median > 0) {
+    std::snprintf(speedup, sizeof speedup, "%6.3fx [%5.3f, %5.3f]", r.speedup.speedup, r.speedup.ci_low,
+                  std::isfinite(r.speedup.ci_high) ? r.speedup.ci_high : 0.0);
+  }
+  std::printf("%-7s %-16s %9.2e %s %s  %-26s %8.2f %8.1f %7.2f  %s\n", r.problem_id.c_str(),
+              to_string(r.status).c_str(), r.errors.max_abs_error, fmt_ms(r.reference.summary.median).c_str(),
+              fmt_ms(r.custom.summary.median).c_str(), speedup, r.custom_tflops, r.custom_gbps,
+              r.custom_over_floor, r.stop_reason.c_str());
+}
+
+void print_summary(const std::vector<JobResult>& results, const std::string& device) {
+  int ok = 0, faster = 0;
+  double log_sum = 0;
+  for (const JobResult& r : results) {
+    if (r.status != JobStatus::kOk) continue;
+    ++ok;
+    faster += r.speedup.speedup > 1.0;
+    log_sum += std::log(r.speedup.speedup);
+  }
+  const double n = static_cast<double>(results.size());
+  std::printf("\n%d of %zu correct; fast_1 (correct and faster than the reference) = %.3f; "
+              "geomean speedup over correct = %s   [device: %s]\n",
+              ok, results.size(), n > 0 ? faster / n : 0.0,
+              ok ? std::to_string(std::exp(log_sum / ok)).c_str() : "-", device.c_str());
+  if (device == "cpu") {
+    std::printf("CPU device: reference = golden model in double, custom = the same algorithm in fp32; "
+                "times are CPU times at the small preset, not GPU figures.\n");
+  }
+}
+
+void run_bench(BenchOptions o) {
+  auto catalog = load_problem_catalog(o.problems_dir);
+  if (!catalog.is_ok()) {
+    std::fprintf(stderr, "kb: %s\n", catalog.status().message().c_str());
+    throw CLI::RuntimeError(1);
+  }
+  auto ids = catalog->resolve(o.problems);
+  if (!ids.is_ok()) {
+    std::fprintf(stderr, "kb: %s\n", ids.status().message().c_str());
+    throw CLI::RuntimeError(2);
+  }
+  if (o.device == "auto") o.device = gpu_present() ? "cuda" : "cpu";
+  if (o.preset.empty()) o.preset = o.device == "cuda" ? "full" : "small";
+  if (o.pack.empty()) o.pack = default_pack_path();
+  if (o.executor.empty()) o.executor = default_executor_path();
+  if (o.seed == 0) o.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
+  std::fprintf(stderr, "kb bench: %zu problems on %s, preset %s, pack %s\n", ids->size(), o.device.c_str(),
+               o.preset.c_str(), o.pack.c_str());
+  std::vector<JobResult> results;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < ids->size(); ++i) {
+    const std::string& id = ids.value()[i];
+    const auto job_start = std::chrono::steady_clock::now();
+    JobResult r = run_executor_process({o.executor, executor_args(o, id, o.seed), o.timeout, id, o.preset, o.device});
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
+    std::fprintf(stderr, "[%zu/%zu] %-7s %-16s %7.1f s  %s\n", i + 1, ids->size(), id.c_str(),
+                 to_string(r.status).c_str(), secs, r.message.substr(0, 100).c_str());
+    r.overhead_ms["wall"] = secs * 1e3;
+    results.push_back(std::move(r));
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.json || !o.json_path.empty()) {
+    nlohmann::json all = {{"device", o.device}, {"preset", o.preset}, {"seed", o.seed}, {"pack", o.pack},
+                          {"wall_s", total}, {"results", nlohmann::json::array()}};
+    for (const JobResult& r : results) all["results"].push_back(to_json(r));
+    if (!o.json_path.empty()) std::ofstream(o.json_path) << all.dump(1) << "\n";
+    if (o.json) std::printf("%s\n", all.dump(1).c_str());
+    if (o.json) return;
+  }
+  std::printf("%-7s %-16s %9s %9s %9s  %-26s %8s %8s %7s  %s\n", "problem", "status", "max_err", "ref_ms",
+              "cust_ms", "speedup [95% CI]", "TFLOP/s", "GB/s", "x_floor", "stop");
+  for (const JobResult& r : results) print_row(r);
+  print_summary(results, o.device);
+  std::printf("wall time %.1f s\n", total);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  o->problems_dir = default_problems_dir();
+  CLI::App* bench = app.add_subcommand("bench", "Verify and time problems on the local GPU (or CPU)");
+  bench->add_option("problems", o->problems, "A suite name or comma-separated problem ids")->capture_default_str();
+  bench->add_option("--device", o->device, "cuda, cpu or auto")->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->capture_default_str();
+  bench->add_option("--preset", o->preset, "Size preset (default: full on cuda, small on cpu)");
+  bench->add_option("--pack", o->pack, "Kernel pack (default: the build's libkbpack.so)");
+  bench->add_option("--executor", o->executor, "kb-executor binary (default: beside kb)");
+  bench->add_option("--problems-dir", o->problems_dir, "Directory of problem specs")->capture_default_str();
+  bench->add_option("--seed", o->seed, "Run seed (default: a fresh secret one)");
+  bench->add_option("--gpu", o->gpu, "GPU ordinal")->capture_default_str();
+  bench->add_option("--trials", o->trials, "Correctness trials")->capture_default_str();
+  bench->add_option("--time-cap", o->time_cap, "Timing cap per job, seconds")->capture_default_str();
+  bench->add_option("--timeout", o->timeout, "Deadline per job process, seconds")->capture_default_str();
+  bench->add_flag("--aa", o->aa, "A/A: time each reference against itself");
+  bench->add_flag("--json", o->json, "Print all results as JSON");
+  bench->add_option("--json-out", o->json_path, "Also write all results as JSON to this file");
+  bench->callback([o] { run_bench(*o); });
+}
+
+}  // namespace kb::cli

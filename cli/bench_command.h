@@ -1,0 +1,14 @@
+// `kb bench`: the local runner. Runs one problem, a list or a suite on the local GPU (or on the
+// CPU device at small presets, labelled `cpu`), one kb-executor process per job, and prints the
+// results table with fast_p and the geometric-mean speedup; --json for machines.
+//
+// Thread safety: called once from main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kb::cli {
+
+void add_bench_command(CLI::App& app);
+
+}  // namespace kb::cli

@@ -1,0 +1,77 @@
+// The result of one job (one problem on one device): verdict, errors, timing, environment.
+// Produced by the executor, written as JSON (to_json / from_json) by kb-executor, read by the
+// worker, the local runner and the coordinator.
+//
+// Thread safety: plain values.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/statistics.h"
+
+namespace kb {
+
+enum class JobStatus {
+  kOk,
+  kMismatch,        // custom differs from reference beyond atol + rtol*|ref|
+  kNonFinite,       // custom non-finite where the reference is finite
+  kInputMutated,    // custom wrote into an input or parameter
+  kNoCustomKernel,  // custom launched no kernel of its own (only cuDNN/cuBLAS or nothing)
+  kForeignStream,   // custom did work on a stream other than the job's
+  kRuntimeError,    // a CUDA/cuDNN/cuBLAS error, or the pack reported one
+  kNotImplemented,  // the pack has no custom variant for this problem
+  kUnsupported,     // the variant cannot handle these shapes
+  kCrashed,         // the executor process died (set by the supervisor)
+  kTimeout,         // the executor process ran past its deadline (set by the supervisor)
+};
+
+std::string to_string(JobStatus status);
+// kRuntimeError for an unknown name.
+JobStatus job_status_from_string(const std::string& name);
+
+struct ErrorStats {
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  int64_t mismatches = 0;
+  int64_t first_mismatch_index = -1;
+  int64_t non_finite = 0;  // custom non-finite where the reference is finite
+};
+
+struct VariantTiming {
+  std::vector<double> samples_ms;
+  SampleSummary summary;
+};
+
+struct JobResult {
+  std::string problem_id;
+  std::string preset;
+  nlohmann::json dims;
+  std::string device_kind;  // "cuda" or "cpu"
+  JobStatus status = JobStatus::kOk;
+  std::string message;
+
+  int correctness_trials = 0;
+  ErrorStats errors;  // worst over the trials and the post-timing check
+  std::vector<std::string> custom_kernels;  // kernel names launched by the custom call
+
+  VariantTiming reference, custom;
+  int rounds = 0;
+  std::string stop_reason;
+  SpeedupEstimate speedup;
+
+  double flops = 0, min_bytes = 0;
+  double custom_tflops = 0, custom_gbps = 0;
+  double floor_ms = 0, custom_over_floor = 0, reference_over_floor = 0;
+
+  nlohmann::json environment;  // GPU, clocks, versions, pack
+  nlohmann::json overhead_ms;  // spawn, init, pack load, generation, ...
+};
+
+nlohmann::json to_json(const JobResult& r);
+JobResult job_result_from_json(const nlohmann::json& j);
+
+}  // namespace kb

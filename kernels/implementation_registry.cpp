@@ -1,0 +1,54 @@
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "kernels/implementation.h"
+
+namespace kb {
+namespace {
+
+std::map<std::pair<std::string, Variant>, ImplementationFactory>& registry() {
+  static std::map<std::pair<std::string, Variant>, ImplementationFactory> factories;
+  return factories;
+}
+
+template <typename Decls>
+size_t index_of(const ProblemInstance& problem, const Decls& decls, std::string_view name) {
+  for (size_t i = 0; i < decls.size(); ++i) {
+    if (decls[i].name == name) return i;
+  }
+  std::fprintf(stderr, "kbfleet: %s has no tensor '%.*s'\n", problem.spec().id.c_str(),
+               static_cast<int>(name.size()), name.data());
+  std::abort();
+}
+
+}  // namespace
+
+bool register_implementation(std::string_view problem_id, Variant variant,
+                             ImplementationFactory factory) {
+  auto [it, fresh] = registry().emplace(std::make_pair(std::string(problem_id), variant), factory);
+  if (!fresh) {
+    std::fprintf(stderr, "kbfleet: two %s implementations registered for %.*s\n",
+                 variant == Variant::kReference ? "reference" : "custom",
+                 static_cast<int>(problem_id.size()), problem_id.data());
+    std::abort();
+  }
+  return true;
+}
+
+ImplementationFactory find_implementation(std::string_view problem_id, Variant variant) {
+  auto it = registry().find(std::make_pair(std::string(problem_id), variant));
+  return it == registry().end() ? nullptr : it->second;
+}
+
+size_t input_index(const ProblemInstance& problem, std::string_view name) {
+  return index_of(problem, problem.spec().inputs, name);
+}
+
+size_t param_index(const ProblemInstance& problem, std::string_view name) {
+  return index_of(problem, problem.spec().params, name);
+}
+
+}  // namespace kb

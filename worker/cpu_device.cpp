@@ -1,0 +1,132 @@
+// The CPU execution device: the golden model (double) as the reference and the same algorithm in
+// float as the "custom" variant, on host memory, timed with the steady clock. For small presets
+// only; results are labelled `cpu`.
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "worker/execution_device.h"
+
+namespace kb {
+namespace {
+
+struct HostSet {
+  std::vector<HostTensor<float>> inputs, params;
+};
+
+class CpuDevice final : public ExecutionDevice {
+ public:
+  explicit CpuDevice(const KernelPack& pack) : pack_(pack) {}
+  ~CpuDevice() override {
+    for (kb_instance_v1* inst : instances_) {
+      if (inst) pack_.table().destroy(inst);
+    }
+  }
+
+  std::string kind() const override { return "cpu"; }
+  nlohmann::json environment() const override {
+    return {{"device", "cpu"}, {"threads", std::thread::hardware_concurrency()},
+            {"pack", {{"path", pack_.path()}, {"commit", pack_.table().commit},
+                      {"build", pack_.table().build_info}}},
+            {"peaks", "nominal 1 GFLOP/s and 10 GB/s per core (CPU runs are for correctness)"}};
+  }
+  int32_t pack_variant(Slot slot) const override {
+    return slot == Slot::kReference ? KB_VARIANT_CPU_GOLDEN : KB_VARIANT_CPU_FP32;
+  }
+  int max_input_sets(double) const override { return 2; }
+
+  CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
+                       const std::string& spec_yaml) override {
+    std::vector<kb_dim_v1> dims;
+    for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
+    char error[2048] = "";
+    kb_instance_v1* inst = nullptr;
+    int32_t code = pack_.table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
+                                        static_cast<int32_t>(dims.size()), variant, nullptr, &inst,
+                                        error, sizeof error);
+    instances_[static_cast<int>(slot)] = inst;
+    outputs_[static_cast<int>(slot)].assign(static_cast<size_t>(element_count(problem.output_shape())), 0.f);
+    output_shape_ = problem.output_shape();
+    return {code, error};
+  }
+
+  Status generate(int set, const ProblemInstance& problem, GeneratorKey key) override {
+    if (static_cast<int>(sets_.size()) <= set) sets_.resize(set + 1);
+    HostSet& s = sets_[set];
+    s.inputs.clear();
+    s.params.clear();
+    for (size_t i = 0; i < problem.spec().inputs.size(); ++i) s.inputs.push_back(generate_input(problem, i, key));
+    for (size_t i = 0; i < problem.spec().params.size(); ++i) s.params.push_back(generate_param(problem, i, key));
+    return Status::ok();
+  }
+
+  Status run(Slot slot, int set) override {
+    std::vector<kb_tensor_v1> in = views(sets_.at(set).inputs), par = views(sets_.at(set).params);
+    kb_tensor_v1 out = view(outputs_[static_cast<int>(slot)].data(), output_shape_);
+    char error[2048] = "";
+    int32_t code = pack_.table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
+                                     par.data(), static_cast<int32_t>(par.size()), &out, nullptr, error, sizeof error);
+    return code == KB_PACK_OK ? Status::ok() : Status::internal(error);
+  }
+
+  Result<double> run_timed(Slot slot, int set) override {
+    auto start = std::chrono::steady_clock::now();
+    if (Status s = run(slot, set); !s.is_ok()) return s;
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  Status synchronize() override { return Status::ok(); }
+
+  Status poison_output(Slot slot) override {
+    auto& out = outputs_[static_cast<int>(slot)];
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    return Status::ok();
+  }
+  Result<std::vector<float>> read_output(Slot slot) override { return outputs_[static_cast<int>(slot)]; }
+
+  Result<uint64_t> input_hash(int set) override {
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&h](const std::vector<HostTensor<float>>& tensors) {
+      for (const auto& t : tensors) {
+        const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
+        for (size_t i = 0; i < t.data.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+      }
+    };
+    mix(sets_.at(set).inputs);
+    mix(sets_.at(set).params);
+    return h;
+  }
+
+  Status begin_trace() override { return Status::ok(); }
+  Result<LaunchTrace> end_trace() override { return LaunchTrace{}; }
+  void sample_clocks() override {}
+  nlohmann::json clock_report() const override { return {{"available", false}}; }
+  double peak_flops() const override { return 1e9; }
+  double peak_bytes_per_s() const override { return 1e10; }
+
+ private:
+  static kb_tensor_v1 view(float* data, const Shape& shape) {
+    kb_tensor_v1 t{data, static_cast<int32_t>(shape.size()), {}};
+    for (size_t d = 0; d < shape.size(); ++d) t.shape[d] = shape[d];
+    return t;
+  }
+  static std::vector<kb_tensor_v1> views(std::vector<HostTensor<float>>& tensors) {
+    std::vector<kb_tensor_v1> out;
+    for (auto& t : tensors) out.push_back(view(t.data.data(), t.shape));
+    return out;
+  }
+
+  const KernelPack& pack_;
+  kb_instance_v1* instances_[2] = {nullptr, nullptr};
+  std::vector<float> outputs_[2];
+  Shape output_shape_;
+  std::vector<HostSet> sets_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack) {
+  return std::make_unique<CpuDevice>(pack);
+}
+
+}  // namespace kb

@@ -1,0 +1,271 @@
+// The CUDA execution device: one GPU, one job stream, device-generated inputs, CUDA-event timing
+// with a cold L2 before every sample, CUPTI launch tracing, NVML clock sampling.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cmath>
+#include <memory>
+
+#include "kernels/device/cuda_check.h"
+#include "kernels/device/library_handles.h"
+#include "kernels/device/tensor_generator.cuh"
+#include "worker/device_buffers.cuh"
+#include "worker/execution_device.h"
+#include "worker/gpu_clocks.h"
+#include "worker/launch_tracer.h"
+
+namespace kb {
+namespace {
+
+struct DeviceBuffer {
+  float* data = nullptr;
+  Shape shape;
+};
+
+struct InputSet {
+  std::vector<DeviceBuffer> inputs, params;
+};
+
+kb_tensor_v1 view(const DeviceBuffer& b) {
+  kb_tensor_v1 t{b.data, static_cast<int32_t>(b.shape.size()), {}};
+  for (size_t d = 0; d < b.shape.size(); ++d) t.shape[d] = b.shape[d];
+  return t;
+}
+
+class CudaDevice final : public ExecutionDevice {
+ public:
+  CudaDevice(const KernelPack& pack, int ordinal) : pack_(pack), ordinal_(ordinal) {}
+  ~CudaDevice() override;
+
+  Status init();
+
+  std::string kind() const override { return "cuda"; }
+  nlohmann::json environment() const override { return environment_; }
+  int32_t pack_variant(Slot slot) const override {
+    return slot == Slot::kReference ? KB_VARIANT_REFERENCE : KB_VARIANT_CUSTOM;
+  }
+  int max_input_sets(double set_bytes) const override;
+
+  CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
+                       const std::string& spec_yaml) override;
+  Status generate(int set, const ProblemInstance& problem, GeneratorKey key) override;
+  Status run(Slot slot, int set) override;
+  Result<double> run_timed(Slot slot, int set) override;
+  Status synchronize() override {
+    KB_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::ok();
+  }
+  Status poison_output(Slot slot) override {
+    return fill_nan(outputs_[static_cast<int>(slot)].data, element_count(output_shape_), stream_);
+  }
+  Result<std::vector<float>> read_output(Slot slot) override;
+  Result<uint64_t> input_hash(int set) override;
+  Status begin_trace() override { return tracer_.begin(); }
+  Result<LaunchTrace> end_trace() override { return tracer_.end(stream_); }
+  void sample_clocks() override { clocks_->sample(); }
+  nlohmann::json clock_report() const override { return clocks_->report(); }
+  double peak_flops() const override { return peak_flops_; }
+  double peak_bytes_per_s() const override { return peak_bytes_; }
+
+ private:
+  Status allocate(DeviceBuffer& b, const Shape& shape);
+  void describe_device(const cudaDeviceProp& prop);
+
+  const KernelPack& pack_;
+  int ordinal_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  unsigned long long* hash_ = nullptr;
+  L2Flusher flusher_;
+  LaunchTracer tracer_;
+  std::unique_ptr<GpuClocks> clocks_;
+  kb_instance_v1* instances_[2] = {nullptr, nullptr};
+  DeviceBuffer outputs_[2];
+  Shape output_shape_;
+  std::vector<InputSet> sets_;
+  nlohmann::json environment_;
+  double peak_flops_ = 0, peak_bytes_ = 0;
+};
+
+Status CudaDevice::init() {
+  KB_CUDA_TRY(cudaSetDevice(ordinal_));
+  KB_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  KB_CUDA_TRY(cudaEventCreate(&start_));
+  KB_CUDA_TRY(cudaEventCreate(&stop_));
+  KB_CUDA_TRY(cudaMalloc(&hash_, sizeof(unsigned long long)));
+  if (Status s = flusher_.init(ordinal_); !s.is_ok()) return s;
+  cudaDeviceProp prop{};
+  KB_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal_));
+  char bus_id[32] = "";
+  KB_CUDA_TRY(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal_));
+  clocks_ = std::make_unique<GpuClocks>(bus_id);
+  describe_device(prop);
+  return Status::ok();
+}
+
+void CudaDevice::describe_device(const cudaDeviceProp& prop) {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &cublas_major);
+  cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+  char uuid[64];
+  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  const std::string name = prop.name;
+  // Roofline ceilings: the H100/H200 figures measured for this suite (PROBLEMS.md: strict fp32
+  // FMA 67 TFLOP/s; device-to-device copy 4.3 TB/s on the H200); elsewhere the fp32 FMA peak
+  // from SM count and clock, and the bandwidth of an H100-class part.
+  const bool h200 = name.find("H200") != std::string::npos;
+  int clock_khz = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal_);
+  peak_flops_ = h200 ? 6.7e13 : prop.multiProcessorCount * 128.0 * 2.0 * clock_khz * 1e3;
+  peak_bytes_ = h200 ? 4.3e12 : 3.35e12;
+  environment_ = {
+      {"device", "cuda"}, {"gpu", {{"ordinal", ordinal_}, {"name", name}, {"uuid", uuid},
+                                   {"memory_bytes", prop.totalGlobalMem}, {"sm_count", prop.multiProcessorCount},
+                                   {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+                                   {"l2_bytes", prop.l2CacheSize}}},
+      {"driver_version", driver}, {"cuda_runtime_version", runtime},
+      {"cudnn_version", cudnnGetVersion()},
+      {"cublas_version", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
+                             std::to_string(cublas_patch)},
+      {"pack", {{"path", pack_.path()}, {"commit", pack_.table().commit}, {"build", pack_.table().build_info}}},
+      {"peaks", {{"fp32_flops", peak_flops_}, {"dram_bytes_per_s", peak_bytes_},
+                 {"source", h200 ? "H200 figures of PROBLEMS.md" : "nominal from SM count and clock"}}},
+  };
+}
+
+CudaDevice::~CudaDevice() {
+  for (kb_instance_v1* inst : instances_) {
+    if (inst) pack_.table().destroy(inst);
+  }
+  auto release = [](DeviceBuffer& b) {
+    if (b.data) KB_CUDA_WARN(cudaFree(b.data));
+  };
+  for (DeviceBuffer& b : outputs_) release(b);
+  for (InputSet& s : sets_) {
+    for (DeviceBuffer& b : s.inputs) release(b);
+    for (DeviceBuffer& b : s.params) release(b);
+  }
+  if (hash_) KB_CUDA_WARN(cudaFree(hash_));
+  if (start_) KB_CUDA_WARN(cudaEventDestroy(start_));
+  if (stop_) KB_CUDA_WARN(cudaEventDestroy(stop_));
+  if (stream_) KB_CUDA_WARN(cudaStreamDestroy(stream_));
+}
+
+int CudaDevice::max_input_sets(double set_bytes) const {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess || set_bytes <= 0) return 1;
+  // Leave three quarters of free memory to the implementations' workspaces and intermediates.
+  return std::max(1, static_cast<int>(0.25 * static_cast<double>(free_bytes) / set_bytes));
+}
+
+Status CudaDevice::allocate(DeviceBuffer& b, const Shape& shape) {
+  if (b.data && b.shape == shape) return Status::ok();
+  if (b.data) KB_CUDA_TRY(cudaFree(b.data));
+  b.data = nullptr;
+  b.shape = shape;
+  KB_CUDA_TRY(cudaMalloc(&b.data, std::max<size_t>(1, element_count(shape)) * sizeof(float)));
+  return Status::ok();
+}
+
+CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstance& problem,
+                                 const std::string& spec_yaml) {
+  output_shape_ = problem.output_shape();
+  if (Status s = allocate(outputs_[static_cast<int>(slot)], output_shape_); !s.is_ok()) {
+    return {KB_PACK_ERROR, s.message()};
+  }
+  std::vector<kb_dim_v1> dims;
+  for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
+  char error[4096] = "";
+  kb_instance_v1* inst = nullptr;
+  int32_t code = pack_.table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
+                                      static_cast<int32_t>(dims.size()), variant, stream_, &inst, error,
+                                      sizeof error);
+  instances_[static_cast<int>(slot)] = inst;
+  if (code == KB_PACK_OK) {
+    if (Status s = synchronize(); !s.is_ok()) return {KB_PACK_ERROR, "setup: " + s.message()};
+  }
+  return {code, error};
+}
+
+Status CudaDevice::generate(int set, const ProblemInstance& problem, GeneratorKey key) {
+  if (static_cast<int>(sets_.size()) <= set) sets_.resize(set + 1);
+  InputSet& s = sets_[set];
+  s.inputs.resize(problem.spec().inputs.size());
+  s.params.resize(problem.spec().params.size());
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    TensorRecipe r = input_recipe(problem, i, key);
+    KB_TRY(allocate(s.inputs[i], r.shape));
+    KB_TRY(realize_on_device(r, s.inputs[i].data, stream_));
+  }
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    TensorRecipe r = param_recipe(problem, i, key);
+    KB_TRY(allocate(s.params[i], r.shape));
+    KB_TRY(realize_on_device(r, s.params[i].data, stream_));
+  }
+  return synchronize();
+}
+
+Status CudaDevice::run(Slot slot, int set) {
+  const InputSet& s = sets_.at(set);
+  std::vector<kb_tensor_v1> in, par;
+  for (const DeviceBuffer& b : s.inputs) in.push_back(view(b));
+  for (const DeviceBuffer& b : s.params) par.push_back(view(b));
+  kb_tensor_v1 out = view(outputs_[static_cast<int>(slot)]);
+  char error[4096] = "";
+  int32_t code = pack_.table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
+                                   par.data(), static_cast<int32_t>(par.size()), &out, stream_, error, sizeof error);
+  if (code != KB_PACK_OK) return Status::internal(error);
+  KB_CUDA_TRY(cudaGetLastError());
+  return Status::ok();
+}
+
+Result<double> CudaDevice::run_timed(Slot slot, int set) {
+  KB_TRY(flusher_.flush(stream_));
+  KB_CUDA_TRY(cudaEventRecord(start_, stream_));
+  KB_TRY(run(slot, set));
+  KB_CUDA_TRY(cudaEventRecord(stop_, stream_));
+  KB_CUDA_TRY(cudaEventSynchronize(stop_));
+  float ms = 0;
+  KB_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+  return static_cast<double>(ms);
+}
+
+Result<std::vector<float>> CudaDevice::read_output(Slot slot) {
+  const DeviceBuffer& b = outputs_[static_cast<int>(slot)];
+  std::vector<float> host(static_cast<size_t>(element_count(b.shape)));
+  KB_CUDA_TRY(cudaMemcpyAsync(host.data(), b.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  KB_TRY(synchronize());
+  return host;
+}
+
+Result<uint64_t> CudaDevice::input_hash(int set) {
+  KB_CUDA_TRY(cudaMemsetAsync(hash_, 0, sizeof *hash_, stream_));
+  uint64_t salt = 0;
+  for (const auto* group : {&sets_.at(set).inputs, &sets_.at(set).params}) {
+    for (const DeviceBuffer& b : *group) {
+      KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(b.data), element_count(b.shape), salt, hash_, stream_));
+      salt += 0x100000000ull;
+    }
+  }
+  unsigned long long value = 0;
+  KB_CUDA_TRY(cudaMemcpyAsync(&value, hash_, sizeof value, cudaMemcpyDeviceToHost, stream_));
+  KB_TRY(synchronize());
+  return static_cast<uint64_t>(value);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& pack, int ordinal) {
+  auto device = std::make_unique<CudaDevice>(pack, ordinal);
+  if (Status s = device->init(); !s.is_ok()) return s;
+  return std::unique_ptr<ExecutionDevice>(std::move(device));
+}
+
+}  // namespace kb

@@ -1,0 +1,92 @@
+// Where a job runs: the CUDA device (a GPU) or the CPU device (small presets, labelled `cpu`).
+//
+// The executor (executor.h) holds the policy — correctness trials, what to compare, the A B B A
+// timing rounds and when to stop — and drives an ExecutionDevice, which holds the mechanics:
+// buffers, input generation, running a pack variant, timing one call (with a cold L2 on the GPU),
+// hashing inputs, tracing the launches of a call, reading clocks.
+//
+// Two slots hold the two implementations being compared: kReference and kCustom. Input sets are
+// numbered from 0; the executor decides how many to rotate among (max_input_sets()).
+//
+// Ownership: a device owns its buffers and pack instances; it borrows the KernelPack.
+// Thread safety: one thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/problem_spec.h"
+#include "common/status.h"
+#include "common/tensor_generator.h"
+#include "worker/kernel_pack.h"
+
+namespace kb {
+
+enum class Slot { kReference = 0, kCustom = 1 };
+
+// What the pack said when asked for a variant.
+struct CreateOutcome {
+  int32_t code = KB_PACK_OK;  // kb_pack_status_v1
+  std::string message;
+};
+
+// The kernels and copies one call launched, from a device-side trace.
+struct LaunchTrace {
+  bool available = false;  // false where tracing is not possible (CPU device, no CUPTI)
+  int own_kernels = 0;       // kernels of kbfleet's own code (namespace kb)
+  int library_kernels = 0;   // everything else: cuDNN, cuBLAS, ...
+  int foreign_stream_activities = 0;  // kernels/copies/memsets on another stream
+  std::vector<std::string> kernel_names;
+};
+
+class ExecutionDevice {
+ public:
+  virtual ~ExecutionDevice() = default;
+
+  virtual std::string kind() const = 0;  // "cuda" or "cpu"
+  virtual nlohmann::json environment() const = 0;
+  // The variant the pack runs for each slot on this device (GPU: reference/custom; CPU:
+  // golden/fp32).
+  virtual int32_t pack_variant(Slot slot) const = 0;
+  // How many input sets fit for timing rotation, given one set's size in bytes.
+  virtual int max_input_sets(double set_bytes) const = 0;
+
+  virtual CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
+                               const std::string& spec_yaml) = 0;
+  // Allocates input set `set` (inputs and parameters) when new, and fills it from `key`.
+  virtual Status generate(int set, const ProblemInstance& problem, GeneratorKey key) = 0;
+  // Runs the slot's variant on input set `set` into the slot's output buffer.
+  virtual Status run(Slot slot, int set) = 0;
+  // Like run(), timed: GPU: L2 flushed first, events around the call; milliseconds.
+  virtual Result<double> run_timed(Slot slot, int set) = 0;
+  virtual Status synchronize() = 0;
+
+  // Fills the slot's output with NaN, so that an unwritten element cannot pass.
+  virtual Status poison_output(Slot slot) = 0;
+  virtual Result<std::vector<float>> read_output(Slot slot) = 0;
+  // A hash over every input and parameter of set `set`.
+  virtual Result<uint64_t> input_hash(int set) = 0;
+
+  // Traces everything launched between begin_trace() and end_trace() (which synchronizes).
+  virtual Status begin_trace() = 0;
+  virtual Result<LaunchTrace> end_trace() = 0;
+
+  // Clock sampling during timing: call sample_clocks() now and then; clock_report() says the
+  // range seen and whether the device throttled.
+  virtual void sample_clocks() = 0;
+  virtual nlohmann::json clock_report() const = 0;
+  // Peak rates for the roofline floor: fp32 FLOP/s and DRAM bytes/s (measured or nominal, with
+  // where they came from in environment()).
+  virtual double peak_flops() const = 0;
+  virtual double peak_bytes_per_s() const = 0;
+};
+
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack);
+// Fails when CUDA is not built in or GPU `ordinal` does not exist.
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& pack, int ordinal);
+
+}  // namespace kb

@@ -1,0 +1,124 @@
+// kb-executor: runs one job in its own process and writes its JobResult as JSON. The worker and
+// `kb bench` spawn one per job, so that a crash, an illegal address or a hang in a kernel ends
+// this process only; they turn that into a `crashed` or `timeout` result and go on.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/job_result.h"
+#include "common/spec_loader.h"
+#include "worker/executor.h"
+#include "worker/kernel_pack.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct Options {
+  std::string pack, problem, preset, dims, device = "cuda", output, problems_dir;
+  uint64_t seed = 0;
+  int gpu = 0;
+  kb::ExecutorConfig config;
+};
+
+kb::Dims parse_dims(const std::string& text) {
+  kb::Dims dims;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--dims: expected NAME=INTEGER, got '" + item + "'");
+    dims[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+  }
+  return dims;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+kb::JobResult failed(const Options& o, kb::JobStatus status, const std::string& message) {
+  kb::JobResult r;
+  r.problem_id = o.problem;
+  r.preset = o.preset;
+  r.device_kind = o.device;
+  r.status = status;
+  r.message = message;
+  return r;
+}
+
+kb::JobResult run(const Options& o) {
+  Clock::time_point start = Clock::now();
+  auto catalog = kb::load_problem_catalog(o.problems_dir);
+  if (!catalog.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, catalog.status().message());
+  auto it = catalog->problems.find(o.problem);
+  if (it == catalog->problems.end()) return failed(o, kb::JobStatus::kUnsupported, "no problem " + o.problem);
+  Clock::time_point pack_start = Clock::now();
+  auto pack = kb::KernelPack::open(o.pack);
+  if (!pack.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, pack.status().message());
+  const double pack_ms = ms_since(pack_start);
+  Clock::time_point init_start = Clock::now();
+  std::unique_ptr<kb::ExecutionDevice> device;
+  if (o.device == "cpu") {
+    device = kb::make_cpu_device(pack.value());
+  } else {
+    auto cuda = kb::make_cuda_device(pack.value(), o.gpu);
+    if (!cuda.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, cuda.status().message());
+    device = std::move(cuda).value();
+  }
+  const double init_ms = ms_since(init_start);
+  kb::JobRequest request{it->second, read_file(it->second->file), o.dims.empty() ? o.preset : "",
+                         o.dims.empty() ? kb::Dims{} : parse_dims(o.dims), o.seed, o.config};
+  Clock::time_point job_start = Clock::now();
+  kb::JobResult result = kb::execute_job(*device, request);
+  result.overhead_ms = {{"load_specs", std::chrono::duration<double, std::milli>(pack_start - start).count()},
+                        {"pack_load", pack_ms}, {"device_init", init_ms}, {"job", ms_since(job_start)}};
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.problems_dir = kb::default_problems_dir();
+  CLI::App app{"kb-executor: run one kbfleet job and write its result as JSON"};
+  app.add_option("--pack", o.pack, "Kernel pack (.so)")->required();
+  app.add_option("--problem", o.problem, "Problem id")->required();
+  app.add_option("--preset", o.preset, "Size preset")->default_val("full");
+  app.add_option("--dims", o.dims, "Dims NAME=INT,... instead of a preset");
+  app.add_option("--seed", o.seed, "Run seed (inputs of every trial derive from it)")->required();
+  app.add_option("--device", o.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  app.add_option("--gpu", o.gpu, "GPU ordinal");
+  app.add_option("--trials", o.config.correctness_trials, "Correctness trials")->capture_default_str();
+  app.add_option("--time-cap", o.config.stopping.time_cap_s, "Timing cap, seconds")->capture_default_str();
+  app.add_option("--min-rounds", o.config.stopping.min_rounds, "Minimum timing rounds")->capture_default_str();
+  app.add_option("--target-ci", o.config.stopping.target_relative_half_width, "Stop at this CI half-width")
+      ->capture_default_str();
+  app.add_flag("--aa", o.config.aa, "Time the reference against itself (A/A)");
+  app.add_option("--output", o.output, "Write the JSON here instead of stdout");
+  app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");
+  CLI11_PARSE(app, argc, argv);
+  kb::JobResult result;
+  try {
+    result = run(o);
+  } catch (const std::exception& e) {
+    result = failed(o, kb::JobStatus::kRuntimeError, e.what());
+  }
+  const std::string json = kb::to_json(result).dump() + "\n";
+  if (o.output.empty()) {
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::ofstream(o.output) << json;
+  }
+  return 0;
+}

@@ -1,0 +1,10 @@
+// make_cuda_device for builds without a CUDA toolkit.
+#include "worker/execution_device.h"
+
+namespace kb {
+
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack&, int) {
+  return Status::failed_precondition("this build of kbfleet has no CUDA support");
+}
+
+}  // namespace kb
