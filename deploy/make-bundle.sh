@@ -11,13 +11,14 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out/bin" "$out/lib"
 
-# Libraries every Linux host with an NVIDIA driver already has, in a version that must match the
-# host (glibc, the driver): never bundled.
-skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libutil\.|libcuda\.|libnvidia-)'
+# Never bundled: glibc and the driver (they must match the host), and cuBLAS/cuDNN (0.5-1 GB;
+# every GPU node that runs CUDA work has them; `run` finds them, see below).
+skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libutil\.|libcuda\.|libnvidia-|libcublas|libcudnn)'
 
 for bin in "$@"; do
-  cp -L "$bin" "$out/bin/"
-  strip --strip-debug "$out/bin/$(basename "$bin")"
+  [[ $bin == *.so ]] && dest=lib || dest=bin
+  cp -L "$bin" "$out/$dest/"
+  strip --strip-debug "$out/$dest/$(basename "$bin")"
   ldd "$bin" | awk '/=> \// {print $1, $3}' | while read -r name path; do
     if ! [[ $name =~ $skip ]]; then cp -Ln "$path" "$out/lib/$name" 2>/dev/null || true; fi
   done
@@ -28,7 +29,14 @@ cat > "$out/run" <<'RUN'
 #!/usr/bin/env bash
 # Runs a bundled program with the bundle's libraries and problem specs.
 here=$(cd "$(dirname "$0")" && pwd)
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+libs="$here/lib"
+# cuBLAS and cuDNN come from the node: the CUDA toolkit, the system, or a Python wheel.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu \
+         $(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) + "/lib")' 2>/dev/null) \
+         $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
+  if ls "$d"/libcudnn.so.9 "$d"/libcublas.so.13 >/dev/null 2>&1; then libs="$libs:$d"; fi
+done
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KB_PROBLEMS_DIR="${KB_PROBLEMS_DIR:-$here/problems}"
 prog=$1; shift
 exec "$here/bin/$prog" "$@"

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 #include "kernels/device/cuda_check.h"
@@ -152,10 +153,14 @@ Shape with_batch(Shape shape, int64_t batch) {
   return shape;
 }
 
-// One entry of cuDNN's heuristic list that PyTorch would accept.
+// One entry of cuDNN's heuristic list.
 struct Candidate {
   int algo = 0;
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t memory = 0;
+  // PyTorch skips failed entries and asserts FMA math when TF32 is off.
+  bool usable() const { return status == CUDNN_STATUS_SUCCESS && math == CUDNN_FMA_MATH; }
 };
 
 // The descriptors the heuristics and the workspace queries need, in cuDNN's argument roles.
@@ -167,29 +172,39 @@ struct ConvDescriptors {
 };
 
 template <typename Perf>
-std::vector<Candidate> accepted(const std::vector<Perf>& perf, int returned) {
+std::vector<Candidate> to_candidates(const std::vector<Perf>& perf, int returned) {
   std::vector<Candidate> out;
-  for (int i = 0; i < returned; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH)
-      out.push_back({static_cast<int>(perf[i].algo), perf[i].memory});
-  }
+  for (int i = 0; i < returned; ++i)
+    out.push_back(
+        {static_cast<int>(perf[i].algo), perf[i].status, perf[i].mathType, perf[i].memory});
   return out;
 }
 
+// cuDNN's heuristic ranking (what PyTorch uses when cudnn.benchmark is False), best first.
 Result<std::vector<Candidate>> heuristic_candidates(const ConvDescriptors& d, bool transposed) {
   int returned = 0;
   if (!transposed) {
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    KB_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                        &returned, perf.data()));
-    return accepted(perf, returned);
+    KB_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(
+        d.handle, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf.data()));
+    return to_candidates(perf, returned);
   }
   std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
   KB_CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(d.handle, d.w, d.x, d.conv, d.y,
                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                            &returned, perf.data()));
-  return accepted(perf, returned);
+  return to_candidates(perf, returned);
+}
+
+// "algo 1 (status 0, math 2, 1024 bytes), ..." for the message when nothing fits.
+std::string describe(const std::vector<Candidate>& candidates) {
+  std::string s;
+  for (const Candidate& c : candidates) {
+    s += (s.empty() ? "" : ", ") + std::string("algo ") + std::to_string(c.algo) + " (status " +
+         std::to_string(c.status) + ", math " + std::to_string(c.math) + ", " +
+         std::to_string(c.memory) + " bytes)";
+  }
+  return s.empty() ? "none" : s;
 }
 
 // The workspace `algo` needs with the descriptors as they are now.
@@ -200,8 +215,7 @@ Result<size_t> workspace_size(const ConvDescriptors& d, bool transposed, int alg
         d.handle, d.x, d.w, d.conv, d.y, static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes));
   } else {
     KB_CUDNN_TRY(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        d.handle, d.w, d.x, d.conv, d.y, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
-        &bytes));
+        d.handle, d.w, d.x, d.conv, d.y, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes));
   }
   return bytes;
 }
@@ -216,40 +230,33 @@ Status check_geometry(const ConvDescriptors& d, const ConvGeometry& g, int64_t c
                                                      static_cast<int>(dims.size()), dims.data()));
   const Shape got(dims.begin(), dims.end());
   if (got == with_batch(expected, chunk)) return Status::ok();
-  return Status::failed_precondition("CudnnConv: " + describe(g) +
-                                     ": cuDNN's convolution of these sizes gives " +
-                                     shape_to_string(got) + ", not " +
-                                     shape_to_string(with_batch(expected, chunk)));
+  return Status::failed_precondition(
+      "CudnnConv: " + describe(g) + ": cuDNN's convolution of these sizes gives " +
+      shape_to_string(got) + ", not " + shape_to_string(with_batch(expected, chunk)));
 }
 
-std::string forward_algo_name(int algo) {
-  switch (static_cast<cudnnConvolutionFwdAlgo_t>(algo)) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
-      return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "CUDNN_CONVOLUTION_FWD_ALGO_FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
-      return "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED";
-    default: return "CUDNN_CONVOLUTION_FWD_ALGO_" + std::to_string(algo);
-  }
-}
+// Algorithm names by enum value (the arrays follow cuDNN's enum order).
+constexpr const char* kForwardAlgos[] = {
+    "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+    "WINOGRAD",      "WINOGRAD_NONFUSED"};
+constexpr const char* kBackwardDataAlgos[] = {"0",          "1",        "FFT",
+                                              "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM == 1 &&
+                  CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED == 7 &&
+                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8,
+              "kForwardAlgos must follow cudnnConvolutionFwdAlgo_t");
+static_assert(CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT == 2 &&
+                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED == 5 &&
+                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6,
+              "kBackwardDataAlgos must follow cudnnConvolutionBwdDataAlgo_t");
 
-std::string backward_data_algo_name(int algo) {
-  switch (static_cast<cudnnConvolutionBwdDataAlgo_t>(algo)) {
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
-      return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
-      return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED";
-    default: return "CUDNN_CONVOLUTION_BWD_DATA_ALGO_" + std::to_string(algo);
-  }
+std::string algo_name(bool transposed, int algo) {
+  const std::string prefix =
+      transposed ? "CUDNN_CONVOLUTION_BWD_DATA_ALGO_" : "CUDNN_CONVOLUTION_FWD_ALGO_";
+  const int count =
+      static_cast<int>(transposed ? std::size(kBackwardDataAlgos) : std::size(kForwardAlgos));
+  if (algo < 0 || algo >= count) return prefix + std::to_string(algo);
+  return prefix + (transposed ? kBackwardDataAlgos : kForwardAlgos)[algo];
 }
 
 // Cleanup in the destructor cannot return a Status: report and go on, like KB_CUDA_WARN.
@@ -268,8 +275,7 @@ struct TensorLayout {
 Result<TensorLayout> layout_of(cudnnTensorDescriptor_t desc) {
   TensorLayout t;
   cudnnDataType_t type{};
-  KB_CUDNN_TRY(
-      cudnnGetTensorNdDescriptor(desc, CUDNN_DIM_MAX, &type, &t.rank, t.dims, t.strides));
+  KB_CUDNN_TRY(cudnnGetTensorNdDescriptor(desc, CUDNN_DIM_MAX, &type, &t.rank, t.dims, t.strides));
   return t;
 }
 
@@ -280,8 +286,7 @@ Status set_batch(cudnnTensorDescriptor_t desc, TensorLayout t, int batch) {
 }
 
 // The workspace `algo` needs for a chunk of `batch` samples; the descriptors are restored after.
-Result<size_t> workspace_for_batch(const ConvDescriptors& d, bool transposed, int algo,
-                                   int batch) {
+Result<size_t> workspace_for_batch(const ConvDescriptors& d, bool transposed, int algo, int batch) {
   Result<TensorLayout> x = layout_of(d.x);
   Result<TensorLayout> y = layout_of(d.y);
   if (!x.is_ok()) return x.status();
@@ -324,6 +329,7 @@ Result<AlgorithmChoice> choose_algorithm(const ConvDescriptors& d, const ConvGeo
   Result<std::vector<Candidate>> candidates = heuristic_candidates(d, g.transposed);
   if (!candidates.is_ok()) return candidates.status();
   for (const Candidate& c : candidates.value()) {
+    if (!c.usable()) continue;
     Result<size_t> bytes = candidate_bytes(d, g, chunk, c);
     if (!bytes.is_ok() || bytes.value() >= kMaxWorkspaceBytes) continue;
     AlgorithmChoice choice{c.algo, bytes.value(), nullptr};
@@ -339,7 +345,8 @@ Result<AlgorithmChoice> choose_algorithm(const ConvDescriptors& d, const ConvGeo
   }
   return Status::failed_precondition("CudnnConv: " + describe(g) +
                                      ": no cuDNN algorithm with FMA math and a workspace that "
-                                     "fits in memory");
+                                     "fits in memory; the heuristic offered: " +
+                                     describe(candidates.value()));
 }
 
 struct Workspace {
@@ -349,8 +356,8 @@ struct Workspace {
 
 // y = conv(x, w) for the chunk the descriptors describe (cuDNN: forward, or dx = backward data
 // of dy = x for a transposed conv).
-Status run_chunk(const ConvDescriptors& d, bool transposed, int algo, Workspace ws,
-                 const float* x, const float* w, float* y) {
+Status run_chunk(const ConvDescriptors& d, bool transposed, int algo, Workspace ws, const float* x,
+                 const float* w, float* y) {
   const float one = 1.0f, zero = 0.0f;
   if (!transposed) {
     KB_CUDNN_TRY(cudnnConvolutionForward(d.handle, &one, d.x, x, d.w, w, d.conv,
@@ -447,7 +454,7 @@ Status CudnnConv::run(const float* x, const float* w, const float* bias, float* 
 }
 
 std::string CudnnConv::algorithm_name() const {
-  return transposed_ ? backward_data_algo_name(algo_) : forward_algo_name(algo_);
+  return algo_name(transposed_, algo_);
 }
 
 }  // namespace kb

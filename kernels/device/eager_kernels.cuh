@@ -83,7 +83,8 @@ __device__ I grid_stride() {
 // ---- Reductions within a warp and a block ----
 
 __device__ inline float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
 
@@ -197,8 +198,8 @@ template <Unary kOp>
 __global__ void unary_vec4_kernel(const float4* x, float4* y, int64_t n4, float a, float b) {
   for (int64_t i = first_index<int64_t>(); i < n4; i += grid_stride<int64_t>()) {
     const float4 v = x[i];
-    y[i] = make_float4(unary_op<kOp>(v.x, a, b), unary_op<kOp>(v.y, a, b),
-                       unary_op<kOp>(v.z, a, b), unary_op<kOp>(v.w, a, b));
+    y[i] = make_float4(unary_op<kOp>(v.x, a, b), unary_op<kOp>(v.y, a, b), unary_op<kOp>(v.z, a, b),
+                       unary_op<kOp>(v.w, a, b));
   }
 }
 

@@ -45,9 +45,9 @@ bool fits_32(int64_t n) {
   return n < (int64_t{1} << 31);
 }
 
-Status launched(const char* op) {
-  Status s = cuda_status(cudaGetLastError(), op, __FILE__, __LINE__);
-  return s;
+// The launch status of the kernel just enqueued (bad configuration, no device, ...).
+Status launched(const char* kernel) {
+  return cuda_status(cudaGetLastError(), kernel, __FILE__, __LINE__);
 }
 
 std::string shape_str(const DeviceTensor& t) {
@@ -148,7 +148,7 @@ Status launch_same_shape(const float* a, const float* b, float* out, int64_t n,
 // Strided view of an operand broadcast to the output's shape, dims merged where both operands
 // stay contiguous across them (a per-channel bias on (N, C, H, W) becomes (N, C, H*W)).
 struct BroadcastPlan {
-  Shape sizes;                 // innermost first
+  Shape sizes;                  // innermost first
   std::vector<int64_t> sa, sb;  // element strides of a and b, 0 where broadcast
 };
 
@@ -208,11 +208,13 @@ Status launch_broadcast(const DeviceTensor& a, const DeviceTensor& b, const Devi
   const BroadcastPlan& p = plan.value();
   const int64_t n = out.numel();
   if (fits_32(n)) {
-    broadcast_kernel<kOp, uint32_t><<<grid_for(n), kThreads, 0, stream>>>(
-        a.data, b.data, out.data, static_cast<uint32_t>(n), index_map<uint32_t>(p.sizes, p.sa, p.sb));
+    broadcast_kernel<kOp, uint32_t>
+        <<<grid_for(n), kThreads, 0, stream>>>(a.data, b.data, out.data, static_cast<uint32_t>(n),
+                                               index_map<uint32_t>(p.sizes, p.sa, p.sb));
   } else {
-    broadcast_kernel<kOp, uint64_t><<<grid_for(n), kThreads, 0, stream>>>(
-        a.data, b.data, out.data, static_cast<uint64_t>(n), index_map<uint64_t>(p.sizes, p.sa, p.sb));
+    broadcast_kernel<kOp, uint64_t>
+        <<<grid_for(n), kThreads, 0, stream>>>(a.data, b.data, out.data, static_cast<uint64_t>(n),
+                                               index_map<uint64_t>(p.sizes, p.sa, p.sb));
   }
   return launched("broadcast kernel launch");
 }
@@ -229,13 +231,15 @@ Status launch_binary(const DeviceTensor& a, const DeviceTensor& b, const DeviceT
 // ---- Pooling ----
 
 Result<PoolGeometry> plan_pool(const char* op, const DeviceTensor& x,
-                               const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                               const std::vector<int64_t>& kernel,
+                               const std::vector<int64_t>& stride,
                                const std::vector<int64_t>& padding, const DeviceTensor& out) {
   const size_t rank = kernel.size();
-  if (rank < 1 || rank > 3 || x.shape.size() != rank + 2 || stride.size() != rank ||
-      (!padding.empty() && padding.size() != rank)) {
-    return shape_error(op, "x " + shape_str(x) + ": kernel, stride (and padding) need one entry "
-                           "per spatial dim");
+  if (rank < 1 || rank > 3 || x.shape.size() != rank + 2 ||
+      (!stride.empty() && stride.size() != rank) || (!padding.empty() && padding.size() != rank)) {
+    return shape_error(op, "x " + shape_str(x) +
+                               ": kernel (and stride, padding when given) need "
+                               "one entry per spatial dim");
   }
   PoolGeometry g;
   const size_t lead = 3 - rank;  // 1-D and 2-D pools run with leading unit dims
@@ -243,10 +247,13 @@ Result<PoolGeometry> plan_pool(const char* op, const DeviceTensor& x,
     const bool real = a >= lead;
     g.in[a] = real ? x.shape[2 + a - lead] : 1;
     g.kernel[a] = real ? kernel[a - lead] : 1;
-    g.stride[a] = real ? stride[a - lead] : 1;
+    g.stride[a] =
+        real ? (stride.empty() ? g.kernel[a] : stride[a - lead]) : 1;  // PyTorch's default
     g.pad[a] = real && !padding.empty() ? padding[a - lead] : 0;
     if (g.kernel[a] < 1 || g.stride[a] < 1 || g.pad[a] < 0 || 2 * g.pad[a] > g.kernel[a])
       return shape_error(op, "kernel and stride must be >= 1, 0 <= padding <= kernel / 2");
+    if (g.in[a] + 2 * g.pad[a] < g.kernel[a])
+      return shape_error(op, "x " + shape_str(x) + ": the window is larger than the padded input");
     g.out[a] = (g.in[a] + 2 * g.pad[a] - g.kernel[a]) / g.stride[a] + 1;  // floor mode
   }
   Shape expected{x.shape[0], x.shape[1]};
@@ -293,8 +300,8 @@ Status row_sums(const float* x, int64_t rows, int64_t len, float scale, float* o
     return launched("row_sum_block_kernel");
   }
   return with_scratch(rows * chunks, stream, [&](float* partials) {
-    row_sum_block_kernel<<<grid_for(rows * chunks, 1), kThreads, 0, stream>>>(
-        x, rows, len, chunks, 1.0f, partials);
+    row_sum_block_kernel<<<grid_for(rows * chunks, 1), kThreads, 0, stream>>>(x, rows, len, chunks,
+                                                                              1.0f, partials);
     KB_TRY(launched("row_sum_block_kernel"));
     row_sum_warp_kernel<<<grid_for(rows * kWarp), kThreads, 0, stream>>>(partials, rows, chunks,
                                                                          scale, out);
@@ -317,21 +324,21 @@ Status normalize_with(const float* x, const NormLayout& layout, const NormIndex<
         x, layout, index, weight, bias, y);
     return launched("norm_rows_warp_kernel");
   }
-  const int64_t chunks = std::clamp<int64_t>((kReduceBlocks + layout.groups - 1) / layout.groups,
-                                             1, (group_len + kMinChunk - 1) / kMinChunk);
+  const int64_t chunks = std::clamp<int64_t>((kReduceBlocks + layout.groups - 1) / layout.groups, 1,
+                                             (group_len + kMinChunk - 1) / kMinChunk);
   return with_scratch(layout.groups * (2 + 3 * chunks), stream, [&](float* scratch) {
-    float* stats = scratch;                        // (groups, 2): mean, rstd
+    float* stats = scratch;                         // (groups, 2): mean, rstd
     float* partials = scratch + 2 * layout.groups;  // (groups, chunks, 3): Welford n, mean, m2
     norm_stats_kernel<<<grid_for(layout.groups * chunks, 1), kThreads, 0, stream>>>(
         x, layout, chunks, partials, stats);
     KB_TRY(launched("norm_stats_kernel"));
     if (chunks > 1) {
       norm_combine_kernel<<<grid_for(layout.groups), kThreads, 0, stream>>>(layout, chunks,
-                                                                           partials, stats);
+                                                                            partials, stats);
       KB_TRY(launched("norm_combine_kernel"));
     }
-    normalize_kernel<I><<<grid_for(n), kThreads, 0, stream>>>(x, stats, index, weight, bias, y,
-                                                              static_cast<I>(n));
+    normalize_kernel<I>
+        <<<grid_for(n), kThreads, 0, stream>>>(x, stats, index, weight, bias, y, static_cast<I>(n));
     return launched("normalize_kernel");
   });
 }
@@ -402,20 +409,33 @@ Status gather(const float* x, float* out, const Shape& sizes_outer_first,
 Status unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream, float a, float b) {
   if (n <= 0) return Status::ok();
   switch (op) {
-    case Unary::kRelu: return launch_unary<Unary::kRelu>(x, y, n, stream, a, b);
-    case Unary::kSigmoid: return launch_unary<Unary::kSigmoid>(x, y, n, stream, a, b);
-    case Unary::kTanh: return launch_unary<Unary::kTanh>(x, y, n, stream, a, b);
-    case Unary::kGeluErf: return launch_unary<Unary::kGeluErf>(x, y, n, stream, a, b);
-    case Unary::kSwish: return launch_unary<Unary::kSwish>(x, y, n, stream, a, b);
-    case Unary::kHardswish: return launch_unary<Unary::kHardswish>(x, y, n, stream, a, b);
-    case Unary::kLog: return launch_unary<Unary::kLog>(x, y, n, stream, a, b);
-    case Unary::kLeakyRelu: return launch_unary<Unary::kLeakyRelu>(x, y, n, stream, a, b);
-    case Unary::kHardtanh: return launch_unary<Unary::kHardtanh>(x, y, n, stream, a, b);
-    case Unary::kAddScalar: return launch_unary<Unary::kAddScalar>(x, y, n, stream, a, b);
-    case Unary::kMulScalar: return launch_unary<Unary::kMulScalar>(x, y, n, stream, a, b);
+    case Unary::kRelu:
+      return launch_unary<Unary::kRelu>(x, y, n, stream, a, b);
+    case Unary::kSigmoid:
+      return launch_unary<Unary::kSigmoid>(x, y, n, stream, a, b);
+    case Unary::kTanh:
+      return launch_unary<Unary::kTanh>(x, y, n, stream, a, b);
+    case Unary::kGeluErf:
+      return launch_unary<Unary::kGeluErf>(x, y, n, stream, a, b);
+    case Unary::kSwish:
+      return launch_unary<Unary::kSwish>(x, y, n, stream, a, b);
+    case Unary::kHardswish:
+      return launch_unary<Unary::kHardswish>(x, y, n, stream, a, b);
+    case Unary::kLog:
+      return launch_unary<Unary::kLog>(x, y, n, stream, a, b);
+    case Unary::kLeakyRelu:
+      return launch_unary<Unary::kLeakyRelu>(x, y, n, stream, a, b);
+    case Unary::kHardtanh:
+      return launch_unary<Unary::kHardtanh>(x, y, n, stream, a, b);
+    case Unary::kAddScalar:
+      return launch_unary<Unary::kAddScalar>(x, y, n, stream, a, b);
+    case Unary::kMulScalar:
+      return launch_unary<Unary::kMulScalar>(x, y, n, stream, a, b);
     // ATen divides by a CPU scalar as a multiplication by its fp32 reciprocal.
-    case Unary::kDivScalar: return launch_unary<Unary::kMulScalar>(x, y, n, stream, 1.0f / a, b);
-    case Unary::kMinScalar: return launch_unary<Unary::kMinScalar>(x, y, n, stream, a, b);
+    case Unary::kDivScalar:
+      return launch_unary<Unary::kMulScalar>(x, y, n, stream, 1.0f / a, b);
+    case Unary::kMinScalar:
+      return launch_unary<Unary::kMinScalar>(x, y, n, stream, a, b);
   }
   return Status::invalid_argument("eager::unary: unknown op");
 }
@@ -423,8 +443,10 @@ Status unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream,
 Status binary(Binary op, const DeviceTensor& a, const DeviceTensor& b, const DeviceTensor& out,
               cudaStream_t stream) {
   switch (op) {
-    case Binary::kAdd: return launch_binary<Binary::kAdd>(a, b, out, stream);
-    case Binary::kMul: return launch_binary<Binary::kMul>(a, b, out, stream);
+    case Binary::kAdd:
+      return launch_binary<Binary::kAdd>(a, b, out, stream);
+    case Binary::kMul:
+      return launch_binary<Binary::kMul>(a, b, out, stream);
   }
   return Status::invalid_argument("eager::binary: unknown op");
 }
@@ -448,10 +470,12 @@ Status mean_trailing(const DeviceTensor& x, int count, const DeviceTensor& out,
     return shape_error("mean_trailing", "cannot reduce " + std::to_string(count) +
                                             " trailing dims of x " + shape_str(x));
   }
-  const int64_t outer = product(x.shape, 0, rank - count), inner = product(x.shape, rank - count, rank);
+  const int64_t outer = product(x.shape, 0, rank - count),
+                inner = product(x.shape, rank - count, rank);
   if (out.numel() != outer) {
     return shape_error("mean_trailing", "out " + shape_str(out) + " must have " +
-                                            std::to_string(outer) + " elements for x " + shape_str(x));
+                                            std::to_string(outer) + " elements for x " +
+                                            shape_str(x));
   }
   if (outer == 0) return Status::ok();
   // MeanOps' factor: float(outputs) / inputs, applied to the fp32 sum.
@@ -464,7 +488,8 @@ Status batch_norm_train(const DeviceTensor& x, const float* weight, const float*
   KB_TRY(check_same_shape("batch_norm_train", x, out, 2));
   const int64_t channels = x.shape[1], plane = product(x.shape, 2, x.shape.size());
   if (x.shape[0] * plane <= 1)
-    return shape_error("batch_norm_train", "x " + shape_str(x) + ": need more than 1 value per channel");
+    return shape_error("batch_norm_train",
+                       "x " + shape_str(x) + ": need more than 1 value per channel");
   const NormLayout layout{channels, x.shape[0], plane, channels * plane, plane, eps};
   return normalize(x.data, layout, plane, channels, weight, bias, out.data, stream);
 }
@@ -484,8 +509,10 @@ Status group_norm(const DeviceTensor& x, int64_t groups, const float* weight, co
   KB_TRY(check_same_shape("group_norm", x, out, 2));
   const int64_t channels = x.shape[1], plane = product(x.shape, 2, x.shape.size());
   if (groups < 1 || channels % groups != 0) {
-    return shape_error("group_norm", std::to_string(groups) + " groups must divide the channels "
-                                         "of x " + shape_str(x));
+    return shape_error("group_norm", std::to_string(groups) +
+                                         " groups must divide the channels "
+                                         "of x " +
+                                         shape_str(x));
   }
   const int64_t group_len = channels / groups * plane;
   const NormLayout layout{x.shape[0] * groups, 1, group_len, group_len, group_len, eps};
@@ -499,27 +526,28 @@ Status layer_norm(const DeviceTensor& x, int64_t normalized_numel, const float* 
     return shape_error("layer_norm", "x " + shape_str(x) + " does not split into rows of " +
                                          std::to_string(normalized_numel));
   }
-  const NormLayout layout{x.numel() / normalized_numel, 1, normalized_numel, normalized_numel,
-                          normalized_numel, eps};
+  const NormLayout layout{
+      x.numel() / normalized_numel, 1, normalized_numel, normalized_numel, normalized_numel, eps};
   return normalize(x.data, layout, 1, normalized_numel, weight, bias, out.data, stream);
 }
 
 Status softmax(const DeviceTensor& x, int dim, const DeviceTensor& out, cudaStream_t stream) {
   KB_TRY(check_same_shape("softmax", x, out, 1));
   if (dim < 0 || static_cast<size_t>(dim) >= x.shape.size())
-    return shape_error("softmax", "dim " + std::to_string(dim) + " out of range for x " + shape_str(x));
+    return shape_error("softmax",
+                       "dim " + std::to_string(dim) + " out of range for x " + shape_str(x));
   const int64_t outer = product(x.shape, 0, dim), len = x.shape[dim];
   const int64_t inner = product(x.shape, dim + 1, x.shape.size());
   if (x.numel() == 0) return Status::ok();
   if (inner > 1) {
     softmax_columns_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(x.data, out.data,
-                                                                            outer, len, inner);
+                                                                             outer, len, inner);
   } else if (len <= kWarpRowMax) {
     softmax_rows_warp_kernel<<<grid_for(outer * kWarp), kThreads, 0, stream>>>(x.data, out.data,
-                                                                              outer, len);
+                                                                               outer, len);
   } else {
-    softmax_rows_block_kernel<<<grid_for(outer, 1), kThreads, 0, stream>>>(x.data, out.data,
-                                                                           outer, len);
+    softmax_rows_block_kernel<<<grid_for(outer, 1), kThreads, 0, stream>>>(x.data, out.data, outer,
+                                                                           len);
   }
   return launched("softmax kernel launch");
 }
@@ -529,8 +557,9 @@ Status channel_shuffle(const DeviceTensor& x, int64_t groups, const DeviceTensor
   KB_TRY(check_same_shape("channel_shuffle", x, out, 2));
   const int64_t channels = x.shape[1], plane = product(x.shape, 2, x.shape.size());
   if (groups < 1 || channels % groups != 0) {
-    return shape_error("channel_shuffle", std::to_string(groups) +
-                                              " groups must divide the channels of x " + shape_str(x));
+    return shape_error(
+        "channel_shuffle",
+        std::to_string(groups) + " groups must divide the channels of x " + shape_str(x));
   }
   // out (N, C/g, g, S) reads x viewed as (N, g, C/g, S): strides (C*S, S, (C/g)*S, 1).
   const int64_t per_group = channels / groups;
@@ -548,8 +577,8 @@ Status kl_div_batchmean(const DeviceTensor& log_input, const DeviceTensor& targe
   // multiplication by the fp32 reciprocal on CUDA.
   const float scale = 1.0f / static_cast<float>(log_input.shape[0]);
   return with_scratch(kReduceBlocks, stream, [&](float* partials) {
-    kl_div_partials_kernel<<<kReduceBlocks, kThreads, 0, stream>>>(
-        log_input.data, target.data, log_input.numel(), partials);
+    kl_div_partials_kernel<<<kReduceBlocks, kThreads, 0, stream>>>(log_input.data, target.data,
+                                                                   log_input.numel(), partials);
     KB_TRY(launched("kl_div_partials_kernel"));
     sum_kernel<<<1, 1024, 0, stream>>>(partials, kReduceBlocks, scale, out);
     return launched("sum_kernel");

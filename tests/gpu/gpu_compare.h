@@ -90,8 +90,8 @@ inline ::testing::AssertionResult all_close(const HostTensor<float>& gpu,
                                             const HostTensor<double>& cpu, double atol = 1e-4,
                                             double rtol = 1e-4) {
   if (gpu.shape != cpu.shape) {
-    return ::testing::AssertionFailure() << "shape " << shape_to_string(gpu.shape)
-                                         << " != golden " << shape_to_string(cpu.shape);
+    return ::testing::AssertionFailure()
+           << "shape " << shape_to_string(gpu.shape) << " != golden " << shape_to_string(cpu.shape);
   }
   int64_t bad = 0, worst = -1;
   double worst_excess = 0, max_abs = 0;
@@ -109,9 +109,9 @@ inline ::testing::AssertionResult all_close(const HostTensor<float>& gpu,
   if (bad == 0) return ::testing::AssertionSuccess() << "max |error| " << max_abs;
   return ::testing::AssertionFailure()
          << bad << " of " << gpu.numel() << " elements of " << shape_to_string(gpu.shape)
-         << " out of tolerance (atol " << atol << ", rtol " << rtol << "); max |error| "
-         << max_abs << "; worst at " << index_string(gpu.shape, worst) << " (flat " << worst
-         << "): gpu " << gpu.data[worst] << ", golden " << cpu.data[worst];
+         << " out of tolerance (atol " << atol << ", rtol " << rtol << "); max |error| " << max_abs
+         << "; worst at " << index_string(gpu.shape, worst) << " (flat " << worst << "): gpu "
+         << gpu.data[worst] << ", golden " << cpu.data[worst];
 }
 
 }  // namespace kb::test

@@ -23,43 +23,6 @@ constexpr GeneratorKey kKey{.seed = 42, .trial = 0};
 // The small preset exists to make the golden model cheap; a second is far above what any needs.
 constexpr double kGoldenSecondsLimit = 1.0;
 
-// A second set of dims per problem, chosen to break assumptions the presets hide: batch 1, odd
-// spatial sizes and channel counts, while keeping each problem's divisibility rules.
-const std::map<std::string, Dims>& odd_dims() {
-  static const std::map<std::string, Dims> kOddDims = {
-      {"L1_003", {{"batch", 1}, {"M", 7}, {"K", 9}, {"N", 5}}},
-      {"L1_054", {{"N", 1}, {"C_in", 3}, {"C_out", 5}, {"D", 7}, {"H", 9}, {"W", 5}}},
-      // Kernel (3, 5, 7) over (D, H, W).
-      {"L1_060", {{"N", 1}, {"C_in", 3}, {"C_out", 5}, {"D", 5}, {"H", 7}, {"W", 9}}},
-      {"L1_070", {{"N", 1}, {"C_in", 5}, {"C_out", 3}, {"D", 3}, {"H", 5}, {"W", 7}}},
-      {"L1_073", {{"N", 1}, {"C_in", 5}, {"C_out", 3}, {"D", 3}, {"H", 5}, {"W", 7}}},
-      // groups = 4 divides both channel counts.
-      {"L1_075", {{"N", 1}, {"C_in", 8}, {"C_out", 12}, {"H", 5}, {"W", 7}}},
-      {"L1_079", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"L", 33}}},
-      {"L1_081", {{"N", 1}, {"C_in", 5}, {"C_out", 3}, {"H", 3}, {"W", 5}}},
-      {"L1_098", {{"N", 1}, {"D", 33}}},
-      {"L2_001", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 9}, {"W", 11}}},
-      {"L2_007", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"D", 5}, {"H", 7}, {"W", 9}}},
-      {"L2_010", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 9}, {"W", 11}}},
-      {"L2_017", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 9}, {"W", 11}}},
-      // GroupNorm(8, C_out): 8 divides C_out.
-      {"L2_021", {{"N", 1}, {"C_in", 5}, {"C_out", 24}, {"H", 9}, {"W", 11}}},
-      {"L2_031", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 9}, {"W", 11}}},
-      // LayerNorm(C_out) normalizes the last dim, 2 * W after the transposed conv: C_out = 2 * W.
-      {"L2_034", {{"N", 1}, {"C_in", 5}, {"C_out", 18}, {"D", 3}, {"H", 5}, {"W", 9}}},
-      // GroupNorm(4, C_out): 4 divides C_out.
-      {"L2_060", {{"N", 1}, {"C_in", 3}, {"C_out", 12}, {"D", 3}, {"H", 5}, {"W", 7}}},
-      {"L2_091", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 5}, {"W", 7}}},
-      {"L2_093", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 5}, {"W", 7}}},
-      {"L3_013", {{"N", 1}, {"C_in", 5}, {"C_out", 7}, {"H", 9}, {"W", 11}}},
-      // G divides C_in and C_out / 4; C_in != C_out keeps the conv + BN shortcut.
-      {"L3_025", {{"N", 1}, {"C_in", 9}, {"C_out", 12}, {"G", 3}, {"H", 7}, {"W", 9}}},
-      // 4 heads divide C (head_dim 3); L = 15 tokens.
-      {"L3_031", {{"N", 1}, {"C", 12}, {"H", 3}, {"W", 5}}},
-  };
-  return kOddDims;
-}
-
 const Result<ProblemCatalog>& catalog() {
   static const Result<ProblemCatalog> kCatalog = load_problem_catalog(default_problems_dir());
   return kCatalog;
@@ -114,13 +77,6 @@ TEST(GoldenModelCatalog, CatalogLoads) {
   EXPECT_FALSE(catalog().value().problems.empty());
 }
 
-TEST(GoldenModelCatalog, OddDimsNameOnlyKnownProblems) {
-  ASSERT_TRUE(catalog().is_ok());
-  for (const auto& [id, dims] : odd_dims()) {
-    EXPECT_NE(catalog().value().find(id), nullptr) << id << " has odd dims but no spec";
-  }
-}
-
 class GoldenModelTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenModelTest, SmallPresetFp32MatchesGolden) {
@@ -142,12 +98,12 @@ TEST_P(GoldenModelTest, SmallPresetFp32MatchesGolden) {
   EXPECT_TRUE(within_tolerance(fp32, golden, instance->spec().tolerance));
 }
 
-TEST_P(GoldenModelTest, OddDimsRunWithTheSpecsShape) {
+// Every spec has an `odd` preset (batch 1, odd sizes and channel counts within the problem's
+// divisibility rules) that breaks assumptions the other presets hide.
+TEST_P(GoldenModelTest, OddPresetRunsWithTheSpecsShape) {
   const CpuModel* model = find_cpu_model(GetParam());
   ASSERT_NE(model, nullptr) << "no golden model registered for " << GetParam();
-  const auto dims = odd_dims().find(GetParam());
-  ASSERT_NE(dims, odd_dims().end()) << "no odd dims for " << GetParam() << "; add a row";
-  Result<ProblemInstance> instance = ProblemInstance::create(spec_of(GetParam()), dims->second);
+  Result<ProblemInstance> instance = ProblemInstance::create(spec_of(GetParam()), "odd");
   ASSERT_TRUE(instance.is_ok()) << instance.status().to_string();
   const TensorSet tensors = generate_tensors(instance.value(), kKey);
 
