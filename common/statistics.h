@@ -4,7 +4,8 @@
 // The speedup is estimated from paired rounds (A B B A): each round gives one ratio
 // r_i = mean(reference samples of round i) / mean(custom samples of round i); the interval is a
 // t interval on log r_i (rounds are independent; pairing cancels slow drifts such as clock
-// changes), reported as exp(mean log r ± t * se). The point estimate is the ratio of medians.
+// changes), reported as exp(mean log r ± t * se). The point estimate is the ratio of medians
+// (DESIGN.md); it may sit slightly off the interval's centre, the geometric mean of the rounds.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -27,7 +28,7 @@ double t_quantile_975(int dof);
 struct SpeedupEstimate {
   double speedup = 0;  // median(reference) / median(custom)
   double ci_low = 0, ci_high = 0;
-  // max(ci_high / speedup - 1, 1 - ci_low / speedup): the relative half-width.
+  // exp(t * se) - 1: the interval's relative half-width.
   double relative_half_width = 0;
 };
 

@@ -58,8 +58,12 @@ bool Job::create_variants() {
                                      request_.spec_yaml);
   if (ref.code == KB_PACK_UNSUPPORTED) return fail(JobStatus::kUnsupported, "reference: " + ref.message);
   if (ref.code != KB_PACK_OK) return fail(JobStatus::kRuntimeError, "reference: " + ref.message);
-  const int32_t variant = device_.pack_variant(request_.config.aa ? Slot::kReference : Slot::kCustom);
-  CreateOutcome custom = device_.create(Slot::kCustom, variant, problem_, request_.spec_yaml);
+  if (request_.config.aa) {
+    has_custom_ = true;  // B samples run the reference instance itself (see timed_round)
+    return true;
+  }
+  CreateOutcome custom = device_.create(Slot::kCustom, device_.pack_variant(Slot::kCustom), problem_,
+                                        request_.spec_yaml);
   if (custom.code == KB_PACK_NOT_IMPLEMENTED) {
     result_.status = JobStatus::kNotImplemented;
     result_.message = custom.message;
@@ -103,7 +107,7 @@ bool Job::check_trace(const LaunchTrace& trace) {
 }
 
 bool Job::check_correctness() {
-  if (!has_custom_) return true;
+  if (!has_custom_ || request_.config.aa) return true;
   for (int t = 0; t < request_.config.correctness_trials; ++t) {
     Status s = device_.generate(0, problem_, GeneratorKey{request_.seed, static_cast<uint32_t>(t)});
     if (s.is_ok()) s = device_.run(Slot::kReference, 0);
@@ -142,18 +146,20 @@ Status Job::warm_up(Slot slot) {
   return Status::ok();
 }
 
-// A B B A, each sample on the next input set.
+// A B B A, each sample on the next input set. In A/A mode B is the reference instance itself, so
+// that the comparison measures nothing but the timing method.
 Status Job::timed_round(int round) {
   const Slot order[4] = {Slot::kReference, Slot::kCustom, Slot::kCustom, Slot::kReference};
   double ref_ms = 0, custom_ms = 0;
   for (int i = 0; i < (has_custom_ ? 4 : 2); ++i) {
     const Slot slot = has_custom_ ? order[i] : Slot::kReference;
     const int set = (round * 4 + i) % input_sets_;
-    Result<double> ms = device_.run_timed(slot, set);
+    const Slot runs = request_.config.aa ? Slot::kReference : slot;
+    Result<double> ms = device_.run_timed(runs, set);
     if (!ms.is_ok()) return ms.status();
     (slot == Slot::kReference ? result_.reference : result_.custom).samples_ms.push_back(ms.value());
     (slot == Slot::kReference ? ref_ms : custom_ms) += ms.value();
-    if (slot == Slot::kCustom) last_custom_set_ = set;
+    if (slot == Slot::kCustom && !request_.config.aa) last_custom_set_ = set;
   }
   round_ratios_.push_back(has_custom_ ? ref_ms / custom_ms : 1.0);
   return Status::ok();
@@ -169,7 +175,7 @@ void Job::time_variants() {
     if (!s.is_ok()) return (void)fail(JobStatus::kRuntimeError, s.message());
   }
   for (Slot slot : {Slot::kReference, Slot::kCustom}) {
-    if (slot == Slot::kCustom && !has_custom_) continue;
+    if (slot == Slot::kCustom && (!has_custom_ || request_.config.aa)) continue;
     if (Status s = warm_up(slot); !s.is_ok()) return (void)fail(JobStatus::kRuntimeError, s.message());
   }
   Clock::time_point start = Clock::now();

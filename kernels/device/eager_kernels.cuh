@@ -206,6 +206,8 @@ __global__ void unary_vec4_kernel(const float4* x, float4* y, int64_t n4, float 
 template <Binary kOp>
 __device__ __forceinline__ float binary_op(float a, float b) {
   if constexpr (kOp == Binary::kAdd) return a + b;
+  if constexpr (kOp == Binary::kSub) return a - b;
+  if constexpr (kOp == Binary::kXlogy) return isnan(b) ? b : (a == 0.0f ? 0.0f : a * logf(b));
   return a * b;
 }
 
@@ -354,6 +356,20 @@ __global__ void kl_div_partials_kernel(const float* log_input, const float* targ
     for (int k = 0; k < 4; ++k) acc[k] += kl_term(log_input[i + k * step], target[i + k * step]);
   }
   for (; i < n; i += step) acc[0] += kl_term(log_input[i], target[i]);
+  const float s = block_reduce<false>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// partials[block] = the block's sum over a grid-stride share of the n elements.
+__global__ void sum_partials_kernel(const float* x, int64_t n, float* partials) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t step = grid_stride<int64_t>();
+  int64_t i = first_index<int64_t>();
+  for (; i + 3 * step < n; i += 4 * step) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc[k] += x[i + k * step];
+  }
+  for (; i < n; i += step) acc[0] += x[i];
   const float s = block_reduce<false>((acc[0] + acc[1]) + (acc[2] + acc[3]));
   if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }

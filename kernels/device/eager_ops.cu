@@ -445,8 +445,12 @@ Status binary(Binary op, const DeviceTensor& a, const DeviceTensor& b, const Dev
   switch (op) {
     case Binary::kAdd:
       return launch_binary<Binary::kAdd>(a, b, out, stream);
+    case Binary::kSub:
+      return launch_binary<Binary::kSub>(a, b, out, stream);
     case Binary::kMul:
       return launch_binary<Binary::kMul>(a, b, out, stream);
+    case Binary::kXlogy:
+      return launch_binary<Binary::kXlogy>(a, b, out, stream);
   }
   return Status::invalid_argument("eager::binary: unknown op");
 }
@@ -565,6 +569,15 @@ Status channel_shuffle(const DeviceTensor& x, int64_t groups, const DeviceTensor
   const int64_t per_group = channels / groups;
   return gather(x.data, out.data, {x.shape[0], per_group, groups, plane},
                 {channels * plane, plane, per_group * plane, 1}, stream);
+}
+
+Status sum_all(const DeviceTensor& x, float* out, cudaStream_t stream) {
+  return with_scratch(kReduceBlocks, stream, [&](float* partials) {
+    sum_partials_kernel<<<kReduceBlocks, kThreads, 0, stream>>>(x.data, x.numel(), partials);
+    KB_TRY(launched("sum_partials_kernel"));
+    sum_kernel<<<1, 1024, 0, stream>>>(partials, kReduceBlocks, 1.0f, out);
+    return launched("sum_kernel");
+  });
 }
 
 Status kl_div_batchmean(const DeviceTensor& log_input, const DeviceTensor& target, float* out,

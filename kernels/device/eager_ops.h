@@ -42,7 +42,12 @@ enum class Unary {
 Status unary(Unary op, const float* x, float* y, int64_t n, cudaStream_t stream, float a = 0,
              float b = 0);
 
-enum class Binary { kAdd, kMul };
+enum class Binary {
+  kAdd,
+  kSub,    // a - b
+  kMul,
+  kXlogy,  // torch.xlogy(a, b): a * log(b), 0 where a == 0, NaN where b is NaN
+};
 
 // out = a op b with NumPy broadcasting (out.shape is the broadcast shape). out may alias a when
 // a.shape == out.shape (in-place add_, as `out += shortcut`).
@@ -79,6 +84,9 @@ Status softmax(const DeviceTensor& x, int dim, const DeviceTensor& out, cudaStre
 // ChannelShuffle: out[:, j] = x[:, (j % groups) * (C / groups) + j / groups].
 Status channel_shuffle(const DeviceTensor& x, int64_t groups, const DeviceTensor& out,
                        cudaStream_t stream);
+
+// out[0] = x.sum() over all elements (a fixed-order two-level tree).
+Status sum_all(const DeviceTensor& x, float* out, cudaStream_t stream);
 
 // F.kl_div(log_input, target, reduction='batchmean') -> out[0]: sum of
 // target * (log(target) - log_input) (0 where target == 0) over all elements, / rows.
