@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string executor;
   std::string problems_dir;
   std::string json_path;
+  std::string export_dir;
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
@@ -55,6 +56,10 @@ std::vector<std::string> executor_args(const BenchOptions& o, const std::string&
                                 "--gpu", std::to_string(o.gpu), "--trials", std::to_string(o.trials),
                                 "--time-cap", std::to_string(o.time_cap), "--problems-dir", o.problems_dir};
   if (o.aa) a.push_back("--aa");
+  if (!o.export_dir.empty()) {
+    a.push_back("--export");
+    a.push_back(o.export_dir);
+  }
   return a;
 }
 
@@ -166,6 +171,8 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--timeout", o->timeout, "Deadline per job process, seconds")->capture_default_str();
   bench->add_flag("--aa", o->aa, "A/A: time each reference against itself");
   bench->add_flag("--json", o->json, "Print all results as JSON");
+  bench->add_option("--export", o->export_dir,
+                    "Write each correctness trial's inputs, parameters and both outputs as .npy here");
   bench->add_option("--json-out", o->json_path, "Also write all results as JSON to this file");
   bench->callback([o] { run_bench(*o); });
 }

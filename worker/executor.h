@@ -35,6 +35,7 @@ struct ExecutorConfig {
   double warmup_ms = 200;
   int max_input_sets = 4;
   bool aa = false;
+  std::string export_dir;  // non-empty: write every correctness trial's tensors here (.npy)
 };
 
 struct JobRequest {

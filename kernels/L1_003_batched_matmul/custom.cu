@@ -1,0 +1,102 @@
+// L1_003 custom: torch.bmm(A, B) with error-compensated TF32 (3xTF32) on the tensor cores.
+//   C: (batch, M, N) = A: (batch, M, K) @ B: (batch, K, N), fp32, row-major, dense.
+//
+// Cost (full preset 128 x (512 x 1024) @ (1024 x 2048), PROBLEMS.md): 274.9 GFLOP; min DRAM
+// 1,879 MB (A 268 + B 1,074 read once, C 537 written once) -> 0.44 ms at ~4.3 TB/s. fp32 FMA
+// floor 4.1 ms; strict-fp32 cuBLAS 5.37 ms (goal <= 4.47 ms). 3xTF32 does 3 TF32 MMAs per
+// product: 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
+//
+// Design (tf32x3_gemm.cuh): classic Ampere-style mma.sync GEMM (sm_90 without wgmma, which would
+// need sm_90a). CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB shared, 2 CTAs = 16
+// warps per SM), 8 warps of 64 x 32, m16n8k8 TF32 MMAs; operands split in registers after the
+// shared-memory load (big = round-to-nearest TF32, small = the same rounding of the exact
+// residual); per k8 step and warp 8 LDS.64 + 2 LDS.128 (swizzled, conflict-free), 24 splits of
+// 5 instructions, 48 MMAs. 128 registers (launch bound 2 CTAs/SM), no spills. Grid: one CTA per
+// 128 x 128 output tile, (tiles of one batch entry, batch) with batch chunks of 65,535 per
+// launch; 8,192 CTAs at full size = 31.03 waves of 264 (~3% tail).
+// Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
+// 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math.
+//
+// Accuracy: ~fp32 level (estimate and derivation in tf32x3_gemm.cuh): expected max |err| ~1e-3
+// or below vs the 0.026 allowed; plain TF32 would use ~half of the budget.
+//
+// Predicted on the H200: 403M m16n8k8 MMAs = 763k per SM sub-partition; mma.sync TF32 on Hopper
+// reaches roughly 50-60% of the dense peak (~6.5-8 clk per MMA per sub-partition vs 4 at peak)
+// -> 2.8-3.4 ms. Issue is a co-limit: ~4 instructions per MMA (24 splits x 5 + 10 LDS + 48 MMA
+// per 48), i.e. ~1.75 ms of issue at 1.75 GHz if nothing else stalled. I expect ~3.0 ms (1.8x
+// over strict-fp32 cuBLAS). Misaligned shapes (scalar path) are correct but slower (4x the copy
+// instructions).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/L1_003_batched_matmul/tf32x3_gemm.cuh"
+#include "kernels/device/cuda_check.h"
+#include "kernels/implementation.h"
+
+namespace kb::custom::L1_003 {
+
+class Tf32x3Bmm final : public Implementation {
+ public:
+  Status setup(const ProblemInstance& problem, cudaStream_t) override {
+    a_ = input_index(problem, "A");
+    b_ = input_index(problem, "B");
+    const Shape& a = problem.shape_of("A");  // (batch, M, K)
+    const Shape& b = problem.shape_of("B");  // (batch, K, N)
+    if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[2] != b[1])
+      return Status::invalid_argument("L1_003 custom: expected A (b, M, K) and B (b, K, N)");
+    constexpr int64_t kIntMax = 0x7fffffff;
+    if (a[1] > kIntMax - kBM || a[2] > kIntMax - kBK || b[2] > kIntMax - kBN)
+      return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
+    shape_ = {a[0], a[1], a[2], b[2]};
+    // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
+    for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
+      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kSmemBytes));
+      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    }
+    return Status::ok();
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    const auto [batch, m, k, n] = shape_;
+    if (batch == 0 || m == 0 || n == 0) return Status::ok();  // no output elements
+    GemmArgs p{args.inputs[a_].data, args.inputs[b_].data, args.output.data, static_cast<int>(m),
+               static_cast<int>(n), static_cast<int>(k), static_cast<int>((n + kBN - 1) / kBN)};
+    const int64_t tiles = ((m + kBM - 1) / kBM) * p.tiles_n;  // per batch entry
+    if (tiles > 0x7fffffff) return Status::failed_precondition("L1_003 custom: too many tiles");
+    const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) &&
+                     aligned16(p.c);
+    // grid.y is the batch entry; more than 65,535 entries take several launches.
+    constexpr int64_t kMaxGridY = 65535;
+    for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridY) {
+      GemmArgs chunk = p;
+      chunk.a += b0 * m * k;
+      chunk.b += b0 * k * n;
+      chunk.c += b0 * m * n;
+      const dim3 grid(static_cast<unsigned>(tiles),
+                      static_cast<unsigned>(std::min(batch - b0, kMaxGridY)));
+      if (vec)
+        tf32x3_bmm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
+      else
+        tf32x3_bmm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
+    return Status::ok();
+  }
+
+ private:
+  struct Dims {
+    int64_t batch = 0, m = 0, k = 0, n = 0;
+  };
+  static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+  size_t a_ = 0, b_ = 0;
+  Dims shape_;
+};
+
+}  // namespace kb::custom::L1_003
+
+KB_REGISTER_IMPLEMENTATION(L1_003, custom, kb::custom::L1_003::Tf32x3Bmm)

@@ -1,0 +1,447 @@
+// The executor's policy against a fault-injecting in-memory device (fake_execution_device.h):
+// every verdict of DESIGN.md's Verification section, the timing loop's samples, rotation and
+// stopping, the post-timing re-check, not_implemented and A/A jobs. L1_003 (bmm) at the small
+// preset is the problem throughout.
+#include "worker/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/spec_loader.h"
+#include "tests/unit/worker/fake_execution_device.h"
+
+namespace kb {
+namespace {
+
+using fake::Call;
+
+std::shared_ptr<const ProblemSpec> bmm_spec() {
+  static const Result<ProblemCatalog> kCatalog = load_problem_catalog(default_problems_dir());
+  if (!kCatalog.is_ok()) return nullptr;
+  auto it = kCatalog.value().problems.find("L1_003");
+  return it == kCatalog.value().problems.end() ? nullptr : it->second;
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec_ = bmm_spec();
+    ASSERT_NE(spec_, nullptr) << "L1_003 is missing from " << default_problems_dir();
+    std::ifstream in(spec_->file);
+    std::stringstream text;
+    text << in.rdbuf();
+    request_.spec = spec_;
+    request_.spec_yaml = text.str();
+    request_.preset = "small";
+    request_.seed = 1234;
+    request_.config.warmup_ms = 0;  // the fake's calls take no time; three calls warm it up
+  }
+
+  JobResult run() { return execute_job(device_, request_); }
+  void set_custom(fake::Implementation impl) { device_.variants[KB_VARIANT_CUSTOM].run = std::move(impl); }
+
+  // Elements of L1_003 small: batch 3 x M 17 x N 19.
+  static constexpr int64_t kOutputs = 3 * 17 * 19;
+
+  std::shared_ptr<const ProblemSpec> spec_;
+  JobRequest request_;
+  fake::Device device_;
+};
+
+// ---- Success --------------------------------------------------------------------------------
+
+TEST_F(ExecutorTest, CorrectAndTwiceAsFastIsOkWithASpeedupOfTwo) {
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  EXPECT_EQ(r.problem_id, "L1_003");
+  EXPECT_EQ(r.preset, "small");
+  EXPECT_EQ(r.device_kind, "fake");
+  EXPECT_EQ(r.dims, nlohmann::json({{"batch", 3}, {"M", 17}, {"K", 33}, {"N", 19}}));
+  EXPECT_EQ(r.correctness_trials, 5);
+  EXPECT_EQ(r.errors.mismatches, 0);
+  EXPECT_EQ(r.errors.first_mismatch_index, -1);
+  EXPECT_EQ(r.custom_kernels, std::vector<std::string>{"kb::bmm_kernel"});
+
+  EXPECT_EQ(r.stop_reason, "converged");
+  EXPECT_GE(r.rounds, 10);
+  EXPECT_EQ(r.reference.samples_ms.size(), static_cast<size_t>(2 * r.rounds));
+  EXPECT_EQ(r.custom.samples_ms.size(), static_cast<size_t>(2 * r.rounds));
+  EXPECT_NEAR(r.reference.summary.median, 2.0, 0.02);
+  EXPECT_NEAR(r.custom.summary.median, 1.0, 0.01);
+  EXPECT_EQ(r.reference.summary.count, 2 * r.rounds);
+  EXPECT_NEAR(r.speedup.speedup, 2.0, 0.02);
+  EXPECT_LE(r.speedup.ci_low, 2.0);
+  EXPECT_GE(r.speedup.ci_high, 2.0);
+  EXPECT_LE(r.speedup.relative_half_width, 0.01);
+  EXPECT_EQ(device_.clock_samples, r.rounds);
+  EXPECT_EQ(r.environment["device"], "fake");
+  EXPECT_EQ(r.environment["clocks"]["fake"], true);
+}
+
+TEST_F(ExecutorTest, DerivedFiguresUseTheProblemCostAndTheDevicePeaks) {
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  // bmm: 2 * batch * M * N * K FLOPs; bytes: 4 * (A + B + C elements).
+  EXPECT_DOUBLE_EQ(r.flops, 2.0 * 3 * 17 * 19 * 33);
+  EXPECT_DOUBLE_EQ(r.min_bytes, 4.0 * (3 * 17 * 33 + 3 * 33 * 19 + 3 * 17 * 19));
+  const double floor_ms = 1e3 * std::max(r.flops / 1e12, r.min_bytes / 1e11);
+  EXPECT_DOUBLE_EQ(r.floor_ms, floor_ms);
+  EXPECT_DOUBLE_EQ(r.custom_over_floor, r.custom.summary.median / floor_ms);
+  EXPECT_DOUBLE_EQ(r.reference_over_floor, r.reference.summary.median / floor_ms);
+  EXPECT_DOUBLE_EQ(r.custom_tflops, r.flops / (r.custom.summary.median * 1e-3) / 1e12);
+  EXPECT_DOUBLE_EQ(r.custom_gbps, r.min_bytes / (r.custom.summary.median * 1e-3) / 1e9);
+}
+
+TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  // Trials 0..4 on set 0, then the timing sets from trial 1000 on.
+  std::vector<std::string> generated = device_.logged("generate");
+  ASSERT_EQ(generated.size(), 5u + 3u);
+  for (int t = 0; t < 5; ++t) EXPECT_EQ(generated[t], "generate 0 trial " + std::to_string(t));
+  EXPECT_EQ(generated[5], "generate 0 trial 1000");
+  EXPECT_EQ(generated[7], "generate 2 trial 1002");
+  for (const GeneratorKey& key : device_.generated) EXPECT_EQ(key.seed, 1234u);
+  // Each trial: reference, poison, hash, custom, hash; the first custom call traced.
+  const std::vector<std::string> first_trial(device_.log.begin() + 3, device_.log.begin() + 11);
+  EXPECT_EQ(first_trial, (std::vector<std::string>{"run reference 0", "poison custom", "hash 0", "begin_trace",
+                                                   "run custom 0", "end_trace", "hash 0", "generate 0 trial 1"}));
+  EXPECT_EQ(device_.logged("poison custom").size(), 5u);
+  EXPECT_EQ(device_.logged("begin_trace").size(), 1u);
+}
+
+TEST_F(ExecutorTest, WarmsUpBothVariantsBeforeTiming) {
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  auto first_timed = std::find_if(device_.log.begin(), device_.log.end(),
+                                  [](const std::string& e) { return e.rfind("time", 0) == 0; });
+  auto last_generate = std::find(device_.log.begin(), device_.log.end(), "generate 2 trial 1002");
+  ASSERT_NE(last_generate, device_.log.end());
+  int reference_warmups = 0, custom_warmups = 0;
+  for (auto it = last_generate; it != first_timed; ++it) {
+    reference_warmups += it->rfind("run reference", 0) == 0;
+    custom_warmups += it->rfind("run custom", 0) == 0;
+  }
+  EXPECT_GE(reference_warmups, 3);
+  EXPECT_GE(custom_warmups, 3);
+}
+
+TEST_F(ExecutorTest, RoundsAlternateABBA) {
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  std::vector<std::string> timed = device_.logged("time");
+  ASSERT_GE(timed.size(), 8u);
+  for (size_t i = 0; i < timed.size(); ++i) {
+    const bool reference = i % 4 == 0 || i % 4 == 3;
+    EXPECT_EQ(timed[i].rfind(reference ? "time reference" : "time custom", 0), 0u) << i << ": " << timed[i];
+  }
+}
+
+// Rotation exists so that both variants see every input set; with four sets and four samples per
+// round, `(round * 4 + i) % sets` pins the reference to sets {0, 3} and the custom to {1, 2}.
+TEST_F(ExecutorTest, EachVariantIsTimedOnEveryInputSet) {
+  device_.input_sets = 4;
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  std::set<std::string> reference_sets, custom_sets;
+  for (const std::string& e : device_.logged("time reference")) reference_sets.insert(e.substr(15));
+  for (const std::string& e : device_.logged("time custom")) custom_sets.insert(e.substr(12));
+  EXPECT_EQ(reference_sets, (std::set<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(custom_sets, (std::set<std::string>{"0", "1", "2", "3"}));
+}
+
+TEST_F(ExecutorTest, InputSetsAreCappedByConfigAndDevice) {
+  device_.input_sets = 16;
+  request_.config.max_input_sets = 2;
+  ASSERT_EQ(run().status, JobStatus::kOk);
+  EXPECT_EQ(device_.logged("generate").size(), 5u + 2u);
+}
+
+TEST_F(ExecutorTest, TraceUnavailableIsNotAFailure) {
+  device_.trace = LaunchTrace{};  // the CPU device
+  EXPECT_EQ(run().status, JobStatus::kOk);
+}
+
+// ---- Stopping -------------------------------------------------------------------------------
+
+TEST_F(ExecutorTest, NeverNarrowEnoughStopsAtMaxRounds) {
+  request_.config.stopping.target_relative_half_width = 0;
+  request_.config.stopping.max_rounds = 13;
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  EXPECT_EQ(r.stop_reason, "max_rounds");
+  EXPECT_EQ(r.rounds, 13);
+  EXPECT_EQ(r.custom.samples_ms.size(), 26u);
+}
+
+TEST_F(ExecutorTest, NeverNarrowEnoughStopsAtTheTimeCap) {
+  request_.config.stopping.target_relative_half_width = 0;
+  request_.config.stopping.time_cap_s = 0.05;
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  EXPECT_EQ(r.stop_reason, "time_cap");
+  EXPECT_GE(r.rounds, 2);
+}
+
+// ---- Wrong answers --------------------------------------------------------------------------
+
+TEST_F(ExecutorTest, WrongByOnePartInAThousandIsMismatch) {
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    for (float& v : c.output) v *= 1.001f;
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kMismatch);
+  EXPECT_EQ(r.correctness_trials, 0);
+  EXPECT_EQ(r.errors.mismatches, kOutputs);
+  EXPECT_EQ(r.errors.first_mismatch_index, 0);
+  EXPECT_NEAR(r.errors.max_rel_error, 1e-3, 2e-5);
+  EXPECT_GT(r.errors.max_abs_error, 1e-3);
+  EXPECT_EQ(r.errors.non_finite, 0);
+  EXPECT_NE(r.message.find("first at index 0"), std::string::npos) << r.message;
+  // A wrong answer is not timed.
+  EXPECT_TRUE(r.reference.samples_ms.empty());
+  EXPECT_TRUE(r.custom.samples_ms.empty());
+}
+
+TEST_F(ExecutorTest, OneWrongElementIsFoundByIndex) {
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    c.output[500] += 1.0f;
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kMismatch);
+  EXPECT_EQ(r.errors.mismatches, 1);
+  EXPECT_EQ(r.errors.first_mismatch_index, 500);
+  EXPECT_NEAR(r.errors.max_abs_error, 1.0, 1e-5);
+}
+
+TEST_F(ExecutorTest, AnUnwrittenElementIsNonFinite) {
+  set_custom([](Call& c) {
+    const float left = c.output[123];
+    Status s = fake::bmm(c);
+    c.output[123] = left;  // as if no thread wrote it
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kNonFinite) << r.message;
+  EXPECT_EQ(r.errors.non_finite, 1);
+  EXPECT_EQ(r.errors.mismatches, 1);
+  EXPECT_EQ(r.errors.first_mismatch_index, 123);
+}
+
+TEST_F(ExecutorTest, NaNOutputIsNonFinite) {
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    c.output[7] = std::numeric_limits<float>::quiet_NaN();
+    c.output[8] = std::numeric_limits<float>::infinity();
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kNonFinite);
+  EXPECT_EQ(r.errors.non_finite, 2);
+  EXPECT_EQ(r.errors.first_mismatch_index, 7);
+}
+
+TEST_F(ExecutorTest, WritingIntoAnInputIsInputMutated) {
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    c.inputs[1].data[5] = 0.5f * c.inputs[1].data[5] + 1.0f;  // scratch space in B
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kInputMutated) << r.message;
+  EXPECT_EQ(r.correctness_trials, 0);
+  EXPECT_TRUE(r.custom.samples_ms.empty());
+}
+
+TEST_F(ExecutorTest, InputMutationInALaterTrialIsCaught) {
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    if (c.index == 2) c.inputs[0].data[0] += 1.0f;
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kInputMutated);
+  EXPECT_EQ(r.correctness_trials, 2);
+}
+
+TEST_F(ExecutorTest, RightOnlyOnTheFirstCallIsCaughtAfterTiming) {
+  request_.config.correctness_trials = 1;
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    if (c.index > 0) {
+      for (float& v : c.output) v += 0.5f;  // e.g. a cached result reused for new inputs
+    }
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kMismatch);
+  EXPECT_EQ(r.correctness_trials, 1);
+  EXPECT_EQ(r.message.rfind("after timing: ", 0), 0u) << r.message;
+  EXPECT_EQ(r.errors.mismatches, kOutputs);
+  EXPECT_FALSE(r.custom.samples_ms.empty());  // it was timed before it was caught
+}
+
+TEST_F(ExecutorTest, RightOnlyDuringTheTrialsIsCaughtAfterTiming) {
+  set_custom([](Call& c) {
+    Status s = fake::bmm(c);
+    if (c.index >= 5) c.output[0] += 1.0f;
+    return s;
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kMismatch);
+  EXPECT_EQ(r.correctness_trials, 5);
+  EXPECT_EQ(r.message.rfind("after timing: ", 0), 0u) << r.message;
+  EXPECT_EQ(r.errors.first_mismatch_index, 0);
+}
+
+// ---- Launch trace ---------------------------------------------------------------------------
+
+TEST_F(ExecutorTest, OnlyLibraryKernelsIsNoCustomKernel) {
+  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 2, .foreign_stream_activities = 0,
+                   .kernel_names = {"sm90_xmma_gemm", "cublasLt::splitKreduce"}};
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kNoCustomKernel);
+  EXPECT_NE(r.message.find("2 library kernels"), std::string::npos) << r.message;
+  EXPECT_EQ(r.custom_kernels, device_.trace.kernel_names);
+  EXPECT_TRUE(r.custom.samples_ms.empty());
+}
+
+TEST_F(ExecutorTest, NothingLaunchedIsNoCustomKernel) {
+  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 0, .foreign_stream_activities = 0,
+                   .kernel_names = {}};
+  EXPECT_EQ(run().status, JobStatus::kNoCustomKernel);
+}
+
+TEST_F(ExecutorTest, WorkOnAnotherStreamIsForeignStream) {
+  device_.trace = {.available = true, .own_kernels = 1, .library_kernels = 0, .foreign_stream_activities = 3,
+                   .kernel_names = {"kb::bmm_kernel"}};
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kForeignStream);
+  EXPECT_NE(r.message.find("3 kernels or copies"), std::string::npos) << r.message;
+}
+
+// ---- Errors and missing variants ------------------------------------------------------------
+
+TEST_F(ExecutorTest, AnErrorFromTheCustomCallIsRuntimeErrorWithItsMessage) {
+  set_custom([](Call&) { return Status::internal("an illegal memory access was encountered"); });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kRuntimeError);
+  EXPECT_EQ(r.message, "custom: an illegal memory access was encountered");
+  EXPECT_EQ(r.correctness_trials, 0);
+}
+
+TEST_F(ExecutorTest, AnErrorDuringTimingIsRuntimeError) {
+  set_custom([](Call& c) {
+    if (c.index >= 5 + 3) return Status::internal("launch failed");  // after trials and warm-up
+    return fake::bmm(c);
+  });
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kRuntimeError);
+  EXPECT_NE(r.message.find("launch failed"), std::string::npos) << r.message;
+  EXPECT_EQ(r.correctness_trials, 5);
+  EXPECT_EQ(r.reference.samples_ms.size(), 1u);  // round 0 stopped at its first custom sample
+  EXPECT_TRUE(r.custom.samples_ms.empty());
+}
+
+TEST_F(ExecutorTest, AReferenceErrorIsRuntimeError) {
+  device_.variants[KB_VARIANT_REFERENCE].run = [](Call&) { return Status::internal("cudnn: bad param"); };
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kRuntimeError);
+  EXPECT_NE(r.message.find("cudnn: bad param"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecutorTest, CreateErrorIsRuntimeError) {
+  device_.variants[KB_VARIANT_CUSTOM].create = {KB_PACK_ERROR, "out of memory"};
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kRuntimeError);
+  EXPECT_EQ(r.message, "custom: out of memory");
+}
+
+TEST_F(ExecutorTest, NotImplementedStillTimesTheReference) {
+  device_.variants[KB_VARIANT_CUSTOM].create = {KB_PACK_NOT_IMPLEMENTED, "no custom variant for L1_003"};
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kNotImplemented);
+  EXPECT_EQ(r.message, "no custom variant for L1_003");
+  EXPECT_EQ(r.correctness_trials, 0);
+  EXPECT_EQ(device_.calls(Slot::kCustom), 0);
+  EXPECT_GE(r.rounds, 10);
+  EXPECT_EQ(r.stop_reason, "converged");
+  EXPECT_EQ(r.reference.samples_ms.size(), static_cast<size_t>(2 * r.rounds));
+  EXPECT_NEAR(r.reference.summary.median, 2.0, 0.02);
+  EXPECT_TRUE(r.custom.samples_ms.empty());
+  EXPECT_EQ(r.custom.summary.count, 0);
+  EXPECT_EQ(r.speedup.speedup, 0);
+  EXPECT_GT(r.reference_over_floor, 0);
+  EXPECT_EQ(r.custom_tflops, 0);
+}
+
+TEST_F(ExecutorTest, CustomUnsupportedIsUnsupportedAndUntimed) {
+  device_.variants[KB_VARIANT_CUSTOM].create = {KB_PACK_UNSUPPORTED, "K must be a multiple of 16"};
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kUnsupported);
+  EXPECT_EQ(r.message, "custom: K must be a multiple of 16");
+  EXPECT_TRUE(r.reference.samples_ms.empty());
+}
+
+TEST_F(ExecutorTest, ReferenceUnsupportedIsUnsupported) {
+  device_.variants[KB_VARIANT_REFERENCE].create = {KB_PACK_UNSUPPORTED, "no cuDNN algorithm"};
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kUnsupported);
+  EXPECT_EQ(r.message, "reference: no cuDNN algorithm");
+  EXPECT_EQ(device_.logged("create custom").size(), 0u);
+}
+
+TEST_F(ExecutorTest, DimsThatDoNotFitTheSpecAreUnsupported) {
+  request_.preset = "";
+  request_.dims = {{"batch", 1}, {"M", 2}};  // K and N missing
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kUnsupported);
+  EXPECT_FALSE(r.message.empty());
+  EXPECT_TRUE(device_.log.empty());
+}
+
+TEST_F(ExecutorTest, UnknownPresetIsUnsupported) {
+  request_.preset = "enormous";
+  EXPECT_EQ(run().status, JobStatus::kUnsupported);
+}
+
+// ---- A/A ------------------------------------------------------------------------------------
+
+TEST_F(ExecutorTest, AAModeTimesTheReferenceAgainstItself) {
+  request_.config.aa = true;
+  // The custom variant is wrong and launches nothing of its own; A/A must not touch it.
+  set_custom([](Call&) { return Status::internal("custom must not run in A/A"); });
+  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 1, .foreign_stream_activities = 0,
+                   .kernel_names = {"sm90_xmma_gemm"}};
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  EXPECT_EQ(device_.logged("create custom"),
+            std::vector<std::string>{"create custom " + std::to_string(KB_VARIANT_REFERENCE)});
+  EXPECT_EQ(r.correctness_trials, 5);
+  EXPECT_NEAR(r.speedup.speedup, 1.0, 0.01);
+  EXPECT_LE(r.speedup.ci_low, 1.0);
+  EXPECT_GE(r.speedup.ci_high, 1.0);
+  EXPECT_NEAR(r.custom.summary.median, 2.0, 0.02);
+}
+
+}  // namespace
+}  // namespace kb
+namespace kb { namespace {
+TEST_F(ExecutorTest, DebugAA) {
+  request_.config.aa = true;
+  JobResult r = run();
+  for (size_t i = 0; i < 14 && i < device_.log.size(); ++i) std::cout << device_.log[i] << "\n";
+  std::cout << nlohmann::json(to_json(r)).dump(1) << "\n";
+}
+} }

@@ -1,0 +1,201 @@
+// A fault-injecting ExecutionDevice held entirely in host memory, for the executor's unit tests.
+//
+// Inputs and parameters come from the real host generator. Each variant's "implementation" is a
+// small function over host vectors, so that a test states its fault in one lambda: a wrong value,
+// an unwritten element, a write into an input, a failing call, state kept between calls. What
+// create() answers, what the launch trace shows and how long a timed call takes (a seeded model,
+// not a clock) are plain fields. Every call is logged for tests of the executor's protocol.
+//
+// Thread safety: one thread, like any ExecutionDevice.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/tensor_generator.h"
+#include "worker/execution_device.h"
+
+namespace kb::fake {
+
+// One call of a variant: what it may read and (to inject a fault) write.
+struct Call {
+  const ProblemInstance& problem;
+  std::vector<HostTensor<float>>& inputs;  // mutable so that a fault can write into them
+  std::vector<HostTensor<float>>& params;
+  std::vector<float>& output;              // the slot's output buffer, as the last call left it
+  int index;                               // calls of this slot before this one
+};
+using Implementation = std::function<Status(Call&)>;
+
+// What the device does for one pack variant (KB_VARIANT_REFERENCE or KB_VARIANT_CUSTOM).
+struct Variant {
+  CreateOutcome create;  // KB_PACK_OK unless a test says otherwise
+  Implementation run;
+  double ms = 1.0;  // timed calls take ms * exp(N(0, timing_noise))
+};
+
+// C = A x B for every batch: A (b, M, K), B (b, K, N), C (b, M, N), accumulated in double.
+// The reference "implementation" of L1_003 (torch.bmm).
+inline Status bmm(Call& c) {
+  const HostTensor<float>& a = c.inputs.at(0);
+  const HostTensor<float>& b = c.inputs.at(1);
+  const int64_t batch = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape[2];
+  if (static_cast<int64_t>(c.output.size()) != batch * m * n) return Status::internal("bmm: bad output size");
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          sum += static_cast<double>(a.data[(p * m + i) * k + q]) * b.data[(p * k + q) * n + j];
+        }
+        c.output[(p * m + i) * n + j] = static_cast<float>(sum);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+class Device final : public ExecutionDevice {
+ public:
+  std::map<int32_t, Variant> variants = {
+      {KB_VARIANT_REFERENCE, {.create = {}, .run = bmm, .ms = 2.0}},
+      {KB_VARIANT_CUSTOM, {.create = {}, .run = bmm, .ms = 1.0}},
+  };
+  // What end_trace() reports for the traced custom call.
+  LaunchTrace trace = {.available = true, .own_kernels = 1, .library_kernels = 0,
+                       .foreign_stream_activities = 0, .kernel_names = {"kb::bmm_kernel"}};
+  int input_sets = 3;
+  double timing_noise = 0.005;
+  std::mt19937_64 rng{20240611};
+
+  // What happened, in order: "create custom 1", "generate 0 trial 3", "run reference 0",
+  // "time custom 2", "poison custom", "hash 0", "begin_trace", "end_trace", "synchronize".
+  std::vector<std::string> log;
+  std::vector<GeneratorKey> generated;
+  int clock_samples = 0;
+
+  std::string kind() const override { return "fake"; }
+  nlohmann::json environment() const override { return {{"device", "fake"}}; }
+  int32_t pack_variant(Slot slot) const override {
+    return slot == Slot::kReference ? KB_VARIANT_REFERENCE : KB_VARIANT_CUSTOM;
+  }
+  int max_input_sets(double) const override { return input_sets; }
+
+  CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem, const std::string&) override {
+    log.push_back("create " + name(slot) + " " + std::to_string(variant));
+    const CreateOutcome outcome = variants.at(variant).create;
+    SlotState& s = slots_[index(slot)];
+    s = SlotState{};
+    if (outcome.code == KB_PACK_OK) s.variant = variant;
+    s.output.assign(static_cast<size_t>(element_count(problem.output_shape())), 0.f);
+    problem_ = &problem;
+    return outcome;
+  }
+
+  Status generate(int set, const ProblemInstance& problem, GeneratorKey key) override {
+    log.push_back("generate " + std::to_string(set) + " trial " + std::to_string(key.trial));
+    generated.push_back(key);
+    if (static_cast<int>(sets_.size()) <= set) sets_.resize(static_cast<size_t>(set) + 1);
+    InputSet& s = sets_[static_cast<size_t>(set)];
+    s.inputs.clear();
+    s.params.clear();
+    for (size_t i = 0; i < problem.spec().inputs.size(); ++i) s.inputs.push_back(generate_input(problem, i, key));
+    for (size_t i = 0; i < problem.spec().params.size(); ++i) s.params.push_back(generate_param(problem, i, key));
+    return Status::ok();
+  }
+
+  Status run(Slot slot, int set) override {
+    log.push_back("run " + name(slot) + " " + std::to_string(set));
+    return call(slot, set);
+  }
+
+  Result<double> run_timed(Slot slot, int set) override {
+    log.push_back("time " + name(slot) + " " + std::to_string(set));
+    if (Status s = call(slot, set); !s.is_ok()) return s;
+    std::normal_distribution<double> noise(0.0, timing_noise);
+    return variants.at(slots_[index(slot)].variant).ms * std::exp(noise(rng));
+  }
+
+  Status synchronize() override {
+    log.push_back("synchronize");
+    return Status::ok();
+  }
+
+  Status poison_output(Slot slot) override {
+    log.push_back("poison " + name(slot));
+    auto& out = slots_[index(slot)].output;
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    return Status::ok();
+  }
+  Result<std::vector<float>> read_output(Slot slot) override { return slots_[index(slot)].output; }
+
+  Result<uint64_t> input_hash(int set) override {
+    log.push_back("hash " + std::to_string(set));
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&h](const std::vector<HostTensor<float>>& tensors) {
+      for (const auto& t : tensors) {
+        const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
+        for (size_t i = 0; i < t.data.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+      }
+    };
+    mix(sets_.at(static_cast<size_t>(set)).inputs);
+    mix(sets_.at(static_cast<size_t>(set)).params);
+    return h;
+  }
+
+  Status begin_trace() override {
+    log.push_back("begin_trace");
+    return Status::ok();
+  }
+  Result<LaunchTrace> end_trace() override {
+    log.push_back("end_trace");
+    return trace;
+  }
+  void sample_clocks() override { ++clock_samples; }
+  nlohmann::json clock_report() const override { return {{"fake", true}, {"samples", clock_samples}}; }
+  double peak_flops() const override { return 1e12; }
+  double peak_bytes_per_s() const override { return 1e11; }
+
+  // How many times the slot's variant has run (timed or not).
+  int calls(Slot slot) const { return slots_[index(slot)].calls; }
+  // Entries of `log` that start with `prefix`.
+  std::vector<std::string> logged(const std::string& prefix) const {
+    std::vector<std::string> out;
+    for (const std::string& entry : log) {
+      if (entry.rfind(prefix, 0) == 0) out.push_back(entry);
+    }
+    return out;
+  }
+
+ private:
+  struct SlotState {
+    int32_t variant = -1;  // -1 until created successfully
+    std::vector<float> output;
+    int calls = 0;
+  };
+  struct InputSet {
+    std::vector<HostTensor<float>> inputs, params;
+  };
+
+  static int index(Slot slot) { return static_cast<int>(slot); }
+  static std::string name(Slot slot) { return slot == Slot::kReference ? "reference" : "custom"; }
+
+  Status call(Slot slot, int set) {
+    SlotState& s = slots_[index(slot)];
+    if (s.variant < 0) return Status::failed_precondition("fake: " + name(slot) + " was not created");
+    InputSet& in = sets_.at(static_cast<size_t>(set));
+    Call c{*problem_, in.inputs, in.params, s.output, s.calls++};
+    return variants.at(s.variant).run(c);
+  }
+
+  SlotState slots_[2];
+  std::vector<InputSet> sets_;
+  const ProblemInstance* problem_ = nullptr;
+};
+
+}  // namespace kb::fake
