@@ -56,6 +56,7 @@ bool wait_with_deadline(pid_t pid, double timeout_s, int* status) {
 
 JobResult run_executor_process(const ExecutorLaunch& launch) {
   const std::string output = temp_result_path();
+  std::filesystem::remove(output);  // a file left by an orphan of an earlier process is not ours
   std::vector<std::string> args = launch.args;
   args.insert(args.begin(), launch.executable);
   args.push_back("--output");

@@ -2,8 +2,9 @@
 // whether a custom call launched kernels of its own and whether it left work on other streams.
 //
 // "Our own" kernels are those in namespace kb (kbfleet's convention for every kernel it writes:
-// their mangled names contain "N2kb" or start with "_ZN2kb"); everything else — cuDNN's,
-// cuBLAS's, the driver's — counts as a library kernel.
+// their mangled names contain "N2kb" or start with "_ZN2kb"), except the eager ops of kb::eager,
+// which are the references' building blocks; everything else — cuDNN's, cuBLAS's, the eager
+// ops — counts as a library kernel.
 //
 // CUPTI's activity API is process-wide: one LaunchTracer at a time.
 // Thread safety: one thread.

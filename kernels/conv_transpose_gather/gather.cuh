@@ -302,8 +302,9 @@ __device__ __forceinline__ int for_each_row_tap(const RowGatherParams& p, int oh
   return slot;
 }
 
-// xs[slot][ci][k] = x[n, c0 + ci, ih, q_min - kMaxOff + k]; ws[slot][ci][t][co] = w[c0 + ci,
-// co0 + co, th, t] (zero past the block's channels). A warp per row, lanes along it.
+// Asynchronously (cp.async, then a commit): xs[slot][ci][k] = x[n, c0 + ci, ih, q_min - kMaxOff
+// + k] and ws[slot][ci][t][co] = w[c0 + ci, co0 + co, th, t], zeros outside x and past the
+// block's channels. A warp per staged row, lanes along it.
 template <int kKw, int kMaxOff>
 __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot, int th, int ih,
                            float* ws, float* xs) {
@@ -314,10 +315,13 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
     const int64_t c = static_cast<int64_t>(b.n) * p.groups * p.cin_g + c0 + ci;
     const float* src = p.x + (c * p.in_h + ih) * p.in_w;
     float* dst = xs + (slot * p.cin_g + ci) * p.x_len;
-#pragma unroll 4
     for (int k = lane; k < p.x_len; k += kWarp) {
       const int iw = iw0 + k;
-      dst[k] = iw >= 0 && iw < p.in_w ? src[iw] : 0.f;
+      if (iw >= 0 && iw < p.in_w) {
+        __pipeline_memcpy_async(dst + k, src + iw, sizeof(float));
+      } else {
+        dst[k] = 0.f;
+      }
     }
   }
   const int64_t w_taps = static_cast<int64_t>(p.k_h) * kKw;
@@ -326,9 +330,14 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
     const float* src = p.w + ((c0 + ci) * p.cout_g + b.co0) * w_taps + th * kKw + t;
     float* dst = ws + (slot * p.cin_g * kKw + row) * p.co_block;
     for (int co = lane; co < p.co_block; co += kWarp) {
-      dst[co] = co < b.co_count ? src[co * w_taps] : 0.f;
+      if (co < b.co_count) {
+        __pipeline_memcpy_async(dst + co, src + co * w_taps, sizeof(float));
+      } else {
+        dst[co] = 0.f;
+      }
     }
   }
+  __pipeline_commit();
 }
 
 // acc[r][c]: phase r of column position q_min + qi, channel co_l0 + c, over all staged rows.
@@ -338,6 +347,7 @@ __device__ __forceinline__ void accumulate(const RowGatherParams& p, int slots, 
                                            float (&acc)[kSw][kRowCoThread]) {
   using Taps = ColumnTaps<kKw, kSw, kDw>;
   const int rows = slots * p.cin_g;  // (slot, ci), in staging order
+#pragma unroll 2
   for (int row = 0; row < rows; ++row) {
     const float* xr = xs + row * p.x_len + qi + Taps::kMaxOffset;
     float xv[Taps::kMaxOffset + 1];
@@ -411,6 +421,7 @@ __global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams
   for_each_row_tap(p, b.oh, [&](int slot, int th, int ih) {
     stage_slot<kKw, kMaxOff>(p, b, slot, th, ih, ws, xs);
   });
+  __pipeline_wait_prior(0);
   __syncthreads();
   const int pass_co = kRowThreads / p.q_threads * kRowCoThread;
   for (int pass = 0; pass < b.co_count; pass += pass_co) {

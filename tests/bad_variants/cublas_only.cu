@@ -27,8 +27,8 @@ class CublasOnly final : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const int64_t m = shape_.m, n = shape_.n, k = shape_.k;
     // C: (batch, M, N) = A: (batch, M, K) @ B: (batch, K, N)
-    return gemm_strided_batched(shape_, 1.0f, args.inputs[a_].data, k, m * k, args.inputs[b_].data, n, k * n,
-                                0.0f, args.output.data, n, m * n, batch_, stream);
+    return gemm_strided_batched(shape_, 1.0f, args.inputs[a_].data, k, m * k, args.inputs[b_].data,
+                                n, k * n, 0.0f, args.output.data, n, m * n, batch_, stream);
   }
 
  private:

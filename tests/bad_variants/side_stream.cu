@@ -1,7 +1,8 @@
 // Bad variant (f), L1_075: the reference's work runs on the job stream into a scratch buffer, then
 // its own copy kernel runs on a private stream, fenced by events both ways, so the output is right
-// and complete when the job stream reaches the end of the call. Work the job stream does not own
-// escapes the executor's timing events, hence the rule. Expected verdict: foreign_stream.
+// and complete when the job stream reaches the end of the call. The rule is strict on purpose: the
+// executor cannot tell fenced side-stream work from unfenced work, which would escape its timing
+// events and race its output read. Expected verdict: foreign_stream.
 #include <cuda_runtime.h>
 
 #include <memory>

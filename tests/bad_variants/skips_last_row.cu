@@ -14,8 +14,8 @@
 namespace kb::bad::skips_last_row {
 
 // src, dst: (planes, rows, cols); rows - 1 of each plane copied.
-__global__ void copy_but_last_row(const float* __restrict__ src, float* __restrict__ dst, int64_t planes,
-                                  int64_t rows, int64_t cols) {
+__global__ void copy_but_last_row(const float* __restrict__ src, float* __restrict__ dst,
+                                  int64_t planes, int64_t rows, int64_t cols) {
   const int64_t n = planes * rows * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -39,8 +39,8 @@ class SkipsLastRow final : public Implementation {
     ImplArgs into_scratch = args;
     into_scratch.output.data = scratch_.data();
     KB_TRY(reference_->run(into_scratch, stream));
-    copy_but_last_row<<<blocks_for(scratch_.count()), kThreads, 0, stream>>>(scratch_.data(), args.output.data,
-                                                                             planes_, rows_, cols_);
+    copy_but_last_row<<<blocks_for(scratch_.count()), kThreads, 0, stream>>>(
+        scratch_.data(), args.output.data, planes_, rows_, cols_);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }

@@ -17,9 +17,9 @@
 namespace kb::bad::tf32_conv {
 
 struct ConvGeometry {
-  int64_t batch, c_in, h, w;    // x: (N, C_in, H, W)
-  int64_t c_out, kh, kw;        // weight: (C_out, C_in, KH, KW)
-  int64_t oh, ow;               // y: (N, C_out, OH, OW)
+  int64_t batch, c_in, h, w;  // x: (N, C_in, H, W)
+  int64_t c_out, kh, kw;      // weight: (C_out, C_in, KH, KW)
+  int64_t oh, ow;             // y: (N, C_out, OH, OW)
   int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
 };
 
@@ -76,8 +76,8 @@ __device__ float block_sum(float v, float* shared) {
 
 // One block per (n, c) plane of `plane` elements: out = (y - mean) / sqrt(var + eps) / divisor,
 // two-pass mean and biased variance in fp32.
-__global__ void instance_norm_divide(const float* __restrict__ y, float* __restrict__ out, int64_t plane,
-                                     float eps, float divisor) {
+__global__ void instance_norm_divide(const float* __restrict__ y, float* __restrict__ out,
+                                     int64_t plane, float eps, float divisor) {
   __shared__ float shared[kThreads];
   const float* yp = y + blockIdx.x * plane;
   float* op = out + blockIdx.x * plane;
@@ -87,7 +87,34 @@ __global__ void instance_norm_divide(const float* __restrict__ y, float* __restr
   float q = 0.0f;
   for (int64_t i = threadIdx.x; i < plane; i += kThreads) q += (yp[i] - mean) * (yp[i] - mean);
   const float inv_std = 1.0f / sqrtf(block_sum(q, shared) / static_cast<float>(plane) + eps);
-  for (int64_t i = threadIdx.x; i < plane; i += kThreads) op[i] = (yp[i] - mean) * inv_std / divisor;
+  for (int64_t i = threadIdx.x; i < plane; i += kThreads)
+    op[i] = (yp[i] - mean) * inv_std / divisor;
+}
+
+// The conv node of L2_017 (groups 1): shapes, stride, padding and dilation.
+ConvGeometry conv_geometry(const ProblemInstance& p) {
+  const Shape& x = p.shape_of("x");
+  const Shape& w = p.shape_of("conv.weight");
+  const Shape& y = p.shape_of("y");
+  const std::vector<int64_t> stride = p.ints("conv", "stride"), pad = p.ints("conv", "padding"),
+                             dil = p.ints("conv", "dilation");
+  ConvGeometry g{};
+  g.batch = x[0];
+  g.c_in = x[1];
+  g.h = x[2];
+  g.w = x[3];
+  g.c_out = w[0];
+  g.kh = w[2];
+  g.kw = w[3];
+  g.oh = y[2];
+  g.ow = y[3];
+  g.stride_h = stride[0];
+  g.stride_w = stride[1];
+  g.pad_h = pad[0];
+  g.pad_w = pad[1];
+  g.dil_h = dil[0];
+  g.dil_w = dil[1];
+  return g;
 }
 
 class Tf32Conv final : public Implementation {
@@ -96,17 +123,12 @@ class Tf32Conv final : public Implementation {
     x_ = input_index(p, "x");
     weight_ = param_index(p, "conv.weight");
     bias_ = param_index(p, "conv.bias");
-    if (p.int_attr("conv", "groups") != 1) return Status::failed_precondition("tf32_conv: groups must be 1");
-    const Shape& x = p.shape_of("x");
-    const Shape& w = p.shape_of("conv.weight");
-    const Shape& y = p.shape_of("y");
-    const std::vector<int64_t> stride = p.ints("conv", "stride"), pad = p.ints("conv", "padding"),
-                               dil = p.ints("conv", "dilation");
-    g_ = {x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
-          stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
+    if (p.int_attr("conv", "groups") != 1)
+      return Status::failed_precondition("tf32_conv: groups must be 1");
+    g_ = conv_geometry(p);
     eps_ = static_cast<float>(p.number("instance_norm", "eps"));
     divisor_ = static_cast<float>(p.number("divide", "value"));
-    return y_.allocate(element_count(y));
+    return y_.allocate(element_count(p.shape_of("y")));
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
@@ -114,8 +136,8 @@ class Tf32Conv final : public Implementation {
         args.inputs[x_].data, args.params[weight_].data, args.params[bias_].data, y_.data(), g_);
     KB_CUDA_TRY(cudaGetLastError());
     const int64_t planes = g_.batch * g_.c_out;
-    instance_norm_divide<<<static_cast<unsigned>(planes), kThreads, 0, stream>>>(y_.data(), args.output.data,
-                                                                               g_.oh * g_.ow, eps_, divisor_);
+    instance_norm_divide<<<static_cast<unsigned>(planes), kThreads, 0, stream>>>(
+        y_.data(), args.output.data, g_.oh * g_.ow, eps_, divisor_);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -42,9 +43,13 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// The pack stays loaded for the whole process (never dlclose()d under the CUDA runtime's feet).
+// The pack: $KB_BAD_PACK when set (a build tree moved elsewhere), else the one built beside this
+// test. It stays loaded for the whole process (never dlclose()d under the CUDA runtime's feet).
 const KernelPack* bad_pack(std::string* error) {
-  static Result<KernelPack>* const kPack = new Result<KernelPack>(KernelPack::open(KB_BAD_PACK_PATH));
+  static Result<KernelPack>* const kPack = [] {
+    const char* moved = std::getenv("KB_BAD_PACK");
+    return new Result<KernelPack>(KernelPack::open(moved && *moved ? moved : KB_BAD_PACK_PATH));
+  }();
   if (!kPack->is_ok()) {
     *error = kPack->status().message();
     return nullptr;
@@ -62,7 +67,8 @@ ExecutorConfig quick_config() {
   return c;
 }
 
-JobResult run_job(const KernelPack& pack, const std::string& id, uint64_t seed, const ExecutorConfig& config) {
+JobResult run_job(const KernelPack& pack, const std::string& id, uint64_t seed,
+                  const ExecutorConfig& config) {
   JobResult failed;
   failed.status = JobStatus::kRuntimeError;
   auto device = make_cuda_device(pack, 0);
@@ -127,7 +133,8 @@ void expect_tf32_sized_errors(const JobResult& r) {
   EXPECT_EQ(r.correctness_trials, 0);
   EXPECT_EQ(r.errors.non_finite, 0);
   EXPECT_GT(r.errors.mismatches, 0);
-  // TF32 operands give errors around 1e-3 here; a variant with wrong arithmetic would be off by O(1).
+  // TF32 operands give errors around 1e-3 here; a variant with wrong arithmetic would be off by
+  // O(1).
   EXPECT_GT(r.errors.max_abs_error, 1e-4);
   EXPECT_LT(r.errors.max_abs_error, 5e-2);
 }
@@ -176,7 +183,9 @@ TEST_P(BadVariantTest, GetsItsVerdictEveryTime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BadVariantsPack, BadVariantTest, testing::ValuesIn(bad_cases()),
-                         [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+                         [](const testing::TestParamInfo<BadCase>& info) {
+                           return info.param.name;
+                         });
 
 // The pack holds the custom variants of this folder and no other: the real kernels/*/custom.cu are
 // not in it, and each problem used has its reference.

@@ -71,7 +71,9 @@ class Device final : public ExecutionDevice {
                        .foreign_stream_activities = 0, .kernel_names = {"kb::bmm_kernel"}};
   int input_sets = 3;
   double timing_noise = 0.005;
-  std::mt19937_64 rng{20240611};
+  // Seeded, so timing tests are deterministic. A test that asserts its interval covers the truth
+  // relies on this seed being one of the ~95% that do (executor_test checks the rate over seeds).
+  std::mt19937_64 rng{1};
 
   // What happened, in order: "create custom 1", "generate 0 trial 3", "run reference 0",
   // "time custom 2", "poison custom", "hash 0", "begin_trace", "end_trace", "synchronize".
