@@ -6,7 +6,7 @@
 namespace kb {
 
 struct ShapeExpr::Node {
-  char op = 0;  // 0: leaf; '+', '-', '*', '/'
+  char op = 0;  // 0: leaf; '+', '-', '*', '/'; 'n': negation of lhs (rhs is null)
   int64_t value = 0;
   std::string symbol;  // leaf: a dim name, or empty for a constant
   std::shared_ptr<const Node> lhs, rhs;
@@ -57,8 +57,14 @@ class Parser {
 
   Result<NodePtr> parse_factor() {
     skip_space();
-    if (pos_ >= text_.size()) return error("an integer, a dim name or '('");
+    if (pos_ >= text_.size()) return error("an integer, a dim name, '-' or '('");
     char c = text_[pos_];
+    if (c == '-') {
+      ++pos_;
+      Result<NodePtr> operand = parse_factor();
+      if (!operand.is_ok()) return operand;
+      return binary('n', operand.value(), nullptr);
+    }
     if (c == '(') {
       ++pos_;
       Result<NodePtr> inner = parse_sum();
@@ -85,7 +91,7 @@ class Parser {
       leaf->symbol = text_.substr(start, pos_ - start);
       return NodePtr(leaf);
     }
-    return error("an integer, a dim name or '('");
+    return error("an integer, a dim name, '-' or '('");
   }
 
   static NodePtr binary(char op, NodePtr lhs, NodePtr rhs) {
@@ -122,6 +128,7 @@ Result<int64_t> evaluate_node(const ShapeExpr::Node& node, const std::map<std::s
   }
   Result<int64_t> lhs = evaluate_node(*node.lhs, dims, text);
   if (!lhs.is_ok()) return lhs;
+  if (node.op == 'n') return -lhs.value();
   Result<int64_t> rhs = evaluate_node(*node.rhs, dims, text);
   if (!rhs.is_ok()) return rhs;
   int64_t a = lhs.value(), b = rhs.value();
@@ -144,7 +151,7 @@ void collect_symbols(const ShapeExpr::Node& node, std::set<std::string>& out) {
     return;
   }
   collect_symbols(*node.lhs, out);
-  collect_symbols(*node.rhs, out);
+  if (node.rhs) collect_symbols(*node.rhs, out);
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 //
 //   expr   := term (('+' | '-') term)*
 //   term   := factor (('*' | '/') factor)*
-//   factor := INTEGER | DIM_NAME | '(' expr ')'
+//   factor := '-' factor | INTEGER | DIM_NAME | '(' expr ')'
+//
+// Unary minus lets an int attribute count from the end (softmax `dim: -1`); a shape that comes
+// out negative is still rejected where shapes are resolved (every size must be >= 1).
 //
 // '/' is exact division: evaluating a quotient that leaves a remainder is an error (a channel
 // count that groups do not divide is a bad shape, not something to round away).

@@ -1,31 +1,13 @@
 // L1_070 reference: ConvTranspose3d(C_in, C_out, (3, 3, 3), bias=False) as PyTorch eager runs it:
 // one cuDNN backward-data convolution (CudnnConv: legacy API, CUDNN_FMA_MATH, strict fp32).
-#include <cuda_runtime.h>
-
-#include <cstddef>
-
-#include "kernels/device/cudnn_conv.h"
-#include "kernels/implementation.h"
+#include "kernels/device/single_conv_reference.h"
 
 namespace kb::ref::L1_070 {
 
-class Reference final : public Implementation {
+// x: (N, C_in, D, H, W) -> out: (N, C_out, D+2, H+2, W+2)
+class Reference final : public SingleConvReference {
  public:
-  Status setup(const ProblemInstance& p, cudaStream_t stream) override {
-    x_ = input_index(p, "x");
-    weight_ = param_index(p, "conv_transpose3d.weight");
-    return conv_.setup(p, "conv_transpose3d", stream);
-  }
-
-  Status run(const ImplArgs& args, cudaStream_t stream) override {
-    // x: (N, C_in, D, H, W) -> out: (N, C_out, D+2, H+2, W+2)
-    return conv_.run(args.inputs[x_].data, args.params[weight_].data, /*bias=*/nullptr,
-                     args.output.data, stream);
-  }
-
- private:
-  CudnnConv conv_;
-  size_t x_ = 0, weight_ = 0;
+  Reference() : SingleConvReference("conv_transpose3d") {}
 };
 
 }  // namespace kb::ref::L1_070

@@ -35,24 +35,24 @@ namespace kb::custom::L1_079 {
 using gather::kWarp;
 
 constexpr int kThreads = 256;
-constexpr int kTaps = 3;                             // kernel size of the fast path
-constexpr int kStride = 2;                           // stride == dilation
-constexpr int kCoThread = 8;                         // channels per thread (registers)
-constexpr int kQThread = 8;                          // consecutive q per thread (registers)
-constexpr int kLanesCo = 2, kLanesQ = 16;            // a warp: 16 channels x 128 q
-constexpr int kWarpCo = kLanesCo * kCoThread;        // 16
-constexpr int kWarpQ = kLanesQ * kQThread;           // 128
-constexpr int kWarpsCo = 4, kWarpsQ = 2;             // a block: 64 channels x 256 q
-constexpr int kBlockCo = kWarpsCo * kWarpCo;         // 64
-constexpr int kBlockQ = kWarpsQ * kWarpQ;            // 256
-constexpr int kMaxCin = 32;                          // all input channels staged at once
-constexpr int kHalo = 4;                             // x columns left of the tile
-constexpr int kXRow = kHalo + kBlockQ;               // 260 staged x per input channel
-constexpr int kWindow = kQThread + kTaps - 1;        // 10 x per thread and input channel
-constexpr int kStageCo = 8;                          // channels per staging round of a warp
-constexpr int kPerRound = kStageCo / kLanesCo;       // 4 of a thread's channels per round
-constexpr int kRounds = kCoThread / kPerRound;       // 2
-constexpr int kStageRow = kWarpQ + 4;                // 132: odd rows shifted by 4 banks
+constexpr int kTaps = 3;                        // kernel size of the fast path
+constexpr int kStride = 2;                      // stride == dilation
+constexpr int kCoThread = 8;                    // channels per thread (registers)
+constexpr int kQThread = 8;                     // consecutive q per thread (registers)
+constexpr int kLanesCo = 2, kLanesQ = 16;       // a warp: 16 channels x 128 q
+constexpr int kWarpCo = kLanesCo * kCoThread;   // 16
+constexpr int kWarpQ = kLanesQ * kQThread;      // 128
+constexpr int kWarpsCo = 4, kWarpsQ = 2;        // a block: 64 channels x 256 q
+constexpr int kBlockCo = kWarpsCo * kWarpCo;    // 64
+constexpr int kBlockQ = kWarpsQ * kWarpQ;       // 256
+constexpr int kMaxCin = 32;                     // all input channels staged at once
+constexpr int kHalo = 4;                        // x columns left of the tile
+constexpr int kXRow = kHalo + kBlockQ;          // 260 staged x per input channel
+constexpr int kWindow = kQThread + kTaps - 1;   // 10 x per thread and input channel
+constexpr int kStageCo = 8;                     // channels per staging round of a warp
+constexpr int kPerRound = kStageCo / kLanesCo;  // 4 of a thread's channels per round
+constexpr int kRounds = kCoThread / kPerRound;  // 2
+constexpr int kStageRow = kWarpQ + 4;           // 132: odd rows shifted by 4 banks
 constexpr int kBlocksPerSm = 2;
 
 static_assert(kLanesCo * kLanesQ == kWarp && kWarpsCo * kWarpsQ * kWarp == kThreads);
@@ -216,7 +216,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) conv_transpose1d_kerne
     float acc[kCoThread][kQThread];
     compute_tile(ws, xs, p.cin, co_off, q_off, acc);
     __syncthreads();  // xs and ws are free
-    if (tile + static_cast<int>(gridDim.x) < tiles) load_x_tile(p, xs, tile_at(p, tile + gridDim.x));
+    const int next = tile + static_cast<int>(gridDim.x);
+    if (next < tiles) load_x_tile(p, xs, tile_at(p, next));  // lands while this tile is stored
     store_tile(p, acc, stage, t);
   }
 }
@@ -231,19 +232,10 @@ class Custom final : public Implementation {
     w_ = param_index(p, "conv1d_transpose.weight");
     fast_ = fits_fast_path(geometry_);
     if (!fast_) return Status::ok();
-    const gather::ConvTransposeGeometry& gm = geometry_;
-    params_ = Params{nullptr, nullptr, nullptr, static_cast<int>(gm.batch),
-                     static_cast<int>(gm.in_channels), static_cast<int>(gm.out_channels),
-                     static_cast<int>(gm.in[2]), static_cast<int>(gm.out[2]),
-                     static_cast<int>(gm.padding[2]), 0, 0, false};
-    const int q_last = (params_.out_len - 1 + params_.pad) / kStride;
-    params_.q_tiles = q_last / kBlockQ + 1;
-    params_.co_blocks = (params_.cout + kBlockCo - 1) / kBlockCo;
+    params_ = make_params(geometry_);
     smem_bytes_ = sizeof(float) * static_cast<size_t>(params_.cin * (kTaps * kBlockCo + kXRow) +
                                                       kThreads / kWarp * kStageCo * kStageRow);
-    KB_CUDA_TRY(cudaFuncSetAttribute(conv_transpose1d_kernel,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem_bytes_)));
+    KB_TRY(gather::allow_shared_memory(conv_transpose1d_kernel, smem_bytes_));
     int per_sm = 0;
     KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, conv_transpose1d_kernel,
                                                               kThreads, smem_bytes_));
@@ -265,6 +257,19 @@ class Custom final : public Implementation {
   }
 
  private:
+  // Everything but the tensors, which come with each call.
+  static Params make_params(const gather::ConvTransposeGeometry& g) {
+    Params p = {};
+    p.batch = static_cast<int>(g.batch);
+    p.cin = static_cast<int>(g.in_channels), p.cout = static_cast<int>(g.out_channels);
+    p.in_len = static_cast<int>(g.in[2]), p.out_len = static_cast<int>(g.out[2]);
+    p.pad = static_cast<int>(g.padding[2]);
+    const int q_last = (p.out_len - 1 + p.pad) / kStride;  // q of the last output
+    p.q_tiles = q_last / kBlockQ + 1;
+    p.co_blocks = (p.cout + kBlockCo - 1) / kBlockCo;
+    return p;
+  }
+
   static bool fits_fast_path(const gather::ConvTransposeGeometry& g) {
     const int64_t limit = int64_t{1} << 30;
     const int64_t tiles = (g.out_channels + kBlockCo - 1) / kBlockCo * g.batch *

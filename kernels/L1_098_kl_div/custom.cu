@@ -50,13 +50,15 @@ __device__ __forceinline__ float kl_terms4(const float4& p, const float4& q) {
 // The block's sum, valid in thread 0; a fixed shuffle/shared-memory order (deterministic).
 __device__ double block_sum(double v) {
   __shared__ double warp_sums[kWarp];
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   if (lane == 0) warp_sums[warp] = v;
   __syncthreads();
   if (warp != 0) return 0.0;
   v = lane < static_cast<int>(blockDim.x / kWarp) ? warp_sums[lane] : 0.0;
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
 
@@ -82,20 +84,20 @@ __device__ double vector_share(const float4* p4, const float4* q4, int64_t lo, i
     for (int k = 0; k < kUnroll; ++k) step += kl_terms4(p[k], q[k]);
     acc += static_cast<double>(step);
   }
-  for (; i < hi; i += kThreads) acc += static_cast<double>(kl_terms4(__ldcs(p4 + i), __ldcs(q4 + i)));
+  for (; i < hi; i += kThreads)
+    acc += static_cast<double>(kl_terms4(__ldcs(p4 + i), __ldcs(q4 + i)));
   return acc;
 }
 
 // partials[block] = sum over the block's share of q * log2(q / p).
 // p, q: n floats each; the first n_vec4 float4s go through the vector path, the rest scalar.
-__global__ void __launch_bounds__(kThreads) kl_partials_kernel(const float* __restrict__ p,
-                                                               const float* __restrict__ q,
-                                                               int64_t n, int64_t n_vec4,
-                                                               double* __restrict__ partials) {
+__global__ void __launch_bounds__(kThreads)
+    kl_partials_kernel(const float* __restrict__ p, const float* __restrict__ q, int64_t n,
+                       int64_t n_vec4, double* __restrict__ partials) {
   int64_t lo = 0, hi = 0;
   block_range(n_vec4, lo, hi);
-  double acc = vector_share(reinterpret_cast<const float4*>(p),
-                            reinterpret_cast<const float4*>(q), lo, hi);
+  double acc =
+      vector_share(reinterpret_cast<const float4*>(p), reinterpret_cast<const float4*>(q), lo, hi);
   const int64_t scalar_begin = 4 * n_vec4;
   block_range(n - scalar_begin, lo, hi);
   for (int64_t i = scalar_begin + lo + threadIdx.x; i < scalar_begin + hi; i += kThreads)
@@ -105,8 +107,9 @@ __global__ void __launch_bounds__(kThreads) kl_partials_kernel(const float* __re
 }
 
 // out[0] = ln 2 * sum(partials) / rows, summed in a fixed order.
-__global__ void __launch_bounds__(kFinishThreads) kl_finish_kernel(
-    const double* __restrict__ partials, int count, double rows, float* __restrict__ out) {
+__global__ void __launch_bounds__(kFinishThreads)
+    kl_finish_kernel(const double* __restrict__ partials, int count, double rows,
+                     float* __restrict__ out) {
   double acc = 0.0;
   for (int i = threadIdx.x; i < count; i += kFinishThreads) acc += partials[i];
   const double total = block_sum(acc);
@@ -128,8 +131,8 @@ class Custom final : public Implementation {
     int device = 0, sms = 0, per_sm = 0;
     KB_CUDA_TRY(cudaGetDevice(&device));
     KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kl_partials_kernel,
-                                                              kThreads, 0));
+    KB_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kl_partials_kernel, kThreads, 0));
     const int64_t wanted = (numel_ + kMinElemsPerBlock - 1) / kMinElemsPerBlock;
     blocks_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, int64_t{sms} * std::max(per_sm, 1)));
     KB_CUDA_TRY(cudaMalloc(&partials_, blocks_ * sizeof(double)));
@@ -139,14 +142,13 @@ class Custom final : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const float* p = args.inputs[predictions_].data;  // (N, D)
     const float* q = args.inputs[targets_].data;      // (N, D)
-    const bool aligned = reinterpret_cast<uintptr_t>(p) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(q) % 16 == 0;
+    const bool aligned =
+        reinterpret_cast<uintptr_t>(p) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0;
     const int64_t n_vec4 = aligned ? numel_ / 4 : 0;
     kl_partials_kernel<<<blocks_, kThreads, 0, stream>>>(p, q, numel_, n_vec4, partials_);
     KB_CUDA_TRY(cudaGetLastError());
     // out: () = the 0-d loss
-    kl_finish_kernel<<<1, kFinishThreads, 0, stream>>>(partials_, blocks_, rows_,
-                                                       args.output.data);
+    kl_finish_kernel<<<1, kFinishThreads, 0, stream>>>(partials_, blocks_, rows_, args.output.data);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }

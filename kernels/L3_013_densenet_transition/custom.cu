@@ -10,22 +10,19 @@
 // statistics need a full pass first). Reference 6.69 ms, best peer 5.58 ms.
 //
 // Design (three launches, no atomics, deterministic for a given device):
-//  1. plane_moments_kernel: block = (plane (n, c), chunk of kStatsChunk elements); 16-byte loads,
-//     sums of d = x - K_c and d^2 with K_c = x[0, c, 0, 0] (shifted data: no cancellation when the
-//     mean is large next to the spread), fp32 over the 16 elements of one step, double per thread,
-//     fixed-order double tree per block -> partials.
-//  2. bn_coefficients_kernel: one block per channel sums its partials in a fixed order (double)
-//     and writes (s_c, t_c).
-//  3. transition_tiles_kernel (C_in <= 32, C_out <= 64, W % 4 == 0, aligned pointers): a
-//     persistent grid over tiles of 64 pooled columns of one pooled row (n, i). Each thread loads
-//     8 float4 (2 rows x 4 channels) at once, applies BN + ReLU, pools 2x2 into shared memory
-//     (act_s[c][j]), then a 32 x 64 x 64 register-tiled product with W1 / 4 staged once per block
-//     in shared memory (4 x 4 outputs per thread, 2 broadcast-friendly LDS.128 per 16 FMA), and
-//     16-byte streaming stores. Tiles run last-first, so the part of x that pass 1 left in L2 is
-//     read first. Other shapes take transition_generic_kernel (one thread per output element).
+//  1. plane_moments_kernel: block = (plane (n, c), chunk of kStatsChunk elements), 16-byte loads;
+//     sums of d = x - K_c and d^2, K_c = x[0, c, 0, 0] (shifted data: no cancellation when the
+//     mean is large next to the spread); fp32 over 16 elements, then double, fixed-order tree.
+//  2. bn_coefficients_kernel: one block per channel sums its partials in double -> (s_c, t_c).
+//  3. transition_tiles_kernel (C_in <= 32, C_out <= 64, W % 4 == 0, aligned pointers): persistent
+//     grid over tiles of 64 pooled columns of one pooled row (n, i). Each thread issues 8 float4
+//     loads (2 rows x 4 channels) at once, BN + ReLU + 2x2 sum into shared act[c][j]; then a
+//     32 x 64 x 64 register-tiled product with W1 / 4 (staged once per block; 4 x 4 outputs per
+//     thread, 2 LDS.128 per 16 FMA) and 16-byte streaming stores. Tiles run last first, so the
+//     part of x that pass 1 left in L2 is read first. Other shapes: transition_generic_kernel.
 //
-// Predicted on the H200: pass 1 ~0.27 ms (1.07 GB), pass 2 ~0.41 ms (1.61 GB), ~5 us of
-// launches and the coefficient kernel: ~0.69 ms.
+// Predicted on the H200: pass 1 ~0.27 ms (1.07 GB), pass 2 ~0.41 ms (1.61 GB, ~190 us of issue
+// hidden under it), ~5 us for the coefficients and launch gaps: ~0.69 ms.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -42,8 +39,6 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr int kWarps = kThreads / kWarp;
 static_assert(kThreads % kWarp == 0, "whole warps");
-
-// ---- Shared helpers ----
 
 // The block's sum of (v.x, v.y), valid in thread 0; a fixed order (deterministic).
 __device__ double2 block_sum2(double2 v) {
@@ -106,10 +101,9 @@ __device__ double2 vector_moments(const float4* x4, int64_t lo4, int64_t hi4, fl
 
 // partials[b] = (sum d, sum d^2) over chunk b % chunks of plane b / chunks (plane = n * C + c),
 // d = x - x[0, c, 0, 0]. vec: plane size % 4 == 0 and x 16-byte aligned.
-__global__ void __launch_bounds__(kThreads) plane_moments_kernel(const float* __restrict__ x,
-                                                                 int channels, int64_t plane_size,
-                                                                 int64_t chunks, bool vec,
-                                                                 double2* __restrict__ partials) {
+__global__ void __launch_bounds__(kThreads)
+    plane_moments_kernel(const float* __restrict__ x, int channels, int64_t plane_size,
+                         int64_t chunks, bool vec, double2* __restrict__ partials) {
   const int64_t b = blockIdx.x, plane = b / chunks;
   const int64_t lo = (b % chunks) * kStatsChunk, hi = min(plane_size, lo + kStatsChunk);
   const float k = x[(plane % channels) * plane_size];
@@ -119,10 +113,8 @@ __global__ void __launch_bounds__(kThreads) plane_moments_kernel(const float* __
     m = vector_moments(reinterpret_cast<const float4*>(xp), lo / 4, hi / 4, k);
   } else {
     for (int64_t i = lo + threadIdx.x; i < hi; i += kThreads) {
-      float s1 = 0.0f, s2 = 0.0f;
-      add_moments(xp[i], k, s1, s2);
-      m.x += s1;
-      m.y += s2;
+      const double d = xp[i] - k;
+      m = make_double2(m.x + d, fma(d, d, m.y));
     }
   }
   m = block_sum2(m);
@@ -130,10 +122,11 @@ __global__ void __launch_bounds__(kThreads) plane_moments_kernel(const float* __
 }
 
 // scale_shift[c] = (s_c, t_c) from the batch statistics of channel c = blockIdx.x.
-__global__ void __launch_bounds__(kThreads) bn_coefficients_kernel(
-    const double2* __restrict__ partials, const float* __restrict__ x, int64_t batch, int channels,
-    int64_t plane_size, int64_t chunks, const float* __restrict__ gamma,
-    const float* __restrict__ beta, float eps, float2* __restrict__ scale_shift) {
+__global__ void __launch_bounds__(kThreads)
+    bn_coefficients_kernel(const double2* __restrict__ partials, const float* __restrict__ x,
+                           int64_t batch, int channels, int64_t plane_size, int64_t chunks,
+                           const float* __restrict__ gamma, const float* __restrict__ beta,
+                           float eps, float2* __restrict__ scale_shift) {
   const int c = blockIdx.x;
   double2 m = make_double2(0.0, 0.0);
   for (int64_t r = threadIdx.x; r < batch * chunks; r += kThreads) {
@@ -155,22 +148,25 @@ __global__ void __launch_bounds__(kThreads) bn_coefficients_kernel(
 
 struct Geometry {
   int64_t batch, c_in, c_out, h, w, ho, wo;
-  int64_t tiles_per_row, tiles;  // fast path only
+  int64_t plane, out_plane;  // h * w, ho * wo
+  int tiles_per_row, tiles;  // fast path only (tiles < 2^31: 32-bit tile decoding)
 };
 
-__device__ __forceinline__ float bn_relu(float v, float2 ss) { return fmaxf(fmaf(v, ss.x, ss.y), 0.0f); }
+__device__ __forceinline__ float bn_relu(float v, float2 ss) {
+  return fmaxf(fmaf(v, ss.x, ss.y), 0.0f);
+}
 
-constexpr int kTileCin = 32;             // input channels a tile holds (C_in <= 32)
-constexpr int kTileCout = 64;            // output channels a tile computes (C_out <= 64)
-constexpr int kTileJ = 64;               // pooled columns of a tile, in one pooled row
-constexpr int kTileQuads = kTileJ / 2;   // input float4 columns of a tile: one per lane
+constexpr int kTileCin = 32;            // input channels a tile holds (C_in <= 32)
+constexpr int kTileCout = 64;           // output channels a tile computes (C_out <= 64)
+constexpr int kTileJ = 64;              // pooled columns of a tile, in one pooled row
+constexpr int kTileQuads = kTileJ / 2;  // input float4 columns of a tile: one per lane
 constexpr int kChansPerWarp = kTileCin / kWarps;
-constexpr int kOutO = 4, kOutJ = 4;      // outputs per thread: 4 channels x 4 columns
-constexpr int kTileBlocksPerSm = 4;      // occupancy target (64 registers per thread)
+constexpr int kOutO = 4, kOutJ = 4;  // outputs per thread: 4 channels x 4 columns
+constexpr int kTileBlocksPerSm = 4;  // occupancy target (64 registers per thread)
 static_assert(kTileQuads == kWarp, "one lane per input float4 column");
 static_assert(kTileCin % kWarps == 0, "whole channels per warp");
 static_assert((kTileCout / kOutO) * (kTileJ / kOutJ) == kThreads, "one 4x4 block per thread");
-static_assert(kTileJ / kOutJ == 16 && kTileCout / kOutO == 16, "thread_block_of's 16 x 16 map");
+static_assert(kTileJ / kOutJ == 16 && kTileCout / kOutO == 16, "multiply_and_store's 16x16 map");
 
 struct TileSmem {
   float4 w[kTileCin][kTileCout / 4];  // W1[o][c] / 4 at [c][o / 4]
@@ -195,23 +191,35 @@ __device__ void stage_parameters(const float* weight, const float2* scale_shift,
     s.bn[c] = c < g.c_in ? scale_shift[c] : make_float2(0.0f, 0.0f);
 }
 
+// A tile of the fast path: pooled row i of image n, pooled columns [j_base, j_base + kTileJ).
+struct Tile {
+  int n, i, j_base;
+};
+
+// Tiles run last first: pass 1 left the end of x in L2.
+__device__ __forceinline__ Tile tile_at(int t, const Geometry& g) {
+  const int tile = g.tiles - 1 - t, row = tile / g.tiles_per_row;  // row = n * ho + i
+  const int ho = static_cast<int>(g.ho);
+  return Tile{row / ho, row % ho, (tile % g.tiles_per_row) * kTileJ};
+}
+
 // act[c][2q .. 2q+1] for lane q and this warp's channels: rows 2i, 2i+1, input columns
-// 4 (tile_col * 32 + q) .. +3. All 8 loads are issued before the first use; even lanes store
-// their pair and their odd neighbour's as one float4.
-__device__ void load_activations(const float* x, const Geometry& g, int64_t n, int64_t i,
-                                 int64_t tile_col, TileSmem& s) {
+// j_base * 2 + 4q .. +3. All 8 loads are issued before the first use; even lanes store their
+// pair and their odd neighbour's as one float4.
+__device__ void load_activations(const float* x, const Geometry& g, const Tile& tile, TileSmem& s) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int64_t quad = tile_col * kTileQuads + lane;
+  const int quad = tile.j_base / 2 + lane;
   const bool col_ok = 2 * quad < g.wo;  // both pooled columns 2 quad, 2 quad + 1 (wo is even)
+  // x[n, warp, 2i, 4 quad]; channel warp + k * kWarps is k * kWarps planes further.
+  const float* src = x + (tile.n * g.c_in + warp) * g.plane + 2 * tile.i * g.w + 4 * quad;
   float4 top[kChansPerWarp], bottom[kChansPerWarp];
 #pragma unroll
   for (int k = 0; k < kChansPerWarp; ++k) {
-    const int c = warp + k * kWarps;
     top[k] = bottom[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (col_ok && c < g.c_in) {
-      const float4* row = reinterpret_cast<const float4*>(x + ((n * g.c_in + c) * g.h + 2 * i) * g.w);
-      top[k] = __ldcs(row + quad);
-      bottom[k] = __ldcs(row + g.w / 4 + quad);
+    if (col_ok && warp + k * kWarps < g.c_in) {
+      const float* p = src + k * kWarps * g.plane;
+      top[k] = __ldcs(reinterpret_cast<const float4*>(p));
+      bottom[k] = __ldcs(reinterpret_cast<const float4*>(p + g.w));
     }
   }
 #pragma unroll
@@ -229,15 +237,7 @@ __device__ void load_activations(const float* x, const Geometry& g, int64_t n, i
   }
 }
 
-// This thread's output block: channels 4 og .. +3, tile columns 4 jg .. +3. A warp covers
-// 8 column groups x 4 channel groups: one shared-memory wavefront per operand per step.
-__device__ __forceinline__ void thread_block_of(int& og, int& jg) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  jg = (warp % 2) * 8 + lane % 8;
-  og = (warp / 2) * 4 + lane / 8;
-}
-
-__device__ __forceinline__ void store_row(float* dst, int64_t j0, int64_t wo, const float4& v) {
+__device__ __forceinline__ void store_row(float* dst, int j0, int64_t wo, const float4& v) {
   if (wo % 4 == 0) {
     if (j0 < wo) __stcs(reinterpret_cast<float4*>(dst), v);
     return;
@@ -247,11 +247,12 @@ __device__ __forceinline__ void store_row(float* dst, int64_t j0, int64_t wo, co
   if (j0 + 2 < wo) __stcs(reinterpret_cast<float2*>(dst + 2), make_float2(v.z, v.w));
 }
 
-// out[n, 4 og + r, i, j_base + 4 jg + u] = sum_c w[c][4 og + r] * act[c][4 jg + u].
-__device__ void multiply_and_store(const TileSmem& s, const Geometry& g, int64_t n, int64_t i,
-                                   int64_t j_base, float* out) {
-  int og = 0, jg = 0;
-  thread_block_of(og, jg);
+// out[n, 4 og + r, i, j_base + 4 jg + u] = sum_c w[c][4 og + r] * act[c][4 jg + u]. A warp
+// covers 8 column groups x 4 channel groups: one shared-memory wavefront per operand per step.
+__device__ void multiply_and_store(const TileSmem& s, const Geometry& g, const Tile& tile,
+                                   float* out) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int jg = (warp % 2) * 8 + lane % 8, og = (warp / 2) * 4 + lane / 8;
   float acc[kOutO][kOutJ] = {};
 #pragma unroll
   for (int c = 0; c < kTileCin; ++c) {
@@ -263,38 +264,38 @@ __device__ void multiply_and_store(const TileSmem& s, const Geometry& g, int64_t
       for (int u = 0; u < kOutJ; ++u) acc[r][u] = fmaf(wv[r], av[u], acc[r][u]);
     }
   }
-  const int64_t j0 = j_base + kOutJ * jg;
+  const int j0 = tile.j_base + kOutJ * jg;
+  // out[n, 4 og, i, j0]; channel 4 og + r is r planes further.
+  float* dst = out + (tile.n * g.c_out + kOutO * og) * g.out_plane + tile.i * g.wo + j0;
 #pragma unroll
   for (int r = 0; r < kOutO; ++r) {
-    const int64_t o = kOutO * og + r;
-    if (o >= g.c_out) break;
-    float* dst = out + ((n * g.c_out + o) * g.ho + i) * g.wo + j0;
-    store_row(dst, j0, g.wo, make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    if (kOutO * og + r >= g.c_out) break;
+    store_row(dst + r * g.out_plane, j0, g.wo,
+              make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
   }
 }
 
 // Persistent grid over the tiles (n, i, tile_col); x and out 16-byte aligned, W % 4 == 0.
-__global__ void __launch_bounds__(kThreads, kTileBlocksPerSm) transition_tiles_kernel(
-    const float* __restrict__ x, const float2* __restrict__ scale_shift,
-    const float* __restrict__ weight, Geometry g, float* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads, kTileBlocksPerSm)
+    transition_tiles_kernel(const float* __restrict__ x, const float2* __restrict__ scale_shift,
+                            const float* __restrict__ weight, Geometry g, float* __restrict__ out) {
   __shared__ TileSmem s;
   stage_parameters(weight, scale_shift, g, s);
   __syncthreads();
-  for (int64_t t = blockIdx.x; t < g.tiles; t += gridDim.x) {
-    const int64_t tile = g.tiles - 1 - t;  // last first: pass 1 left the end of x in L2
-    const int64_t tile_col = tile % g.tiles_per_row, row = tile / g.tiles_per_row;
-    const int64_t i = row % g.ho, n = row / g.ho;
-    load_activations(x, g, n, i, tile_col, s);
+  for (int t = blockIdx.x; t < g.tiles; t += gridDim.x) {
+    const Tile tile = tile_at(t, g);
+    load_activations(x, g, tile, s);
     __syncthreads();
-    multiply_and_store(s, g, n, i, tile_col * kTileJ, out);
+    multiply_and_store(s, g, tile, out);
     __syncthreads();  // the next tile rewrites s.act
   }
 }
 
 // Any shape: one thread per output element (grid-stride).
-__global__ void __launch_bounds__(kThreads) transition_generic_kernel(
-    const float* __restrict__ x, const float2* __restrict__ scale_shift,
-    const float* __restrict__ weight, Geometry g, float* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    transition_generic_kernel(const float* __restrict__ x, const float2* __restrict__ scale_shift,
+                              const float* __restrict__ weight, Geometry g,
+                              float* __restrict__ out) {
   const int64_t total = g.batch * g.c_out * g.ho * g.wo;
   for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * kThreads) {
@@ -304,8 +305,8 @@ __global__ void __launch_bounds__(kThreads) transition_generic_kernel(
     for (int64_t c = 0; c < g.c_in; ++c) {
       const float2 ss = scale_shift[c];
       const float* p = x + ((n * g.c_in + c) * g.h + 2 * i) * g.w + 2 * j;
-      const float a = (bn_relu(p[0], ss) + bn_relu(p[1], ss)) +
-                      (bn_relu(p[g.w], ss) + bn_relu(p[g.w + 1], ss));
+      const float a =
+          (bn_relu(p[0], ss) + bn_relu(p[1], ss)) + (bn_relu(p[g.w], ss) + bn_relu(p[g.w + 1], ss));
       acc = fmaf(weight[o * g.c_in + c], a, acc);
     }
     out[e] = 0.25f * acc;
@@ -314,7 +315,9 @@ __global__ void __launch_bounds__(kThreads) transition_generic_kernel(
 
 // ---- Host side ----
 
-bool is_aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool is_aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 class Custom final : public Implementation {
  public:
@@ -330,12 +333,12 @@ class Custom final : public Implementation {
     beta_ = param_index(p, "transition.0.bias");
     weight_ = param_index(p, "transition.2.weight");
     eps_ = static_cast<float>(p.number("transition.0", "eps"));
-    const Shape& xs = p.shape_of("x");        // (N, C_in, H, W)
-    const Shape& os = p.output_shape();       // (N, C_out, H / 2, W / 2)
-    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], os[2], os[3], 0, 0};
-    g_.tiles_per_row = (g_.wo + kTileJ - 1) / kTileJ;
-    g_.tiles = g_.batch * g_.ho * g_.tiles_per_row;
-    chunks_ = (g_.h * g_.w + kStatsChunk - 1) / kStatsChunk;
+    const Shape& xs = p.shape_of("x");   // (N, C_in, H, W)
+    const Shape& os = p.output_shape();  // (N, C_out, H / 2, W / 2)
+    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], os[2], os[3], 0, 0, 0, 0};
+    g_.plane = g_.h * g_.w;
+    g_.out_plane = g_.ho * g_.wo;
+    chunks_ = (g_.plane + kStatsChunk - 1) / kStatsChunk;
     stats_blocks_ = g_.batch * g_.c_in * chunks_;
     if (stats_blocks_ > INT_MAX || g_.c_in > INT_MAX)
       return Status::failed_precondition("L3_013 custom: x too large for the statistics grid");
@@ -348,19 +351,18 @@ class Custom final : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const float* x = args.inputs[x_].data;  // (N, C_in, H, W)
     float* out = args.output.data;          // (N, C_out, H / 2, W / 2)
-    const int64_t plane = g_.h * g_.w;
-    const bool vec = plane % 4 == 0 && is_aligned16(x);
+    const bool vec = g_.plane % 4 == 0 && is_aligned16(x);
     plane_moments_kernel<<<static_cast<unsigned>(stats_blocks_), kThreads, 0, stream>>>(
-        x, static_cast<int>(g_.c_in), plane, chunks_, vec, partials_);
+        x, static_cast<int>(g_.c_in), g_.plane, chunks_, vec, partials_);
     KB_CUDA_TRY(cudaGetLastError());
     bn_coefficients_kernel<<<static_cast<unsigned>(g_.c_in), kThreads, 0, stream>>>(
-        partials_, x, g_.batch, static_cast<int>(g_.c_in), plane, chunks_,
+        partials_, x, g_.batch, static_cast<int>(g_.c_in), g_.plane, chunks_,
         args.params[gamma_].data, args.params[beta_].data, eps_, scale_shift_);
     KB_CUDA_TRY(cudaGetLastError());
     const float* weight = args.params[weight_].data;  // (C_out, C_in, 1, 1)
     if (fast_shape_ && is_aligned16(x) && is_aligned16(out)) {
       transition_tiles_kernel<<<tile_blocks_, kThreads, 0, stream>>>(x, scale_shift_, weight, g_,
-                                                                      out);
+                                                                     out);
     } else {
       transition_generic_kernel<<<generic_blocks_, kThreads, 0, stream>>>(x, scale_shift_, weight,
                                                                           g_, out);
@@ -373,13 +375,11 @@ class Custom final : public Implementation {
   // The spec fixes these; the kernels assume them.
   static Status check_layers(const ProblemInstance& p) {
     const std::vector<int64_t> two{2, 2}, one{1, 1}, zero{0, 0};
-    const bool ok = p.ints("transition.3", "kernel_size") == two &&
-                    p.ints("transition.3", "stride") == two &&
-                    p.ints("transition.3", "padding") == zero &&
-                    p.ints("transition.2", "stride") == one &&
-                    p.ints("transition.2", "padding") == zero &&
-                    p.ints("transition.2", "dilation") == one &&
-                    p.int_attr("transition.2", "groups") == 1;
+    const bool ok =
+        p.ints("transition.3", "kernel_size") == two && p.ints("transition.3", "stride") == two &&
+        p.ints("transition.3", "padding") == zero && p.ints("transition.2", "stride") == one &&
+        p.ints("transition.2", "padding") == zero && p.ints("transition.2", "dilation") == one &&
+        p.int_attr("transition.2", "groups") == 1;
     return ok ? Status::ok()
               : Status::failed_precondition("L3_013 custom: needs a 1x1 conv and a 2x2/2 pool");
   }
@@ -391,8 +391,12 @@ class Custom final : public Implementation {
     KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, transition_tiles_kernel,
                                                               kThreads, 0));
     const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
-    fast_shape_ = g_.c_in <= kTileCin && g_.c_out <= kTileCout && g_.w % 4 == 0;
-    tile_blocks_ = static_cast<int>(std::clamp<int64_t>(g_.tiles, 1, resident));
+    const int64_t tiles_per_row = (g_.wo + kTileJ - 1) / kTileJ;
+    const int64_t tiles = g_.batch * g_.ho * tiles_per_row;
+    fast_shape_ = g_.c_in <= kTileCin && g_.c_out <= kTileCout && g_.w % 4 == 0 && tiles <= INT_MAX;
+    g_.tiles_per_row = fast_shape_ ? static_cast<int>(tiles_per_row) : 0;
+    g_.tiles = fast_shape_ ? static_cast<int>(tiles) : 0;
+    tile_blocks_ = static_cast<int>(std::clamp<int64_t>(tiles, 1, resident));
     const int64_t outputs = g_.batch * g_.c_out * g_.ho * g_.wo;
     generic_blocks_ = static_cast<int>(
         std::clamp<int64_t>((outputs + kThreads - 1) / kThreads, 1, int64_t{sms} * 8));
@@ -405,7 +409,7 @@ class Custom final : public Implementation {
   int64_t chunks_ = 1, stats_blocks_ = 1;
   bool fast_shape_ = false;
   int tile_blocks_ = 1, generic_blocks_ = 1;
-  double2* partials_ = nullptr;  // [N * C_in * chunks_] (sum d, sum d^2); owned
+  double2* partials_ = nullptr;    // [N * C_in * chunks_] (sum d, sum d^2); owned
   float2* scale_shift_ = nullptr;  // [C_in] (s_c, t_c); owned
 };
 

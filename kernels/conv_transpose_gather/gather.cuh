@@ -9,6 +9,7 @@
 //   - gather_generic_kernel: one thread per output, any geometry (the fast paths' fallback);
 //   - row_gather_kernel: the 2-D fast path, one block per (n, output row, block of channels),
 //     its column taps fixed at compile time (K_w, s_w, d_w), everything else at run time;
+//   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic);
 //   - store_run: a run of an output row with 16-byte stores in the aligned middle.
 //
 // Every kernel here lives in namespace kb::custom::gather, so the executor sees it as ours.
@@ -45,7 +46,9 @@ struct ConvTransposeGeometry {
 
   __host__ __device__ int64_t in_per_group() const { return in_channels / groups; }
   __host__ __device__ int64_t out_per_group() const { return out_channels / groups; }
-  __host__ __device__ int64_t output_numel() const { return batch * out_channels * out[0] * out[1] * out[2]; }
+  __host__ __device__ int64_t output_numel() const {
+    return batch * out_channels * out[0] * out[1] * out[2];
+  }
 };
 
 // The input of one axis that tap t feeds into output o, or -1 when it feeds none.
@@ -92,8 +95,8 @@ inline Result<ConvTransposeGeometry> read_conv_transpose(const ProblemInstance& 
   g.batch = x[0];
   g.in_channels = x[1];
   g.out_channels = w[1] * g.groups;
-  if (g.groups < 1 || g.in_channels % g.groups != 0 || w[0] != g.in_channels ||
-      y[0] != g.batch || y[1] != g.out_channels) {
+  if (g.groups < 1 || g.in_channels % g.groups != 0 || w[0] != g.in_channels || y[0] != g.batch ||
+      y[1] != g.out_channels) {
     return Status::invalid_argument(what + ": channels do not match groups " +
                                     std::to_string(g.groups));
   }
@@ -115,6 +118,17 @@ inline Result<ConvTransposeGeometry> read_conv_transpose(const ProblemInstance& 
 }
 
 // ---- Launch ----
+
+// Lets `kernel` take smem_bytes of dynamic shared memory and asks for the largest carveout, so
+// that several such blocks fit on a multiprocessor (the kernels here barely use the L1 cache).
+template <typename Kernel>
+Status allow_shared_memory(Kernel kernel, size_t smem_bytes) {
+  KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem_bytes)));
+  KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   cudaSharedmemCarveoutMaxShared));
+  return Status::ok();
+}
 
 inline Result<int> device_attribute(cudaDeviceAttr attr) {
   int device = 0, value = 0;
@@ -226,7 +240,6 @@ inline Status launch_generic(const float* x, const float* w, float* y,
   return launch(gather_generic_kernel<kGenericThreads>, std::min(blocks, kGenericMaxBlocks),
                 kGenericThreads, 0, stream, x, w, y, g);
 }
-
 
 // ---- The 2-D row gather (fast path) ----
 //
@@ -505,10 +518,7 @@ class RowGatherConvTranspose : public Implementation {
     fast_ = plan.is_ok();
     if (!fast_) return Status::ok();
     plan_ = plan.value();
-    KB_CUDA_TRY(cudaFuncSetAttribute(row_gather_kernel<kKw, kSw, kDw>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(plan_.smem_bytes)));
-    return Status::ok();
+    return allow_shared_memory(row_gather_kernel<kKw, kSw, kDw>, plan_.smem_bytes);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {

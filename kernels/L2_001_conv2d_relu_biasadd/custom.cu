@@ -1,0 +1,65 @@
+// L2_001 custom: out = relu(conv2d(x, W) + conv.bias) + bias, one fused kernel.
+//   x: (N, C_in, H, W), W: (C_out, C_in, 3, 3), conv.bias: (C_out), bias: (C_out, 1, 1);
+//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
+//
+// Cost (PROBLEMS.md, full preset): 300.4 GFLOP (149.8 G MACs); min DRAM 1,578 MB -> 0.37 ms;
+// floor 4.48 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms ideal.
+// Best strict-fp32 peer 9.03 ms (torch.compile); goal <= 7.17 ms.
+//
+// Design: the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh: CTA tile
+// 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,
+// mma.sync m16n8k8) with the epilogue relu(acc + conv.bias) + bias applied in registers before
+// the single (float4) store of the output. Grid: 128 images x 125 pixel tiles = 16,000 CTAs
+// (60.6 waves of 2 per SM; the last tile of an image has 4 pixels: 0.8% idle work).
+//
+// Predicted on the H200: the L1_003 GEMM with the same tiles ran 69 TFLOP/s; the gather issues
+// ~16 extra instructions per copy group (~12% of the issue slots) -> ~4.6 ms (2.0x over the peer).
+// Accuracy: ~fp32 level (K = 576, outputs ~1): expected max |err| ~1e-6 vs 1e-4 allowed.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "kernels/conv2d_tf32x3/conv2d_core.cuh"
+#include "kernels/implementation.h"
+
+namespace kb::custom::L2_001 {
+
+// relu(conv + b_conv[c]) + bias[c], in the reference's rounding order.
+struct BiasReluBias {
+  static constexpr bool kStats = false;
+  const float* conv_bias;  // (C_out)
+  const float* bias;       // (C_out, 1, 1)
+  struct Row {
+    float conv_bias, bias;
+  };
+  __device__ Row row(int co) const { return {__ldg(conv_bias + co), __ldg(bias + co)}; }
+  __device__ float operator()(const Row& r, float conv) const {
+    const float y = conv + r.conv_bias;
+    return (y > 0.0f ? y : 0.0f) + r.bias;
+  }
+};
+
+class ConvReluBias final : public Implementation {
+ public:
+  Status setup(const ProblemInstance& p, cudaStream_t) override {
+    x_ = input_index(p, "x");
+    weight_ = param_index(p, "conv.weight");
+    conv_bias_ = param_index(p, "conv.bias");
+    bias_ = param_index(p, "bias");
+    return conv_.setup<BiasReluBias>(p, "conv");
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    const BiasReluBias epi{args.params[conv_bias_].data, args.params[bias_].data};
+    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, nullptr, epi,
+                     stream);
+  }
+
+ private:
+  conv2d_tf32x3::Conv2dTf32x3 conv_;
+  size_t x_ = 0, weight_ = 0, conv_bias_ = 0, bias_ = 0;
+};
+
+}  // namespace kb::custom::L2_001
+
+KB_REGISTER_IMPLEMENTATION(L2_001, custom, kb::custom::L2_001::ConvReluBias)

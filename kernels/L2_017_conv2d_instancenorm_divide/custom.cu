@@ -1,0 +1,132 @@
+// L2_017 custom: out = instance_norm(conv2d(x, W) + conv.bias) / d, eps from the graph, d = 2.0.
+//   x: (N, C_in, H, W), W: (C_out, C_in, 3, 3), conv.bias: (C_out) (unused: it cancels);
+//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
+//   Per (n, c) plane: out = (y - mean) / sqrt(var + eps) / d, biased variance.
+//
+// Cost (PROBLEMS.md, full preset): 301.5 GFLOP (149.8 G MACs); realistic DRAM for the two-kernel
+// form 3,658 MB -> 0.85 ms; floor 4.50 ms strict fp32 FMA; 3xTF32 ~1.85 ms ideal. Best
+// strict-fp32 peer 9.72 ms; goal <= 7.20 ms.
+//
+// Design, two kernels:
+//  1. the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh) without the
+//     conv bias (the plane mean absorbs it), storing y into the output, and its kStats epilogue:
+//     each CTA (128 channels x 128 pixels of one image) writes the fp32 (sum, sum of squares) of
+//     each channel over its pixels to a (N, C_out, pixel tiles) workspace: no atomics,
+//     deterministic.
+//  2. normalize_planes_kernel: one CTA per (n, c) plane combines the plane's 125 tile sums in
+//     double (mean, E[y^2] - mean^2; mean/std ~1.2 here, so the subtraction costs < 1 digit of
+//     the double), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
+//
+// Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
+// -> ~5.2 ms (1.9x over the peer).
+// Accuracy: InstanceNorm divides the conv error by the plane's std (~0.17 here): conv error
+// ~1e-6 -> ~1e-5 on the output vs 1e-4 allowed.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/conv2d_tf32x3/conv2d_core.cuh"
+#include "kernels/device/cuda_check.h"
+#include "kernels/implementation.h"
+
+namespace kb::custom::L2_017 {
+
+constexpr int kNormThreads = 256;
+constexpr int kNormWarps = kNormThreads / 32;
+
+// The raw conv (no bias) and its per-tile plane sums.
+struct PlaneStats {
+  static constexpr bool kStats = true;
+  struct Row {};
+  __device__ Row row(int) const { return {}; }
+  __device__ float operator()(const Row&, float conv) const { return conv; }
+};
+
+// Sum over the block; the result is valid in thread 0. Fixed order: deterministic.
+__device__ double block_sum(double v, double* red) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double total = 0.0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < kNormWarps; ++w) total += red[w];
+  return total;
+}
+
+// One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out, tiles).
+__global__ void __launch_bounds__(kNormThreads) normalize_planes_kernel(float* y, const float2* stats,
+                                                                        int tiles, int hw, float eps,
+                                                                        float inv_divisor, bool vec) {
+  __shared__ double red[2][kNormWarps];
+  __shared__ float coef[2];  // mean, scale
+  const int64_t plane = blockIdx.x;
+  double s = 0.0, q = 0.0;
+  for (int i = threadIdx.x; i < tiles; i += kNormThreads) {
+    const float2 v = stats[plane * tiles + i];
+    s += v.x;
+    q += v.y;
+  }
+  s = block_sum(s, red[0]);
+  q = block_sum(q, red[1]);
+  if (threadIdx.x == 0) {
+    const double mean = s / hw, var = q / hw - mean * mean;  // biased variance
+    coef[0] = static_cast<float>(mean);
+    coef[1] = static_cast<float>(1.0 / sqrt((var > 0.0 ? var : 0.0) + eps)) * inv_divisor;
+  }
+  __syncthreads();
+  const float mean = coef[0], scale = coef[1];
+  float* row = y + plane * hw;
+  if (vec) {  // hw % 4 == 0 and y 16-byte aligned
+    float4* row4 = reinterpret_cast<float4*>(row);
+    for (int i = threadIdx.x; i < hw / 4; i += kNormThreads) {
+      float4 v = row4[i];
+      v = make_float4((v.x - mean) * scale, (v.y - mean) * scale, (v.z - mean) * scale,
+                      (v.w - mean) * scale);
+      row4[i] = v;
+    }
+  } else {
+    for (int i = threadIdx.x; i < hw; i += kNormThreads) row[i] = (row[i] - mean) * scale;
+  }
+}
+
+class ConvInstanceNorm final : public Implementation {
+ public:
+  ~ConvInstanceNorm() override { KB_CUDA_WARN(cudaFree(stats_)); }
+
+  Status setup(const ProblemInstance& p, cudaStream_t) override {
+    x_ = input_index(p, "x");
+    weight_ = param_index(p, "conv.weight");
+    eps_ = static_cast<float>(p.number("instance_norm", "eps"));
+    inv_divisor_ = static_cast<float>(1.0 / p.number("divide", "value"));
+    KB_TRY(conv_.setup<PlaneStats>(p, "conv"));
+    const conv2d_tf32x3::ConvGeometry& g = conv_.geometry();
+    planes_ = int64_t{g.n} * g.c_out;
+    if (planes_ > 0x7fffffff) return Status::failed_precondition("L2_017 custom: too many planes");
+    KB_CUDA_TRY(cudaMalloc(&stats_, planes_ * g.pix_tiles() * sizeof(float2)));
+    return Status::ok();
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    const conv2d_tf32x3::ConvGeometry& g = conv_.geometry();
+    float* y = args.output.data;  // (N, C_out, Ho, Wo): conv first, then normalized in place
+    KB_TRY(conv_.run(args.inputs[x_].data, args.params[weight_].data, y, stats_, PlaneStats{}, stream));
+    const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+    normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
+        y, stats_, g.pix_tiles(), g.hw_out(), eps_, inv_divisor_, vec);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+ private:
+  conv2d_tf32x3::Conv2dTf32x3 conv_;
+  size_t x_ = 0, weight_ = 0;
+  float eps_ = 1e-5f, inv_divisor_ = 1.0f;
+  int64_t planes_ = 0;
+  float2* stats_ = nullptr;  // (N, C_out, pixel tiles): owned, freed by the destructor
+};
+
+}  // namespace kb::custom::L2_017
+
+KB_REGISTER_IMPLEMENTATION(L2_017, custom, kb::custom::L2_017::ConvInstanceNorm)

@@ -1,0 +1,69 @@
+// L2_031 custom: out = (min(conv2d(x, W) + conv.bias, c) + bias) * s, one fused kernel
+// (c = 0.5 and s = 2.0 in the spec; both read from the graph).
+//   x: (N, C_in, H, W), W: (C_out, C_in, 3, 3), conv.bias: (C_out), bias: (C_out, 1, 1);
+//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
+//
+// Cost (PROBLEMS.md, full preset): 300.7 GFLOP (149.8 G MACs); min DRAM 1,578 MB -> 0.37 ms;
+// floor 4.49 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms ideal.
+// Best strict-fp32 peer 8.96 ms (torch.compile); goal <= 7.18 ms.
+//
+// Design: the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh: CTA tile
+// 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,
+// mma.sync m16n8k8) with the epilogue applied in registers before the single (float4) store.
+// The x2 is not folded into the weights: in the epilogue it costs one multiply per output and
+// gives the same bits (the reference's op order: conv + b, min, + bias, * s).
+//
+// Predicted on the H200: as L2_001, ~4.6 ms (1.9x over the peer).
+// Accuracy: ~fp32 level (K = 576, outputs ~1): expected max |err| ~2e-6 vs 1e-4 allowed.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "kernels/conv2d_tf32x3/conv2d_core.cuh"
+#include "kernels/implementation.h"
+
+namespace kb::custom::L2_031 {
+
+// (min(conv + b_conv[c], cap) + bias[c]) * scale; the min propagates NaN like torch.min.
+struct MinAddScale {
+  static constexpr bool kStats = false;
+  const float* conv_bias;  // (C_out)
+  const float* bias;       // (C_out, 1, 1)
+  float cap, scale;
+  struct Row {
+    float conv_bias, bias;
+  };
+  __device__ Row row(int co) const { return {__ldg(conv_bias + co), __ldg(bias + co)}; }
+  __device__ float operator()(const Row& r, float conv) const {
+    const float y = conv + r.conv_bias;
+    return ((y > cap ? cap : y) + r.bias) * scale;
+  }
+};
+
+class ConvMinAddScale final : public Implementation {
+ public:
+  Status setup(const ProblemInstance& p, cudaStream_t) override {
+    x_ = input_index(p, "x");
+    weight_ = param_index(p, "conv.weight");
+    conv_bias_ = param_index(p, "conv.bias");
+    bias_ = param_index(p, "bias");
+    cap_ = static_cast<float>(p.number("min", "value"));
+    scale_ = static_cast<float>(p.number("scale", "value"));
+    return conv_.setup<MinAddScale>(p, "conv");
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    const MinAddScale epi{args.params[conv_bias_].data, args.params[bias_].data, cap_, scale_};
+    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, nullptr, epi,
+                     stream);
+  }
+
+ private:
+  conv2d_tf32x3::Conv2dTf32x3 conv_;
+  size_t x_ = 0, weight_ = 0, conv_bias_ = 0, bias_ = 0;
+  float cap_ = 0, scale_ = 1;
+};
+
+}  // namespace kb::custom::L2_031
+
+KB_REGISTER_IMPLEMENTATION(L2_031, custom, kb::custom::L2_031::ConvMinAddScale)

@@ -1,0 +1,465 @@
+// L2_060 custom: hardswish(GroupNorm(swish(ConvTranspose3d(x)))), conv k3 s2 p1 (groups 1).
+//   x: (N, C_in, D, H, W), w: (C_in, C_out, 3, 3, 3), out: (N, C_out, 2D-1, 2H-1, 2W-1), fp32.
+//
+// Cost (full preset 128 x 3 x 16 x 32 x 32 -> 128 x 16 x 31 x 63 x 63, PROBLEMS.md): 2.5 G MAC,
+// ~4.5 G elementwise FLOP; 1.03 GB (the 1.0 GB output) -> floor 0.24 ms (memory).
+//
+// Math: per axis, output o = 2i - 1 + k. Even o = 2m takes one tap (i = m, k = 1); odd o = 2m + 1
+// takes two (i = m, k = 2 and i = m + 1, k = 0), all inside the input: no bounds tests. So a row
+// pair (ow = 2q, 2q + 1) of one (od, oh) needs x[.., q] and x[.., q + 1] and 3 FMA per
+// (c, kd, kh) tap, whose 3 kw weights come in one float4.
+//
+// Design: recompute, never materialize y. One persistent launch (sample_pipeline.cuh) mixes
+//   S tasks: conv + bias + swish, per-(n, group) sums of s and s^2 (fp32 per thread and group,
+//            warp sums in fp32, double across warps and blocks), nothing written;
+//   N tasks: the same conv + swish, then (s - mean) * rstd * gamma + beta, hardswish, stores;
+// so the issue-bound S work of sample j overlaps the store-bound N work of sample j - lag.
+// A warp item is (n, od parity, 4 rows od of that parity, oh, 32 columns q): each lane keeps the
+// (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
+// weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
+// Stores are scalar, the warp's even and odd columns filling the same 256 bytes.
+// Any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out) runs the
+// generic kernels: one thread per output element, one block per (n, group) for the statistics.
+//
+// Predicted (H200): ~19 issued instructions per output in N, ~17 in S -> ~0.29 ms of issue,
+// overlapped with ~0.25 ms of stores: ~0.31-0.33 ms.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/device/cuda_check.h"
+#include "kernels/implementation.h"
+#include "kernels/sample_pipeline/sample_pipeline.cuh"
+
+namespace kb::custom::L2_060 {
+
+namespace sp = kb::sample_pipeline;
+
+constexpr int kThreads = 256;
+constexpr int kWarp = 32;
+constexpr int kWarps = kThreads / kWarp;
+constexpr int kCin = 3;   // input channels of the fast path (the spec's value)
+constexpr int kRows = 3;  // output rows od (of one parity) per warp item
+static_assert(kThreads % kWarp == 0, "whole warps");
+
+struct Geometry {
+  int64_t batch, c_in, c_out, in_d, in_h, in_w, out_d, out_h, out_w;
+  int64_t groups, cpg;                  // GroupNorm groups, channels per group
+  int64_t m_chunks, q_chunks, items;    // fast path: warp items per sample
+  float eps;
+  __host__ __device__ int64_t plane() const { return out_d * out_h * out_w; }
+};
+
+struct Buffers {
+  const float* x;      // (N, C_in, D, H, W)
+  const float* w;      // (C_in, C_out, 3, 3, 3)
+  const float* bias;   // (C_out)
+  const float* gamma;  // (C_out)
+  const float* beta;   // (C_out)
+  float* out;          // (N, C_out, 2D-1, 2H-1, 2W-1)
+  double2* stats;      // [N * groups] (sum s, sum s^2)
+  unsigned int* done;  // [N] finished S tasks
+  unsigned long long* ticket;
+};
+
+// ---- Elementwise pieces ----
+
+__device__ __forceinline__ float ex2_approx(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
+__device__ __forceinline__ float rcp_approx(float v) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
+// y * sigmoid(y); -> -0 for y -> -inf (exp overflows to inf, the reciprocal to 0).
+__device__ __forceinline__ float swish(float y) {
+  return y * rcp_approx(1.0f + ex2_approx(-1.4426950408889634f * y));
+}
+
+// t * clamp(t + 3, 0, 6) / 6 as t * saturate(t / 6 + 1 / 2).
+__device__ __forceinline__ float hardswish(float t) {
+  return t * __saturatef(fmaf(t, 1.0f / 6.0f, 0.5f));
+}
+
+// (scale, shift) of channel o of sample n from the group sums.
+__device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int64_t n, int64_t o,
+                                    const float* gamma, const float* beta) {
+  const double2 st = __ldcg(&stats[n * g.groups + o / g.cpg]);
+  const double count = static_cast<double>(g.cpg * g.plane());
+  const double mean = st.x / count;
+  const double var = fmax(st.y / count - mean * mean, 0.0);  // biased, like GroupNorm
+  const double scale = static_cast<double>(gamma[o]) / sqrt(var + static_cast<double>(g.eps));
+  return make_float2(static_cast<float>(scale), static_cast<float>(beta[o] - mean * scale));
+}
+
+// ---- Fast path: one warp item ----
+
+struct SmemLayout {  // dynamic shared memory of the fused kernel, in this order
+  double2* part;     // [kWarps][groups] warp sums of the current S task
+  float4* w;         // [C_out][C_in][kd][kh] = (w[.., kw = 0], kw = 1, kw = 2, 0)
+  float2* coef;      // [C_out] (scale, shift) of the current N task
+  float* bias;       // [C_out]
+};
+
+__host__ __device__ inline size_t smem_bytes(const Geometry& g) {
+  return sizeof(double2) * kWarps * g.groups + sizeof(float4) * g.c_out * kCin * 9 +
+         sizeof(float2) * g.c_out + sizeof(float) * g.c_out;
+}
+
+__device__ SmemLayout carve(unsigned char* base, const Geometry& g) {
+  SmemLayout s;
+  s.part = reinterpret_cast<double2*>(base);
+  s.w = reinterpret_cast<float4*>(s.part + kWarps * g.groups);
+  s.coef = reinterpret_cast<float2*>(s.w + g.c_out * kCin * 9);
+  s.bias = reinterpret_cast<float*>(s.coef + g.c_out);
+  return s;
+}
+
+struct Item {
+  int64_t m0, oh, q0;
+  int pd;  // parity of the rows od = 2 (m0 + k) + pd
+};
+
+__device__ Item decode_item(const Geometry& g, int64_t item) {
+  Item it;
+  it.q0 = (item % g.q_chunks) * kWarp;
+  item /= g.q_chunks;
+  it.oh = item % g.out_h;
+  item /= g.out_h;
+  it.m0 = (item % g.m_chunks) * kRows;
+  it.pd = static_cast<int>(item / g.m_chunks);
+  return it;
+}
+
+// Tap t of an axis with kTaps taps (1: even outputs, 2: odd): kernel index and input offset.
+template <int kTaps>
+__device__ constexpr int tap_k(int t) { return kTaps == 1 ? 1 : (t == 0 ? 2 : 0); }
+
+// Computes the warp item for all channels. kNormalize: normalize, hardswish and store;
+// otherwise write the warp's per-group sums to s.part[warp][*].
+template <int kTd, int kTh, bool kNormalize>
+__device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
+                         const Item& it) {
+  constexpr int kPlanes = kRows + kTd - 1;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t q = it.q0 + lane, p = it.oh / 2;
+  float xin[kPlanes][kTh][kCin][2];
+#pragma unroll
+  for (int a = 0; a < kPlanes; ++a)
+#pragma unroll
+    for (int t = 0; t < kTh; ++t)
+#pragma unroll
+      for (int c = 0; c < kCin; ++c)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t id = it.m0 + a, iw = q + e;
+          const bool ok = id < g.in_d && iw < g.in_w;  // ih = p + t < H always
+          xin[a][t][c][e] =
+              ok ? __ldg(b.x + (((n * kCin + c) * g.in_d + id) * g.in_h + p + t) * g.in_w + iw)
+                 : 0.0f;
+        }
+  // rows k < rows_ok exist: od = 2 (m0 + k) + pd < out_d
+  const int64_t rows_left = (g.out_d - it.pd + 1) / 2 - it.m0;
+  const int rows_ok = rows_left < kRows ? static_cast<int>(rows_left) : kRows;
+  const bool even_ok = q < g.in_w, odd_ok = q + 1 < g.in_w;
+  const int64_t row0 = ((2 * it.m0 + it.pd) * g.out_h + it.oh) * g.out_w + 2 * q;
+  const int row_step = static_cast<int>(2 * g.out_h * g.out_w);
+
+  const int cpg = static_cast<int>(g.cpg);
+  float* dst = b.out + n * g.c_out * g.plane() + row0;  // channel o's rows: dst + o * plane
+#pragma unroll 1
+  for (int grp = 0; grp < static_cast<int>(g.groups); ++grp) {
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll 1
+    for (int o = grp * cpg; o < (grp + 1) * cpg; ++o, dst += g.plane()) {
+      float acc[kRows][2];
+      const float bias = s.bias[o];
+#pragma unroll
+      for (int k = 0; k < kRows; ++k) acc[k][0] = acc[k][1] = bias;
+#pragma unroll
+      for (int c = 0; c < kCin; ++c)
+#pragma unroll
+        for (int td = 0; td < kTd; ++td)
+#pragma unroll
+          for (int th = 0; th < kTh; ++th) {
+            const float4 wv = s.w[((o * kCin + c) * 3 + tap_k<kTd>(td)) * 3 + tap_k<kTh>(th)];
+#pragma unroll
+            for (int k = 0; k < kRows; ++k) {
+              const float v0 = xin[k + td][th][c][0], v1 = xin[k + td][th][c][1];
+              acc[k][0] = fmaf(v0, wv.y, acc[k][0]);
+              acc[k][1] = fmaf(v1, wv.x, fmaf(v0, wv.z, acc[k][1]));
+            }
+          }
+      if constexpr (kNormalize) {
+        const float2 cf = s.coef[o];
+#pragma unroll
+        for (int k = 0; k < kRows; ++k) {
+          const float t0 = fmaf(swish(acc[k][0]), cf.x, cf.y);
+          const float t1 = fmaf(swish(acc[k][1]), cf.x, cf.y);
+          if (k < rows_ok && even_ok) __stcs(dst + k * row_step, hardswish(t0));
+          if (k < rows_ok && odd_ok) __stcs(dst + k * row_step + 1, hardswish(t1));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kRows; ++k) {
+          const float v0 = k < rows_ok && even_ok ? swish(acc[k][0]) : 0.0f;
+          const float v1 = k < rows_ok && odd_ok ? swish(acc[k][1]) : 0.0f;
+          s1 += v0 + v1;
+          s2 = fmaf(v0, v0, fmaf(v1, v1, s2));
+        }
+      }
+    }
+    if constexpr (!kNormalize) {  // the warp's sums of this group
+      for (int off = kWarp / 2; off > 0; off /= 2) {
+        s1 += __shfl_xor_sync(0xffffffffu, s1, off);
+        s2 += __shfl_xor_sync(0xffffffffu, s2, off);
+      }
+      if (lane == 0) s.part[warp * g.groups + grp] = make_double2(s1, s2);
+    }
+  }
+}
+
+// Runs warp item `item` of sample n; false (nothing done) when it is past the end or holds no
+// row (the last odd-parity chunk when D - 1 is a multiple of kRows).
+template <bool kNormalize>
+__device__ bool dispatch_item(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
+                              int64_t item) {
+  if (item >= g.items) return false;
+  const Item it = decode_item(g, item);
+  if (2 * it.m0 + it.pd >= g.out_d) return false;
+  const bool odd_h = it.oh % 2 == 1;
+  if (it.pd == 0) {
+    odd_h ? run_item<1, 2, kNormalize>(b, g, s, n, it) : run_item<1, 1, kNormalize>(b, g, s, n, it);
+  } else {
+    odd_h ? run_item<2, 2, kNormalize>(b, g, s, n, it) : run_item<2, 1, kNormalize>(b, g, s, n, it);
+  }
+  return true;
+}
+
+// ---- Fast path: tasks and the fused kernel ----
+
+__device__ void stats_task(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
+                           int64_t task) {
+  const int warp = threadIdx.x / kWarp;
+  if (!dispatch_item<false>(b, g, s, n, task * kWarps + warp)) {
+    for (int64_t k = threadIdx.x % kWarp; k < g.groups; k += kWarp)
+      s.part[warp * g.groups + k] = make_double2(0.0, 0.0);
+  }
+  __syncthreads();
+  for (int64_t k = threadIdx.x; k < g.groups; k += kThreads) {
+    double2 sum = make_double2(0.0, 0.0);
+    for (int v = 0; v < kWarps; ++v) {
+      sum.x += s.part[v * g.groups + k].x;
+      sum.y += s.part[v * g.groups + k].y;
+    }
+    atomicAdd(&b.stats[n * g.groups + k].x, sum.x);
+    atomicAdd(&b.stats[n * g.groups + k].y, sum.y);
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) sp::signal_done(&b.done[n]);
+}
+
+__device__ void normalize_task(const Buffers& b, const Geometry& g, const SmemLayout& s,
+                               int64_t n, int64_t task, unsigned int s_tasks) {
+  if (threadIdx.x == 0) sp::wait_done(&b.done[n], s_tasks);
+  __syncthreads();
+  for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads)
+    s.coef[o] = norm_coefficients(b.stats, g, n, o, b.gamma, b.beta);
+  __syncthreads();
+  dispatch_item<true>(b, g, s, n, task * kWarps + threadIdx.x / kWarp);
+}
+
+__global__ void __launch_bounds__(kThreads, 2) fused_kernel(Buffers b, Geometry g, sp::Plan plan) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ int64_t ticket_slot;
+  const SmemLayout s = carve(smem_raw, g);
+  for (int64_t e = threadIdx.x; e < g.c_out * kCin * 9; e += kThreads) {
+    const int64_t kh = e % 3, kd = (e / 3) % 3, c = (e / 9) % kCin, o = e / (9 * kCin);
+    const float* src = b.w + (((c * g.c_out + o) * 3 + kd) * 3 + kh) * 3;
+    s.w[e] = make_float4(src[0], src[1], src[2], 0.0f);
+  }
+  for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.bias[o] = b.bias[o];
+  for (;;) {
+    const int64_t t = sp::take_ticket(b.ticket, &ticket_slot);  // synchronizes the block
+    if (t >= plan.tickets()) break;
+    const sp::Task task = plan.decode(t);
+    if (task.kind == sp::TaskKind::kStats) stats_task(b, g, s, task.sample, task.index);
+    if (task.kind == sp::TaskKind::kNormalize)
+      normalize_task(b, g, s, task.sample, task.index, static_cast<unsigned int>(plan.s_tasks));
+  }
+}
+
+// ---- Generic path (any conv_transpose geometry): slow, simple ----
+
+struct ConvT {
+  int64_t k[3], stride[3], pad[3], dil[3];
+};
+
+// y[n, o, od, oh, ow] by gather.
+__device__ float convt_at(const Buffers& b, const Geometry& g, const ConvT& cv, int64_t n,
+                          int64_t o, int64_t od, int64_t oh, int64_t ow) {
+  float acc = b.bias[o];
+  for (int64_t kd = 0; kd < cv.k[0]; ++kd) {
+    const int64_t td = od + cv.pad[0] - kd * cv.dil[0];
+    if (td < 0 || td % cv.stride[0] != 0 || td / cv.stride[0] >= g.in_d) continue;
+    for (int64_t kh = 0; kh < cv.k[1]; ++kh) {
+      const int64_t th = oh + cv.pad[1] - kh * cv.dil[1];
+      if (th < 0 || th % cv.stride[1] != 0 || th / cv.stride[1] >= g.in_h) continue;
+      for (int64_t kw = 0; kw < cv.k[2]; ++kw) {
+        const int64_t tw = ow + cv.pad[2] - kw * cv.dil[2];
+        if (tw < 0 || tw % cv.stride[2] != 0 || tw / cv.stride[2] >= g.in_w) continue;
+        for (int64_t c = 0; c < g.c_in; ++c) {
+          const float xv = b.x[(((n * g.c_in + c) * g.in_d + td / cv.stride[0]) * g.in_h +
+                                th / cv.stride[1]) * g.in_w + tw / cv.stride[2]];
+          const float wv = b.w[(((c * g.c_out + o) * cv.k[0] + kd) * cv.k[1] + kh) * cv.k[2] + kw];
+          acc = fmaf(xv, wv, acc);
+        }
+      }
+    }
+  }
+  return acc;
+}
+
+__device__ float swish_at(const Buffers& b, const Geometry& g, const ConvT& cv, int64_t n,
+                          int64_t o, int64_t r) {  // r: index inside the channel plane
+  const int64_t ow = r % g.out_w, oh = (r / g.out_w) % g.out_h, od = r / (g.out_w * g.out_h);
+  return swish(convt_at(b, g, cv, n, o, od, oh, ow));
+}
+
+// One block per (n, group): stats[n * groups + group] = (sum s, sum s^2).
+__global__ void __launch_bounds__(kThreads) generic_stats_kernel(Buffers b, Geometry g, ConvT cv) {
+  __shared__ double2 warp_sums[kWarps];
+  const int64_t n = blockIdx.x / g.groups, grp = blockIdx.x % g.groups;
+  double2 m = make_double2(0.0, 0.0);
+  for (int64_t e = threadIdx.x; e < g.cpg * g.plane(); e += kThreads) {
+    const float v = swish_at(b, g, cv, n, grp * g.cpg + e / g.plane(), e % g.plane());
+    m.x += v;
+    m.y += static_cast<double>(v) * v;
+  }
+  for (int off = kWarp / 2; off > 0; off /= 2) {
+    m.x += __shfl_xor_sync(0xffffffffu, m.x, off);
+    m.y += __shfl_xor_sync(0xffffffffu, m.y, off);
+  }
+  if (threadIdx.x % kWarp == 0) warp_sums[threadIdx.x / kWarp] = m;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  m = make_double2(0.0, 0.0);
+  for (int v = 0; v < kWarps; ++v) m = make_double2(m.x + warp_sums[v].x, m.y + warp_sums[v].y);
+  b.stats[blockIdx.x] = m;
+}
+
+__global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, Geometry g, ConvT cv) {
+  const int64_t total = g.batch * g.c_out * g.plane();
+  for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * kThreads) {
+    const int64_t r = e % g.plane(), o = (e / g.plane()) % g.c_out, n = e / (g.plane() * g.c_out);
+    const float2 cf = norm_coefficients(b.stats, g, n, o, b.gamma, b.beta);
+    b.out[e] = hardswish(fmaf(swish_at(b, g, cv, n, o, r), cf.x, cf.y));
+  }
+}
+
+// ---- Host side ----
+
+class Custom final : public Implementation {
+ public:
+  ~Custom() override { KB_CUDA_WARN(cudaFree(workspace_)); }
+
+  Status setup(const ProblemInstance& p, cudaStream_t) override {
+    x_ = input_index(p, "x");
+    w_ = param_index(p, "conv_transpose.weight");
+    bias_ = param_index(p, "conv_transpose.bias");
+    gamma_ = param_index(p, "group_norm.weight");
+    beta_ = param_index(p, "group_norm.bias");
+    const Shape& xs = p.shape_of("x");                      // (N, C_in, D, H, W)
+    const Shape& ws = p.shape_of("conv_transpose.weight");  // (C_in, C_out, kD, kH, kW)
+    const Shape& os = p.output_shape();                     // (N, C_out, Do, Ho, Wo)
+    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], xs[4], os[2], os[3], os[4], 0, 0, 0, 0, 0, 0.0f};
+    g_.groups = p.int_attr("group_norm", "num_groups");
+    g_.cpg = g_.c_out / g_.groups;
+    g_.eps = static_cast<float>(p.number("group_norm", "eps"));
+    if (p.int_attr("conv_transpose", "groups") != 1 || ws[1] != g_.c_out)
+      return Status::failed_precondition("L2_060 custom: needs a conv_transpose with groups 1");
+    bool unit = true;  // k 3, stride 2, padding 1, dilation 1, output_padding 0 on every axis
+    for (int a = 0; a < 3; ++a) {
+      cv_.k[a] = ws[2 + a];
+      cv_.stride[a] = p.ints("conv_transpose", "stride")[a];
+      cv_.pad[a] = attr_or(p, "padding", a, 0);
+      cv_.dil[a] = attr_or(p, "dilation", a, 1);
+      unit = unit && cv_.k[a] == 3 && cv_.stride[a] == 2 && cv_.pad[a] == 1 && cv_.dil[a] == 1 &&
+             attr_or(p, "output_padding", a, 0) == 0;
+    }
+    g_.m_chunks = (g_.in_d + kRows - 1) / kRows;
+    g_.q_chunks = (g_.in_w + kWarp - 1) / kWarp;
+    g_.items = 2 * g_.m_chunks * g_.out_h * g_.q_chunks;
+    smem_ = smem_bytes(g_);
+    fast_ = unit && g_.c_in == kCin && smem_ <= 96 * 1024;
+    if (fast_) KB_TRY(plan_fused());
+    const size_t bytes = sizeof(double2) * g_.batch * g_.groups + sizeof(unsigned long long) +
+                         sizeof(unsigned int) * g_.batch;
+    KB_CUDA_TRY(cudaMalloc(&workspace_, bytes));
+    workspace_bytes_ = bytes;
+    return Status::ok();
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    // workspace: stats [N * groups] double2 | ticket | done [N]
+    auto* stats = static_cast<double2*>(workspace_);
+    auto* ticket = reinterpret_cast<unsigned long long*>(stats + g_.batch * g_.groups);
+    auto* done = reinterpret_cast<unsigned int*>(ticket + 1);
+    const Buffers b{args.inputs[x_].data, args.params[w_].data,     args.params[bias_].data,
+                    args.params[gamma_].data, args.params[beta_].data, args.output.data,
+                    stats, done, ticket};
+    KB_CUDA_TRY(cudaMemsetAsync(workspace_, 0, workspace_bytes_, stream));
+    if (fast_) {
+      fused_kernel<<<fused_blocks_, kThreads, smem_, stream>>>(b, g_, plan_);
+    } else {
+      generic_stats_kernel<<<static_cast<unsigned>(g_.batch * g_.groups), kThreads, 0, stream>>>(b, g_, cv_);
+      KB_CUDA_TRY(cudaGetLastError());
+      const int64_t blocks = std::clamp<int64_t>((g_.batch * g_.c_out * g_.plane() + kThreads - 1) / kThreads, 1, 65536);
+      generic_normalize_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(b, g_, cv_);
+    }
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+ private:
+  static int64_t attr_or(const ProblemInstance& p, const char* attr, int a, int64_t fill) {
+    return p.has_attr("conv_transpose", attr) ? p.ints("conv_transpose", attr)[a] : fill;
+  }
+
+  Status plan_fused() {
+    int device = 0, sms = 0, per_sm = 0;
+    KB_CUDA_TRY(cudaGetDevice(&device));
+    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    KB_CUDA_TRY(cudaFuncSetAttribute(fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem_)));
+    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel, kThreads, smem_));
+    const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
+    const int64_t tasks = (g_.items + kWarps - 1) / kWarps;  // per sample, S and N alike
+    plan_ = sp::Plan{g_.batch, tasks, tasks, sp::choose_lag(resident, tasks, tasks, g_.batch)};
+    fused_blocks_ = static_cast<int>(std::clamp<int64_t>(plan_.tickets(), 1, resident));
+    return Status::ok();
+  }
+
+  size_t x_ = 0, w_ = 0, bias_ = 0, gamma_ = 0, beta_ = 0;
+  Geometry g_{};
+  ConvT cv_{};
+  bool fast_ = false;
+  size_t smem_ = 0;
+  sp::Plan plan_{};
+  int fused_blocks_ = 1;
+  void* workspace_ = nullptr;  // stats, done counters, ticket; owned, zeroed every run
+  size_t workspace_bytes_ = 0;
+};
+
+}  // namespace kb::custom::L2_060
+
+KB_REGISTER_IMPLEMENTATION(L2_060, custom, kb::custom::L2_060::Custom)
