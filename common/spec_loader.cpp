@@ -221,13 +221,18 @@ void read_dims_and_presets(SpecReader& r, const YAML::Node& doc, ProblemSpec& sp
 
 void read_inputs(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   YAML::Node inputs = r.require(doc, "inputs", "inputs");
-  if (inputs && !inputs.IsSequence()) {
+  if (!inputs) return;  // an absent node throws on size()
+  if (!inputs.IsSequence()) {
     r.error("inputs", "expected a list, got " + describe(inputs));
     return;
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string field = "inputs[" + std::to_string(i) + "]";
     const YAML::Node in = inputs[i];
+    if (!in.IsMap()) {
+      r.error(field, "expected a map {name, shape, generator}, got " + describe(in));
+      continue;
+    }
     TensorDecl decl;
     decl.name = r.text(r.require(in, "name", field + ".name"), field + ".name");
     decl.shape = r.expr_list(r.require(in, "shape", field + ".shape"), field + ".shape");
@@ -244,13 +249,18 @@ void read_inputs(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
 
 void read_params(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   YAML::Node params = r.require(doc, "parameters", "parameters");
-  if (params && !params.IsSequence()) {
+  if (!params) return;
+  if (!params.IsSequence()) {
     r.error("parameters", "expected a list (possibly empty), got " + describe(params));
     return;
   }
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string field = "parameters[" + std::to_string(i) + "]";
     const YAML::Node p = params[i];
+    if (!p.IsMap()) {
+      r.error(field, "expected a map {name, shape, init[, fan_in_of]}, got " + describe(p));
+      continue;
+    }
     ParamDecl decl;
     decl.name = r.text(r.require(p, "name", field + ".name"), field + ".name");
     decl.shape = r.expr_list(r.require(p, "shape", field + ".shape"), field + ".shape");
@@ -334,7 +344,8 @@ void read_node_attrs(SpecReader& r, const YAML::Node& n, const OpInfo& op, Graph
 
 void read_graph(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   YAML::Node graph = r.require(doc, "graph", "graph");
-  if (graph && (!graph.IsSequence() || graph.size() == 0)) {
+  if (!graph) return;
+  if (!graph.IsSequence() || graph.size() == 0) {
     r.error("graph", "expected a non-empty list of nodes, got " + describe(graph));
     return;
   }

@@ -62,7 +62,7 @@ __device__ double block_sum(double v) {
   return v;
 }
 
-// [lo, hi) = block b's share of `count` items split evenly over `blocks` blocks.
+// [lo, hi) = this block's share of `count` items split evenly over the grid.
 __device__ __forceinline__ void block_range(int64_t count, int64_t& lo, int64_t& hi) {
   lo = count * blockIdx.x / gridDim.x;
   hi = count * (blockIdx.x + 1) / gridDim.x;

@@ -51,8 +51,8 @@ class ConvReluBias final : public Implementation {
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const BiasReluBias epi{args.params[conv_bias_].data, args.params[bias_].data};
-    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, nullptr, epi,
-                     stream);
+    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, nullptr,
+                     epi, stream);
   }
 
  private:

@@ -5,15 +5,16 @@
 // Cost (PROBLEMS.md): 51.0 G MAC = 105 GFLOP -> t_fp32 1.57 ms (TF32 is borderline: not used);
 // 1,213 MB -> t_mem 282 us. Floor 1.57 ms, FMA-bound. Reference (cuDNN + 5 eager kernels) 7.38 ms.
 //
-// Math of the epilogue: r = relu(z) >= 0, so leaky_relu(r) = r; where r = 0 the chain is
-// sigmoid(gelu(0)) + bias = 0.5 + bias exactly (no erff/expf there, about half the outputs).
+// Math of the epilogue: r = relu(z) >= 0, so leaky_relu(r) = r for any slope; where r = 0 the
+// chain is sigmoid(gelu(0)) + bias = 0.5 + bias exactly (no erff/expf there, ~half the outputs).
 // Elsewhere gelu(r) = r/2 (1 + erf(r / sqrt 2)) and sigmoid(g) = 1 / (1 + exp(-g)), as eager.
 //
 // Design: the direct tile kernel of kernels/conv3d_direct/direct.cuh (3x3x3 taps at compile
 // time) with the whole chain fused into its store: a block stages 8 channels x 3 planes x
-// (4*row_groups + 2) rows x 66 columns of x and all 32 channels' weights (27 KB); each lane
-// accumulates 8 channels x 4 rows x 2 columns, 576 FFMA per 54 shared loads per (c, kd). Useful
-// lanes 62/64 x 62/64 = 94%.
+// 10 rows x 66 columns of x (63 KB) and all 32 channels' weights (27 KB), 91 KB, two blocks per
+// multiprocessor; each warp owns one task: 8 channels x 4 rows x 64 columns, a lane 64
+// accumulators, 576 FFMA per 54 shared loads per (c, kd). Useful lanes 62/64 x 62/64 = 94%.
+// 125 registers, no spills.
 // Predicted: 1.57 ms / (0.94 x ~0.9) + epilogue ~0.1 ms + staging/tail ~5% ~ 2.0 ms.
 // Other strides, dilations, groups or kernel sizes take the generic one-thread-per-output kernel.
 #include <cuda_runtime.h>
@@ -52,10 +53,6 @@ class Custom final : public Implementation {
     weight_ = param_index(p, "conv.weight");
     conv_bias_ = param_index(p, "conv.bias");
     bias_ = param_index(p, "bias");
-    const float slope = static_cast<float>(p.number("leaky_relu", "negative_slope"));
-    if (!(slope >= 0.f)) {  // leaky_relu(relu(z)) = relu(z) needs only relu(z) >= 0
-      return Status::failed_precondition("L2_007 custom: leaky_relu slope must be >= 0");
-    }
     return conv_.setup(p, "conv");
   }
 

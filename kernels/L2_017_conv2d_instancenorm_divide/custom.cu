@@ -56,9 +56,9 @@ __device__ double block_sum(double v, double* red) {
 }
 
 // One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out, tiles).
-__global__ void __launch_bounds__(kNormThreads) normalize_planes_kernel(float* y, const float2* stats,
-                                                                        int tiles, int hw, float eps,
-                                                                        float inv_divisor, bool vec) {
+__global__ void __launch_bounds__(kNormThreads)
+    normalize_planes_kernel(float* y, const float2* stats, int tiles, int hw, float eps,
+                            float inv_divisor, bool vec) {
   __shared__ double red[2][kNormWarps];
   __shared__ float coef[2];  // mean, scale
   const int64_t plane = blockIdx.x;
@@ -111,7 +111,8 @@ class ConvInstanceNorm final : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const conv2d_tf32x3::ConvGeometry& g = conv_.geometry();
     float* y = args.output.data;  // (N, C_out, Ho, Wo): conv first, then normalized in place
-    KB_TRY(conv_.run(args.inputs[x_].data, args.params[weight_].data, y, stats_, PlaneStats{}, stream));
+    KB_TRY(conv_.run(args.inputs[x_].data, args.params[weight_].data, y, stats_, PlaneStats{},
+                     stream));
     const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
         y, stats_, g.pix_tiles(), g.hw_out(), eps_, inv_divisor_, vec);

@@ -54,8 +54,8 @@ class ConvMinAddScale final : public Implementation {
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const MinAddScale epi{args.params[conv_bias_].data, args.params[bias_].data, cap_, scale_};
-    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, nullptr, epi,
-                     stream);
+    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, nullptr,
+                     epi, stream);
   }
 
  private:

@@ -9,7 +9,7 @@
 // pair (ow = 2q, 2q + 1) of one (od, oh) needs x[.., q] and x[.., q + 1] and 3 FMA per
 // (c, kd, kh) tap, whose 3 kw weights come in one float4.
 //
-// Design: recompute, never materialize y. One persistent launch (sample_pipeline.cuh) mixes
+// Design: recompute, never materialize y. One persistent launch (group_norm_pipeline/pipeline.cuh) mixes
 //   S tasks: conv + bias + swish, per-(n, group) sums of s and s^2 (fp32 per thread and group,
 //            warp sums in fp32, double across warps and blocks), nothing written;
 //   N tasks: the same conv + swish, then (s - mean) * rstd * gamma + beta, hardswish, stores;
@@ -31,17 +31,20 @@
 
 #include "kernels/device/cuda_check.h"
 #include "kernels/implementation.h"
-#include "kernels/sample_pipeline/sample_pipeline.cuh"
+#include "kernels/group_norm_pipeline/pipeline.cuh"
 
 namespace kb::custom::L2_060 {
 
-namespace sp = kb::sample_pipeline;
+namespace sp = kb::gn_pipeline;
+using sp::ex2_approx;
+using sp::kNegLog2e;
+using sp::rcp_approx;
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr int kWarps = kThreads / kWarp;
 constexpr int kCin = 3;   // input channels of the fast path (the spec's value)
-constexpr int kRows = 3;  // output rows od (of one parity) per warp item
+constexpr int kRows = 4;  // output rows od (of one parity) per warp item
 static_assert(kThreads % kWarp == 0, "whole warps");
 
 struct Geometry {
@@ -66,21 +69,9 @@ struct Buffers {
 
 // ---- Elementwise pieces ----
 
-__device__ __forceinline__ float ex2_approx(float v) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-  return r;
-}
-
-__device__ __forceinline__ float rcp_approx(float v) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-  return r;
-}
-
 // y * sigmoid(y); -> -0 for y -> -inf (exp overflows to inf, the reciprocal to 0).
 __device__ __forceinline__ float swish(float y) {
-  return y * rcp_approx(1.0f + ex2_approx(-1.4426950408889634f * y));
+  return y * rcp_approx(1.0f + ex2_approx(kNegLog2e * y));
 }
 
 // t * clamp(t + 3, 0, 6) / 6 as t * saturate(t / 6 + 1 / 2).
@@ -91,12 +82,8 @@ __device__ __forceinline__ float hardswish(float t) {
 // (scale, shift) of channel o of sample n from the group sums.
 __device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int64_t n, int64_t o,
                                     const float* gamma, const float* beta) {
-  const double2 st = __ldcg(&stats[n * g.groups + o / g.cpg]);
-  const double count = static_cast<double>(g.cpg * g.plane());
-  const double mean = st.x / count;
-  const double var = fmax(st.y / count - mean * mean, 0.0);  // biased, like GroupNorm
-  const double scale = static_cast<double>(gamma[o]) / sqrt(var + static_cast<double>(g.eps));
-  return make_float2(static_cast<float>(scale), static_cast<float>(beta[o] - mean * scale));
+  return sp::group_norm_coefficients(__ldcg(&stats[n * g.groups + o / g.cpg]),
+                                     static_cast<double>(g.cpg * g.plane()), gamma[o], beta[o], g.eps);
 }
 
 // ---- Fast path: one warp item ----
@@ -150,6 +137,11 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
   constexpr int kPlanes = kRows + kTd - 1;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t q = it.q0 + lane, p = it.oh / 2;
+  // x[n, c, m0 + a, p + t, q + e] = xb[c * vol + (a * H + t) * W + e]; all offsets fit an int
+  const float* xb = b.x + ((n * kCin * g.in_d + it.m0) * g.in_h + p) * g.in_w + q;
+  const int vol = static_cast<int>(g.in_d * g.in_h * g.in_w), in_w = static_cast<int>(g.in_w);
+  const int in_hw = static_cast<int>(g.in_h * g.in_w);
+  const int planes_ok = static_cast<int>(g.in_d - it.m0);
   float xin[kPlanes][kTh][kCin][2];
 #pragma unroll
   for (int a = 0; a < kPlanes; ++a)
@@ -159,11 +151,8 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
       for (int c = 0; c < kCin; ++c)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int64_t id = it.m0 + a, iw = q + e;
-          const bool ok = id < g.in_d && iw < g.in_w;  // ih = p + t < H always
-          xin[a][t][c][e] =
-              ok ? __ldg(b.x + (((n * kCin + c) * g.in_d + id) * g.in_h + p + t) * g.in_w + iw)
-                 : 0.0f;
+          const bool ok = a < planes_ok && q + e < g.in_w;  // ih = p + t < H always
+          xin[a][t][c][e] = ok ? __ldg(xb + c * vol + a * in_hw + t * in_w + e) : 0.0f;
         }
   // rows k < rows_ok exist: od = 2 (m0 + k) + pd < out_d
   const int64_t rows_left = (g.out_d - it.pd + 1) / 2 - it.m0;
@@ -277,20 +266,25 @@ __device__ void normalize_task(const Buffers& b, const Geometry& g, const SmemLa
   dispatch_item<true>(b, g, s, n, task * kWarps + threadIdx.x / kWarp);
 }
 
-__global__ void __launch_bounds__(kThreads, 2) fused_kernel(Buffers b, Geometry g, sp::Plan plan) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ int64_t ticket_slot;
-  const SmemLayout s = carve(smem_raw, g);
+__device__ void stage_parameters(const Buffers& b, const Geometry& g, const SmemLayout& s) {
   for (int64_t e = threadIdx.x; e < g.c_out * kCin * 9; e += kThreads) {
     const int64_t kh = e % 3, kd = (e / 3) % 3, c = (e / 9) % kCin, o = e / (9 * kCin);
     const float* src = b.w + (((c * g.c_out + o) * 3 + kd) * 3 + kh) * 3;
     s.w[e] = make_float4(src[0], src[1], src[2], 0.0f);
   }
   for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.bias[o] = b.bias[o];
+}
+
+// Persistent: stages the weights once, then runs tasks in ticket order until none is left.
+__global__ void __launch_bounds__(kThreads, 2) fused_kernel(Buffers b, Geometry g, sp::Plan plan) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ int64_t ticket_slot;
+  stage_parameters(b, g, carve(smem_raw, g));
   for (;;) {
     const int64_t t = sp::take_ticket(b.ticket, &ticket_slot);  // synchronizes the block
     if (t >= plan.tickets()) break;
     const sp::Task task = plan.decode(t);
+    const SmemLayout s = carve(smem_raw, g);
     if (task.kind == sp::TaskKind::kStats) stats_task(b, g, s, task.sample, task.index);
     if (task.kind == sp::TaskKind::kNormalize)
       normalize_task(b, g, s, task.sample, task.index, static_cast<unsigned int>(plan.s_tasks));
@@ -336,7 +330,6 @@ __device__ float swish_at(const Buffers& b, const Geometry& g, const ConvT& cv, 
 
 // One block per (n, group): stats[n * groups + group] = (sum s, sum s^2).
 __global__ void __launch_bounds__(kThreads) generic_stats_kernel(Buffers b, Geometry g, ConvT cv) {
-  __shared__ double2 warp_sums[kWarps];
   const int64_t n = blockIdx.x / g.groups, grp = blockIdx.x % g.groups;
   double2 m = make_double2(0.0, 0.0);
   for (int64_t e = threadIdx.x; e < g.cpg * g.plane(); e += kThreads) {
@@ -344,16 +337,8 @@ __global__ void __launch_bounds__(kThreads) generic_stats_kernel(Buffers b, Geom
     m.x += v;
     m.y += static_cast<double>(v) * v;
   }
-  for (int off = kWarp / 2; off > 0; off /= 2) {
-    m.x += __shfl_xor_sync(0xffffffffu, m.x, off);
-    m.y += __shfl_xor_sync(0xffffffffu, m.y, off);
-  }
-  if (threadIdx.x % kWarp == 0) warp_sums[threadIdx.x / kWarp] = m;
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  m = make_double2(0.0, 0.0);
-  for (int v = 0; v < kWarps; ++v) m = make_double2(m.x + warp_sums[v].x, m.y + warp_sums[v].y);
-  b.stats[blockIdx.x] = m;
+  m = sp::block_sum(m);
+  if (threadIdx.x == 0) b.stats[blockIdx.x] = m;
 }
 
 __global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, Geometry g, ConvT cv) {

@@ -1,11 +1,13 @@
 // Implicit-GEMM 2-D convolution with error-compensated TF32 (3xTF32) on mma.sync m16n8k8, with a
 // pluggable epilogue: the conv core shared by the custom variants of L2_001, L2_017 and L2_031.
-//   y[n][co][oh][ow] = sum_{ci, kh, kw} w[co][ci][kh][kw] * x[n][ci][oh*sh - ph + kh*dh][ow*sw - pw + kw*dw]
-//   x: (N, C_in, H, W) fp32 NCHW; w: (C_out, C_in, KH, KW) OIHW; y: (N, C_out, Ho, Wo) NCHW; groups 1.
+//   y[n][co][oh][ow] = sum_{ci,kh,kw} w[co][ci][kh][kw] * x[n][ci][oh*sh-ph+kh*dh][ow*sw-pw+kw*dw]
+//   x: (N, C_in, H, W) fp32 NCHW; w: (C_out, C_in, KH, KW) OIHW; y: (N, C_out, Ho, Wo); groups 1.
 // GEMM per image n: Y_n (C_out x P) = Wt (C_out x K) @ X_n (K x P), P = Ho*Wo, K = C_in*KH*KW,
 // k = (ci*KH + kh)*KW + kw: Wt is the OIHW weight as stored (row-major, K contiguous) and column p
 // of X_n is the im2col patch of output pixel p, gathered from global memory with 4-byte cp.async
-// through a tap table (k -> offset of x[n][ci][kh*dh][kw*dw] from x[n][0][0][0]) built in setup().
+// through a tap table (k -> offset of x[n][ci][kh*dh][kw*dw] from x[n][0][0][0]) built in setup()
+// and copied to shared memory by each CTA (2.3 KB for K = 576): per copy one broadcast load, one
+// IMAD.WIDE, a predicate and the cp.async.
 //
 // Owns: tile geometry and index maps (global -> shared -> fragment -> y, __host__ __device__ so
 // that a host emulation checks them), the kernel, and Conv2dTf32x3 (geometry, tap table, launch).
@@ -29,9 +31,9 @@
 
 namespace kb::custom::conv2d_tf32x3 {
 
-constexpr int kBM = 128;       // CTA tile rows: output channels
-constexpr int kBN = 128;       // CTA tile columns: output pixels of one image
-constexpr int kBK = 32;        // k per pipeline stage
+constexpr int kBM = 128;  // CTA tile rows: output channels
+constexpr int kBN = 128;  // CTA tile columns: output pixels of one image
+constexpr int kBK = 32;   // k per pipeline stage
 constexpr int kStages = 3;
 constexpr int kThreads = 256;  // 8 warps
 constexpr int kWarpsM = 2;
@@ -44,14 +46,18 @@ constexpr int kKSteps = kBK / 8;
 constexpr int kStageFloatsA = kBM * kBK;
 constexpr int kStageFloatsB = kBK * kBN;
 constexpr int kSmemBytes = kStages * (kStageFloatsA + kStageFloatsB) * 4;  // 98,304
-constexpr int kGatherCopies = kBK * kBN / kThreads;                       // 16 per thread
+constexpr int kGatherCopies = kBK * kBN / kThreads;                        // 16 per thread
+// The tap table goes to shared memory (after the stages) when it fits this; else it is read from
+// global memory. 2 x (96 + 16 + 1 reserved) KB <= 228 KB keeps two CTAs per SM.
+constexpr int kMaxSmemTableBytes = 16 * 1024;
+constexpr int kMaxSmemBytes = kSmemBytes + kMaxSmemTableBytes;
 
 static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
 static_assert(kMmaTilesN == 4, "a thread's B values for its n-tiles are one float4");
 static_assert(kBK == 32 && kBN == 128 && kBM == 128, "the swizzles below assume 32 x 128 tiles");
 static_assert(kBM * kBK / 4 == 4 * kThreads, "vector weight path: 4 chunks per thread");
 static_assert(kBM * kBK == 16 * kThreads && kGatherCopies == 16, "scalar paths: 16 floats each");
-static_assert(kSmemBytes * 2 <= 227 * 1024, "two CTAs per SM");
+static_assert((kMaxSmemBytes + 1024) * 2 <= 228 * 1024, "two CTAs per SM");
 static_assert(kWarpsN * kBM * 2 * 4 <= kSmemBytes, "the stats reduction reuses the stages");
 
 // ---- shared-memory layouts (element index within one stage), as in L1_003 ----
@@ -85,7 +91,8 @@ __host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
 
 // float2 at this index: (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in k8 step s.
 __host__ __device__ constexpr int a_frag_index(int warp_m, int lane, int s, int mt, int half) {
-  return a_smem_index(warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2), 8 * s + 2 * (lane & 3));
+  return a_smem_index(warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2),
+                      8 * s + 2 * (lane & 3));
 }
 // float4 at this index: b_i of the 4 n-tiles in k8 step s; component nt belongs to n-tile nt.
 __host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
@@ -101,19 +108,25 @@ __host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
 __host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
   return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
 }
-__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) { return base + (8 * s + i) * kBN; }
+__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
+  return base + (8 * s + i) * kBN;
+}
 // Gather copy j: k row r0 + 2j has swizzle 2 * (j & 3) (r0 <= 1), i.e. bits 3-4 flip by 8 (j & 3).
-__host__ __device__ constexpr int b_copy_fast(int base, int j) { return (base ^ (8 * (j & 3))) + 2 * j * kBN; }
+__host__ __device__ constexpr int b_copy_fast(int base, int j) {
+  return (base ^ (8 * (j & 3))) + 2 * j * kBN;
+}
 
 constexpr bool fast_maps_match() {
   for (int lane = 0; lane < 32; ++lane)
     for (int w = 0; w < 4; ++w)
       for (int s = 0; s < kKSteps; ++s) {
         for (int i = 0; i < 2; ++i)
-          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i)) return false;
+          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
+            return false;
         for (int mt = 0; mt < kMmaTilesM; ++mt)
           for (int half = 0; half < 2 && w < kWarpsM; ++half)
-            if (a_frag_fast(a_frag_index(w, lane, 0, 0, 0), s, mt, half) != a_frag_index(w, lane, s, mt, half))
+            if (a_frag_fast(a_frag_index(w, lane, 0, 0, 0), s, mt, half) !=
+                a_frag_index(w, lane, s, mt, half))
               return false;
       }
   for (int tid = 0; tid < kThreads; ++tid)
@@ -134,8 +147,9 @@ struct PixelOrigin {
   int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0 with padding)
   bool ok;        // the pixel exists (pixel < Ho*Wo)
 };
-__host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int pixel, int hw_out, int wo,
-                                                    int w_in, int sh, int sw, int ph, int pw) {
+__host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int pixel, int hw_out,
+                                                    int wo, int w_in, int sh, int sw, int ph,
+                                                    int pw) {
   const bool ok = pixel < hw_out;
   const int q = ok ? pixel : 0;
   const int oh = q / wo, ow = q - (q / wo) * wo;
@@ -151,8 +165,9 @@ struct GatherSource {
   bool ok;
 };
 template <bool kPadded>
-__host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int k, int k_total, int tap_off,
-                                                      int tap_dh, int tap_dw, int h, int w_in) {
+__host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int k, int k_total,
+                                                      int tap_off, int tap_dh, int tap_dw, int h,
+                                                      int w_in) {
   bool ok = o.ok && k < k_total;
   if constexpr (kPadded) {
     ok = ok && static_cast<unsigned>(o.ih0 + tap_dh) < static_cast<unsigned>(h) &&
@@ -176,21 +191,26 @@ __device__ __forceinline__ SplitTf32 split_tf32(float x) {
   return {big, tf32_rna_bits(__float_as_uint(x - __uint_as_float(big)))};  // x - big is exact
 }
 // d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
   asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 __device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src), "r"(valid ? 16 : 0)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src),
+               "r"(valid ? 16 : 0)
                : "memory");
 }
 __device__ __forceinline__ void cp_async_4(uint32_t smem, const float* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem), "l"(src), "r"(valid ? 4 : 0)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem), "l"(src),
+               "r"(valid ? 4 : 0)
                : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
@@ -204,7 +224,10 @@ struct ConvArgs {
   const float* x;      // (N, C_in, H, W)
   const float* w;      // (C_out, K)
   const int* tap_off;  // (K_pad): ci*H*W + kh*dh*W + kw*dw, 0 past K; K_pad = ceil(K / kBK) * kBK
-  const int2* tap_hw;  // (K_pad): (kh*dh, kw*dw)
+  const int2* tap_hw;  // (K_pad): (kh*dh, kw*dw); follows tap_off in one allocation
+  int k_pad;
+  int table_ints;      // ints of the table the gather reads (K_pad, or 3 K_pad with padding)
+  bool table_in_smem;  // copy them to shared memory first (table_ints * 4 <= kMaxSmemTableBytes)
   float* y;            // (N, C_out, Ho*Wo)
   float2* stats;       // (N, C_out, pix_tiles): (sum, sum of squares) of each tile; kStats only
   int64_t x_image;     // C_in*H*W
@@ -246,8 +269,8 @@ __device__ __forceinline__ WeightLoader<kVec> make_weight_loader(const ConvArgs&
 }
 // Copies the weight k-tile k0 / kBK into the stage at byte address stage_a; advances the loader.
 template <bool kVec>
-__device__ __forceinline__ void load_weights(const ConvArgs& p, WeightLoader<kVec>& l, uint32_t stage_a,
-                                             int k0) {
+__device__ __forceinline__ void load_weights(const ConvArgs& p, WeightLoader<kVec>& l,
+                                             uint32_t stage_a, int k0) {
   const bool k_ok = l.col < p.k - k0;  // vector path: K % 4 == 0, so a chunk is all in or all out
   constexpr int kCopies = kVec ? 4 : 16;
   constexpr int kRowStep = kVec ? 32 : 8;
@@ -264,18 +287,23 @@ __device__ __forceinline__ void load_weights(const ConvArgs& p, WeightLoader<kVe
   l.a += kBK;
 }
 // Gathers the im2col k-tile k0 / kBK of this thread's pixel into the stage at stage_b.
+// table: tap_off of ConvArgs, in shared or global memory (generic loads), tap_hw after K_pad ints.
 template <bool kPadded>
-__device__ __forceinline__ void gather_pixels(const ConvArgs& p, const PixelOrigin& o, uint32_t stage_b,
+__device__ __forceinline__ void gather_pixels(const ConvArgs& p, const PixelOrigin& o,
+                                              const int* table, int k_pad, uint32_t stage_b,
                                               int k0) {
   const CopySlot s0 = b_copy_scalar(threadIdx.x, 0);
-  const int* taps = p.tap_off + k0 + s0.row;  // copy j reads entry 2j (< K_pad: the table covers it)
-  const int2* taps_hw = p.tap_hw + k0 + s0.row;
-  const float* x_pix = p.x + o.x_off;  // with padding, may point outside x: only rel brings it in
+  const int* taps = table + k0 + s0.row;  // copy j reads entry 2j (< K_pad: the table covers it)
+  const int2* taps_hw = reinterpret_cast<const int2*>(table + k_pad) + k0 + s0.row;
+  // With padding x_pix may point outside x (only rel brings it in). The empty asm keeps the
+  // compiler from folding x_off back into each copy's address (one IMAD.WIDE per copy, not four).
+  const float* x_pix = p.x + o.x_off;
+  asm("" : "+l"(x_pix));
 #pragma unroll
   for (int j = 0; j < kGatherCopies; ++j) {
-    const int2 hw = kPadded ? __ldg(taps_hw + 2 * j) : make_int2(0, 0);
+    const int2 hw = kPadded ? taps_hw[2 * j] : make_int2(0, 0);
     const GatherSource src =
-        gather_source<kPadded>(o, k0 + s0.row + 2 * j, p.k, __ldg(taps + 2 * j), hw.x, hw.y, p.h, p.w_in);
+        gather_source<kPadded>(o, k0 + s0.row + 2 * j, p.k, taps[2 * j], hw.x, hw.y, p.h, p.w_in);
     cp_async_4(stage_b + b_copy_fast(s0.smem, j) * 4, x_pix + src.rel, src.ok);
   }
 }
@@ -312,11 +340,14 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         a_small[half + 2] = y.small;
       }
 #pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt) mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
 #pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt) mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
 #pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt) mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
     }
   }
 }
@@ -331,9 +362,9 @@ using RowSums = float[kMmaTilesM][2];
 
 // Applies epi and stores the tile y[n][co0 + row][p0 + col]; sums/sqs: a thread's row sums.
 template <class Epi>
-__device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, float* y_tile, int co0,
-                                           int rows, int cols, int warp_m, int warp_n, int lane,
-                                           const Acc& acc, RowSums& sums, RowSums& sqs) {
+__device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, float* y_tile,
+                                           int co0, int rows, int cols, int warp_m, int warp_n,
+                                           int lane, const Acc& acc, RowSums& sums, RowSums& sqs) {
 #pragma unroll
   for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
@@ -356,7 +387,8 @@ __device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, fl
           }
         }
         if (p.vec_y) {
-          if (col < cols) *reinterpret_cast<float4*>(y_row + col) = make_float4(v[0], v[1], v[2], v[3]);
+          if (col < cols)
+            *reinterpret_cast<float4*>(y_row + col) = make_float4(v[0], v[1], v[2], v[3]);
         } else {
 #pragma unroll
           for (int nt = 0; nt < kMmaTilesN; ++nt)
@@ -368,9 +400,9 @@ __device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, fl
 
 // stats[n][co0 + row][pt] = (sum, sum of squares) over the tile; deterministic order. red: the
 // (no longer used) pipeline stages.
-__device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, const TileCoord& tc, int co0,
-                                             int rows, int warp_m, int warp_n, int lane, RowSums& sums,
-                                             RowSums& sqs) {
+__device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, const TileCoord& tc,
+                                             int co0, int rows, int warp_m, int warp_n, int lane,
+                                             RowSums& sums, RowSums& sqs) {
   __syncthreads();  // every warp is done with the stages
 #pragma unroll
   for (int mt = 0; mt < kMmaTilesM; ++mt)
@@ -402,16 +434,29 @@ __device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, cons
 
 // ---- the kernel ----
 
+// The tap table the gather reads: copied behind the stages when it fits (broadcast loads, no
+// competition with the gathered x lines for L1), else the global one.
+__device__ __forceinline__ const int* stage_tap_table(const ConvArgs& p, float* smem) {
+  if (!p.table_in_smem) return p.tap_off;
+  int* table = reinterpret_cast<int*>(smem + kStages * (kStageFloatsA + kStageFloatsB));
+  for (int i = threadIdx.x; i < p.table_ints; i += kThreads) table[i] = __ldg(p.tap_off + i);
+  __syncthreads();
+  return table;
+}
+
 template <bool kVecW, bool kPadded, class Epi>
-__global__ void __launch_bounds__(kThreads, 2) conv2d_tf32x3_kernel(const ConvArgs p, const Epi epi) {
+__global__ void __launch_bounds__(kThreads, 2)
+    conv2d_tf32x3_kernel(const ConvArgs p, const Epi epi) {
   extern __shared__ __align__(128) float smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
   const TileCoord tc = tile_coord(p);
   const int co0 = tc.ct * kBM, p0 = tc.pt * kBN;
-  const int rows = p.c_out - co0, cols = min(kBN, p.hw_out - p0);  // in range: row < rows, col < cols
+  const int rows = p.c_out - co0,
+            cols = min(kBN, p.hw_out - p0);  // in range: row < rows, col < cols
 
   WeightLoader<kVecW> weights = make_weight_loader<kVecW>(p, co0);
+  const int* table = stage_tap_table(p, smem);
   const PixelOrigin origin = pixel_origin(tc.n * p.x_image, p0 + b_copy_scalar(threadIdx.x, 0).col,
                                           p.hw_out, p.wo, p.w_in, p.sh, p.sw, p.ph, p.pw);
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -419,7 +464,8 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_tf32x3_kernel(const ConvAr
   const int k_tiles = (p.k + kBK - 1) / kBK;
   const auto load_stage = [&](int stage, int kt) {
     load_weights<kVecW>(p, weights, smem_base + stage * kStageBytes, kt * kBK);
-    gather_pixels<kPadded>(p, origin, smem_base + stage * kStageBytes + kStageFloatsA * 4, kt * kBK);
+    gather_pixels<kPadded>(p, origin, table, p.k_pad,
+                           smem_base + stage * kStageBytes + kStageFloatsA * 4, kt * kBK);
   };
 
   float acc[kMmaTilesM][kMmaTilesN][4];
@@ -481,7 +527,8 @@ inline std::vector<int> build_tap_table(const ConvGeometry& g) {
   return t;
 }
 
-inline Status read_conv_geometry(const ProblemInstance& p, const std::string& node, ConvGeometry& g) {
+inline Status read_conv_geometry(const ProblemInstance& p, const std::string& node,
+                                 ConvGeometry& g) {
   const GraphNode* nd = p.spec().find_node(node);
   if (nd == nullptr || nd->op != "conv" || nd->inputs.size() < 2)
     return Status::invalid_argument("conv2d_tf32x3: no conv node '" + node + "'");
@@ -500,7 +547,7 @@ inline Status read_conv_geometry(const ProblemInstance& p, const std::string& no
   constexpr int64_t kIntMax = 0x7fffffff;
   const int64_t k = ws[1] * ws[2] * ws[3], hw_out = ys[2] * ys[3];
   const int64_t tiles = ys[0] * ((hw_out + kBN - 1) / kBN) * ((ys[1] + kBM - 1) / kBM);
-  if (xs[1] * xs[2] * xs[3] > kIntMax || k > kIntMax - kBK || hw_out > kIntMax - kBN ||
+  if (xs[1] * xs[2] * xs[3] > kIntMax || k > kIntMax / 4 || hw_out > kIntMax - kBN ||
       ys[1] > kIntMax - kBM || tiles > kIntMax)
     return Status::failed_precondition("conv2d_tf32x3: a size exceeds the int range");
   for (int a = 0; a < 2; ++a)  // the unpadded kernel relies on every tap of a pixel being in range
@@ -508,8 +555,8 @@ inline Status read_conv_geometry(const ProblemInstance& p, const std::string& no
         ys[2 + a] != (xs[2 + a] + 2 * pad[a] - dil[a] * (ws[2 + a] - 1) - 1) / st[a] + 1)
       return Status::failed_precondition("conv2d_tf32x3: unexpected output size");
   const auto i = [](int64_t v) { return static_cast<int>(v); };
-  g = {i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3]), i(ws[0]), i(ws[2]), i(ws[3]), i(ys[2]), i(ys[3]),
-       i(st[0]), i(st[1]), i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1])};
+  g = {i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3]),  i(ws[0]),  i(ws[2]),  i(ws[3]), i(ys[2]),
+       i(ys[3]), i(st[0]), i(st[1]), i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1])};
   return Status::ok();
 }
 
@@ -530,9 +577,11 @@ class Conv2dTf32x3 {
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
     KB_TRY(upload_taps());
-    for (auto kernel : {&conv2d_tf32x3_kernel<true, false, Epi>, &conv2d_tf32x3_kernel<false, false, Epi>,
-                        &conv2d_tf32x3_kernel<true, true, Epi>, &conv2d_tf32x3_kernel<false, true, Epi>}) {
-      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    for (auto kernel :
+         {&conv2d_tf32x3_kernel<true, false, Epi>, &conv2d_tf32x3_kernel<false, false, Epi>,
+          &conv2d_tf32x3_kernel<true, true, Epi>, &conv2d_tf32x3_kernel<false, true, Epi>}) {
+      KB_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                        cudaSharedmemCarveoutMaxShared));
     }
@@ -544,21 +593,31 @@ class Conv2dTf32x3 {
   Status run(const float* x, const float* w, float* y, float2* stats, const Epi& epi,
              cudaStream_t stream) const {
     const int k_pad = g_.k_pad();
-    const ConvArgs a{x, w, taps_, reinterpret_cast<const int2*>(taps_ + k_pad), y, stats,
-                     int64_t{g_.c_in} * g_.h * g_.w, g_.c_out, g_.k(), g_.h, g_.w, g_.wo, g_.hw_out(),
-                     g_.sh, g_.sw, g_.ph, g_.pw, g_.co_tiles(), g_.pix_tiles(),
-                     g_.hw_out() % 4 == 0 && aligned16(y)};
-    const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
     const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
+    const int table_ints = padded ? 3 * k_pad : k_pad;
+    const bool table_in_smem = table_ints * 4 <= kMaxSmemTableBytes;
+    const int smem_bytes = kSmemBytes + (table_in_smem ? table_ints * 4 : 0);
+    ConvArgs a{};
+    a.x = x, a.w = w, a.tap_off = taps_, a.tap_hw = reinterpret_cast<const int2*>(taps_ + k_pad);
+    a.k_pad = k_pad, a.table_ints = table_ints, a.table_in_smem = table_in_smem;
+    a.y = y;
+    a.stats = stats;
+    a.x_image = int64_t{g_.c_in} * g_.h * g_.w;
+    a.c_out = g_.c_out, a.k = g_.k(), a.h = g_.h, a.w_in = g_.w, a.wo = g_.wo,
+    a.hw_out = g_.hw_out();
+    a.sh = g_.sh, a.sw = g_.sw, a.ph = g_.ph, a.pw = g_.pw;
+    a.co_tiles = g_.co_tiles(), a.pix_tiles = g_.pix_tiles();
+    a.vec_y = g_.hw_out() % 4 == 0 && aligned16(y);
+    const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
     const unsigned grid = static_cast<unsigned>(g_.n * a.pix_tiles * a.co_tiles);
     if (vec_w && !padded)
-      conv2d_tf32x3_kernel<true, false, Epi><<<grid, kThreads, kSmemBytes, stream>>>(a, epi);
+      conv2d_tf32x3_kernel<true, false, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
     else if (!padded)
-      conv2d_tf32x3_kernel<false, false, Epi><<<grid, kThreads, kSmemBytes, stream>>>(a, epi);
+      conv2d_tf32x3_kernel<false, false, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
     else if (vec_w)
-      conv2d_tf32x3_kernel<true, true, Epi><<<grid, kThreads, kSmemBytes, stream>>>(a, epi);
+      conv2d_tf32x3_kernel<true, true, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
     else
-      conv2d_tf32x3_kernel<false, true, Epi><<<grid, kThreads, kSmemBytes, stream>>>(a, epi);
+      conv2d_tf32x3_kernel<false, true, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
@@ -570,7 +629,8 @@ class Conv2dTf32x3 {
     KB_CUDA_TRY(cudaFree(taps_));
     taps_ = nullptr;
     KB_CUDA_TRY(cudaMalloc(&taps_, table.size() * sizeof(int)));
-    KB_CUDA_TRY(cudaMemcpy(taps_, table.data(), table.size() * sizeof(int), cudaMemcpyHostToDevice));
+    KB_CUDA_TRY(
+        cudaMemcpy(taps_, table.data(), table.size() * sizeof(int), cudaMemcpyHostToDevice));
     return Status::ok();
   }
 

@@ -8,18 +8,21 @@
 // groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the generic
 // kernel (one thread per output, any geometry: the fallback) and Conv3d, the plan that picks one.
 //
-// Tile kernel. A block (256 threads) owns one output plane d of one sample, 4*row_groups output
-// rows h, 64 output columns and 8*co_groups channels. It stages, once, the input it needs (all
-// C_in channels, KD planes, the rows and columns with halo; zeros outside x) and those channels'
-// weights in shared memory, then each warp runs tasks of (8 channels, 4 rows): lane l computes
-// columns l and l + 32 of those 4 rows for 8 channels, 64 fp32 accumulators. Per (c, kd, kw) a
-// lane loads 2 x (4 + KH - 1) input values (consecutive lanes, consecutive banks), per tap 8
-// weights as two broadcast LDS.128, and issues 64 FFMA per tap: ~10 FFMA per shared load. Stores
-// are one 128-byte row piece per (channel, row, column half): coalesced for any W', no alignment
-// assumption. Summation order per output: c, kd, kw, kh (fp32 FMA, no TF32).
+// Tile kernel. A block (256 threads, two per multiprocessor) owns one output plane d of one
+// sample, 4*row_groups output rows h, 64 output columns and 8*co_groups channels. It stages, once,
+// the input it needs (all C_in channels, KD planes, the rows and columns with halo; zeros outside
+// x) and those channels' weights (pre-transposed to [c, tap][co] by a small kernel each run, so
+// the copy is 16-byte and coalesced) in shared memory; then each warp runs tasks of (8 channels,
+// 4 rows): lane l computes columns l and l + 32 of those 4 rows for 8 channels, 64 fp32
+// accumulators. Per (c, kd, kw) a lane loads 2 x (4 + KH - 1) input values (consecutive lanes,
+// consecutive banks), per tap 8 weights as two broadcast LDS.128, and issues 64 FFMA per tap:
+// ~10 FFMA per shared load. The kw loop stays rolled: unrolled, ptxas wants ~168 registers and
+// spills at the 128 that two blocks allow. Stores are one 128-byte row piece per (channel, row,
+// column half): coalesced for any W', no alignment assumption. Summation order per output: c,
+// kd, kw, kh (fp32 FMA, no TF32).
 //
 // The stage/compute/store steps are __host__ __device__ functions of (block, warp, lane), so a
-// host emulation can run the exact index math (run_tiles_on_host).
+// host emulation can run the exact index math.
 // Thread safety: stateless; Conv3d follows Implementation (one thread at a time).
 #pragma once
 
@@ -34,6 +37,16 @@
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/device/cuda_check.h"
+
+// Loop unrolling in __host__ __device__ code: only the device pass is told (the host compiler
+// warns about #pragma unroll).
+#ifdef __CUDA_ARCH__
+#define KB_CONV3D_UNROLL _Pragma("unroll")
+#define KB_CONV3D_UNROLL_NONE _Pragma("unroll 1")
+#else
+#define KB_CONV3D_UNROLL
+#define KB_CONV3D_UNROLL_NONE
+#endif
 
 namespace kb::custom::conv3d_direct {
 
@@ -53,7 +66,8 @@ static_assert(kCoThread == 8, "weights of a tap are two float4 loads");
 
 struct Conv3dGeometry {
   int64_t batch = 0, cin = 0, cout = 0, groups = 1;
-  int64_t in[3] = {}, out[3] = {}, kernel[3] = {}, stride[3] = {}, padding[3] = {}, dilation[3] = {};
+  int64_t in[3] = {}, out[3] = {}, kernel[3] = {};
+  int64_t stride[3] = {}, padding[3] = {}, dilation[3] = {};
 };
 
 // Reads conv node `node` (inputs x (N, C_in, D, H, W), w (C_out, C_in/groups, KD, KH, KW)).
@@ -122,6 +136,8 @@ struct TileShape {
   }
 };
 
+using TaskAcc = float[kCoThread][kRowsThread][kColsThread];  // a lane's accumulators
+
 struct TileCoord {
   int n, d, h0, w0, co0;  // sample, output plane, first row, first column, first channel
 };
@@ -145,7 +161,7 @@ __host__ __device__ inline float transposed_weight(const float* w, int cout, int
   return co < cout ? w[static_cast<int64_t>(co) * ctaps + ctap] : 0.f;
 }
 
-__global__ void transpose_weights_kernel(const float* w, float* wt, int cout, int cout_pad,
+static __global__ void transpose_weights_kernel(const float* w, float* wt, int cout, int cout_pad,
                                          int ctaps) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e < ctaps * cout_pad) wt[e] = transposed_weight(w, cout, cout_pad, ctaps, e);
@@ -195,38 +211,38 @@ __host__ __device__ void stage_input(const TileParams& p, float* xs, TileCoord t
 template <int KD, int KH, int KW>
 __host__ __device__ __forceinline__ void compute_task(const TileParams& p, const float* ws,
                                                       const float* xs, int cg, int rg, int lane,
-                                                      float (&acc)[kCoThread][kRowsThread][kColsThread]) {
+                                                      TaskAcc& acc) {
   using S = TileShape<KD, KH, KW>;
   constexpr int kWindow = kRowsThread + KH - 1;  // input rows under a task's 4 output rows
   const int rows_in = S::rows_in(p), cob = S::co_block(p);
-#pragma unroll
+KB_CONV3D_UNROLL
   for (int j = 0; j < kCoThread; ++j)
-#pragma unroll
+KB_CONV3D_UNROLL
     for (int i = 0; i < kRowsThread; ++i)
-#pragma unroll
+KB_CONV3D_UNROLL
       for (int q = 0; q < kColsThread; ++q) acc[j][i][q] = 0.f;
   const float* xp = xs + rg * kRowsThread * S::kColsIn + lane;
   const float* wp = ws + cg * kCoThread;
-#pragma unroll 1
+KB_CONV3D_UNROLL_NONE
   for (int plane = 0; plane < p.cin * KD; ++plane) {
-#pragma unroll
+KB_CONV3D_UNROLL_NONE
     for (int kw = 0; kw < KW; ++kw) {
       float xv[kColsThread][kWindow];
-#pragma unroll
+KB_CONV3D_UNROLL
       for (int q = 0; q < kColsThread; ++q)
-#pragma unroll
+KB_CONV3D_UNROLL
         for (int i = 0; i < kWindow; ++i) xv[q][i] = xp[i * S::kColsIn + kw + kWarp * q];
-#pragma unroll
+KB_CONV3D_UNROLL
       for (int kh = 0; kh < KH; ++kh) {
         const float* wt = wp + (kh * KW + kw) * cob;
         const float4 lo = *reinterpret_cast<const float4*>(wt);
         const float4 hi = *reinterpret_cast<const float4*>(wt + 4);
         const float wv[kCoThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
+KB_CONV3D_UNROLL
         for (int j = 0; j < kCoThread; ++j)
-#pragma unroll
+KB_CONV3D_UNROLL
           for (int i = 0; i < kRowsThread; ++i)
-#pragma unroll
+KB_CONV3D_UNROLL
             for (int q = 0; q < kColsThread; ++q)
               acc[j][i][q] = fmaf(wv[j], xv[q][i + kh], acc[j][i][q]);
       }
@@ -241,19 +257,19 @@ __host__ __device__ __forceinline__ void compute_task(const TileParams& p, const
 template <class Epilogue>
 __host__ __device__ __forceinline__ void store_task(const TileParams& p, const Epilogue& epilogue,
                                                     TileCoord t, int cg, int rg, int lane,
-                                                    const float (&acc)[kCoThread][kRowsThread][kColsThread]) {
+                                                    const TaskAcc& acc) {
   const int h_first = t.h0 + rg * kRowsThread;
-#pragma unroll
+KB_CONV3D_UNROLL
   for (int j = 0; j < kCoThread; ++j) {
     const int co = t.co0 + cg * kCoThread + j;
     if (co >= p.cout) break;
     const auto f = epilogue.channel(co);
     float* plane = p.y + ((static_cast<int64_t>(t.n) * p.cout + co) * p.out_d + t.d) *
                              p.out_h * p.out_w;
-#pragma unroll
+KB_CONV3D_UNROLL
     for (int i = 0; i < kRowsThread; ++i) {
       if (h_first + i >= p.out_h) break;
-#pragma unroll
+KB_CONV3D_UNROLL
       for (int q = 0; q < kColsThread; ++q) {
         const int col = t.w0 + lane + kWarp * q;
         if (col < p.out_w) {
@@ -287,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv3d_tile_kernel(TileParams p, 
   for (int task = warp; task < p.co_groups * p.row_groups; task += kWarps) {
     const int cg = task % p.co_groups, rg = task / p.co_groups;
     if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
-    float acc[kCoThread][kRowsThread][kColsThread];
+    TaskAcc acc;
     compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, acc);
     store_task(p, epilogue, t, cg, rg, lane, acc);
   }
@@ -481,35 +497,5 @@ class Conv3d {
   int ctaps_ = 0;       // C_in * KD * KH * KW
   float* wt_ = nullptr;  // owned: transposed weights, (ctaps_, tile_.cout_pad)
 };
-
-// The tile kernel's exact index math and arithmetic on the host, block by block (for tests).
-template <int KD, int KH, int KW, class Epilogue>
-void run_tiles_on_host(TileParams p, const Epilogue& epilogue) {  // p.w: (C_out, C_in, KD, KH, KW)
-  using S = TileShape<KD, KH, KW>;
-  std::vector<float> wt(static_cast<size_t>(p.cin) * S::kTaps * p.cout_pad);
-  for (int e = 0; e < static_cast<int>(wt.size()); ++e) {
-    wt[e] = transposed_weight(p.w, p.cout, p.cout_pad, p.cin * S::kTaps, e);
-  }
-  p.w = wt.data();
-  std::vector<float> smem(static_cast<size_t>(S::weight_floats(p) + S::x_floats(p)));
-  const int64_t blocks = int64_t{p.batch} * p.out_d * p.h_tiles * p.w_tiles * p.co_blocks;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const TileCoord t = tile_coord(p, b, S::co_block(p));
-    std::fill(smem.begin(), smem.end(), std::nanf(""));
-    for (int tid = 0; tid < kThreads; ++tid) stage_weights<KD, KH, KW>(p, smem.data(), t, tid, kThreads);
-    float* xs = smem.data() + S::weight_floats(p);
-    for (int warp = 0; warp < kWarps; ++warp)
-      for (int lane = 0; lane < kWarp; ++lane) stage_input<KD, KH, KW>(p, xs, t, warp, lane, kWarps);
-    for (int task = 0; task < p.co_groups * p.row_groups; ++task) {
-      const int cg = task % p.co_groups, rg = task / p.co_groups;
-      if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
-      for (int lane = 0; lane < kWarp; ++lane) {
-        float acc[kCoThread][kRowsThread][kColsThread];
-        compute_task<KD, KH, KW>(p, smem.data(), xs, cg, rg, lane, acc);
-        store_task(p, epilogue, t, cg, rg, lane, acc);
-      }
-    }
-  }
-}
 
 }  // namespace kb::custom::conv3d_direct

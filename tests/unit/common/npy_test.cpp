@@ -23,7 +23,8 @@ class NpyTest : public testing::Test {
  protected:
   void SetUp() override {
     const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("kb_npy_" + std::to_string(::getpid()) + "_" + info->name());
+    dir_ =
+        fs::temp_directory_path() / ("kb_npy_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -40,7 +41,8 @@ class NpyTest : public testing::Test {
   }
   // The header text of a v1.0 file (without magic, version and length).
   static std::string header_of(const std::string& bytes) {
-    const size_t len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+    const size_t len =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
     return bytes.substr(10, len);
   }
 
@@ -62,7 +64,8 @@ TEST_F(NpyTest, Float32RoundTrip) {
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->shape, (Shape{2, 3, 4}));
   ASSERT_EQ(back->data.size(), t.data.size());
-  for (size_t i = 0; i < t.data.size(); ++i) EXPECT_EQ(back->data[i], static_cast<double>(t.data[i])) << i;
+  for (size_t i = 0; i < t.data.size(); ++i)
+    EXPECT_EQ(back->data[i], static_cast<double>(t.data[i])) << i;
   EXPECT_TRUE(std::signbit(back->data[6]));
   EXPECT_EQ(fs::file_size(path("a.npy")), 128u + 24 * 4);
 }
@@ -102,7 +105,8 @@ TEST_F(NpyTest, OneDimensionalArrayUsesAOneTuple) {
 }
 
 TEST_F(NpyTest, HeaderIsNumpyVersionOneAndPaddedToSixtyFour) {
-  for (const Shape& shape : {Shape{}, Shape{7}, Shape{128, 64, 126, 126}, Shape{1, 2, 3, 4, 5, 6, 7, 8}}) {
+  for (const Shape& shape :
+       {Shape{}, Shape{7}, Shape{1, 12345, 1, 3}, Shape{1, 2, 3, 4, 5, 6, 7, 8}}) {
     HostTensor<float> t(shape);
     ASSERT_TRUE(write_npy(path("h.npy"), t).is_ok());
     const std::string bytes = bytes_of(path("h.npy"));

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 // A minimal valid spec with the given id (level 1).
 std::string spec_text(const std::string& id) {
-  return "id: " + id + R"(
+  return "id: " + id + R"yaml(
 name: Probe
 level: 1
 family: activation
@@ -35,7 +35,7 @@ graph:
   - {name: act, op: relu, in: [x], out: y}
 output: y
 source: "x.relu()"
-)";
+)yaml";
 }
 
 // A fresh directory under the system temp dir, removed with the fixture.
@@ -87,8 +87,8 @@ TEST_F(ProblemCatalogTest, DuplicateIdNamesBothFiles) {
   write("L1_001_b.yaml", spec_text("L1_001"));
   Result<ProblemCatalog> catalog = load();
   ASSERT_FALSE(catalog.is_ok());
-  EXPECT_EQ(catalog.status().message(), path("L1_001_b.yaml") + ": id: 'L1_001' is already the id of " +
-                                            path("L1_001_a.yaml"));
+  EXPECT_EQ(catalog.status().message(),
+            path("L1_001_b.yaml") + ": id: 'L1_001' is already the id of " + path("L1_001_a.yaml"));
 }
 
 TEST_F(ProblemCatalogTest, FileNameMustStartWithTheId) {
@@ -105,8 +105,10 @@ TEST_F(ProblemCatalogTest, InvalidSpecsAreAllReported) {
   Result<ProblemCatalog> catalog = load();
   ASSERT_FALSE(catalog.is_ok());
   const std::string& message = catalog.status().message();
-  EXPECT_NE(message.find(path("L1_001_a.yaml") + ": bogus: unknown field"), std::string::npos) << message;
-  EXPECT_NE(message.find(path("L1_002_b.yaml") + ": other: unknown field"), std::string::npos) << message;
+  EXPECT_NE(message.find(path("L1_001_a.yaml") + ": bogus: unknown field"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(path("L1_002_b.yaml") + ": other: unknown field"), std::string::npos)
+      << message;
 }
 
 TEST_F(ProblemCatalogTest, SuiteNamingAnUnknownId) {
@@ -114,8 +116,9 @@ TEST_F(ProblemCatalogTest, SuiteNamingAnUnknownId) {
   write("suites.yaml", "suites:\n  smoke: [L1_001, L1_999]\n");
   Result<ProblemCatalog> catalog = load();
   ASSERT_FALSE(catalog.is_ok());
-  EXPECT_EQ(catalog.status().message(),
-            path("suites.yaml") + ": suites.smoke: expected ids of specs in the directory, got 'L1_999'");
+  EXPECT_EQ(
+      catalog.status().message(),
+      path("suites.yaml") + ": suites.smoke: expected ids of specs in the directory, got 'L1_999'");
 }
 
 TEST_F(ProblemCatalogTest, SuiteNamingAnIdTwice) {
@@ -123,7 +126,8 @@ TEST_F(ProblemCatalogTest, SuiteNamingAnIdTwice) {
   write("suites.yaml", "suites:\n  smoke: [L1_001, L1_001]\n");
   Result<ProblemCatalog> catalog = load();
   ASSERT_FALSE(catalog.is_ok());
-  EXPECT_EQ(catalog.status().message(), path("suites.yaml") + ": suites.smoke: 'L1_001' is listed twice");
+  EXPECT_EQ(catalog.status().message(),
+            path("suites.yaml") + ": suites.smoke: 'L1_001' is listed twice");
 }
 
 TEST_F(ProblemCatalogTest, SuitesFileWithoutASuitesMap) {
@@ -165,7 +169,8 @@ TEST_F(ProblemCatalogTest, ResolvesASuiteACommaListAndRejectsUnknowns) {
   Result<std::vector<std::string>> unknown = catalog->resolve("L1_001,L9_999");
   ASSERT_FALSE(unknown.is_ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(unknown.status().message(), "'L9_999' is neither a problem id nor a suite (suites: pair)");
+  EXPECT_EQ(unknown.status().message(),
+            "'L9_999' is neither a problem id nor a suite (suites: pair)");
 
   Result<std::vector<std::string>> empty = catalog->resolve("");
   ASSERT_FALSE(empty.is_ok());

@@ -86,15 +86,19 @@ TEST(ShapeExpr, UnknownSymbolIsNamedAtEvaluation) {
 }
 
 TEST(ShapeExpr, ParseErrorsSayWhatWasExpectedAndTheColumn) {
-  EXPECT_EQ(parse_error("C_in +"),
-            "bad shape expression 'C_in +': expected an integer, a dim name, '-' or '(' at column 7");
+  EXPECT_EQ(
+      parse_error("C_in +"),
+      "bad shape expression 'C_in +': expected an integer, a dim name, '-' or '(' at column 7");
   EXPECT_EQ(parse_error(""),
             "bad shape expression '': expected an integer, a dim name, '-' or '(' at column 1");
   EXPECT_EQ(parse_error("(N + 1"), "bad shape expression '(N + 1': expected ')' at column 7");
-  EXPECT_EQ(parse_error("N C"), "bad shape expression 'N C': expected an operator or the end at column 3");
-  EXPECT_EQ(parse_error("N + %"),
-            "bad shape expression 'N + %': expected an integer, a dim name, '-' or '(' at column 5");
-  EXPECT_EQ(parse_error("3)"), "bad shape expression '3)': expected an operator or the end at column 2");
+  EXPECT_EQ(parse_error("N C"),
+            "bad shape expression 'N C': expected an operator or the end at column 3");
+  EXPECT_EQ(
+      parse_error("N + %"),
+      "bad shape expression 'N + %': expected an integer, a dim name, '-' or '(' at column 5");
+  EXPECT_EQ(parse_error("3)"),
+            "bad shape expression '3)': expected an operator or the end at column 2");
   EXPECT_EQ(parse_error("1234567890123456"),
             "bad shape expression '1234567890123456': expected an integer of at most 15 digits at "
             "column 17");

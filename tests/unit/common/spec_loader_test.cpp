@@ -17,7 +17,7 @@ namespace {
 constexpr char kFile[] = "problems/L1_900_probe.yaml";
 
 // A minimal valid spec: one relu over (N, C).
-constexpr char kRelu[] = R"(id: L1_900
+constexpr char kRelu[] = R"yaml(id: L1_900
 name: Probe
 level: 1
 family: activation
@@ -33,10 +33,10 @@ graph:
 output: y
 tolerance: {atol: 1.0e-4, rtol: 1.0e-4}
 source: "x.relu()"
-)";
+)yaml";
 
 // L2_017's structure (conv, instance norm, divide) with a short source.
-constexpr char kConv[] = R"(id: L2_017
+constexpr char kConv[] = R"yaml(id: L2_017
 name: Conv2d_InstanceNorm_Divide
 level: 2
 family: conv
@@ -56,7 +56,7 @@ graph:
   - {name: divide, op: div_scalar, in: [z], out: out, value: 2.0}
 output: out
 source: "..."
-)";
+)yaml";
 
 // `text` with its one occurrence of `from` replaced by `to`.
 std::string edit(const std::string& text, const std::string& from, const std::string& to) {
@@ -94,13 +94,14 @@ testing::AssertionResult has_error_containing(const std::vector<SpecError>& erro
   for (const SpecError& e : errors) {
     if (e.file != kFile || e.field != field) continue;
     bool every = true;
-    for (const std::string& part : parts) every = every && e.message.find(part) != std::string::npos;
+    for (const std::string& part : parts)
+      every = every && e.message.find(part) != std::string::npos;
     if (every) return testing::AssertionSuccess();
   }
   std::string wanted;
   for (const std::string& part : parts) wanted += " '" + part + "'";
-  return testing::AssertionFailure() << "no error of " << field << " containing" << wanted
-                                     << "; got:" << all(errors);
+  return testing::AssertionFailure()
+         << "no error of " << field << " containing" << wanted << "; got:" << all(errors);
 }
 
 std::string read_source_file(const std::string& relative) {
@@ -169,18 +170,52 @@ TEST(SpecLoader, MissingGraph) {
   std::string text = edit(kRelu, "graph:\n  - {name: act, op: relu, in: [x], out: y}\n", "");
   auto errors = errors_of(text);
   EXPECT_TRUE(has_error(errors, "graph", "missing (required field)"));
-  EXPECT_TRUE(has_error(errors, "output", "expected the name of a graph tensor, got 'y'"));
+  EXPECT_EQ(errors.size(), 1u) << all(errors);
+}
+
+// Regression: an absent list was sized, which threw out of the loader ("malformed document:
+// invalid node") and dropped every error after it.
+TEST(SpecLoader, MissingListsDoNotAbortValidation) {
+  std::string text =
+      edit(kConv, "inputs:\n  - {name: x, shape: [N, C_in, H, W], generator: uniform}\n", "");
+  text = edit(text, "parameters:\n", "params:\n");
+  text = edit(text, "level: 2", "level: two");
+  auto errors = errors_of(text);
+  EXPECT_TRUE(has_error(errors, "inputs", "missing (required field)"));
+  EXPECT_TRUE(has_error(errors, "parameters", "missing (required field)"));
+  EXPECT_TRUE(has_error(errors, "level", "expected an integer, got 'two'"));
+  EXPECT_TRUE(has_error_containing(errors, "params", {"unknown field"}));
+  EXPECT_TRUE(has_error(errors, "graph[0].in[0]",
+                        "expected an input, a parameter or an earlier node's output, got 'x'"));
+  for (const SpecError& e : errors)
+    EXPECT_EQ(e.message.find("malformed"), std::string::npos) << e.to_string();
+}
+
+// Regression: a list entry that is not a map threw BadSubscript out of the loader.
+TEST(SpecLoader, InputOrParameterThatIsNotAMap) {
+  std::string text =
+      edit(kConv, "  - {name: x, shape: [N, C_in, H, W], generator: uniform}", "  - x");
+  text = edit(text,
+              "  - {name: conv.bias, shape: [C_out], init: fan_in_uniform, fan_in_of: conv.weight}",
+              "  - [conv.bias]");
+  auto errors = errors_of(text);
+  EXPECT_TRUE(has_error(errors, "inputs[0]", "expected a map {name, shape, generator}, got 'x'"));
+  EXPECT_TRUE(has_error(errors, "parameters[1]",
+                        "expected a map {name, shape, init[, fan_in_of]}, got a list of 1 items"));
+  for (const SpecError& e : errors)
+    EXPECT_EQ(e.message.find("malformed"), std::string::npos) << e.to_string();
 }
 
 TEST(SpecLoader, MissingInputShape) {
-  std::string text = edit(kRelu, "{name: x, shape: [N, C], generator: uniform}",
-                          "{name: x, generator: uniform}");
+  std::string text =
+      edit(kRelu, "{name: x, shape: [N, C], generator: uniform}", "{name: x, generator: uniform}");
   EXPECT_TRUE(has_error(errors_of(text), "inputs[0].shape", "missing (required field)"));
 }
 
 TEST(SpecLoader, UnknownTopLevelField) {
   std::string text = kRelu + std::string("author: me\n");
-  EXPECT_TRUE(has_error_containing(errors_of(text), "author", {"unknown field (expected one of id,"}));
+  EXPECT_TRUE(
+      has_error_containing(errors_of(text), "author", {"unknown field (expected one of id,"}));
 }
 
 TEST(SpecLoader, LevelThatIsNotAnInteger) {
@@ -219,7 +254,8 @@ TEST(SpecLoader, StrideWithTheWrongNumberOfEntries) {
 TEST(SpecLoader, BoolAttributeThatIsNotABool) {
   std::string text = edit(kRelu, "{name: act, op: relu, in: [x], out: y}",
                           "{name: act, op: mean, in: [x], out: y, dims: [1], keepdim: maybe}");
-  EXPECT_TRUE(has_error(errors_of(text), "graph[0].keepdim", "expected true or false, got 'maybe'"));
+  EXPECT_TRUE(
+      has_error(errors_of(text), "graph[0].keepdim", "expected true or false, got 'maybe'"));
 }
 
 // ---- shapes --------------------------------------------------------------------------------
@@ -237,10 +273,11 @@ TEST(SpecLoader, ShapeUsingAnUndeclaredDim) {
 }
 
 TEST(SpecLoader, DeclaredDimThatNothingUses) {
-  std::string text = edit(edit(edit(kRelu, "dims: [N, C]", "dims: [N, C, H]"), "{N: 4, C: 8}",
-                               "{N: 4, C: 8, H: 3}"),
-                          "{N: 1, C: 2}", "{N: 1, C: 2, H: 1}");
-  EXPECT_TRUE(has_error(errors_of(text), "dims", "'H' is declared but no shape or attribute uses it"));
+  std::string text = edit(
+      edit(edit(kRelu, "dims: [N, C]", "dims: [N, C, H]"), "{N: 4, C: 8}", "{N: 4, C: 8, H: 3}"),
+      "{N: 1, C: 2}", "{N: 1, C: 2, H: 1}");
+  EXPECT_TRUE(
+      has_error(errors_of(text), "dims", "'H' is declared but no shape or attribute uses it"));
 }
 
 TEST(SpecLoader, DimListedTwice) {
@@ -263,8 +300,9 @@ TEST(SpecLoader, PresetSizeBelowOne) {
 TEST(SpecLoader, ShapeThatIsNotPositiveAtAPreset) {
   std::string text = edit(kRelu, "shape: [N, C]", "shape: [N, C - 2]");
   auto errors = errors_of(text);
-  EXPECT_TRUE(has_error(errors, "presets.small",
-                        "shapes do not fit: inputs[0].shape[1]: expected a size >= 1, got C - 2 = 0"));
+  EXPECT_TRUE(
+      has_error(errors, "presets.small",
+                "shapes do not fit: inputs[0].shape[1]: expected a size >= 1, got C - 2 = 0"));
   EXPECT_EQ(errors.size(), 1u) << all(errors);  // full (C = 8) fits
 }
 
@@ -282,10 +320,12 @@ TEST(SpecLoader, ShapeDivisionWithARemainder) {
 TEST(SpecLoader, ConvWeightChannelsThatDoNotMatchTheInput) {
   std::string text = edit(kConv, "shape: [C_out, C_in, 3, 3]", "shape: [C_out, C_in / 2, 3, 3]");
   auto errors = errors_of(text);
-  EXPECT_TRUE(has_error(errors, "presets.full",
-                        "shapes do not fit: graph[0] (conv): in[1] (conv.weight): expected a weight "
-                        "(O, C/groups, *K) with C/groups = 64/1 = 64, got (128, 32, 3, 3)"));
-  EXPECT_TRUE(has_error_containing(errors, "presets.small", {"C/groups = 32/1 = 32, got (48, 16, 3, 3)"}));
+  EXPECT_TRUE(
+      has_error(errors, "presets.full",
+                "shapes do not fit: graph[0] (conv): in[1] (conv.weight): expected a weight "
+                "(O, C/groups, *K) with C/groups = 64/1 = 64, got (128, 32, 3, 3)"));
+  EXPECT_TRUE(
+      has_error_containing(errors, "presets.small", {"C/groups = 32/1 = 32, got (48, 16, 3, 3)"}));
 }
 
 TEST(SpecLoader, GroupsThatDoNotDivideTheChannels) {
@@ -306,15 +346,17 @@ TEST(SpecLoader, KernelLargerThanTheInput) {
 }
 
 TEST(SpecLoader, LayerNormWeightThatDoesNotMatchTheLastDims) {
-  std::string text = edit(edit(kRelu, "parameters: []",
-                               "parameters:\n"
-                               "  - {name: ln.weight, shape: [N], init: ones}\n"
-                               "  - {name: ln.bias, shape: [N], init: zeros}"),
-                          "{name: act, op: relu, in: [x], out: y}",
-                          "{name: ln, op: layer_norm, in: [x, ln.weight, ln.bias], out: y, eps: 1.0e-5}");
-  EXPECT_TRUE(has_error(errors_of(text), "presets.full",
-                        "shapes do not fit: graph[0] (ln): in[1] (ln.weight): expected a weight whose "
-                        "shape equals the trailing dims of x (4, 8) (the normalized dims), got (4)"));
+  std::string text =
+      edit(edit(kRelu, "parameters: []",
+                "parameters:\n"
+                "  - {name: ln.weight, shape: [N], init: ones}\n"
+                "  - {name: ln.bias, shape: [N], init: zeros}"),
+           "{name: act, op: relu, in: [x], out: y}",
+           "{name: ln, op: layer_norm, in: [x, ln.weight, ln.bias], out: y, eps: 1.0e-5}");
+  EXPECT_TRUE(
+      has_error(errors_of(text), "presets.full",
+                "shapes do not fit: graph[0] (ln): in[1] (ln.weight): expected a weight whose "
+                "shape equals the trailing dims of x (4, 8) (the normalized dims), got (4)"));
 }
 
 // ---- generators, inits, ops and attributes -------------------------------------------------
@@ -342,8 +384,9 @@ TEST(SpecLoader, FanInOfThatNamesNoEarlierParameter) {
 
 TEST(SpecLoader, UnknownOp) {
   std::string text = edit(kRelu, "op: relu", "op: rectify");
-  EXPECT_TRUE(has_error_containing(errors_of(text), "graph[0].op",
-                                   {"expected one of bmm, conv, conv_transpose, relu,", "got 'rectify'"}));
+  EXPECT_TRUE(
+      has_error_containing(errors_of(text), "graph[0].op",
+                           {"expected one of bmm, conv, conv_transpose, relu,", "got 'rectify'"}));
 }
 
 TEST(SpecLoader, UnknownAttribute) {
@@ -397,8 +440,9 @@ TEST(SpecLoader, MissingFullOrSmallPreset) {
 TEST(SpecLoader, IdThatBreaksThePattern) {
   for (const char* id : {"L1_90", "L4_900", "l1_900", "L1_9000", "L1-900"}) {
     std::string text = edit(kRelu, "id: L1_900", std::string("id: ") + id);
-    EXPECT_TRUE(has_error(errors_of(text), "id",
-                          std::string("expected L<level>_<3 digits> (e.g. L2_017), got '") + id + "'"));
+    EXPECT_TRUE(
+        has_error(errors_of(text), "id",
+                  std::string("expected L<level>_<3 digits> (e.g. L2_017), got '") + id + "'"));
   }
 }
 
@@ -429,7 +473,8 @@ TEST(SpecLoader, InvalidYamlNamesTheLine) {
 TEST(SpecLoader, DocumentThatIsNotAMap) {
   std::vector<SpecError> errors = errors_of("- just\n- a list\n");
   ASSERT_EQ(errors.size(), 1u) << all(errors);
-  EXPECT_EQ(errors[0].to_string(), std::string(kFile) + ": expected a map of spec fields, got a list of 2 items");
+  EXPECT_EQ(errors[0].to_string(),
+            std::string(kFile) + ": expected a map of spec fields, got a list of 2 items");
 }
 
 // ---- several errors ------------------------------------------------------------------------

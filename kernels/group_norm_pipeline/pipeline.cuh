@@ -1,5 +1,8 @@
-// A two-phase per-sample pipeline in one kernel launch, for "statistics, then normalize" problems
-// whose statistics are per sample (GroupNorm, InstanceNorm): phase S of sample n produces partial
+// Building blocks of fused "producer -> GroupNorm" kernels (L2_021, L2_060): fast sigmoid pieces,
+// the GroupNorm coefficients from double sums, a block sum, and a two-phase per-sample pipeline.
+//
+// The pipeline runs in one kernel launch, for "statistics, then normalize" problems whose
+// statistics are per sample (GroupNorm, InstanceNorm): phase S of sample n produces partial
 // statistics (and, for some users, a pre-norm tensor); phase N of sample n needs all of sample n's
 // S tasks finished. Launched as two kernels, the compute-bound S pass and the memory-bound N pass
 // run one after the other; here a single grid takes tickets in an order that interleaves S tasks
@@ -25,7 +28,55 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace kb::sample_pipeline {
+namespace kb::gn_pipeline {
+
+constexpr int kWarp = 32;
+
+// ---- Elementwise and reduction helpers ----
+
+// 2^v and 1/v, one MUFU instruction each (relative error ~2^-22, denormals flushed).
+__device__ __forceinline__ float ex2_approx(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
+__device__ __forceinline__ float rcp_approx(float v) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
+constexpr float kNegLog2e = -1.4426950408889634f;
+
+// (scale, shift) with out = v * scale + shift = (v - mean) * rstd * gamma + beta, from the sums
+// of v and v^2 over `count` values (biased variance, like GroupNorm).
+__device__ inline float2 group_norm_coefficients(double2 sums, double count, float gamma,
+                                                 float beta, float eps) {
+  const double mean = sums.x / count;
+  const double var = fmax(sums.y / count - mean * mean, 0.0);
+  const double scale = static_cast<double>(gamma) / sqrt(var + static_cast<double>(eps));
+  return make_float2(static_cast<float>(scale), static_cast<float>(beta - mean * scale));
+}
+
+// The block's sum of v (blockDim.x a multiple of 32, at most 1024), valid in thread 0.
+__device__ inline double2 block_sum(double2 v) {
+  __shared__ double2 warp_sums[32];
+  for (int off = kWarp / 2; off > 0; off /= 2) {
+    v.x += __shfl_xor_sync(0xffffffffu, v.x, off);
+    v.y += __shfl_xor_sync(0xffffffffu, v.y, off);
+  }
+  if (threadIdx.x % kWarp == 0) warp_sums[threadIdx.x / kWarp] = v;
+  __syncthreads();
+  v = make_double2(0.0, 0.0);
+  if (threadIdx.x == 0) {
+    for (unsigned k = 0; k < blockDim.x / kWarp; ++k)
+      v = make_double2(v.x + warp_sums[k].x, v.y + warp_sums[k].y);
+  }
+  return v;
+}
+
+// ---- The two-phase pipeline ----
 
 enum class TaskKind { kNone, kStats, kNormalize };
 
@@ -98,4 +149,4 @@ __device__ inline void wait_done(const unsigned int* done, unsigned int expected
   }
 }
 
-}  // namespace kb::sample_pipeline
+}  // namespace kb::gn_pipeline
