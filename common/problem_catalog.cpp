@@ -57,6 +57,8 @@ Result<std::vector<std::string>> ProblemCatalog::resolve(const std::string& name
   std::stringstream in(name_or_ids);
   std::string id;
   while (std::getline(in, id, ',')) {
+    id.erase(0, id.find_first_not_of(" \t"));  // "L1_003, L2_017" is a list of two ids
+    id.erase(id.find_last_not_of(" \t") + 1);
     if (id.empty()) continue;
     if (!problems.count(id)) {
       std::string known;

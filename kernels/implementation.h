@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/problem_spec.h"
 #include "common/status.h"
@@ -60,6 +61,8 @@ bool register_implementation(std::string_view problem_id, Variant variant,
                              ImplementationFactory factory);
 // nullptr when the problem has no such variant (custom variants are optional).
 ImplementationFactory find_implementation(std::string_view problem_id, Variant variant);
+// Every problem id with at least one registered implementation.
+std::vector<std::string> registered_problem_ids();
 
 // The index of a tensor of the spec by name, for readable run() code:
 //   const DeviceTensor& x = args.inputs[input_index(p, "x")];

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/implementation.h"
 
@@ -41,6 +42,14 @@ bool register_implementation(std::string_view problem_id, Variant variant,
 ImplementationFactory find_implementation(std::string_view problem_id, Variant variant) {
   auto it = registry().find(std::make_pair(std::string(problem_id), variant));
   return it == registry().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> registered_problem_ids() {
+  std::vector<std::string> ids;
+  for (const auto& [key, factory] : registry()) {
+    if (ids.empty() || ids.back() != key.first) ids.push_back(key.first);
+  }
+  return ids;
 }
 
 size_t input_index(const ProblemInstance& problem, std::string_view name) {

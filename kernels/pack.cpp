@@ -34,6 +34,29 @@ int32_t report(int32_t code, const std::string& message, char* error, size_t err
 
 kb::Shape shape_of(const kb_tensor_v1& t) { return kb::Shape(t.shape, t.shape + t.rank); }
 
+// The ids of every golden model and registered implementation, sorted, computed once.
+const std::vector<std::string>& problem_table() {
+  static const std::vector<std::string> kIds = [] {
+    std::vector<std::string> ids;
+    for (const kb::CpuModel& m : kb::cpu_models()) ids.emplace_back(m.id);
+#if KB_PACK_WITH_CUDA
+    for (const std::string& id : kb::registered_problem_ids()) {
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    }
+#endif
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }();
+  return kIds;
+}
+
+int32_t problem_count() { return static_cast<int32_t>(problem_table().size()); }
+
+const char* problem_id(int32_t index) {
+  const auto& ids = problem_table();
+  return index >= 0 && index < static_cast<int32_t>(ids.size()) ? ids[index].c_str() : nullptr;
+}
+
 int has_variant(const char* problem_id, int32_t variant) {
   switch (variant) {
     case KB_VARIANT_CPU_GOLDEN:
@@ -161,7 +184,8 @@ int32_t run(kb_instance_v1* inst, const kb_tensor_v1* inputs, int32_t num_inputs
 void destroy(kb_instance_v1* inst) { delete inst; }
 
 const kb_pack_v1_t kPack = {
-    KB_PACK_ABI_VERSION, KB_VERSION, KB_GIT_COMMIT, KB_BUILD_INFO, &has_variant, &create, &run, &destroy,
+    KB_PACK_ABI_VERSION, KB_VERSION, KB_GIT_COMMIT, KB_BUILD_INFO, &problem_count, &problem_id,
+    &has_variant,        &create,    &run,          &destroy,
 };
 
 }  // namespace

@@ -58,6 +58,10 @@ typedef struct {
   const char* commit;     /* git commit the pack was built from ("unknown" outside git) */
   const char* build_info; /* compiler, CUDA version and architectures */
 
+  /* The problem table: the ids of every problem the pack holds an implementation of. */
+  int32_t (*problem_count)(void);
+  const char* (*problem_id)(int32_t index); /* NULL when index is out of range */
+
   /* 1 when the pack holds `variant` for `problem_id`, else 0. */
   int (*has_variant)(const char* problem_id, int32_t variant);
 

@@ -75,8 +75,12 @@ nlohmann::json GpuClocks::report() const {
   for (const auto& [bit, name] : kThrottleReasons) {
     if (reasons_seen_ & bit) reasons.push_back(name);
   }
-  return {{"available", true}, {"samples", samples_}, {"sm_mhz_min", sm_min_}, {"sm_mhz_max", sm_max_},
-          {"max_sm_mhz", max_sm_mhz_}, {"throttled", !reasons.empty()}, {"reasons", reasons}};
+  // A job whose SM clock moved by more than 3% while it was timed is flagged: its samples mix
+  // clock rates, even when the driver reports no throttle reason.
+  const bool dropped = sm_min_ < 0.97 * sm_max_;
+  return {{"available", true},       {"samples", samples_},          {"sm_mhz_min", sm_min_},
+          {"sm_mhz_max", sm_max_},   {"max_sm_mhz", max_sm_mhz_},     {"throttled", !reasons.empty()},
+          {"clocks_dropped", dropped}, {"reasons", reasons}};
 }
 
 }  // namespace kb

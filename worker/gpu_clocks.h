@@ -19,7 +19,8 @@ class GpuClocks {
 
   bool available() const { return device_ != nullptr; }
   void sample();
-  // {available, samples, sm_mhz_min, sm_mhz_max, max_sm_mhz, throttled, reasons: [...]}
+  // {available, samples, sm_mhz_min, sm_mhz_max, max_sm_mhz, throttled, clocks_dropped,
+  //  reasons: [...]}
   nlohmann::json report() const;
   int max_sm_mhz() const { return max_sm_mhz_; }
 

@@ -9,11 +9,13 @@
 // pair (ow = 2q, 2q + 1) of one (od, oh) needs x[.., q] and x[.., q + 1] and 3 FMA per
 // (c, kd, kh) tap, whose 3 kw weights come in one float4.
 //
-// Design: recompute, never materialize y. One persistent launch (group_norm_pipeline/pipeline.cuh) mixes
-//   S tasks: conv + bias + swish, per-(n, group) sums of s and s^2 (fp32 per thread and group,
-//            warp sums in fp32, double across warps and blocks), nothing written;
-//   N tasks: the same conv + swish, then (s - mean) * rstd * gamma + beta, hardswish, stores;
-// so the issue-bound S work of sample j overlaps the store-bound N work of sample j - lag.
+// Design: recompute, never materialize y. Three launches (group_norm_pipeline/pipeline.cuh):
+//   stats_kernel:     conv + bias + swish, per-task per-(n, group) sums of s and s^2 (fp32 per
+//                     thread and group, warp sums in fp32, double across warps) to its own
+//                     partials slot; nothing else written;
+//   coefficients:     one warp per (n, group) folds the tasks' partials -> coef[n][o];
+//   normalize_kernel: the same conv + swish, then s * scale + shift, hardswish, stores.
+// Both big launches are persistent grid-stride loops (weights staged once per block).
 // A warp item is (n, od parity, 4 rows od of that parity, oh, 32 columns q): each lane keeps the
 // (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
 // weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
@@ -21,8 +23,18 @@
 // Any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out) runs the
 // generic kernels: one thread per output element, one block per (n, group) for the statistics.
 //
-// Predicted (H200): ~19 issued instructions per output in N, ~17 in S -> ~0.29 ms of issue,
-// overlapped with ~0.25 ms of stores: ~0.31-0.33 ms.
+// Ladder (H200, full preset; floor 0.240 ms):
+//   v1 one-launch ticket pipeline, S and N tasks interleaved, lag 5 phases
+//      predicted 0.31-0.33 ms (~19 + ~17 issued instr/output, stores overlapped) -> measured 0.702
+//      (why, from the code: each 8-warp task pays a ticket atomic, an acquire spin, double-math
+//      coefficients, double atomics + two __threadfence, and a cold x load, all serial per block,
+//      with only 2 blocks/SM (128 regs) to hide them; warps of one task differ 2x in taps and wait
+//      for the slowest at the next barrier)
+//   v2 two launches (stats, normalize) + a 512-warp coefficient fold: no tickets, spins, fences or
+//      global atomics; stats 0.128 ms of issue -> ~0.16, normalize max(0.16 issue -> ~0.2,
+//      1.0 GB of stores ~0.26) -> ~0.28; predicted 0.43-0.48 ms -> measured: (pending)
+//   next: 8-byte stores (a row pair per lane is contiguous; odd rows shift by one lane) to halve
+//      store sectors; a stats pass with fewer instructions (sums only over the S tile).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,6 +63,7 @@ struct Geometry {
   int64_t batch, c_in, c_out, in_d, in_h, in_w, out_d, out_h, out_w;
   int64_t groups, cpg;                  // GroupNorm groups, channels per group
   int64_t m_chunks, q_chunks, items;    // fast path: warp items per sample
+  int64_t tasks;                        // fast path: block tasks per sample (kWarps items each)
   float eps;
   __host__ __device__ int64_t plane() const { return out_d * out_h * out_w; }
 };
@@ -62,9 +75,9 @@ struct Buffers {
   const float* gamma;  // (C_out)
   const float* beta;   // (C_out)
   float* out;          // (N, C_out, 2D-1, 2H-1, 2W-1)
-  double2* stats;      // [N * groups] (sum s, sum s^2)
-  unsigned int* done;  // [N] finished S tasks
-  unsigned long long* ticket;
+  double2* stats;      // generic path: [N * groups] (sum s, sum s^2)
+  double2* partials;   // fast path: [N][tasks][groups] (sum s, sum s^2) of each stats task
+  float2* coef;        // fast path: [N][C_out] (scale, shift)
 };
 
 // ---- Elementwise pieces ----
@@ -88,7 +101,7 @@ __device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int
 
 // ---- Fast path: one warp item ----
 
-struct SmemLayout {  // dynamic shared memory of the fused kernel, in this order
+struct SmemLayout {  // dynamic shared memory of both fast kernels, in this order
   double2* part;     // [kWarps][groups] warp sums of the current S task
   float4* w;         // [C_out][C_in][kd][kh] = (w[.., kw = 0], kw = 1, kw = 2, 0)
   float2* coef;      // [C_out] (scale, shift) of the current N task
@@ -232,8 +245,9 @@ __device__ bool dispatch_item(const Buffers& b, const Geometry& g, const SmemLay
   return true;
 }
 
-// ---- Fast path: tasks and the fused kernel ----
+// ---- Fast path: tasks and the two kernels ----
 
+// Task `task` of sample n: its per-group sums to b.partials[n][task][*].
 __device__ void stats_task(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
                            int64_t task) {
   const int warp = threadIdx.x / kWarp;
@@ -248,22 +262,9 @@ __device__ void stats_task(const Buffers& b, const Geometry& g, const SmemLayout
       sum.x += s.part[v * g.groups + k].x;
       sum.y += s.part[v * g.groups + k].y;
     }
-    atomicAdd(&b.stats[n * g.groups + k].x, sum.x);
-    atomicAdd(&b.stats[n * g.groups + k].y, sum.y);
-    __threadfence();
+    b.partials[(n * g.tasks + task) * g.groups + k] = sum;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) sp::signal_done(&b.done[n]);
-}
-
-__device__ void normalize_task(const Buffers& b, const Geometry& g, const SmemLayout& s,
-                               int64_t n, int64_t task, unsigned int s_tasks) {
-  if (threadIdx.x == 0) sp::wait_done(&b.done[n], s_tasks);
-  __syncthreads();
-  for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads)
-    s.coef[o] = norm_coefficients(b.stats, g, n, o, b.gamma, b.beta);
-  __syncthreads();
-  dispatch_item<true>(b, g, s, n, task * kWarps + threadIdx.x / kWarp);
+  __syncthreads();  // s.part is rewritten by the next task
 }
 
 __device__ void stage_parameters(const Buffers& b, const Geometry& g, const SmemLayout& s) {
@@ -275,19 +276,27 @@ __device__ void stage_parameters(const Buffers& b, const Geometry& g, const Smem
   for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.bias[o] = b.bias[o];
 }
 
-// Persistent: stages the weights once, then runs tasks in ticket order until none is left.
-__global__ void __launch_bounds__(kThreads, 2) fused_kernel(Buffers b, Geometry g, sp::Plan plan) {
+// Persistent: stages the weights once, then runs stats tasks (n, task) in grid-stride order.
+__global__ void __launch_bounds__(kThreads, 2) stats_kernel(Buffers b, Geometry g) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ int64_t ticket_slot;
-  stage_parameters(b, g, carve(smem_raw, g));
-  for (;;) {
-    const int64_t t = sp::take_ticket(b.ticket, &ticket_slot);  // synchronizes the block
-    if (t >= plan.tickets()) break;
-    const sp::Task task = plan.decode(t);
-    const SmemLayout s = carve(smem_raw, g);
-    if (task.kind == sp::TaskKind::kStats) stats_task(b, g, s, task.sample, task.index);
-    if (task.kind == sp::TaskKind::kNormalize)
-      normalize_task(b, g, s, task.sample, task.index, static_cast<unsigned int>(plan.s_tasks));
+  const SmemLayout s = carve(smem_raw, g);
+  stage_parameters(b, g, s);
+  __syncthreads();
+  for (int64_t t = blockIdx.x; t < g.batch * g.tasks; t += gridDim.x)
+    stats_task(b, g, s, t / g.tasks, t % g.tasks);
+}
+
+// Persistent: stages the weights once, then normalizes tasks (n, task) in grid-stride order.
+__global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geometry g) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const SmemLayout s = carve(smem_raw, g);
+  stage_parameters(b, g, s);
+  for (int64_t t = blockIdx.x; t < g.batch * g.tasks; t += gridDim.x) {
+    const int64_t n = t / g.tasks;
+    __syncthreads();  // the weights are staged; the previous task's readers of s.coef are done
+    for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.coef[o] = b.coef[n * g.c_out + o];
+    __syncthreads();
+    dispatch_item<true>(b, g, s, n, (t % g.tasks) * kWarps + threadIdx.x / kWarp);
   }
 }
 
@@ -366,7 +375,7 @@ class Custom final : public Implementation {
     const Shape& xs = p.shape_of("x");                      // (N, C_in, D, H, W)
     const Shape& ws = p.shape_of("conv_transpose.weight");  // (C_in, C_out, kD, kH, kW)
     const Shape& os = p.output_shape();                     // (N, C_out, Do, Ho, Wo)
-    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], xs[4], os[2], os[3], os[4], 0, 0, 0, 0, 0, 0.0f};
+    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], xs[4], os[2], os[3], os[4], 0, 0, 0, 0, 0, 0, 0.0f};
     g_.groups = p.int_attr("group_norm", "num_groups");
     g_.cpg = g_.c_out / g_.groups;
     g_.eps = static_cast<float>(p.number("group_norm", "eps"));
@@ -384,27 +393,33 @@ class Custom final : public Implementation {
     g_.m_chunks = (g_.in_d + kRows - 1) / kRows;
     g_.q_chunks = (g_.in_w + kWarp - 1) / kWarp;
     g_.items = 2 * g_.m_chunks * g_.out_h * g_.q_chunks;
+    g_.tasks = (g_.items + kWarps - 1) / kWarps;
     smem_ = smem_bytes(g_);
     fast_ = unit && g_.c_in == kCin && smem_ <= 96 * 1024;
-    if (fast_) KB_TRY(plan_fused());
-    const size_t bytes = sizeof(double2) * g_.batch * g_.groups + sizeof(unsigned long long) +
-                         sizeof(unsigned int) * g_.batch;
+    if (fast_) KB_TRY(plan_fast());
+    // workspace: stats [N * groups] | partials [N * tasks * groups] double2 | coef [N * C_out] float2
+    const size_t bytes = sizeof(double2) * g_.batch * g_.groups * (1 + g_.tasks) +
+                         sizeof(float2) * g_.batch * g_.c_out;
     KB_CUDA_TRY(cudaMalloc(&workspace_, bytes));
-    workspace_bytes_ = bytes;
     return Status::ok();
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    // workspace: stats [N * groups] double2 | ticket | done [N]
+    // Every workspace slot a launch reads was written earlier in this run: no zeroing.
     auto* stats = static_cast<double2*>(workspace_);
-    auto* ticket = reinterpret_cast<unsigned long long*>(stats + g_.batch * g_.groups);
-    auto* done = reinterpret_cast<unsigned int*>(ticket + 1);
+    auto* partials = stats + g_.batch * g_.groups;
+    auto* coef = reinterpret_cast<float2*>(partials + g_.batch * g_.tasks * g_.groups);
     const Buffers b{args.inputs[x_].data, args.params[w_].data,     args.params[bias_].data,
                     args.params[gamma_].data, args.params[beta_].data, args.output.data,
-                    stats, done, ticket};
-    KB_CUDA_TRY(cudaMemsetAsync(workspace_, 0, workspace_bytes_, stream));
+                    stats, partials, coef};
     if (fast_) {
-      fused_kernel<<<fused_blocks_, kThreads, smem_, stream>>>(b, g_, plan_);
+      stats_kernel<<<stats_blocks_, kThreads, smem_, stream>>>(b, g_);
+      KB_CUDA_TRY(cudaGetLastError());
+      sp::launch_coefficients(partials, g_.batch, g_.tasks, g_.groups, g_.cpg,
+                              static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
+                              coef, stream);
+      KB_CUDA_TRY(cudaGetLastError());
+      normalize_kernel<<<normalize_blocks_, kThreads, smem_, stream>>>(b, g_);
     } else {
       generic_stats_kernel<<<static_cast<unsigned>(g_.batch * g_.groups), kThreads, 0, stream>>>(b, g_, cv_);
       KB_CUDA_TRY(cudaGetLastError());
@@ -420,17 +435,16 @@ class Custom final : public Implementation {
     return p.has_attr("conv_transpose", attr) ? p.ints("conv_transpose", attr)[a] : fill;
   }
 
-  Status plan_fused() {
-    int device = 0, sms = 0, per_sm = 0;
-    KB_CUDA_TRY(cudaGetDevice(&device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KB_CUDA_TRY(cudaFuncSetAttribute(fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem_)));
-    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel, kThreads, smem_));
-    const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
-    const int64_t tasks = (g_.items + kWarps - 1) / kWarps;  // per sample, S and N alike
-    plan_ = sp::Plan{g_.batch, tasks, tasks, sp::choose_lag(resident, tasks, tasks, g_.batch)};
-    fused_blocks_ = static_cast<int>(std::clamp<int64_t>(plan_.tickets(), 1, resident));
+  Status plan_fast() {
+    const int64_t tasks = g_.batch * g_.tasks;
+    for (const void* k : {reinterpret_cast<const void*>(stats_kernel),
+                          reinterpret_cast<const void*>(normalize_kernel)})
+      KB_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem_)));
+    KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(stats_kernel), kThreads,
+                                      smem_, tasks, &stats_blocks_));
+    KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(normalize_kernel), kThreads,
+                                      smem_, tasks, &normalize_blocks_));
     return Status::ok();
   }
 
@@ -439,10 +453,8 @@ class Custom final : public Implementation {
   ConvT cv_{};
   bool fast_ = false;
   size_t smem_ = 0;
-  sp::Plan plan_{};
-  int fused_blocks_ = 1;
-  void* workspace_ = nullptr;  // stats, done counters, ticket; owned, zeroed every run
-  size_t workspace_bytes_ = 0;
+  int stats_blocks_ = 1, normalize_blocks_ = 1;
+  void* workspace_ = nullptr;  // stats, partials, coefficients; owned
 };
 
 }  // namespace kb::custom::L2_060

@@ -1,0 +1,335 @@
+// L2_010 custom: out = tanh(mean_hw(hardtanh(maxpool2x2(conv_transpose2d(x) + bias)))).
+//   x: (N, C_in, H, W); weight: (C_in, C_out, 3, 3); bias: (C_out); out: (N, C_out, 1, 1).
+//   Full preset: (128, 64, 256, 256) -> conv (128, 64, 256, 256) -> pool (.., 128, 128).
+//
+// Cost (PROBLEMS.md, full preset): 616.6 GFLOP; min DRAM 2,148 MB -> 0.50 ms; floor 9.20 ms
+// strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.6 ms, best peer 12.31 ms,
+// goal <= 10.3 ms.
+//
+// Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
+// dil*(k-1) - pad. Three kernels on `stream`:
+//   1. flip_weight: w_t[co][ci][a][b] = weight[ci][co][KH-1-a][KW-1-b] (37K floats, per call).
+//   2. conv_pool_kernel: the 3xTF32 implicit-GEMM conv core of kernels/conv2d_tf32x3 re-tiled to
+//      64 channels x 128 columns (kernels/conv2d_pool_tf32x3/conv2d_pool_core.cuh); columns are
+//      pool-window major so each thread holds whole 2x2 windows; epilogue max4 -> +bias (max and
+//      +bias commute exactly) -> clamp -> deterministic per-tile sum per (n, co):
+//      partial (N, C_out, tiles), 16.8 MB at full size. The 2.1 GB conv output never exists.
+//   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)).
+//
+// Predicted on the H200: L2_001 (same warp tile, K = 576) ran 58.6 TFLOP/s; the 64-row CTA tile
+// doubles gather work per MMA (+~12% issue) and drops the output store -> ~10-11 ms.
+// Accuracy: 3xTF32 ~fp32 (K = 576, |conv| < 1); mean over 16,384 windows: error ~1e-7.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
+#include "kernels/device/cuda_check.h"
+#include "kernels/implementation.h"
+
+namespace kb::custom::L2_010 {
+
+using namespace kb::custom::conv2d_pool_tf32x3;
+
+// Sizes validated to fit int by setup(). Grid: one CTA per (n, column tile, channel tile),
+// blockIdx.x = (n * col_tiles + column tile) * co_tiles + channel tile.
+struct PoolConvArgs {
+  const float* x;      // (N, C_in, H, W)
+  const float* w;      // (C_out, K): flipped, transposed weight
+  const float* bias;   // (C_out)
+  const int* taps;     // (3 K_pad): tap_off, then (dh, dw) pairs; 16-byte aligned
+  float* partial;      // (N, C_out, col_tiles)
+  int64_t x_image;     // C_in*H*W
+  int c_out, k, k_pad, h, w_in, wp, cols_total;  // cols_total = 4 * Hp * Wp
+  int ph, pw;
+  int co_tiles, col_tiles;
+  float lo, hi;
+};
+
+// ---- global -> shared ----
+
+template <bool kVec>
+__device__ __forceinline__ CopySlot weight_slot(int tid, int j) {
+  return kVec ? a_copy_vec(tid, j) : a_copy_scalar(tid, j);
+}
+// Copies the weight k-tile starting at k0 into the stage at byte address stage_a.
+template <bool kVec>
+__device__ __forceinline__ void load_weights(const PoolConvArgs& p, int co0, uint32_t stage_a,
+                                             int k0) {
+  constexpr int kCopies = kVec ? kWeightVecCopies : kWeightScalarCopies;
+#pragma unroll
+  for (int j = 0; j < kCopies; ++j) {
+    const CopySlot s = weight_slot<kVec>(threadIdx.x, j);
+    // vector path: K % 4 == 0, so a chunk is all in or all out
+    const bool ok = co0 + s.row < p.c_out && k0 + s.col < p.k;
+    const float* src = ok ? p.w + int64_t{co0 + s.row} * p.k + k0 + s.col : p.w;
+    if constexpr (kVec)
+      cp_async_16(stage_a + s.smem * 4, src, ok);
+    else
+      cp_async_4(stage_a + s.smem * 4, src, ok);
+  }
+}
+// Gathers the im2col k-tile starting at k0 of this thread's column into the stage at stage_b.
+__device__ __forceinline__ void gather_column(const PoolConvArgs& p, const PixelOrigin& o,
+                                              uint32_t stage_b, int k0) {
+  const int4* taps = reinterpret_cast<const int4*>(p.taps + k0);
+  const int4* taps_hw = reinterpret_cast<const int4*>(p.taps + p.k_pad + 2 * k0);
+  const int s0 = b_copy_scalar(threadIdx.x, 0).smem;
+  // x_pix may point outside x (only rel brings it in); the empty asm keeps one IMAD.WIDE per copy.
+  const float* x_pix = p.x + o.x_off;
+  asm("" : "+l"(x_pix));
+#pragma unroll 2  // fully unrolled, the hoisted table loads spill at the 168-register cap
+  for (int j4 = 0; j4 < kGatherCopies / 4; ++j4) {
+    const int4 off = __ldg(taps + j4);
+    const int4 hw01 = __ldg(taps_hw + 2 * j4), hw23 = __ldg(taps_hw + 2 * j4 + 1);
+    const int offs[4] = {off.x, off.y, off.z, off.w};
+    const int dh[4] = {hw01.x, hw01.z, hw23.x, hw23.z}, dw[4] = {hw01.y, hw01.w, hw23.y, hw23.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = 4 * j4 + e;
+      const GatherSource src =
+          gather_source(o, k0 + j, p.k, offs[e], dh[e], dw[e], p.h, p.w_in);
+      cp_async_4(stage_b + b_copy_fast(s0, j) * 4, x_pix + src.rel, src.ok);
+    }
+  }
+}
+
+// ---- epilogue: pool, bias, clamp, per-channel tile sum ----
+
+// partial[n][co0 + row][ct] = sum over this tile's windows of clamp(max4 + bias, lo, hi).
+// red: the (no longer used) pipeline stages. cols: valid columns of the tile (a multiple of 4).
+__device__ __forceinline__ void pool_sum_tile(const PoolConvArgs& p, float* red, const Acc& acc,
+                                              int n, int col_tile, int co0, int cols, int warp_n,
+                                              int lane) {
+  float sums[kMmaTilesM][2];
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int co = co0 + c_row(lane, mt, half);
+      const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
+      float s = 0.0f;
+#pragma unroll
+      for (int vec = 0; vec < 2; ++vec) {  // acc[mt][0..3][2 half + vec] is one 2x2 window
+        const int e = 2 * half + vec;
+        const float m = fmaxf(fmaxf(acc[mt][0][e], acc[mt][1][e]),
+                              fmaxf(acc[mt][2][e], acc[mt][3][e])) + b;
+        if (c_col(warp_n, lane, vec) < cols) s += fminf(fmaxf(m, p.lo), p.hi);
+      }
+      s += __shfl_xor_sync(0xffffffffu, s, 1);  // the 4 lanes of a row (t = lane % 4)
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
+      sums[mt][half] = s;
+    }
+  __syncthreads();  // every warp is done with the stages
+  if ((lane & 3) == 0)
+#pragma unroll
+    for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) red[warp_n * kBM + c_row(lane, mt, half)] = sums[mt][half];
+  __syncthreads();
+  const int row = threadIdx.x;
+  if (row < kBM && co0 + row < p.c_out) {
+    float s = 0.0f;
+#pragma unroll
+    for (int wn = 0; wn < kWarpsN; ++wn) s += red[wn * kBM + row];
+    p.partial[(int64_t{n} * p.c_out + co0 + row) * p.col_tiles + col_tile] = s;
+  }
+}
+
+// ---- kernels ----
+
+template <bool kVecW>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) conv_pool_kernel(const PoolConvArgs p) {
+  extern __shared__ __align__(128) float smem[];
+  const int lane = threadIdx.x & 31, warp_n = threadIdx.x >> 5;
+  const int b = static_cast<int>(blockIdx.x), r = b / p.co_tiles;
+  const int n = r / p.col_tiles, col_tile = r % p.col_tiles, co0 = (b % p.co_tiles) * kBM;
+  const int c0 = col_tile * kBN, cols = min(kBN, p.cols_total - c0);
+  const PixelOrigin origin = pixel_origin(n * p.x_image, c0 + b_copy_scalar(threadIdx.x, 0).col,
+                                          p.cols_total, p.wp, p.w_in, p.ph, p.pw);
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  constexpr uint32_t kStageBytes = (kStageFloatsA + kStageFloatsB) * 4;
+  const int k_tiles = (p.k + kBK - 1) / kBK;
+  const auto load_stage = [&](int stage, int kt) {
+    load_weights<kVecW>(p, co0, smem_base + stage * kStageBytes, kt * kBK);
+    gather_column(p, origin, smem_base + stage * kStageBytes + kStageFloatsA * 4, kt * kBK);
+  };
+
+  Acc acc;
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kMmaTilesN; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s);
+    cp_async_commit();
+  }
+  const int a_base = a_frag_index(lane, 0, 0, 0);
+  const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
+  int read_stage = 0, write_stage = kStages - 1;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
+    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
+    if (kt + kStages - 1 < k_tiles) load_stage(write_stage, kt + kStages - 1);
+    cp_async_commit();
+    mma_stage(smem + read_stage * (kStageFloatsA + kStageFloatsB), a_base, b_base, acc);
+    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();  // only empty groups can be pending here
+  pool_sum_tile(p, smem, acc, n, col_tile, co0, cols, warp_n, lane);
+}
+
+// w_t[co][ci][a][b] = weight[ci][co][KH-1-a][KW-1-b]; weight: (C_in, C_out, KH, KW).
+__global__ void flip_weight_kernel(const float* __restrict__ weight, float* __restrict__ w_t,
+                                   int c_in, int c_out, int kh, int kw) {
+  const int taps = kh * kw, total = c_in * c_out * taps;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int t = i % taps, ci = i / taps % c_in, co = i / (taps * c_in);
+    const int a = t / kw, b = t % kw;
+    w_t[i] = weight[(int64_t{ci} * c_out + co) * taps + (kh - 1 - a) * kw + (kw - 1 - b)];
+  }
+}
+
+// out[nc] = tanh(sum_t partial[nc][t] / count); one warp per (n, co). out: (N*C_out).
+__global__ void finish_kernel(const float* __restrict__ partial, float* __restrict__ out,
+                              int planes, int tiles, float count) {
+  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+  const int lane = threadIdx.x & 31;
+  if (warp >= planes) return;
+  const float* row = partial + int64_t{warp} * tiles;
+  float s = 0.0f;
+  for (int t = lane; t < tiles; t += 32) s += row[t];
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) s += __shfl_xor_sync(0xffffffffu, s, m);
+  if (lane == 0) out[warp] = tanhf(s / count);
+}
+
+// ---- host side ----
+
+class ConvPoolMeanTanh final : public Implementation {
+ public:
+  ~ConvPoolMeanTanh() override {
+    KB_CUDA_WARN(cudaFree(taps_));
+    KB_CUDA_WARN(cudaFree(w_t_));
+    KB_CUDA_WARN(cudaFree(partial_));
+  }
+
+  Status setup(const ProblemInstance& p, cudaStream_t) override {
+    x_ = input_index(p, "x");
+    weight_ = param_index(p, "conv_transpose.weight");
+    bias_ = param_index(p, "conv_transpose.bias");
+    KB_TRY(read_geometry(p));
+    a_.lo = static_cast<float>(p.number("hardtanh", "min_val"));
+    a_.hi = static_cast<float>(p.number("hardtanh", "max_val"));
+    const std::vector<int> table = build_tap_table(c_in_, a_.h, a_.w_in, kh_, kw_, dil_);
+    const size_t partial_floats = size_t(n_) * a_.c_out * std::max(a_.col_tiles, 1);
+    KB_CUDA_TRY(cudaMalloc(&taps_, table.size() * sizeof(int)));
+    KB_CUDA_TRY(cudaMemcpy(taps_, table.data(), table.size() * sizeof(int), cudaMemcpyHostToDevice));
+    KB_CUDA_TRY(cudaMalloc(&w_t_, size_t(a_.c_out) * a_.k * sizeof(float)));
+    KB_CUDA_TRY(cudaMalloc(&partial_, partial_floats * sizeof(float)));
+    for (auto kernel : {&conv_pool_kernel<true>, &conv_pool_kernel<false>}) {
+      KB_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    }
+    return Status::ok();
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    PoolConvArgs a = a_;
+    a.x = args.inputs[x_].data;
+    a.w = w_t_;
+    a.bias = args.params[bias_].data;
+    a.taps = taps_;
+    a.partial = partial_;
+    const int weight_floats = a.c_out * a.k;
+    flip_weight_kernel<<<(weight_floats + 255) / 256, 256, 0, stream>>>(
+        args.params[weight_].data, w_t_, c_in_, a.c_out, kh_, kw_);
+    KB_CUDA_TRY(cudaGetLastError());
+    const unsigned grid = static_cast<unsigned>(n_ * a.col_tiles * a.co_tiles);
+    if (grid > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
+      if (a.k % 4 == 0)
+        conv_pool_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(a);
+      else
+        conv_pool_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(a);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
+    const int planes = n_ * a.c_out;  // out: (N, C_out, 1, 1)
+    finish_kernel<<<(planes + 7) / 8, 256, 0, stream>>>(partial_, args.output.data, planes,
+                                                        a.col_tiles, float(a.cols_total / 4));
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+ private:
+  static std::vector<int64_t> ints_or(const ProblemInstance& p, const char* node, const char* attr,
+                                      int64_t fill) {
+    return p.has_attr(node, attr) ? p.ints(node, attr) : std::vector<int64_t>(2, fill);
+  }
+
+  // Stride-1 transposed conv (= conv with padding dil*(k-1) - pad), then 2x2/2 max pool.
+  Status read_geometry(const ProblemInstance& p) {
+    const Shape& xs = p.shape_of("x");                      // (N, C_in, H, W)
+    const Shape& ws = p.shape_of("conv_transpose.weight");  // (C_in, C_out, KH, KW)
+    const Shape& ys = p.shape_of("y");                      // (N, C_out, Ho, Wo)
+    const Shape& ms = p.shape_of("m");                      // (N, C_out, Ho/2, Wo/2)
+    const std::vector<int64_t> st = ints_or(p, "conv_transpose", "stride", 1),
+                               pad = ints_or(p, "conv_transpose", "padding", 0),
+                               opad = ints_or(p, "conv_transpose", "output_padding", 0),
+                               dil = ints_or(p, "conv_transpose", "dilation", 1),
+                               pk = p.ints("maxpool", "kernel_size"),
+                               ps = ints_or(p, "maxpool", "stride", 2),
+                               pp = ints_or(p, "maxpool", "padding", 0);
+    const int64_t groups =
+        p.has_attr("conv_transpose", "groups") ? p.int_attr("conv_transpose", "groups") : 1;
+    bool ok = xs.size() == 4 && ws.size() == 4 && ys.size() == 4 && ms.size() == 4 &&
+              groups == 1 && ws[0] == xs[1] && dil.size() == 2 && dil[0] == dil[1] &&
+              ys[1] == ws[1] && ms[2] == ys[2] / 2 && ms[3] == ys[3] / 2;
+    for (int i = 0; ok && i < 2; ++i) {
+      const int64_t conv_pad = dil[i] * (ws[2 + i] - 1) - pad[i];
+      ok = st[i] == 1 && opad[i] == 0 && conv_pad >= 0 && pk[i] == 2 && ps[i] == 2 && pp[i] == 0 &&
+           ys[2 + i] == xs[2 + i] + 2 * conv_pad - dil[i] * (ws[2 + i] - 1);
+    }
+    constexpr int64_t kIntMax = 0x7fffffff;
+    if (!ok || xs[1] * xs[2] * xs[3] > kIntMax || xs[1] * ws[2] * ws[3] > kIntMax / 8 ||
+        4 * ms[2] * ms[3] > kIntMax - kBN || ws[1] > kIntMax - kBM || ys[2] > kIntMax / 4)
+      return Status::failed_precondition(
+          "L2_010 custom: needs a stride-1 ConvTranspose2d and a 2x2/2 max pool in int range");
+    n_ = static_cast<int>(xs[0]), c_in_ = static_cast<int>(xs[1]);
+    kh_ = static_cast<int>(ws[2]), kw_ = static_cast<int>(ws[3]), dil_ = static_cast<int>(dil[0]);
+    a_.x_image = xs[1] * xs[2] * xs[3];
+    a_.c_out = static_cast<int>(ws[1]);
+    a_.k = c_in_ * kh_ * kw_;
+    a_.k_pad = (a_.k + kBK - 1) / kBK * kBK;
+    a_.h = static_cast<int>(xs[2]), a_.w_in = static_cast<int>(xs[3]);
+    a_.wp = static_cast<int>(ms[3]);
+    a_.cols_total = static_cast<int>(4 * ms[2] * ms[3]);
+    a_.ph = static_cast<int>(dil[0] * (kh_ - 1) - pad[0]);
+    a_.pw = static_cast<int>(dil[1] * (kw_ - 1) - pad[1]);
+    a_.co_tiles = (a_.c_out + kBM - 1) / kBM;
+    a_.col_tiles = (a_.cols_total + kBN - 1) / kBN;
+    if (int64_t{n_} * a_.col_tiles * a_.co_tiles > kIntMax)
+      return Status::failed_precondition("L2_010 custom: too many tiles");
+    return Status::ok();
+  }
+
+  size_t x_ = 0, weight_ = 0, bias_ = 0;
+  int n_ = 0, c_in_ = 0, kh_ = 0, kw_ = 0, dil_ = 1;
+  PoolConvArgs a_{};          // sizes; pointers are filled per call
+  int* taps_ = nullptr;       // (3 K_pad) tap table
+  float* w_t_ = nullptr;      // (C_out, K) flipped weight, rewritten every call
+  float* partial_ = nullptr;  // (N, C_out, col_tiles)
+};
+
+}  // namespace kb::custom::L2_010
+
+KB_REGISTER_IMPLEMENTATION(L2_010, custom, kb::custom::L2_010::ConvPoolMeanTanh)

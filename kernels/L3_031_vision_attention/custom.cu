@@ -1,0 +1,564 @@
+// L3_031 custom: VisionAttention = pixels as tokens through nn.MultiheadAttention (batch_first =
+// False, packed in_proj, dropout 0), residual add, LayerNorm over the channels, image layout.
+//   x: (N, E, H, W) fp32 NCHW; tokens t[l, n, e] = x[n, e, l], l = h*W + w, L = H*W.
+//   out[n, c, l] = LN_c(out_proj(concat_h softmax(q_h k_h^T) v_h)[l, n, c] + x[n, c, l]).
+//
+// Cost (full preset N 2, E 128, 4 heads, L 16384; PROBLEMS.md): 290 GFLOP (QK^T 137 G, PV 137 G,
+// projections 4.3 G), 2.15e9 exps; min DRAM 33.8 MB (8 us). fp32 FMA floor 4.33 ms, TF32 0.59 ms,
+// 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (materializes 8.6 GB of scores); best peer
+// 14.65 ms; goal <= 6.92 ms.
+//
+// Design (three launches, no atomics, deterministic):
+//  1. qkv_projection_kernel (fp32 FMA, 64 tokens x 64 features x 16 k tiles): reads x in place
+//     (the token view needs no copy), adds in_proj_bias, scales q by 1/sqrt(hd) after its bias,
+//     writes head-major q (N*heads, L, hd). For the fast path k and v are written pre-split for
+//     3xTF32 (big = tf32_rna(x), small = tf32_rna(x - big)), so the attention loop splits only P.
+//  2. flash_attention_kernel (hd == 32): one CTA per (n*head, 128 query rows), 8 warps of 16 rows;
+//     K/V tiles of 64 keys, cp.async double-buffered (76 KB, 2 CTAs/SM); S = Q K^T and O += P V
+//     with 3xTF32 mma.sync m16n8k8 (3 MMAs per product: small*big, big*small, big*big); online
+//     softmax in fp32 (max subtraction, exp2 with log2e folded, rescaling). The k dimension of
+//     both MMAs is permuted (logical t, t+4 -> physical 2t, 2t+1) so that the S accumulator is
+//     directly P's A fragment and K's B fragment is one float2. Each KV tile's P V goes into a
+//     fresh accumulator folded into O with one rounded fma (short MMA sum chains: no drift over
+//     16384 keys even if the tensor core truncates its sums). Other head dims:
+//     generic_attention_kernel (one warp per query row, fp32, exact expf).
+//  3. out_proj_layernorm_kernel: 32 tokens of one image per CTA; concat heads (O is (N, L, E)),
+//     out_proj + bias + residual x, two-pass LayerNorm over E, writes out[n, c, l] coalesced.
+//
+// Predicted on the H200: attention 403M MMAs (as L1_003, measured 3.98 ms there) plus softmax:
+// ~4.5 ms; projection ~0.06 ms, epilogue ~0.05 ms: ~4.6 ms total (vs 14.65 ms best peer).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/device/cuda_check.h"
+#include "kernels/implementation.h"
+
+namespace kb::custom::L3_031 {
+
+// ---- 3xTF32 primitives (as kernels/L1_003_batched_matmul/tf32x3_gemm.cuh) ----
+
+// Round to TF32, nearest with ties away (the value of cvt.rna.tf32.f32), as fp32 bits.
+__host__ __device__ constexpr uint32_t tf32_rna_bits(uint32_t fp32_bits) {
+  return (fp32_bits + 0x1000u) & 0xffffe000u;
+}
+struct SplitTf32 {
+  uint32_t big, small;  // x = big + small + r, |r| <= 2^-22 |x|
+};
+__device__ __forceinline__ SplitTf32 split_tf32(float x) {
+  const uint32_t big = tf32_rna_bits(__float_as_uint(x));
+  return {big, tf32_rna_bits(__float_as_uint(x - __uint_as_float(big)))};
+}
+// d += a * b on one m16n8k8 tile (a: a0..a3, b: b0, b1 as TF32 bit patterns).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// ---- 1. QKV projection ----
+
+constexpr int kProjTok = 64, kProjFeat = 64, kProjK = 16, kProjThreads = 256;
+static_assert(kProjTok * kProjK == 4 * kProjThreads && kProjFeat * kProjK == 4 * kProjThreads,
+              "each thread stages 4 x and 4 W values per k tile");
+static_assert((kProjThreads / 16) * 4 == kProjTok && 16 * 4 == kProjFeat, "4 x 4 outputs per thread");
+
+struct QkvArgs {
+  const float* x;      // (N, E, L)
+  const float* w;      // in_proj_weight (3E, E)
+  const float* bias;   // in_proj_bias (3E)
+  float* q;            // (N*heads, L, hd), scaled
+  float* k_big;        // (N*heads, L, hd); plain k when !split
+  float* k_small;      // (N*heads, L, hd); unused when !split
+  float* v_big;
+  float* v_small;
+  int len, embed, heads, head_dim;
+  float q_scale;
+  bool split;          // write k, v as 3xTF32 big / small parts
+};
+
+__device__ __forceinline__ void store_qkv(const QkvArgs& a, int n, int l, int j, float acc) {
+  const int which = j / a.embed, within = j - which * a.embed;  // 0: q, 1: k, 2: v
+  const int h = within / a.head_dim, d = within - h * a.head_dim;
+  const int64_t idx = ((int64_t{n} * a.heads + h) * a.len + l) * a.head_dim + d;
+  const float v = acc + a.bias[j];
+  if (which == 0) {
+    a.q[idx] = v * a.q_scale;
+    return;
+  }
+  float* big = which == 1 ? a.k_big : a.v_big;
+  if (!a.split) {
+    big[idx] = v;
+    return;
+  }
+  const SplitTf32 s = split_tf32(v);
+  big[idx] = __uint_as_float(s.big);
+  (which == 1 ? a.k_small : a.v_small)[idx] = __uint_as_float(s.small);
+}
+
+// grid (ceil(L / 64), ceil(3E / 64), N); C[l, j] = sum_e x[n, e, l] * W[j, e].
+__global__ void __launch_bounds__(kProjThreads) qkv_projection_kernel(const QkvArgs a) {
+  __shared__ float xs[kProjK][kProjTok];       // x[n, e0 + k, l0 + t]
+  __shared__ float ws[kProjK][kProjFeat + 1];  // W[j0 + f, e0 + k]
+  const int n = blockIdx.z, l0 = blockIdx.x * kProjTok, j0 = blockIdx.y * kProjFeat;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // features tx + 16i, tokens ty + 16r
+  const float* x = a.x + int64_t{n} * a.embed * a.len;
+  const int feats = 3 * a.embed;
+  float acc[4][4] = {};
+  for (int e0 = 0; e0 < a.embed; e0 += kProjK) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int i = threadIdx.x + kProjThreads * u;
+      const int xk = i / kProjTok, xt = i % kProjTok;  // coalesced along l
+      xs[xk][xt] = (e0 + xk < a.embed && l0 + xt < a.len) ? x[int64_t{e0 + xk} * a.len + l0 + xt] : 0.f;
+      const int wk = i % kProjK, wf = i / kProjK;  // 16 consecutive e of one W row
+      ws[wk][wf] = (e0 + wk < a.embed && j0 + wf < feats) ? a.w[int64_t{j0 + wf} * a.embed + e0 + wk] : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kProjK; ++k) {
+      float xv[4], wv[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) xv[r] = xs[k][ty + 16 * r];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) wv[i] = ws[k][tx + 16 * i];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[r][i] = fmaf(xv[r], wv[i], acc[r][i]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int l = l0 + ty + 16 * r, j = j0 + tx + 16 * i;
+      if (l < a.len && j < feats) store_qkv(a, n, l, j, acc[r][i]);
+    }
+}
+
+// ---- 2. Flash attention, head_dim 32, 3xTF32 ----
+
+constexpr int kHd = 32;
+constexpr int kFlashWarps = 8, kFlashThreads = 32 * kFlashWarps;
+constexpr int kBQ = 16 * kFlashWarps;  // 128 query rows per CTA, 16 per warp
+constexpr int kBKV = 64;               // keys per K/V tile
+constexpr int kKStride = 40;           // floats per K row: float2 fragment loads conflict-free
+constexpr int kVStride = 36;           // floats per V row: scalar (2t, g) loads conflict-free
+constexpr int kKTile = kBKV * kKStride, kVTile = kBKV * kVStride;
+constexpr int kStageFloats = 2 * kKTile + 2 * kVTile;  // k_big, k_small, v_big, v_small
+constexpr int kQFragWords = kFlashWarps * 4 * 32 * 8;  // split Q fragments, per lane and k8 step
+constexpr int kFlashSmem = (2 * kStageFloats + kQFragWords) * 4;  // 77,824 B K/V + 32,768 B Q
+constexpr float kLog2e = 1.4426950408889634f;
+static_assert(kHd == 32 && kBKV == 64, "fragment loops below assume 4 k8 steps of d, 8 of keys");
+static_assert(kBKV * kHd / 4 == 2 * kFlashThreads, "each thread copies 2 chunks per array");
+static_assert(kKStride % 16 == 8 && kVStride % 16 == 4 && kKStride % 4 == 0 && kVStride % 4 == 0,
+              "padding for conflict-free fragment loads; rows stay 16-byte aligned");
+static_assert(2 * kFlashSmem <= 227 * 1024, "two CTAs per SM");
+
+struct FlashArgs {
+  const float* q;  // (N*heads, L, 32), scaled
+  const float *k_big, *k_small, *v_big, *v_small;  // (N*heads, L, 32)
+  float* o;        // (N, L, E): heads concatenated per token
+  int len, heads, embed;
+};
+
+// Copies keys [key0, key0 + 64) of head row base `head` (= bh * L) into the stage (zero rows past L).
+__device__ __forceinline__ void load_kv_tile(const FlashArgs& a, int64_t head, int key0,
+                                             uint32_t stage) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int c = threadIdx.x + kFlashThreads * j;
+    const int row = c >> 3, col = (c & 7) * 4;
+    const bool ok = key0 + row < a.len;
+    const int64_t g = ok ? (head + key0 + row) * kHd + col : 0;
+    const uint32_t ko = (row * kKStride + col) * 4, vo = (2 * kKTile + row * kVStride + col) * 4;
+    cp_async_16(stage + ko, a.k_big + g, ok);
+    cp_async_16(stage + ko + kKTile * 4, a.k_small + g, ok);
+    cp_async_16(stage + vo, a.v_big + g, ok);
+    cp_async_16(stage + vo + kVTile * 4, a.v_small + g, ok);
+  }
+}
+
+// s[nt] = Q K^T for keys 8 nt + (2t, 2t+1) of the tile (rows g, g + 8 of the warp); qf: this
+// lane's split Q fragments (k8 step ks: big at 2 ks, small at 2 ks + 1, stride 32 uint4).
+__device__ __forceinline__ void qk_tile(const float* st, int g, int t, const uint4* qf,
+                                        float (&s)[8][4]) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[nt][e] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const uint4 qbv = qf[2 * ks * 32], qsv = qf[(2 * ks + 1) * 32];
+    const uint32_t qb[4] = {qbv.x, qbv.y, qbv.z, qbv.w}, qs[4] = {qsv.x, qsv.y, qsv.z, qsv.w};
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {  // small products first; 8 independent chains
+      const int idx = (nt * 8 + g) * kKStride + ks * 8 + 2 * t;
+      const float2 b = *reinterpret_cast<const float2*>(st + idx);
+      const float2 sm = *reinterpret_cast<const float2*>(st + kKTile + idx);
+      mma_tf32(s[nt], qs, __float_as_uint(b.x), __float_as_uint(b.y));
+      mma_tf32(s[nt], qb, __float_as_uint(sm.x), __float_as_uint(sm.y));
+      mma_tf32(s[nt], qb, __float_as_uint(b.x), __float_as_uint(b.y));
+    }
+  }
+}
+
+// ot = P V for the tile; P's A fragment of key step j is (s[j][0], s[j][2], s[j][1], s[j][3]).
+__device__ __forceinline__ void pv_tile(const float* st, int g, int t, const float (&p)[8][4],
+                                        float (&ot)[4][4]) {
+  const float* vb = st + 2 * kKTile;
+  const float* vs = vb + kVTile;
+#pragma unroll
+  for (int dn = 0; dn < 4; ++dn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[dn][e] = 0.f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    uint32_t ab[4], as[4];
+    const float pa[4] = {p[j][0], p[j][2], p[j][1], p[j][3]};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const SplitTf32 x = split_tf32(pa[e]);
+      ab[e] = x.big, as[e] = x.small;
+    }
+#pragma unroll
+    for (int dn = 0; dn < 4; ++dn) {  // small products first; 4 independent chains
+      const int i0 = (j * 8 + 2 * t) * kVStride + dn * 8 + g, i1 = i0 + kVStride;
+      const uint32_t b0 = __float_as_uint(vb[i0]), b1 = __float_as_uint(vb[i1]);
+      mma_tf32(ot[dn], as, b0, b1);
+      mma_tf32(ot[dn], ab, __float_as_uint(vs[i0]), __float_as_uint(vs[i1]));
+      mma_tf32(ot[dn], ab, b0, b1);
+    }
+  }
+}
+
+// Online softmax over one tile for rows g (r = 0) and g + 8 (r = 1): s becomes p = exp(s - m),
+// returns the rescale factors of the old state in alpha.
+__device__ __forceinline__ void softmax_tile(float (&s)[8][4], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = m[r];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float ms = mx * kLog2e;  // finite: every tile has a valid key
+    alpha[r] = exp2f(m[r] * kLog2e - ms);  // 0 on the first tile (m = -inf)
+    m[r] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) {
+        s[nt][e] = exp2f(fmaf(s[nt][e], kLog2e, -ms));  // masked -inf -> 0
+        sum += s[nt][e];
+      }
+    l[r] = fmaf(l[r], alpha[r], sum);  // this thread's columns; the quad is summed at the end
+  }
+}
+
+// grid (ceil(L / 128), N*heads); o[n, l, h*32 + d] = softmax(q k^T) v for head bh = n*heads + h.
+__global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashArgs a) {
+  extern __shared__ __align__(16) float smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int bh = blockIdx.y;
+  const int64_t head = int64_t{bh} * a.len;
+  const int row0 = blockIdx.x * kBQ + warp * 16 + g;  // rows row0 and row0 + 8
+
+  // Q A fragments (k permuted: a0/a2 = d 8ks + 2t, 2t + 1), split once and parked in shared
+  // memory (registers are the limit at 2 CTAs/SM); each lane reads back only its own slots.
+  uint4* qf = reinterpret_cast<uint4*>(smem + 2 * kStageFloats) + warp * 8 * 32 + lane;
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    uint32_t qb[4], qs[4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + 8 * r;
+      const float2 v = row < a.len
+          ? *reinterpret_cast<const float2*>(a.q + (head + row) * kHd + ks * 8 + 2 * t)
+          : make_float2(0.f, 0.f);
+      const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
+      qb[r] = x.big, qs[r] = x.small;
+      qb[r + 2] = y.big, qs[r + 2] = y.small;
+    }
+    qf[2 * ks * 32] = make_uint4(qb[0], qb[1], qb[2], qb[3]);
+    qf[(2 * ks + 1) * 32] = make_uint4(qs[0], qs[1], qs[2], qs[3]);
+  }
+
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int tiles = (a.len + kBKV - 1) / kBKV;
+  load_kv_tile(a, head, 0, base);
+  cp_async_commit();
+  float o[4][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  for (int it = 0; it < tiles; ++it) {
+    if (it + 1 < tiles) {
+      load_kv_tile(a, head, (it + 1) * kBKV, base + ((it + 1) & 1) * kStageFloats * 4);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const float* st = smem + (it & 1) * kStageFloats;
+    float s[8][4];
+    qk_tile(st, g, t, qf, s);
+    const int key0 = it * kBKV;
+    if (key0 + kBKV > a.len) {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (key0 + nt * 8 + 2 * t + (e & 1) >= a.len) s[nt][e] = -INFINITY;
+    }
+    float alpha[2];
+    softmax_tile(s, m, l, alpha);
+    float ot[4][4];
+    pv_tile(st, g, t, s, ot);
+#pragma unroll
+    for (int dn = 0; dn < 4; ++dn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[dn][e] = fmaf(o[dn][e], alpha[e >> 1], ot[dn][e]);
+    __syncthreads();  // the next iteration's copy overwrites this stage
+  }
+
+  const int n = bh / a.heads, h = bh - n * a.heads;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = l[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = row0 + 8 * r;
+    if (row >= a.len) continue;
+    float* dst = a.o + (int64_t{n} * a.len + row) * a.embed + h * kHd + 2 * t;
+#pragma unroll
+    for (int dn = 0; dn < 4; ++dn)
+      *reinterpret_cast<float2*>(dst + dn * 8) = make_float2(o[dn][2 * r] / sum, o[dn][2 * r + 1] / sum);
+  }
+}
+
+// ---- 2'. Generic attention (any head_dim), fp32: one warp per (bh, query row) ----
+
+constexpr int kGenWarps = 8;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// grid ceil(N*heads*L / 8), 256 threads; o as in flash_attention_kernel.
+__global__ void __launch_bounds__(32 * kGenWarps) generic_attention_kernel(
+    const float* q, const float* k, const float* v, float* o, int len, int heads, int head_dim,
+    int embed, int64_t rows) {
+  const int64_t row = int64_t{blockIdx.x} * kGenWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const int64_t bh = row / len;
+  const int64_t head = bh * len * head_dim;
+  const float* qr = q + row * head_dim;
+  const int n = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
+  float* dst = o + (int64_t{n} * len + (row - bh * len)) * embed + int64_t{h} * head_dim;
+  for (int d0 = 0; d0 < head_dim; d0 += 32) {  // output dims d0 + lane
+    const int d = d0 + lane;
+    float m = -INFINITY, l = 0.f, acc = 0.f;
+    for (int j = 0; j < len; ++j) {
+      const float* kr = k + head + int64_t{j} * head_dim;
+      float part = 0.f;
+      for (int e = lane; e < head_dim; e += 32) part = fmaf(qr[e], kr[e], part);
+      const float s = warp_sum(part);
+      const float mn = fmaxf(m, s), alpha = expf(m - mn), p = expf(s - mn);
+      m = mn;
+      l = fmaf(l, alpha, p);
+      const float vd = d < head_dim ? v[head + int64_t{j} * head_dim + d] : 0.f;
+      acc = fmaf(acc, alpha, p * vd);
+    }
+    if (d < head_dim) dst[d] = acc / l;
+  }
+}
+
+// ---- 3. out_proj + bias + residual + LayerNorm, image layout ----
+
+constexpr int kEpiTok = 32, kEpiWarps = 8, kEpiThreads = 32 * kEpiWarps;
+static_assert(kEpiTok == 32, "lane = token");
+
+struct EpilogueArgs {
+  const float* o;      // (N, L, E)
+  const float* x;      // (N, E, L): the residual
+  const float* w;      // out_proj.weight (E, E)
+  const float* bias;   // out_proj.bias (E)
+  const float* gamma;  // norm.weight (E)
+  const float* beta;   // norm.bias (E)
+  float* out;          // (N, E, L)
+  int len, embed;
+  float eps;
+};
+
+// Dynamic smem: os[32][E + 1] (attention rows), ys[32][E + 1] (pre-norm values), stats[2][32].
+__host__ __device__ constexpr int epilogue_smem_bytes(int embed) {
+  return (2 * kEpiTok * (embed + 1) + 2 * kEpiTok) * 4;
+}
+
+// grid (ceil(L / 32), N).
+__global__ void __launch_bounds__(kEpiThreads) out_proj_layernorm_kernel(const EpilogueArgs a) {
+  extern __shared__ float sm[];
+  const int stride = a.embed + 1, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float* os = sm;
+  float* ys = os + kEpiTok * stride;
+  float* mean = ys + kEpiTok * stride;
+  float* rstd = mean + kEpiTok;
+  const int n = blockIdx.y, l0 = blockIdx.x * kEpiTok, l = l0 + lane;
+  const float* o = a.o + (int64_t{n} * a.len + l0) * a.embed;
+  for (int i = threadIdx.x; i < kEpiTok * a.embed; i += kEpiThreads) {
+    const int tok = i / a.embed, e = i - tok * a.embed;
+    os[tok * stride + e] = l0 + tok < a.len ? o[i] : 0.f;
+  }
+  __syncthreads();
+  const float* x = a.x + int64_t{n} * a.embed * a.len;
+  for (int c0 = 4 * warp; c0 < a.embed; c0 += 4 * kEpiWarps) {  // 4 channels per step
+    float acc[4];
+    const int cn = min(4, a.embed - c0);  // 4 unless E % 4 != 0
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc[u] = u < cn ? a.bias[c0 + u] : 0.f;
+    for (int e = 0; e < a.embed; ++e) {
+      const float ov = os[lane * stride + e];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)  // warp-uniform W loads (broadcast)
+        if (u < cn) acc[u] = fmaf(ov, a.w[int64_t{c0 + u} * a.embed + e], acc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (u < cn)
+        ys[lane * stride + c0 + u] = acc[u] + (l < a.len ? x[int64_t{c0 + u} * a.len + l] : 0.f);
+  }
+  __syncthreads();
+  for (int tok = warp; tok < kEpiTok; tok += kEpiWarps) {  // two-pass statistics
+    const float* y = ys + tok * stride;
+    float s = 0.f;
+    for (int c = lane; c < a.embed; c += 32) s += y[c];
+    const float mu = warp_sum(s) / a.embed;
+    float s2 = 0.f;
+    for (int c = lane; c < a.embed; c += 32) s2 = fmaf(y[c] - mu, y[c] - mu, s2);
+    const float var = warp_sum(s2) / a.embed;  // biased, as LayerNorm
+    if (lane == 0) mean[tok] = mu, rstd[tok] = 1.f / sqrtf(var + a.eps);
+  }
+  __syncthreads();
+  if (l >= a.len) return;
+  float* out = a.out + int64_t{n} * a.embed * a.len + l;
+  for (int c = warp; c < a.embed; c += kEpiWarps)
+    out[int64_t{c} * a.len] = (ys[lane * stride + c] - mean[lane]) * rstd[lane] * a.gamma[c] + a.beta[c];
+}
+
+// ---- host ----
+
+class VisionAttention final : public Implementation {
+ public:
+  ~VisionAttention() override {
+    for (float* b : {q_, k_big_, k_small_, v_big_, v_small_, o_}) KB_CUDA_WARN(cudaFree(b));
+  }
+
+  Status setup(const ProblemInstance& p, cudaStream_t) override {
+    x_ = input_index(p, "x");
+    in_w_ = param_index(p, "attn.in_proj_weight");
+    in_b_ = param_index(p, "attn.in_proj_bias");
+    out_w_ = param_index(p, "attn.out_proj.weight");
+    out_b_ = param_index(p, "attn.out_proj.bias");
+    norm_w_ = param_index(p, "norm.weight");
+    norm_b_ = param_index(p, "norm.bias");
+    eps_ = static_cast<float>(p.number("norm", "eps"));
+    const Shape& t = p.shape_of("tokens");  // (L, N, E)
+    len_ = t[0], batch_ = t[1], embed_ = t[2];
+    heads_ = p.int_attr("attn", "num_heads");
+    if (heads_ <= 0 || embed_ % heads_ != 0)
+      return Status::invalid_argument("L3_031 custom: E must be divisible by num_heads");
+    head_dim_ = embed_ / heads_;
+    fast_ = head_dim_ == kHd;
+    if (len_ * batch_ * embed_ * 3 > INT32_MAX || batch_ * heads_ > 65535 || batch_ > 65535)
+      return Status::failed_precondition("L3_031 custom: sizes exceed the index ranges");
+    epi_smem_ = epilogue_smem_bytes(static_cast<int>(embed_));
+    if (epi_smem_ > 227 * 1024)
+      return Status::failed_precondition("L3_031 custom: E too large for the epilogue tile");
+    KB_CUDA_TRY(cudaFuncSetAttribute(out_proj_layernorm_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, epi_smem_));
+    KB_CUDA_TRY(cudaFuncSetAttribute(flash_attention_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kFlashSmem));
+    const size_t bytes = static_cast<size_t>(len_ * batch_ * embed_) * sizeof(float);
+    for (float** b : {&q_, &k_big_, &k_small_, &v_big_, &v_small_, &o_})
+      KB_CUDA_TRY(cudaMalloc(b, bytes > 0 ? bytes : sizeof(float)));
+    return Status::ok();
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    if (len_ == 0 || batch_ == 0 || embed_ == 0) return Status::ok();
+    KB_TRY(project(args, stream));
+    KB_TRY(attend(stream));
+    const EpilogueArgs e{o_, args.inputs[x_].data, args.params[out_w_].data,
+                         args.params[out_b_].data, args.params[norm_w_].data,
+                         args.params[norm_b_].data, args.output.data, static_cast<int>(len_),
+                         static_cast<int>(embed_), eps_};
+    const dim3 grid(static_cast<unsigned>((len_ + kEpiTok - 1) / kEpiTok), static_cast<unsigned>(batch_));
+    out_proj_layernorm_kernel<<<grid, kEpiThreads, epi_smem_, stream>>>(e);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+ private:
+  Status project(const ImplArgs& args, cudaStream_t stream) {
+    const QkvArgs q{args.inputs[x_].data, args.params[in_w_].data, args.params[in_b_].data,
+                    q_, k_big_, k_small_, v_big_, v_small_, static_cast<int>(len_),
+                    static_cast<int>(embed_), static_cast<int>(heads_), static_cast<int>(head_dim_),
+                    static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_))), fast_};
+    const dim3 grid(static_cast<unsigned>((len_ + kProjTok - 1) / kProjTok),
+                    static_cast<unsigned>((3 * embed_ + kProjFeat - 1) / kProjFeat),
+                    static_cast<unsigned>(batch_));
+    qkv_projection_kernel<<<grid, kProjThreads, 0, stream>>>(q);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+  Status attend(cudaStream_t stream) {
+    const int len = static_cast<int>(len_), heads = static_cast<int>(heads_);
+    const int embed = static_cast<int>(embed_);
+    if (fast_) {
+      const FlashArgs f{q_, k_big_, k_small_, v_big_, v_small_, o_, len, heads, embed};
+      const dim3 grid(static_cast<unsigned>((len_ + kBQ - 1) / kBQ),
+                      static_cast<unsigned>(batch_ * heads_));
+      flash_attention_kernel<<<grid, kFlashThreads, kFlashSmem, stream>>>(f);
+    } else {
+      const int64_t rows = batch_ * heads_ * len_;
+      const unsigned blocks = static_cast<unsigned>((rows + kGenWarps - 1) / kGenWarps);
+      generic_attention_kernel<<<blocks, 32 * kGenWarps, 0, stream>>>(
+          q_, k_big_, v_big_, o_, len, heads, static_cast<int>(head_dim_), embed, rows);
+    }
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+  size_t x_ = 0, in_w_ = 0, in_b_ = 0, out_w_ = 0, out_b_ = 0, norm_w_ = 0, norm_b_ = 0;
+  float eps_ = 0;
+  int64_t len_ = 0, batch_ = 0, embed_ = 0, heads_ = 1, head_dim_ = 0;
+  bool fast_ = false;
+  int epi_smem_ = 0;
+  // owned workspaces (freed by the destructor): q, k, v head-major (N*heads, L, hd); o (N, L, E)
+  float *q_ = nullptr, *k_big_ = nullptr, *k_small_ = nullptr, *v_big_ = nullptr,
+        *v_small_ = nullptr, *o_ = nullptr;
+};
+
+}  // namespace kb::custom::L3_031
+
+KB_REGISTER_IMPLEMENTATION(L3_031, custom, kb::custom::L3_031::VisionAttention)

@@ -1,0 +1,439 @@
+// 3xTF32 1x1 convolution (a GEMM per image) with a per-row moment epilogue, for L3_025 custom.
+//   Y[n] = Wcat @ x[n];  Wcat: (M, K), x: (batch, K, N = H*W), Y rows split into two outputs.
+//   moments[r] += (sum_d, sum_d^2) over the batch's columns, d = Y[n][r][col] - shift[r].
+//
+// Adapted from kernels/L1_003_batched_matmul/tf32x3_gemm.cuh (copied, not shared: that file is
+// L1_003's): same tiles (128 x 128 x 32, 3-stage cp.async, 8 warps of 64 x 32), same swizzles,
+// same 3xTF32 split (error ~2^-22 per product), same vector/scalar copy paths and zero-filled
+// tails. Changes: A is one matrix for every image (batch stride 0), m-tiles are fastest in
+// blockIdx.x (x read once from DRAM), and the epilogue routes rows r < split to `hi` and the
+// rest to `lo`, and reduces each row's moments (fp32 within a quad, double across warps, one
+// double atomicAdd per row and CTA).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kb::custom::L3_025 {
+
+constexpr int kBM = 128;       // CTA tile rows (M)
+constexpr int kBN = 128;       // CTA tile columns (N)
+constexpr int kBK = 32;        // K per pipeline stage
+constexpr int kStages = 3;     // cp.async stages in flight
+constexpr int kThreads = 256;  // 8 warps
+constexpr int kWarpsM = 2;
+constexpr int kWarpsN = 4;
+constexpr int kWarpTileM = kBM / kWarpsM;  // 64
+constexpr int kWarpTileN = kBN / kWarpsN;  // 32
+constexpr int kMmaTilesM = kWarpTileM / 16;  // 4 m16 tiles per warp
+constexpr int kMmaTilesN = kWarpTileN / 8;   // 4 n8 tiles per warp
+constexpr int kKSteps = kBK / 8;             // 4 k8 steps per stage
+constexpr int kStageFloatsA = kBM * kBK;
+constexpr int kStageFloatsB = kBK * kBN;
+constexpr int kSmemBytes = kStages * (kStageFloatsA + kStageFloatsB) * 4;  // 98,304
+
+static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
+static_assert(kMmaTilesN == 4, "a thread's B values for its n-tiles are one float4");
+static_assert(kBK == 32 && kBN == 128 && kBM == 128, "the swizzles below assume 32 x 128 tiles");
+static_assert(kBM * kBK / 4 == 4 * kThreads && kBK * kBN / 4 == 4 * kThreads,
+              "vector path: each thread copies 4 chunks of A and 4 of B per stage");
+static_assert(kBM * kBK == 16 * kThreads && kBK * kBN == 16 * kThreads,
+              "scalar path: each thread copies 16 floats of A and 16 of B per stage");
+static_assert(kSmemBytes * 2 <= 227 * 1024, "two CTAs per SM");
+
+// ---- shared-memory layouts (element index within one stage) ----
+
+// A(row, k), row < 128, k < 32: 8 chunks of 4 floats per row, chunk ^= 2 * (row & 3).
+__host__ __device__ constexpr int a_smem_index(int row, int k) {
+  return row * kBK + ((((k >> 2) ^ ((row & 3) << 1))) << 2) + (k & 3);
+}
+// B(k, n), k < 32, n < 128: 32 chunks per row, chunk ^= 2 * ((k >> 1) & 3) (stays in its 8-group).
+__host__ __device__ constexpr int b_smem_index(int k, int n) {
+  return k * kBN + ((((n >> 2) ^ (((k >> 1) & 3) << 1))) << 2) + (n & 3);
+}
+
+// ---- global -> shared copy slots ----
+
+struct CopySlot {
+  int row;    // row within the tile (A: m, B: k)
+  int col;    // first column within the tile (A: k, B: n)
+  int smem;   // element index in the stage
+};
+// Vector path: chunk j (< 4) of thread tid; 8 lanes cover one 128-byte row segment.
+__host__ __device__ constexpr CopySlot a_copy_vec(int tid, int j) {
+  return {(tid >> 3) + 32 * j, (tid & 7) * 4, a_smem_index((tid >> 3) + 32 * j, (tid & 7) * 4)};
+}
+__host__ __device__ constexpr CopySlot b_copy_vec(int tid, int j) {
+  return {(tid >> 5) + 8 * j, (tid & 31) * 4, b_smem_index((tid >> 5) + 8 * j, (tid & 31) * 4)};
+}
+// Scalar path: element j (< 16) of thread tid; a warp covers 32 consecutive columns of a row.
+__host__ __device__ constexpr CopySlot a_copy_scalar(int tid, int j) {
+  return {(tid >> 5) + 8 * j, tid & 31, a_smem_index((tid >> 5) + 8 * j, tid & 31)};
+}
+__host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
+  return {(tid >> 7) + 2 * j, tid & 127, b_smem_index((tid >> 7) + 2 * j, tid & 127)};
+}
+
+// ---- shared -> fragment maps (lane: g = lane / 4, t = lane % 4) ----
+
+// The float2 at this index holds (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in
+// k8 step s: A(row = 64 warp_m + 16 mt + 8 half + g, k = 8 s + 2 t + {0, 1}).
+__host__ __device__ constexpr int a_frag_index(int warp_m, int lane, int s, int mt, int half) {
+  return a_smem_index(warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2), 8 * s + 2 * (lane & 3));
+}
+// The float4 at this index holds b_i (i = 0: b0, 1: b1) of the 4 n-tiles in k8 step s:
+// B(k = 8 s + 2 t + i, n = 32 warp_n + 4 g + {0, 1, 2, 3}); component nt belongs to n-tile nt.
+__host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
+  return b_smem_index(8 * s + 2 * (lane & 3) + i, warp_n * kWarpTileN + 4 * (lane >> 2));
+}
+// Row and first column (within the CTA tile) of the two float4s a thread stores for m-tile mt,
+// row half `half` (0: c0/c1 rows, 1: c2/c3 rows); vec 0 holds c_{2 half} of n-tiles 0..3, vec 1
+// holds c_{2 half + 1}.
+__host__ __device__ constexpr int c_row(int warp_m, int lane, int mt, int half) {
+  return warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2);
+}
+__host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
+  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * vec;
+}
+
+// ---- the same maps as one per-thread base plus compile-time constants (what the kernel uses) ----
+
+// k8 step s only flips bits 3-4 of the A index (the swizzled chunk); m-tile and half add rows.
+__host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
+  return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
+}
+__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
+  return base + (8 * s + i) * kBN;
+}
+__host__ __device__ constexpr int a_copy_vec_fast(int base, int j) { return base + 32 * j * kBK; }
+__host__ __device__ constexpr int b_copy_vec_fast(int base, int j) { return base + 8 * j * kBN; }
+__host__ __device__ constexpr int a_copy_scalar_fast(int base, int j) { return base + 8 * j * kBK; }
+
+constexpr bool fast_maps_match() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int w = 0; w < 4; ++w)
+      for (int s = 0; s < kKSteps; ++s) {
+        for (int i = 0; i < 2; ++i)
+          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
+            return false;
+        for (int mt = 0; mt < kMmaTilesM; ++mt)
+          for (int half = 0; half < 2 && w < kWarpsM; ++half)
+            if (a_frag_fast(a_frag_index(w, lane, 0, 0, 0), s, mt, half) !=
+                a_frag_index(w, lane, s, mt, half))
+              return false;
+      }
+  for (int tid = 0; tid < kThreads; ++tid) {
+    for (int j = 0; j < 4; ++j)
+      if (a_copy_vec_fast(a_copy_vec(tid, 0).smem, j) != a_copy_vec(tid, j).smem ||
+          b_copy_vec_fast(b_copy_vec(tid, 0).smem, j) != b_copy_vec(tid, j).smem)
+        return false;
+    for (int j = 0; j < 16; ++j)
+      if (a_copy_scalar_fast(a_copy_scalar(tid, 0).smem, j) != a_copy_scalar(tid, j).smem)
+        return false;
+  }
+  return true;
+}
+static_assert(fast_maps_match(), "per-thread base + constant offsets must equal the index maps");
+
+// ---- device primitives ----
+
+// Round to TF32 (10 mantissa bits), to nearest with ties away from zero, as an fp32 bit pattern
+// with the 13 low bits cleared: the value cvt.rna.tf32.f32 gives for every finite input and +-inf.
+// cvt.rna compiles to ~3 instructions on sm_90 (cubin size, 64 conversions), this to 2, and the
+// MMA gets clean TF32 operands (no reliance on the tensor core ignoring low bits). Caveat: a NaN
+// whose mantissa is >= 0x7ff000 (e.g. the GPU's 0x7fffffff) carries into the sign and becomes -0,
+// so such a NaN input does not reach the output (inputs here are U[0, 1)).
+__host__ __device__ constexpr uint32_t tf32_rna_bits(uint32_t fp32_bits) {
+  return (fp32_bits + 0x1000u) & 0xffffe000u;
+}
+static_assert(tf32_rna_bits(0x3f800fffu) == 0x3f800000u && tf32_rna_bits(0x3f801000u) == 0x3f802000u &&
+                  tf32_rna_bits(0xbf801000u) == 0xbf802000u && tf32_rna_bits(0x3fffffffu) == 0x40000000u,
+              "round to nearest, ties away from zero, carry into the exponent");
+
+struct SplitTf32 {
+  uint32_t big, small;  // x = big + small + r, |r| <= 2^-22 |x|; both exact TF32 values
+};
+__device__ __forceinline__ SplitTf32 split_tf32(float x) {
+  const uint32_t big = tf32_rna_bits(__float_as_uint(x));
+  return {big, tf32_rna_bits(__float_as_uint(x - __uint_as_float(big)))};  // x - big is exact
+}
+
+// d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_4(uint32_t smem, const float* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// ---- the kernel ----
+struct GemmArgs {
+  const float* a;      // Wcat: (M, K), shared by every image
+  const float* b;      // x: (batch, K, N)
+  float* hi;           // rows r < split: (batch, split, N)      (the shortcut conv, into `out`)
+  float* lo;           // rows r >= split: (batch, M - split, N) (conv1)
+  const float* shift;  // [M]: moments are of Y - shift[r] (a value near the row's mean)
+  double2* moments;    // [M]: += (sum d, sum d^2), d = Y - shift (zeroed before the launch)
+  int m, n, k, split;
+  int tiles_m;         // ceil(M / kBM); blockIdx.x = n_tile * tiles_m + m_tile, blockIdx.y = batch
+};
+
+// One thread's share of the global -> shared copies of a stage. Pointers advance one k-tile per
+// load; rows / columns out of range were folded into masks once per tile.
+template <bool kVec>
+struct StageLoader {
+  const float* a;      // A element of copy 0 at the current k-tile
+  const float* b;      // B element of copy 0 at the current k-tile
+  int a_smem, b_smem;  // element index of copy 0 in a stage
+  int a_col, b_row;    // k of A copy 0 within the k-tile; k row of B copy 0
+  uint32_t a_rows_ok;  // bit j: A copy j's row < M
+  uint32_t b_cols_ok;  // bit j: B copy j's column < N (vector path: one bit for all)
+};
+
+template <bool kVec>
+__device__ __forceinline__ StageLoader<kVec> make_loader(const GemmArgs& p, const float* a_tile,
+                                                         const float* b_tile, int rows, int cols) {
+  const int tid = threadIdx.x;
+  const CopySlot sa = kVec ? a_copy_vec(tid, 0) : a_copy_scalar(tid, 0);
+  const CopySlot sb = kVec ? b_copy_vec(tid, 0) : b_copy_scalar(tid, 0);
+  StageLoader<kVec> l{a_tile + int64_t{sa.row} * p.k + sa.col, b_tile + int64_t{sb.row} * p.n + sb.col,
+                      sa.smem, sb.smem, sa.col, sb.row, 0u, 0u};
+  constexpr int kCopies = kVec ? 4 : 16;
+#pragma unroll
+  for (int j = 0; j < kCopies; ++j) {
+    const CopySlot ja = kVec ? a_copy_vec(tid, j) : a_copy_scalar(tid, j);
+    l.a_rows_ok |= (ja.row < rows ? 1u : 0u) << j;
+    const CopySlot jb = kVec ? b_copy_vec(tid, j) : b_copy_scalar(tid, j);
+    l.b_cols_ok |= (jb.col < cols ? 1u : 0u) << j;
+  }
+  return l;
+}
+
+// Copies k-tile k0 / kBK of A and B into the stage at byte address `stage` (zero-filling what is
+// out of range) and advances the loader to the next k-tile.
+template <bool kVec>
+__device__ __forceinline__ void load_stage(const GemmArgs& p, StageLoader<kVec>& l, uint32_t stage,
+                                           int k0) {
+  const uint32_t sa = stage + l.a_smem * 4;
+  const uint32_t sb = stage + (kStageFloatsA + l.b_smem) * 4;
+  const int k_left = p.k - k0;  // valid k within this k-tile: < k_left
+  if constexpr (kVec) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = ((l.a_rows_ok >> j) & 1u) && l.a_col < k_left;
+      cp_async_16(sa + (a_copy_vec_fast(0, j) * 4), ok ? l.a + int64_t{32 * j} * p.k : p.a, ok);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = ((l.b_cols_ok >> j) & 1u) && l.b_row + 8 * j < k_left;
+      cp_async_16(sb + (b_copy_vec_fast(0, j) * 4), ok ? l.b + int64_t{8 * j} * p.n : p.b, ok);
+    }
+  } else {
+    const int tid = threadIdx.x;
+#pragma unroll 4
+    for (int j = 0; j < 16; ++j) {
+      const bool ok = ((l.a_rows_ok >> j) & 1u) && l.a_col < k_left;
+      cp_async_4(sa + (a_copy_scalar_fast(0, j) * 4), ok ? l.a + int64_t{8 * j} * p.k : p.a, ok);
+    }
+#pragma unroll 4
+    for (int j = 0; j < 16; ++j) {
+      const CopySlot s = b_copy_scalar(tid, j);  // the B swizzle changes with j here
+      const bool ok = ((l.b_cols_ok >> j) & 1u) && s.row < k_left;
+      cp_async_4(stage + (kStageFloatsA + s.smem) * 4, ok ? l.b + int64_t{2 * j} * p.n : p.b, ok);
+    }
+  }
+  l.a += kBK;
+  l.b += int64_t{kBK} * p.n;
+}
+
+// acc += the 3xTF32 product of one shared stage (4 k8 steps). B is split once per k8 step and
+// kept; A is split one m-tile at a time (register pressure: two CTAs per SM leave 128 per thread).
+__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
+                                          float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+#pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
+  for (int s = 0; s < kKSteps; ++s) {
+    uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
+      const float comp[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt) {
+        const SplitTf32 x = split_tf32(comp[nt]);
+        b_big[nt][i] = x.big;
+        b_small[nt][i] = x.small;
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMmaTilesM; ++mt) {
+      uint32_t a_big[4], a_small[4];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
+        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
+        a_big[half] = x.big;  // a0 / a1: logical k = t
+        a_small[half] = x.small;
+        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
+        a_small[half + 2] = y.small;
+      }
+      // Small products first, then big * big; 4 independent tiles between dependent MMAs.
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+    }
+  }
+}
+
+// ---- the kernel: Y = Wcat @ x[n] with a row-moment epilogue ----
+
+
+// Row r of image bi in the output it belongs to.
+__device__ __forceinline__ float* output_row(const GemmArgs& p, int64_t bi, int r) {
+  if (r < p.split) return p.hi + (bi * p.split + r) * p.n;
+  return p.lo + (bi * (p.m - p.split) + (r - p.split)) * p.n;
+}
+
+template <bool kVec>
+__device__ __forceinline__ void store_row_values(float* dst, int col, int cols, const float (&v)[4]) {
+  if constexpr (kVec) {
+    if (col < cols) *reinterpret_cast<float4*>(dst + col) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < kMmaTilesN; ++nt)
+      if (col + nt < cols) dst[col + nt] = v[nt];
+  }
+}
+
+// Stores the tile and adds its per-row moments (of the in-range columns) to p.moments:
+// fp32 over a thread's 8 values and a quad's 32, double across the 4 warps and the grid.
+template <bool kVec>
+__device__ __forceinline__ void store_tile_and_moments(const GemmArgs& p, int64_t bi, int m0, int n0,
+                                                       int rows, int cols, int warp_m, int warp_n,
+                                                       int lane, float* smem,
+                                                       const float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+  float2* red = reinterpret_cast<float2*>(smem);  // [kWarpsN][kBM]; the pipeline is drained
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = c_row(warp_m, lane, mt, half);
+      const bool row_ok = row < rows;
+      const float sh = row_ok ? p.shift[m0 + row] : 0.0f;
+      float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+      for (int vec = 0; vec < 2; ++vec) {
+        const int col = c_col(warp_n, lane, vec);
+        float v[4];
+#pragma unroll
+        for (int nt = 0; nt < kMmaTilesN; ++nt) {
+          v[nt] = acc[mt][nt][2 * half + vec];
+          const float d = col + nt < cols ? v[nt] - sh : 0.0f;
+          s1 += d;
+          s2 = fmaf(d, d, s2);
+        }
+        if (row_ok) store_row_values<kVec>(output_row(p, bi, m0 + row) + n0, col, cols, v);
+      }
+#pragma unroll
+      for (int off = 1; off < 4; off *= 2) {  // the quad sharing this row
+        s1 += __shfl_xor_sync(0xffffffffu, s1, off);
+        s2 += __shfl_xor_sync(0xffffffffu, s2, off);
+      }
+      if ((lane & 3) == 0) red[warp_n * kBM + row] = make_float2(s1, s2);
+    }
+  }
+  __syncthreads();
+  const int row = threadIdx.x;
+  if (row < kBM && row < rows) {
+    double s1 = 0.0, s2 = 0.0;
+#pragma unroll
+    for (int w = 0; w < kWarpsN; ++w) {
+      const float2 v = red[w * kBM + row];
+      s1 += v.x;
+      s2 += v.y;
+    }
+    atomicAdd(&p.moments[m0 + row].x, s1);
+    atomicAdd(&p.moments[m0 + row].y, s2);
+  }
+}
+
+// One CTA computes one 128 x 128 tile Y[b][m0 : m0 + 128, n0 : n0 + 128]. The m-tiles of one
+// n-tile are consecutive in blockIdx.x, so x is read from DRAM once (Wcat stays in L2).
+template <bool kVec>
+__global__ void __launch_bounds__(kThreads, 2) tf32x3_conv1x1_moments_kernel(const GemmArgs p) {
+  extern __shared__ __align__(128) float smem[];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warp_m = warp % kWarpsM;
+  const int warp_n = warp / kWarpsM;
+  const int m0 = static_cast<int>(blockIdx.x % p.tiles_m) * kBM;
+  const int n0 = static_cast<int>(blockIdx.x / p.tiles_m) * kBN;
+  const int64_t bi = blockIdx.y;
+  const float* a_tile = p.a + int64_t{m0} * p.k;
+  const float* b_tile = p.b + bi * p.k * p.n + n0;
+  const int rows = p.m - m0, cols = p.n - n0;  // in range: row < rows, col < cols
+
+  StageLoader<kVec> loader = make_loader<kVec>(p, a_tile, b_tile, rows, cols);
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  constexpr uint32_t kStageBytes = (kStageFloatsA + kStageFloatsB) * 4;
+  const int k_tiles = (p.k + kBK - 1) / kBK;
+
+  float acc[kMmaTilesM][kMmaTilesN][4];
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kMmaTilesN; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) load_stage<kVec>(p, loader, smem_base + s * kStageBytes, s * kBK);
+    cp_async_commit();
+  }
+  const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
+  const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
+  int read_stage = 0, write_stage = kStages - 1;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
+    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
+    const int next = kt + kStages - 1;
+    if (next < k_tiles) load_stage<kVec>(p, loader, smem_base + write_stage * kStageBytes, next * kBK);
+    cp_async_commit();
+    const float* stage = smem + read_stage * (kStageFloatsA + kStageFloatsB);
+    mma_stage(stage, a_base, b_base, acc);
+    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();  // only empty groups can be pending here
+  __syncthreads();     // every warp is done with the stages: the epilogue reuses them
+
+  store_tile_and_moments<kVec>(p, bi, m0, n0, rows, cols, warp_m, warp_n, lane, smem, acc);
+}
+
+}  // namespace kb::custom::L3_025
