@@ -59,20 +59,9 @@ Dims parse_dims(const ProblemSpec& spec, const std::string& preset, const std::s
     if (!p) fail(spec.id + " has no preset '" + preset + "'");
     dims = p->dims;
   }
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos) fail("--dims: expected NAME=INTEGER, got '" + item + "'");
-    try {
-      size_t used = 0;
-      int64_t value = std::stoll(item.substr(eq + 1), &used);
-      if (used != item.size() - eq - 1) throw std::invalid_argument(item);
-      dims[item.substr(0, eq)] = value;
-    } catch (const std::exception&) {
-      fail("--dims: expected NAME=INTEGER, got '" + item + "'");
-    }
-  }
+  Result<Dims> given = kb::parse_dims(text);
+  if (!given.is_ok()) fail("--" + given.status().message());
+  for (const auto& [name, value] : given.value()) dims[name] = value;
   return dims;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "common/op_catalog.h"
 
@@ -52,6 +53,32 @@ int64_t element_count(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+Result<Dims> parse_dims(const std::string& text) {
+  Dims dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument(item);
+      value = std::stoll(item.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (eq == std::string::npos || eq == 0 || used == 0 || used != item.size() - eq - 1) {
+      return Status::invalid_argument("dims: expected NAME=INTEGER, got '" + item + "'");
+    }
+    dims[item.substr(0, eq)] = value;
+  }
+  return dims;
 }
 
 std::string shape_to_string(const Shape& shape) {

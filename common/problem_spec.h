@@ -25,6 +25,8 @@ using Shape = std::vector<int64_t>;
 using Dims = std::map<std::string, int64_t>;
 
 int64_t element_count(const Shape& shape);
+// "N=2,C_in=3" -> {C_in: 3, N: 2}; fails naming the item that is not NAME=INTEGER.
+Result<Dims> parse_dims(const std::string& text);
 std::string shape_to_string(const Shape& shape);  // "(2, 3, 4)"; "()" for a scalar
 
 // How an input tensor's values are drawn (see common/tensor_generator.h for the exact math).

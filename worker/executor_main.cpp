@@ -28,18 +28,6 @@ struct Options {
   kb::ExecutorConfig config;
 };
 
-kb::Dims parse_dims(const std::string& text) {
-  kb::Dims dims;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("--dims: expected NAME=INTEGER, got '" + item + "'");
-    dims[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-  }
-  return dims;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -77,8 +65,10 @@ kb::JobResult run(const Options& o) {
     device = std::move(cuda).value();
   }
   const double init_ms = ms_since(init_start);
+  auto dims = kb::parse_dims(o.dims);
+  if (!dims.is_ok()) return failed(o, kb::JobStatus::kUnsupported, dims.status().message());
   kb::JobRequest request{it->second, read_file(it->second->file), o.dims.empty() ? o.preset : "",
-                         o.dims.empty() ? kb::Dims{} : parse_dims(o.dims), o.seed, o.config};
+                         dims.value(), o.seed, o.config};
   Clock::time_point job_start = Clock::now();
   kb::JobResult result = kb::execute_job(*device, request);
   result.overhead_ms = {{"load_specs", std::chrono::duration<double, std::milli>(pack_start - start).count()},

@@ -17,6 +17,13 @@
 // output runs (y and the interleaved zeros) with 16-byte stores, scalar stores at the run ends
 // (rows are 262,145 floats: every row has its own 16-byte phase).
 // Predicted: ~0.47 ms (FMA issue ~85% of peak; stores overlap the FMA of the other block).
+// Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
+//   v1 (this code) -> 0.47 -> 0.783 ms: the FFMA pipe at ~49% of 67 TFLOPS. Not yet explained;
+//      leads, none measured: 127 registers under the (256, 2) cap leave no room to prefetch the
+//      next channel's 34 operand registers, so each warp waits ~30 cycles of LDS latency per
+//      192 FFMA with 4 warps per scheduler; the x window loads are 4-way bank conflicted
+//      (16 addresses 32 B apart); clocks under dense FFMA. Next: profile (ncu
+//      smsp__inst_executed_pipe_fma, stall reasons) before changing code.
 // The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
 // padding and output_padding. Anything else runs the generic gather (correct, slow).
 #include <cuda_pipeline.h>

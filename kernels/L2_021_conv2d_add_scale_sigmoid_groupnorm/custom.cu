@@ -5,23 +5,34 @@
 // t_fp32 0.57 ms (strict FFMA); x 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms.
 //
 // Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than re-reading the
-// pre-norm tensor. So S tasks write the sigmoid output into `out` and N tasks normalize it in
-// place. Both run in one persistent launch (group_norm_pipeline/pipeline.cuh), N(n) a few samples behind
-// S(n): the FFMA-bound conv overlaps the streaming normalize, and the pre-norm data of those few
-// samples (~8 MB each) is mostly re-read from L2 (worst case, from DRAM: 3.4 GB, ~0.85 ms).
+// pre-norm tensor. So three launches (group_norm_pipeline/pipeline.cuh): conv_kernel writes the
+// sigmoid output into `out` and per-task group sums to its own partials slot; a one-warp-per-
+// (n, group) fold makes coef[n][o]; normalize_kernel rescales `out` in place, last sample first
+// (those are still in L2 when the conv launch ends).
 //
-// S task (n, two output rows): stage 4 input rows of all C_in channels and the weights in shared
-// memory; each thread computes 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared
-// loads per 576 FFMA), then t = (acc + bias) * scale, g = 1 / (1 + 2^(-log2e t)), written with
+// S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
+// before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared
+// loads per 576 FFMA), then t = (acc + bias) * scale, g = 1 / (1 + expf(-t)), written with
 // 8-byte stores; per-channel sums of g and g^2 (fp32 per thread, warp shuffles, double in shared
-// memory and across blocks) go to stats[n][group]. The conv bias starts the accumulator: the
+// memory) go to partials[n][task][group]. The conv bias starts the accumulator: the
 // same math, one rounding of a different order (|err| ~1e-7, ~15x after GroupNorm: << 1e-4).
 // N task (n, channel, part of the plane): (g - mean) * rstd * gamma + beta, float4 when aligned.
 // Other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared memory) run the
 // generic kernels: one thread per output element, block-per-group statistics, in place.
 //
-// Predicted (H200): ~83 issued instructions per output in S -> ~0.70 ms issue-bound; N hidden
-// under it while the pre-norm tensor stays in L2: ~0.75 ms (0.9 ms if it does not).
+// Ladder (H200, full preset; fp32 floor 0.62 ms):
+//   v1 one-launch ticket pipeline, S (conv) and N (normalize) tasks interleaved, lag 3 phases
+//      predicted 0.75-0.9 ms -> measured 2.862. Why, from the code: an S task is ~40x an N task,
+//      so 3 phases put the last S(n) ticket only ~0.97 grid of S tasks ahead of the first N(n)
+//      ticket: N(n) blocks (128 per sample, half the grid) spin on stragglers; each S task stages
+//      33 scalar loads per thread with 64-bit div/mod, ~8 dependent L2/DRAM round trips, before
+//      any FFMA; an N task keeps only 4 float4 loads per thread in flight; 2 blocks/SM (127 regs)
+//      hide none of it.
+//   v2 three launches: conv (16-byte staging, one round trip) ~0.72 ms of issue -> ~0.80;
+//      coefficient fold ~5 us; normalize in place 2.1 GB -> ~0.55 ms: predicted 1.3-1.45 ms ->
+//      measured: (pending)
+//   next (for <= 1.0): keep the pre-norm tensor out of DRAM: conv + normalize per chunk of ~4
+//      samples (33 MB, L2-resident), or v1 with the lag counted in S tasks (>= 1.5 grids).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,9 +45,6 @@
 namespace kb::custom::L2_021 {
 
 namespace sp = kb::gn_pipeline;
-using sp::ex2_approx;
-using sp::kNegLog2e;
-using sp::rcp_approx;
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
@@ -50,6 +58,7 @@ struct Geometry {
   int64_t batch, c_in, c_out, h, w, ho, wo;
   int64_t groups, cpg;
   int64_t quads, col_groups, col_groups_pad, row_pad;  // fast path tiling
+  int64_t s_tasks;                                      // conv tasks per sample
   int64_t parts, part_len;                              // N tasks: parts of a channel plane
   float eps;
   __host__ __device__ int64_t plane() const { return ho * wo; }
@@ -64,14 +73,18 @@ struct Buffers {
   const float* gamma;   // (C_out)
   const float* beta;    // (C_out)
   float* out;           // (N, C_out, H - 2, W - 2): sigmoid output, then normalized in place
-  double2* stats;       // [N * groups] (sum g, sum g^2)
-  unsigned int* done;   // [N] finished S tasks
-  unsigned long long* ticket;
+  double2* stats;       // generic path: [N * groups] (sum g, sum g^2)
+  double2* partials;    // fast path: [N][s_tasks][groups] (sum g, sum g^2) of each conv task
+  float2* coef;         // fast path: [N][C_out] (scale, shift)
 };
 
-// sigmoid((y + bias) * scale) with neg_scale = -log2(e) * scale.
-__device__ __forceinline__ float activation(float y, float bias, float neg_scale) {
-  return rcp_approx(1.0f + ex2_approx((y + bias) * neg_scale));
+// sigmoid((y + bias) * scale), rounded as the reference rounds it (fp32 add, mul, then
+// 1 / (1 + expf(-t)) with an IEEE division). GroupNorm divides by the group's standard deviation,
+// which is tiny for small groups (the odd fixture has one channel of 35 values per group): the
+// approximate ex2/rcp pair and a -log2(e) folded into the scale cost 4x the tolerance there.
+__device__ __forceinline__ float activation(float y, float bias, float scale) {
+  const float t = (y + bias) * scale;
+  return 1.0f / (1.0f + expf(-t));
 }
 
 __device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int64_t n, int64_t o,
@@ -85,7 +98,7 @@ __device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int
 struct SmemLayout {   // dynamic shared memory, in this order
   double2* chan;      // [C_out] (sum g, sum g^2) of the current S task
   float4* w;          // [C_in][3][3][quads]: the quad's 4 output channels, zero past C_out
-  float4* epi;        // [quads][3]: conv bias, bias, -log2(e) * scale of the quad's channels
+  float4* epi;        // [quads][3]: conv bias, bias, scale of the quad's channels
   float* x;           // [C_in][kInRows][row_pad]
 };
 
@@ -116,11 +129,10 @@ __device__ void stage_parameters(const Buffers& b, const Geometry& g, const Smem
   for (int64_t e = threadIdx.x; e < 3 * g.quads; e += kThreads) {
     const int64_t cq = e / 3, which = e % 3;
     const float* src = which == 0 ? b.b_conv : which == 1 ? b.bias : b.scale;
-    const float mul = which == 2 ? kNegLog2e : 1.0f;
     float v[kQuad];
     for (int r = 0; r < kQuad; ++r) {
       const int64_t o = kQuad * cq + r;
-      v[r] = o < g.c_out ? mul * src[o] : 0.0f;
+      v[r] = o < g.c_out ? src[o] : 0.0f;
     }
     s.epi[cq * 3 + which] = make_float4(v[0], v[1], v[2], v[3]);
   }
@@ -134,6 +146,31 @@ __device__ void stage_input(const Buffers& b, const Geometry& g, const SmemLayou
     const int64_t col = e % row_len, r = (e / row_len) % kInRows, c = e / (row_len * kInRows);
     const bool ok = col < g.w && r0 + r < g.h;
     s.x[e] = ok ? __ldg(b.x + ((n * g.c_in + c) * g.h + r0 + r) * g.w + col) : 0.0f;
+  }
+}
+
+constexpr int kStageBatch = 9;  // float4 loads in flight per thread (full preset: 2112 = 9 x 256 - 192)
+
+// stage_input with 16-byte loads (W % 4 == 0, x 16-byte aligned): one round trip of latency.
+__device__ void stage_input_vec(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
+                                int64_t r0) {
+  const int row4 = static_cast<int>(g.row_pad / 4), w4 = static_cast<int>(g.w / 4);
+  const int total = static_cast<int>(g.c_in) * kInRows * row4;
+  float4* dst = reinterpret_cast<float4*>(s.x);  // [C_in][kInRows][row4]
+  for (int base = threadIdx.x; base < total; base += kThreads * kStageBatch) {
+    float4 v[kStageBatch];
+#pragma unroll
+    for (int j = 0; j < kStageBatch; ++j) {
+      const int e = base + j * kThreads, col4 = e % row4, cr = e / row4;  // cr = c * kInRows + r
+      const int64_t row = r0 + cr % kInRows;
+      const bool ok = e < total && col4 < w4 && row < g.h;
+      v[j] = ok ? __ldg(reinterpret_cast<const float4*>(
+                            b.x + ((n * g.c_in + cr / kInRows) * g.h + row) * g.w) + col4)
+                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int j = 0; j < kStageBatch; ++j)
+      if (base + j * kThreads < total) dst[base + j * kThreads] = v[j];
   }
 }
 
@@ -236,10 +273,16 @@ __device__ void slot_epilogue(const Buffers& b, const Geometry& g, const SmemLay
   }
 }
 
+// Task `task` of sample n: pre-norm rows 2 task, 2 task + 1 into `out`, group sums to
+// b.partials[n][task][*].
 __device__ void stats_task(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
                            int64_t task) {
   const int64_t r0 = task * kTileRows;
-  stage_input(b, g, s, n, r0);
+  if (g.w % 4 == 0 && reinterpret_cast<uintptr_t>(b.x) % 16 == 0) {
+    stage_input_vec(b, g, s, n, r0);
+  } else {
+    stage_input(b, g, s, n, r0);
+  }
   for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.chan[o] = make_double2(0.0, 0.0);
   __syncthreads();
   for (int64_t slot = threadIdx.x; slot < g.quads * g.col_groups_pad; slot += kThreads) {
@@ -257,22 +300,27 @@ __device__ void stats_task(const Buffers& b, const Geometry& g, const SmemLayout
       sum.x += s.chan[o].x;
       sum.y += s.chan[o].y;
     }
-    atomicAdd(&b.stats[n * g.groups + k].x, sum.x);
-    atomicAdd(&b.stats[n * g.groups + k].y, sum.y);
+    b.partials[(n * g.s_tasks + task) * g.groups + k] = sum;
   }
-  __threadfence();  // every thread: its pre-norm stores before the block's signal
-  __syncthreads();
-  if (threadIdx.x == 0) sp::signal_done(&b.done[n]);
+  __syncthreads();  // s.x and s.chan are rewritten by the next task
 }
 
-// ---- Fast path: N task, in place ----
+// Persistent: stages the weights once, then runs conv tasks (n, task) in grid-stride order.
+__global__ void __launch_bounds__(kThreads, 2) conv_kernel(Buffers b, Geometry g) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const SmemLayout s = carve(smem_raw, g);
+  stage_parameters(b, g, s);  // the first task's barrier orders it before any use
+  for (int64_t t = blockIdx.x; t < g.batch * g.s_tasks; t += gridDim.x)
+    stats_task(b, g, s, t / g.s_tasks, t % g.s_tasks);
+}
 
-__device__ void normalize_task(const Buffers& b, const Geometry& g, int64_t n, int64_t task,
-                               unsigned int s_tasks) {
-  if (threadIdx.x == 0) sp::wait_done(&b.done[n], s_tasks);
-  __syncthreads();
-  const int64_t o = task / g.parts, part = task % g.parts;
-  const float2 cf = norm_coefficients(b.stats, g, n, o, b.gamma, b.beta);
+// ---- Fast path: normalize in place ----
+
+// Task (n, o, part): out = out * scale + shift over part of a channel plane.
+__device__ void normalize_task(const Buffers& b, const Geometry& g, int64_t task) {
+  const int64_t part = task % g.parts, o = (task / g.parts) % g.c_out;
+  const int64_t n = task / (g.parts * g.c_out);
+  const float2 cf = b.coef[n * g.c_out + o];
   float* base = b.out + (n * g.c_out + o) * g.plane();
   const int64_t lo = part * g.part_len, hi = min(g.plane(), lo + g.part_len);
   const bool vec = g.plane() % 4 == 0 && reinterpret_cast<uintptr_t>(b.out) % 16 == 0;
@@ -280,28 +328,20 @@ __device__ void normalize_task(const Buffers& b, const Geometry& g, int64_t n, i
     float4* p4 = reinterpret_cast<float4*>(base);
 #pragma unroll 4
     for (int64_t i = lo / 4 + threadIdx.x; i < hi / 4; i += kThreads) {
-      const float4 v = __ldcg(p4 + i);
+      const float4 v = __ldcs(p4 + i);
       __stcs(p4 + i, make_float4(fmaf(v.x, cf.x, cf.y), fmaf(v.y, cf.x, cf.y),
                                  fmaf(v.z, cf.x, cf.y), fmaf(v.w, cf.x, cf.y)));
     }
   } else {
     for (int64_t i = lo + threadIdx.x; i < hi; i += kThreads)
-      __stcs(base + i, fmaf(__ldcg(base + i), cf.x, cf.y));
+      __stcs(base + i, fmaf(__ldcs(base + i), cf.x, cf.y));
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 2) fused_kernel(Buffers b, Geometry g, sp::Plan plan) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ int64_t ticket_slot;
-  stage_parameters(b, g, carve(smem_raw, g));
-  for (;;) {
-    const int64_t t = sp::take_ticket(b.ticket, &ticket_slot);  // synchronizes the block
-    if (t >= plan.tickets()) break;
-    const sp::Task task = plan.decode(t);
-    if (task.kind == sp::TaskKind::kStats) stats_task(b, g, carve(smem_raw, g), task.sample, task.index);
-    if (task.kind == sp::TaskKind::kNormalize)
-      normalize_task(b, g, task.sample, task.index, static_cast<unsigned int>(plan.s_tasks));
-  }
+// Tasks last sample first: the conv launch's last samples are still in L2.
+__global__ void __launch_bounds__(kThreads) normalize_kernel(Buffers b, Geometry g) {
+  const int64_t tasks = g.batch * g.c_out * g.parts;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) normalize_task(b, g, tasks - 1 - t);
 }
 
 // ---- Generic path (any conv geometry): three simple kernels, in place in `out` ----
@@ -397,27 +437,41 @@ class Custom final : public Implementation {
     g_.parts = (g_.plane() + kPartTarget - 1) / kPartTarget;
     g_.part_len = (g_.plane() + g_.parts - 1) / g_.parts;
     g_.part_len = (g_.part_len + 3) / 4 * 4;
+    g_.s_tasks = (g_.ho + kTileRows - 1) / kTileRows;
     smem_ = smem_bytes(g_);
     fast_ = unit && smem_ <= 100 * 1024;
-    if (fast_) KB_TRY(plan_fused());
-    workspace_bytes_ = sizeof(double2) * g_.batch * g_.groups + sizeof(unsigned long long) +
-                       sizeof(unsigned int) * g_.batch;
-    KB_CUDA_TRY(cudaMalloc(&workspace_, workspace_bytes_));
+    if (fast_) {
+      KB_CUDA_TRY(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem_)));
+      KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(conv_kernel), kThreads, smem_,
+                                        g_.batch * g_.s_tasks, &conv_blocks_));
+    }
+    // workspace: stats [N * groups] | partials [N * s_tasks * groups] double2 | coef [N * C_out] float2
+    const size_t bytes = sizeof(double2) * g_.batch * g_.groups * (1 + g_.s_tasks) +
+                         sizeof(float2) * g_.batch * g_.c_out;
+    KB_CUDA_TRY(cudaMalloc(&workspace_, bytes));
     return Status::ok();
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    // workspace: stats [N * groups] double2 | ticket | done [N]
+    // Every workspace slot a launch reads was written earlier in this run: no zeroing.
     auto* stats = static_cast<double2*>(workspace_);
-    auto* ticket = reinterpret_cast<unsigned long long*>(stats + g_.batch * g_.groups);
-    auto* done = reinterpret_cast<unsigned int*>(ticket + 1);
+    auto* partials = stats + g_.batch * g_.groups;
+    auto* coef = reinterpret_cast<float2*>(partials + g_.batch * g_.s_tasks * g_.groups);
     const Buffers b{args.inputs[x_].data,  args.params[w_].data,     args.params[b_conv_].data,
                     args.params[bias_].data, args.params[scale_].data, args.params[gamma_].data,
-                    args.params[beta_].data, args.output.data,          stats, done, ticket};
-    KB_CUDA_TRY(cudaMemsetAsync(workspace_, 0, workspace_bytes_, stream));
+                    args.params[beta_].data, args.output.data,          stats, partials, coef};
     const bool aligned = reinterpret_cast<uintptr_t>(args.output.data) % 8 == 0;
     if (fast_ && aligned) {
-      fused_kernel<<<fused_blocks_, kThreads, smem_, stream>>>(b, g_, plan_);
+      conv_kernel<<<conv_blocks_, kThreads, smem_, stream>>>(b, g_);
+      KB_CUDA_TRY(cudaGetLastError());
+      sp::launch_coefficients(partials, g_.batch, g_.s_tasks, g_.groups, g_.cpg,
+                              static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
+                              coef, stream);
+      KB_CUDA_TRY(cudaGetLastError());
+      const int64_t tasks = g_.batch * g_.c_out * g_.parts;
+      normalize_kernel<<<static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, int64_t{1} << 20)),
+                         kThreads, 0, stream>>>(b, g_);
       KB_CUDA_TRY(cudaGetLastError());
       return Status::ok();
     }
@@ -439,29 +493,13 @@ class Custom final : public Implementation {
     return p.has_attr("conv", attr) ? p.ints("conv", attr)[a] : fill;
   }
 
-  Status plan_fused() {
-    int device = 0, sms = 0, per_sm = 0;
-    KB_CUDA_TRY(cudaGetDevice(&device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KB_CUDA_TRY(cudaFuncSetAttribute(fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem_)));
-    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel, kThreads, smem_));
-    const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
-    const int64_t s_tasks = (g_.ho + kTileRows - 1) / kTileRows, n_tasks = g_.c_out * g_.parts;
-    plan_ = sp::Plan{g_.batch, s_tasks, n_tasks, sp::choose_lag(resident, s_tasks, n_tasks, g_.batch)};
-    fused_blocks_ = static_cast<int>(std::clamp<int64_t>(plan_.tickets(), 1, resident));
-    return Status::ok();
-  }
-
   size_t x_ = 0, w_ = 0, b_conv_ = 0, bias_ = 0, scale_ = 0, gamma_ = 0, beta_ = 0;
   Geometry g_{};
   ConvGeom cv_{};
   bool fast_ = false;
   size_t smem_ = 0;
-  sp::Plan plan_{};
-  int fused_blocks_ = 1;
-  void* workspace_ = nullptr;  // stats, ticket, done counters; owned, zeroed every run
-  size_t workspace_bytes_ = 0;
+  int conv_blocks_ = 1;
+  void* workspace_ = nullptr;  // stats, partials, coefficients; owned
 };
 
 }  // namespace kb::custom::L2_021

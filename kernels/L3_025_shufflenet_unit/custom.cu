@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kSmallThreads)
                            float2* __restrict__ scale_shift) {
   const int r = blockIdx.x * kSmallThreads + threadIdx.x;
   if (r >= rows) return;
-  const BnParams& bn = r < split ? a : b;
+  const BnParams bn = r < split ? a : b;
   const int i = r < split ? r : r - split;
   const double mean_d = moments[r].x / count;
   const double var = fmax(moments[r].y / count - mean_d * mean_d, 0.0);  // biased
@@ -392,7 +392,7 @@ class Custom final : public Implementation {
     bn_coefficients_kernel<<<blocks_for(mid), kSmallThreads, 0, stream>>>(
         moments2_, nullptr, mid, mid, bn(args, kBn2), bn(args, kBn2), count, ss2_);
     KB_CUDA_TRY(cudaGetLastError());
-    gram_kernel<<<dim3(gram_blocks_, g.groups), kSmallThreads, gram_smem_, stream>>>(
+    gram_kernel<<<dim3(gram_blocks_, static_cast<unsigned>(g.groups)), kSmallThreads, gram_smem_, stream>>>(
         d2_, ss2_, g, gram_chunks_, gram_);
     KB_CUDA_TRY(cudaGetLastError());
     bn3_coefficients_kernel<<<blocks_for(static_cast<int>(g.c_out)), kSmallThreads, 0, stream>>>(
@@ -515,7 +515,7 @@ class Custom final : public Implementation {
     const float* w3 = param(args, w3_);
     if (final_fast_) {
       const bool vec = g_.plane % 4 == 0 && is_aligned16(out);
-      final_kernel<<<dim3(final_blocks_, g_.groups), kFinalThreads, final_smem_, stream>>>(
+      final_kernel<<<dim3(final_blocks_, static_cast<unsigned>(g_.groups)), kFinalThreads, final_smem_, stream>>>(
           d2_, ss2_, w3, ss3_, ss_cat_, g_, tiles_per_image_, vec, out);
     } else {
       final_generic_kernel<<<generic_blocks_, kSmallThreads, 0, stream>>>(d2_, ss2_, w3, ss3_,

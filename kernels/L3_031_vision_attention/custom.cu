@@ -522,7 +522,7 @@ class VisionAttention final : public Implementation {
     const QkvArgs q{args.inputs[x_].data, args.params[in_w_].data, args.params[in_b_].data,
                     q_, k_big_, k_small_, v_big_, v_small_, static_cast<int>(len_),
                     static_cast<int>(embed_), static_cast<int>(heads_), static_cast<int>(head_dim_),
-                    static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_))), fast_};
+                    static_cast<float>(std::sqrt(1.0 / static_cast<double>(head_dim_))), fast_};
     const dim3 grid(static_cast<unsigned>((len_ + kProjTok - 1) / kProjTok),
                     static_cast<unsigned>((3 * embed_ + kProjFeat - 1) / kProjFeat),
                     static_cast<unsigned>(batch_));

@@ -7,7 +7,7 @@
 //     when s divides o + p - t*d and 0 <= i < in. Writing o + p = q*s + r (the "phase" r), tap t
 //     lands on phase (t*d) mod s at input q - floor(t*d / s): each phase is a dense correlation;
 //   - gather_generic_kernel: one thread per output, any geometry (the fast paths' fallback);
-//   - row_gather_kernel: the 2-D fast path, one block per (n, output row, block of channels),
+//   - row_gather_kernel: the 2-D fast path, one block per (n, window of output rows, channels),
 //     its column taps fixed at compile time (K_w, s_w, d_w), everything else at run time;
 //   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic);
 //   - store_run: a run of an output row with 16-byte stores in the aligned middle.
@@ -243,9 +243,11 @@ inline Status launch_generic(const float* x, const float* w, float* y,
 
 // ---- The 2-D row gather (fast path) ----
 //
-// One block per (n, output row oh, block of co_block output channels of one group):
-//   1. the kernel rows th landing on oh with a valid input row ih are its "slots"; with none, the
-//      block writes zeros and ends;
+// One block per (n, window of rows_per_block = min(s_h, 8) output rows, block of co_block output
+// channels of one group); per row oh of the window:
+//   1. the kernel rows th landing on oh with a valid input row ih are its "slots"; a row with
+//      none is a zero row, stored (16-byte stores) while the next row with slots is staging, or
+//      at the end;
 //   2. stages per slot x[n, group's channels, ih, :] (zero-padded) and w[group's channels,
 //      block's channels, th, :];
 //   3. per pass of pass_co channels, each thread takes a column position qw and 8 channels, sums

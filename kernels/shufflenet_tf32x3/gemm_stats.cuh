@@ -186,7 +186,7 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
-// ---- the kernel ----
+// ---- arguments ----
 struct GemmArgs {
   const float* a;      // Wcat: (M, K), shared by every image
   const float* b;      // x: (batch, K, N)
