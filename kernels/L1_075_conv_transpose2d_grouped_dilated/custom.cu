@@ -10,8 +10,8 @@
 // {0, 3} land on phase 0, {1, 4} on phase 1, {2} on phase 2, at inputs qw (taps 0-2) and qw - 1
 // (taps 3, 4). Each output of an odd row sums 8 channels of its group x 3 rows x 1-2 taps.
 //
-// Design (gather.cuh, row_gather_kernel<5, 3, 1>): one block per (n, row pair 2k, 2k+1, group of
-// 16 channels). The even row is written as zeros with 16-byte stores. For the odd row the block stages the
+// Design (gather.cuh, row_gather_kernel<5, 3, 1>): one block per (n, output row, group of 16
+// channels). An even row is written as zeros with 16-byte stores. Otherwise the block stages the
 // 3 input rows of the group's 8 channels (25 KB) and their weights (8 KB), then in 2 passes of 8
 // channels each thread sums the 3 phases of one column position qw (40 FMA per 12 shared loads
 // per row and channel), writes the row to shared memory in the output's 16-byte phase, and the
@@ -19,21 +19,16 @@
 // 57 KB shared memory per block: 3 blocks (24 warps) per SM.
 // Predicted: ~0.27 ms (the stores near the copy bandwidth, with ~150 us of FMA and shared loads
 // overlapping them).
-// Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
-//   v1 block per row, zero rows own blocks, weights staged one sector per lane -> 0.27 -> 0.508 ms
-//      (1.72 TB/s). Reading: the odd-row blocks issue ~190 M warp instructions (40 FFMA + 12 LDS
-//      + ~10 other per staged row; ~186 us of issue at 1.98 GHz) and that work runs mostly
-//      *after* the staging latency and *beside* little store traffic: time ~ compute + stores.
-//   v2 window of 2 rows per block (8,256 blocks): the even row's zeros are stored while the odd
-//      row's cp.async staging is in flight; weights staged with taps fastest (runs of 5 floats,
-//      ~3x fewer L2 sectors) -> predicted 0.43-0.45 ms (hides ~2-3 us of staging per odd row
-//      and the 8,256 zeros-only blocks) -> measured: (pending).
-//   next (not done): 2 q per thread to halve the weight LDS per FFMA (needs 16-row z, i.e. 82 KB
-//      smem and 2 blocks/SM unless z shrinks), predicted another ~30 us.
-// Resources v2: 77 registers, 57 KB dynamic smem (3 blocks, 24 warps per SM), no spills.
 // Any N, channels, groups, sizes, row taps, padding and output_padding run the fast path as long
 // as the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows fit shared memory;
 // anything else runs the generic gather (correct, slow).
+// Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
+//   v1 (this code) block per output row (even rows are all zeros) -> 0.27 -> 0.508 ms
+//      (1.72 TB/s): stage, compute and store run in sequence within a block.
+//   v2 two-row windows (the zero row stored while the odd row stages), weights staged
+//      taps-fastest -> predicted 0.43-0.45 -> measured 0.522 ms. Reverted to v1.
+//   Next: two column positions per thread (twice the FMAs per weight load) and a persistent,
+//      double-buffered row pipeline.
 #include "kernels/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 

@@ -9,9 +9,8 @@
 // 64.2% of y is exactly 0. A non-zero output is one C_in-long dot product
 //   y[n, co, 5 qh + rh - 1, 5 qw + rw - 1] = sum_c x[n, c, qh, qw] * w[c, co, rh/2, rw/2].
 //
-// Design (gather.cuh, row_gather_kernel<3, 5, 2>): one block per (n, window of 5 output rows),
-// all 64 channels. A row without a tap (128 of 318) is written as zeros with 16-byte stores,
-// overlapping the staging of the next row with a tap. For a row with a tap
+// Design (gather.cuh, row_gather_kernel<3, 5, 2>): one block per (n, output row), all 64
+// channels. A row without a tap (128 of 318) is written as zeros with 16-byte stores. Otherwise
 // the block stages the input row x[n, :, qh, :] (16 KB) and w[:, :, rh/2, :] (24 KB), then in 4
 // passes of 16 channels each thread sums 3 phases x 8 channels of one column position qw over
 // the 32 input channels (24 FMA per 7 shared loads), writes the row to shared memory in the
@@ -19,17 +18,17 @@
 // 82 KB shared memory per block: 2 blocks (16 warps) per SM.
 // Predicted: ~0.24 ms (stores at ~85% of the copy bandwidth; the ~100 us of FMA and shared
 // loads overlap with the other block's stores).
-// Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
-//   v1 block per row, zero rows own blocks, weights staged one sector per lane (stride 9 floats:
-//      6,144 sectors per block, ~650 MB of L2->SM traffic in all) -> 0.24 -> 0.361 ms (2.35 TB/s).
-//   v2 window of 5 rows per block (1,024 blocks, 3.9 waves at 2 blocks/SM): rows 5k+1, 5k+3,
-//      5k+4 computed in turn, the zeros of rows 5k and 5k+2 stored while the first two stage;
-//      weights staged with taps fastest (runs of 3 floats, ~3x fewer sectors) -> predicted
-//      0.31-0.33 ms -> measured: (pending). Risk: the 3.9-wave tail (~3%).
-// Resources v2: 127 registers (was 80; still 2 blocks/SM, smem-bound), 82 KB dynamic smem.
 // Any N, channels, sizes, padding, output_padding and row taps run the fast path as long as the
 // column taps are (K_w, s_w, d_w) = (3, 5, 2) and the staged rows fit shared memory; anything
 // else runs the generic gather (correct, slow).
+// Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
+//   v1 (this code) block per output row, zero rows in blocks of their own -> 0.24 -> 0.361 ms
+//      (2.35 TB/s): each block stages, computes and stores in sequence; weights staged one
+//      32-byte sector per lane (stride 9 floats).
+//   v2 windows of 5 rows per block (zero rows stored while the next row stages) and weights
+//      staged taps-fastest -> predicted 0.31-0.33 -> measured 0.397 ms: slower (127 registers,
+//      1,024 blocks = 3.9 waves, rows of a window still serialized). Reverted to v1.
+//   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r).
 #include "kernels/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 

@@ -7,7 +7,7 @@
 //     when s divides o + p - t*d and 0 <= i < in. Writing o + p = q*s + r (the "phase" r), tap t
 //     lands on phase (t*d) mod s at input q - floor(t*d / s): each phase is a dense correlation;
 //   - gather_generic_kernel: one thread per output, any geometry (the fast paths' fallback);
-//   - row_gather_kernel: the 2-D fast path, one block per (n, window of output rows, channels),
+//   - row_gather_kernel: the 2-D fast path, one block per (n, output row, block of channels),
 //     its column taps fixed at compile time (K_w, s_w, d_w), everything else at run time;
 //   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic);
 //   - store_run: a run of an output row with 16-byte stores in the aligned middle.
@@ -243,11 +243,9 @@ inline Status launch_generic(const float* x, const float* w, float* y,
 
 // ---- The 2-D row gather (fast path) ----
 //
-// One block per (n, window of rows_per_block = min(s_h, 8) output rows, block of co_block output
-// channels of one group); per row oh of the window:
-//   1. the kernel rows th landing on oh with a valid input row ih are its "slots"; a row with
-//      none is a zero row, stored (16-byte stores) while the next row with slots is staging, or
-//      at the end;
+// One block per (n, output row oh, block of co_block output channels of one group):
+//   1. the kernel rows th landing on oh with a valid input row ih are its "slots"; with none, the
+//      block writes zeros and ends;
 //   2. stages per slot x[n, group's channels, ih, :] (zero-padded) and w[group's channels,
 //      block's channels, th, :];
 //   3. per pass of pass_co channels, each thread takes a column position qw and 8 channels, sums
@@ -259,7 +257,6 @@ constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / kWarp;
 constexpr int kRowCoThread = 8;     // output channels per thread, in registers
 constexpr int kRowMaxCoBlock = 64;  // output channels per block at most
-constexpr int kRowMaxWindow = 8;    // output rows per block at most
 static_assert(kRowCoThread % 4 == 0, "weights are read as float4");
 
 // The column taps, fixed at compile time: tap t lands on phase (t*d) mod s at input qw - offset.
@@ -282,7 +279,6 @@ struct RowGatherParams {
   int x_len, z_stride;                // staged x row, z row (floats)
   int row_taps;                       // most kernel rows landing on one output row (slots)
   int q_threads;                      // threads along qw; kRowThreads / q_threads channel sets
-  int rows_per_block;                 // consecutive output rows of a block (its "window")
 };
 
 struct RowBlock {
@@ -291,27 +287,18 @@ struct RowBlock {
   int64_t plane;                    // H_out * W_out: from one channel's row to the next
 };
 
-// The block's first row: window blockIdx / co_blocks of its sample starts at rows_per_block * it.
 __device__ __forceinline__ RowBlock row_block(const RowGatherParams& p) {
   RowBlock b;
   const int co_blocks = p.groups * p.co_blocks_per_group;
-  const int windows = (p.out_h + p.rows_per_block - 1) / p.rows_per_block;
   const int cb = static_cast<int>(blockIdx.x % co_blocks), rest = blockIdx.x / co_blocks;
-  b.oh = rest % windows * p.rows_per_block;
-  b.n = rest / windows;
+  b.oh = rest % p.out_h;
+  b.n = rest / p.out_h;
   b.group = cb / p.co_blocks_per_group;
   b.co0 = cb % p.co_blocks_per_group * p.co_block;
   b.co_count = std::min(p.co_block, p.cout_g - b.co0);
   b.plane = static_cast<int64_t>(p.out_h) * p.out_w;
   const int64_t co = static_cast<int64_t>(b.n) * p.groups * p.cout_g + b.group * p.cout_g + b.co0;
   b.out = p.y + (co * p.out_h + b.oh) * p.out_w;
-  return b;
-}
-
-// The same block at row oh of its window.
-__device__ __forceinline__ RowBlock at_row(const RowGatherParams& p, RowBlock b, int oh) {
-  b.out += static_cast<int64_t>(oh - b.oh) * p.out_w;
-  b.oh = oh;
   return b;
 }
 
@@ -350,18 +337,17 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
       }
     }
   }
-  // Weights with t fastest: each (ci, co)'s kKw taps of row th are contiguous in w, so a warp
-  // reads runs of kKw floats instead of one sector per lane.
   const int64_t w_taps = static_cast<int64_t>(p.k_h) * kKw;
-  const int per_ci = p.co_block * kKw;
-  for (int i = threadIdx.x; i < p.cin_g * per_ci; i += kRowThreads) {
-    const int ci = i / per_ci, rest = i - ci * per_ci, co = rest / kKw, t = rest - co * kKw;
-    float* dst = ws + ((slot * p.cin_g + ci) * kKw + t) * p.co_block + co;
-    if (co < b.co_count) {
-      __pipeline_memcpy_async(
-          dst, p.w + ((c0 + ci) * p.cout_g + b.co0 + co) * w_taps + th * kKw + t, sizeof(float));
-    } else {
-      *dst = 0.f;
+  for (int row = warp; row < p.cin_g * kKw; row += kRowWarps) {
+    const int ci = row / kKw, t = row % kKw;
+    const float* src = p.w + ((c0 + ci) * p.cout_g + b.co0) * w_taps + th * kKw + t;
+    float* dst = ws + (slot * p.cin_g * kKw + row) * p.co_block;
+    for (int co = lane; co < p.co_block; co += kWarp) {
+      if (co < b.co_count) {
+        __pipeline_memcpy_async(dst + co, src + co * w_taps, sizeof(float));
+      } else {
+        dst[co] = 0.f;
+      }
     }
   }
   __pipeline_commit();
@@ -431,51 +417,31 @@ __device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBl
   }
 }
 
-// Writes zeros to the block's channels of the next row of [*next, end) that no tap reaches, and
-// moves *next past it; false when there is none.
-__device__ __forceinline__ bool store_next_zero_row(const RowGatherParams& p, const RowBlock& b,
-                                                    int* next, int end) {
-  for (; *next < end; ++*next) {
-    if (for_each_row_tap(p, *next, [](int, int, int) {}) != 0) continue;
-    const RowBlock r = at_row(p, b, (*next)++);
-    for (int c = threadIdx.x / kWarp; c < r.co_count; c += kRowWarps) {
-      store_zeros(r.out + c * r.plane, p.out_w, threadIdx.x % kWarp, kWarp);
-    }
-    return true;
-  }
-  return false;
-}
-
-// One block per (n, window of rows_per_block output rows, block of channels). For each row with
-// taps: its staging goes out by cp.async, one zero row of the window is stored while it lands,
-// then the passes run. Zero rows left over (all of them in a window without taps) come last.
 template <int kKw, int kSw, int kDw>
 __global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams p) {
-  const RowBlock win = row_block(p);
-  const int end = std::min(win.oh + p.rows_per_block, p.out_h);
+  const RowBlock b = row_block(p);
+  const int slots = for_each_row_tap(p, b.oh, [](int, int, int) {});
+  if (slots == 0) {  // no tap lands on this row: zeros
+    for (int c = threadIdx.x / kWarp; c < b.co_count; c += kRowWarps) {
+      store_zeros(b.out + c * b.plane, p.out_w, threadIdx.x % kWarp, kWarp);
+    }
+    return;
+  }
   float* ws = dynamic_smem();
   float* xs = ws + p.row_taps * p.cin_g * kKw * p.co_block;
   float* z = xs + (p.row_taps * p.cin_g * p.x_len + 3) / 4 * 4;
   constexpr int kMaxOff = ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
+  for_each_row_tap(p, b.oh, [&](int slot, int th, int ih) {
+    stage_slot<kKw, kMaxOff>(p, b, slot, th, ih, ws, xs);
+  });
+  __pipeline_wait_prior(0);
+  __syncthreads();
   const int pass_co = kRowThreads / p.q_threads * kRowCoThread;
-  int zero_next = win.oh;
-  for (int oh = win.oh; oh < end; ++oh) {
-    const RowBlock b = at_row(p, win, oh);
-    const int slots = for_each_row_tap(p, oh, [&](int slot, int th, int ih) {
-      stage_slot<kKw, kMaxOff>(p, b, slot, th, ih, ws, xs);
-    });
-    if (slots == 0) continue;
-    store_next_zero_row(p, win, &zero_next, end);  // overlaps the staging's latency
-    __pipeline_wait_prior(0);
+  for (int pass = 0; pass < b.co_count; pass += pass_co) {
+    compute_pass<kKw, kSw, kDw>(p, b, slots, pass, ws, xs, z);
     __syncthreads();
-    for (int pass = 0; pass < b.co_count; pass += pass_co) {
-      compute_pass<kKw, kSw, kDw>(p, b, slots, pass, ws, xs, z);
-      __syncthreads();
-      store_pass(p, b, pass, pass_co, z);
-      __syncthreads();  // also frees ws and xs for the next row's staging
-    }
-  }
-  while (store_next_zero_row(p, win, &zero_next, end)) {
+    store_pass(p, b, pass, pass_co, z);
+    __syncthreads();
   }
 }
 
@@ -525,11 +491,7 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   if (floats * static_cast<int64_t>(sizeof(float)) > max_smem_bytes) {
     return no("staged rows exceed shared memory");
   }
-  // A window of s_h rows holds every row phase once: its zero rows are stored while the staging
-  // of its rows with taps is in flight, and no block is zeros only.
-  p.rows_per_block = static_cast<int>(std::min<int64_t>(g.stride[1], kRowMaxWindow));
-  const int64_t windows = (p.out_h + p.rows_per_block - 1) / p.rows_per_block;
-  plan.blocks = g.batch * windows * p.groups * p.co_blocks_per_group;
+  plan.blocks = g.batch * p.out_h * p.groups * p.co_blocks_per_group;
   if (plan.blocks >= limit) return no("too many blocks");
   return plan;
 }
