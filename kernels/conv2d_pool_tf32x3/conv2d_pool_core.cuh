@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <vector>
+#include "kernels/device/tf32x3_mma.cuh"
 
 namespace kb::custom::conv2d_pool_tf32x3 {
 
@@ -203,42 +204,15 @@ inline std::vector<int> build_tap_table(int c_in, int h, int w, int kh_n, int kw
 
 // ---- device primitives (as in conv2d_core.cuh) ----
 
-// TF32 round to nearest, ties away (cvt.rna.tf32.f32's value for finite inputs), as fp32 bits.
-__host__ __device__ constexpr uint32_t tf32_rna_bits(uint32_t fp32_bits) {
-  return (fp32_bits + 0x1000u) & 0xffffe000u;
-}
-struct SplitTf32 {
-  uint32_t big, small;  // x = big + small + r, |r| <= 2^-22 |x|; both exact TF32 values
-};
-__device__ __forceinline__ SplitTf32 split_tf32(float x) {
-  const uint32_t big = tf32_rna_bits(__float_as_uint(x));
-  return {big, tf32_rna_bits(__float_as_uint(x - __uint_as_float(big)))};  // x - big is exact
-}
-// d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_4(uint32_t smem, const float* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
+// 3xTF32 and cp.async primitives: kernels/device/tf32x3_mma.cuh.
+using ::kb::tf32x3::SplitTf32;
+using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::mma_tf32;
+using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::tf32_rna_bits;
 
 using Acc = float[kMmaTilesM][kMmaTilesN][4];
 
