@@ -31,7 +31,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
-  double time_cap = 15;
+  double time_cap = 0;  // 0: 15 s per job on the GPU, 3 s on the CPU device (correctness runs)
   double timeout = 600;
   bool aa = false;
   bool json = false;
@@ -118,6 +118,7 @@ void run_bench(BenchOptions o) {
   }
   if (o.device == "auto") o.device = gpu_present() ? "cuda" : "cpu";
   if (o.preset.empty()) o.preset = o.device == "cuda" ? "full" : "small";
+  if (o.time_cap <= 0) o.time_cap = o.device == "cuda" ? 15 : 3;
   if (o.pack.empty()) o.pack = default_pack_path();
   if (o.executor.empty()) o.executor = default_executor_path();
   if (o.seed == 0) o.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
@@ -167,7 +168,7 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--seed", o->seed, "Run seed (default: a fresh secret one)");
   bench->add_option("--gpu", o->gpu, "GPU ordinal")->capture_default_str();
   bench->add_option("--trials", o->trials, "Correctness trials")->capture_default_str();
-  bench->add_option("--time-cap", o->time_cap, "Timing cap per job, seconds")->capture_default_str();
+  bench->add_option("--time-cap", o->time_cap, "Timing cap per job, seconds (default: 15 on cuda, 3 on cpu)");
   bench->add_option("--timeout", o->timeout, "Deadline per job process, seconds")->capture_default_str();
   bench->add_flag("--aa", o->aa, "A/A: time each reference against itself");
   bench->add_flag("--json", o->json, "Print all results as JSON");
