@@ -1,0 +1,130 @@
+#include "common/wire_protocol.h"
+
+#include <array>
+#include <utility>
+
+namespace kb::wire {
+namespace {
+
+enum class Kind { kString, kNumber, kObject };
+
+struct Field {
+  const char* name;
+  Kind kind;
+};
+
+struct TypeInfo {
+  MessageType type;
+  std::string_view name;
+  std::vector<Field> required;
+  bool needs_payload = false;
+};
+
+const std::vector<TypeInfo>& types() {
+  static const std::vector<TypeInfo> kTypes = {
+      {MessageType::kReady, "READY", {{"worker", Kind::kString}, {"device", Kind::kObject}, {"software", Kind::kObject}}},
+      {MessageType::kHeartbeat, "HEARTBEAT", {}},
+      {MessageType::kRequest, "REQUEST", {{"credits", Kind::kNumber}}},
+      {MessageType::kResult, "RESULT",
+       {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}, {"result", Kind::kObject}}},
+      {MessageType::kPackRequest, "PACK_REQUEST", {{"pack", Kind::kString}}},
+      {MessageType::kWelcome, "WELCOME", {{"worker_id", Kind::kNumber}, {"heartbeat_ms", Kind::kNumber}}},
+      {MessageType::kJob, "JOB",
+       {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}, {"problem", Kind::kString},
+        {"preset", Kind::kString}, {"seed", Kind::kNumber}, {"pack", Kind::kString}}},
+      {MessageType::kAck, "ACK", {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}}},
+      {MessageType::kPack, "PACK", {{"pack", Kind::kString}}, /*needs_payload=*/true},
+      {MessageType::kDisconnect, "DISCONNECT", {{"reason", Kind::kString}}},
+      {MessageType::kSubmit, "SUBMIT", {{"problems", Kind::kString}}},
+      {MessageType::kQuery, "QUERY", {{"what", Kind::kString}}},
+      {MessageType::kCancel, "CANCEL", {{"run_id", Kind::kNumber}}},
+      {MessageType::kReply, "REPLY", {}},
+      {MessageType::kError, "ERROR", {{"message", Kind::kString}}},
+  };
+  return kTypes;
+}
+
+const TypeInfo* find_type(std::string_view name) {
+  for (const TypeInfo& t : types()) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const TypeInfo& info_of(MessageType type) {
+  for (const TypeInfo& t : types()) {
+    if (t.type == type) return t;
+  }
+  return types().front();  // unreachable: every enumerator has a row
+}
+
+bool has_kind(const nlohmann::json& value, Kind kind) {
+  switch (kind) {
+    case Kind::kString: return value.is_string();
+    case Kind::kNumber: return value.is_number();
+    case Kind::kObject: return value.is_object();
+  }
+  return false;
+}
+
+DecodeResult reject(DecodeError error, std::string detail) {
+  DecodeResult r;
+  r.error = error;
+  r.detail = std::move(detail);
+  return r;
+}
+
+}  // namespace
+
+std::string_view to_string(MessageType type) { return info_of(type).name; }
+
+std::string_view to_string(DecodeError error) {
+  static constexpr std::array<std::string_view, 6> kNames = {
+      "bad_frame_count", "bad_tag", "unknown_type", "oversized", "bad_json", "missing_field"};
+  return kNames[static_cast<size_t>(error)];
+}
+
+std::vector<std::string> encode(const Message& message) {
+  std::vector<std::string> frames = {std::string(kProtocolTag), std::string(to_string(message.type)),
+                                     message.body.dump()};
+  if (!message.payload.empty()) frames.push_back(message.payload);
+  return frames;
+}
+
+DecodeResult decode(const std::vector<std::string>& frames) {
+  if (frames.size() < 3 || frames.size() > 4) {
+    return reject(DecodeError::kBadFrameCount, "expected 3 or 4 frames, got " + std::to_string(frames.size()));
+  }
+  if (frames[0] != kProtocolTag) {
+    return reject(DecodeError::kBadTag, "expected protocol tag KBF1, got a " +
+                                            std::to_string(frames[0].size()) + "-byte frame");
+  }
+  const TypeInfo* type = find_type(frames[1]);
+  if (!type) return reject(DecodeError::kUnknownType, "unknown message type (" + std::to_string(frames[1].size()) + " bytes)");
+  if (frames[2].size() > kMaxBodyBytes) {
+    return reject(DecodeError::kOversized, "body of " + std::to_string(frames[2].size()) + " bytes");
+  }
+  if (frames.size() == 4 && frames[3].size() > kMaxPayloadBytes) {
+    return reject(DecodeError::kOversized, "payload of " + std::to_string(frames[3].size()) + " bytes");
+  }
+  nlohmann::json body = nlohmann::json::parse(frames[2], nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    return reject(DecodeError::kBadJson, std::string(type->name) + ": the body is not a JSON object");
+  }
+  for (const Field& f : type->required) {
+    if (!body.contains(f.name) || !has_kind(body[f.name], f.kind)) {
+      return reject(DecodeError::kMissingField, std::string(type->name) + ": field '" + f.name + "' missing or of the wrong kind");
+    }
+  }
+  if (type->needs_payload && (frames.size() != 4 || frames[3].empty())) {
+    return reject(DecodeError::kMissingField, std::string(type->name) + ": the payload frame is missing");
+  }
+  DecodeResult r;
+  r.ok = true;
+  r.message.type = type->type;
+  r.message.body = std::move(body);
+  if (frames.size() == 4) r.message.payload = frames[3];
+  return r;
+}
+
+}  // namespace kb::wire
