@@ -3,21 +3,32 @@
 //   Full preset: (128, 64, 256, 256) -> conv (128, 64, 256, 256) -> pool (.., 128, 128).
 //
 // Cost (PROBLEMS.md, full preset): 616.6 GFLOP; min DRAM 2,148 MB -> 0.50 ms; floor 9.20 ms
-// strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.6 ms, best peer 12.31 ms,
-// goal <= 10.3 ms.
+// strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.9 ms, best peer 12.31 ms,
+// goal <= 10.2 ms.
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
-// dil*(k-1) - pad. Three kernels on `stream`:
-//   1. flip_weight: w_t[co][ci][a][b] = weight[ci][co][KH-1-a][KW-1-b] (37K floats, per call).
-//   2. conv_pool_kernel: the 3xTF32 implicit-GEMM conv core of kernels/conv2d_tf32x3 re-tiled to
-//      64 channels x 128 columns (kernels/conv2d_pool_tf32x3/conv2d_pool_core.cuh); columns are
-//      pool-window major so each thread holds whole 2x2 windows; epilogue max4 -> +bias (max and
-//      +bias commute exactly) -> clamp -> deterministic per-tile sum per (n, co):
-//      partial (N, C_out, tiles), 16.8 MB at full size. The 2.1 GB conv output never exists.
-//   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)).
+// dil*(k-1) - pad. The 2.1 GB conv output never exists. Two paths, three kernels each:
+//   fast (3x3, dilation 1, padding 1: every shape of the problem), conv3x3_pool_patch.cuh:
+//     1. split_weight_kernel: flip + 3xTF32 split + A-fragment order, once per call (295 KB).
+//     2. conv3x3_pool_kernel: persistent, one 256-thread CTA per SM; tiles of 64 channels x
+//        16 x 16 pixels; per 8-channel chunk the 18 x 18 input patch is loaded once, split once
+//        and read by all 9 taps from shared memory; epilogue max4 -> +bias (max and +bias commute
+//        exactly) -> clamp -> fixed-order per-tile sum: partial (N, C_out, tiles), 8 MB.
+//   generic (any other stride-1 kernel / dilation / padding), conv2d_pool_core.cuh:
+//     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
+//   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
 //
-// Predicted on the H200: L2_001 (same warp tile, K = 576) ran 58.6 TFLOP/s; the 64-row CTA tile
-// doubles gather work per MMA (+~12% issue) and drops the output store -> ~10-11 ms.
+// Cost model of the fast path (full preset): 906M mma.sync m16n8k8 (3 per product tile). The
+// im2col version issued ~5 instructions per MMA (split of A and B after every shared load, one
+// 4-byte cp.async gather per im2col element) and ran 46 TFLOP/s (v1, 13.3 ms). Here per tap and
+// warp: 12 LDS.128 + 48 MMA (~1.3 instructions per MMA; staging adds ~0.3), so the tensor pipe
+// should bound it: L1_003 reached 69 TFLOP/s (~87% of the mma.sync TF32 rate, ~8 clocks per
+// m16n8k8 per SM sub-partition) at ~4 instructions per MMA. Shared memory: 6 KB per warp per tap
+// = ~55% of the 128 B/clock at that rate. L2 traffic: 295 KB of weights + 83 KB of patch per tile
+// (~1 TB/s in all), DRAM ~2.2 GB. Two warps per sub-partition (118 KB of shared memory -> one CTA
+// per SM) and one barrier per 432 MMAs per warp.
+// Predicted on the H200: 8.5-9.5 ms (65-72 TFLOP/s), 80-90% of the mma.sync TF32 pipe; the
+// risk is latency with only 2 warps per sub-partition.
 // Accuracy: 3xTF32 ~fp32 (K = 576, |conv| < 1); mean over 16,384 windows: error ~1e-7.
 #include <cuda_runtime.h>
 
@@ -27,22 +38,24 @@
 #include <vector>
 
 #include "kernels/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
+#include "kernels/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
 #include "kernels/device/cuda_check.h"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_010 {
 
 using namespace kb::custom::conv2d_pool_tf32x3;
+namespace patch = kb::custom::conv3x3_pool_patch;
 
 // Sizes validated to fit int by setup(). Grid: one CTA per (n, column tile, channel tile),
 // blockIdx.x = (n * col_tiles + column tile) * co_tiles + channel tile.
 struct PoolConvArgs {
-  const float* x;      // (N, C_in, H, W)
-  const float* w;      // (C_out, K): flipped, transposed weight
-  const float* bias;   // (C_out)
-  const int* taps;     // (3 K_pad): tap_off, then (dh, dw) pairs; 16-byte aligned
-  float* partial;      // (N, C_out, col_tiles)
-  int64_t x_image;     // C_in*H*W
+  const float* x;     // (N, C_in, H, W)
+  const float* w;     // (C_out, K): flipped, transposed weight
+  const float* bias;  // (C_out)
+  const int* taps;    // (3 K_pad): tap_off, then (dh, dw) pairs; 16-byte aligned
+  float* partial;     // (N, C_out, col_tiles)
+  int64_t x_image;    // C_in*H*W
   int c_out, k, k_pad, h, w_in, wp, cols_total;  // cols_total = 4 * Hp * Wp
   int ph, pw;
   int co_tiles, col_tiles;
@@ -90,8 +103,7 @@ __device__ __forceinline__ void gather_column(const PoolConvArgs& p, const Pixel
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = 4 * j4 + e;
-      const GatherSource src =
-          gather_source(o, k0 + j, p.k, offs[e], dh[e], dw[e], p.h, p.w_in);
+      const GatherSource src = gather_source(o, k0 + j, p.k, offs[e], dh[e], dw[e], p.h, p.w_in);
       cp_async_4(stage_b + b_copy_fast(s0, j) * 4, x_pix + src.rel, src.ok);
     }
   }
@@ -115,8 +127,8 @@ __device__ __forceinline__ void pool_sum_tile(const PoolConvArgs& p, float* red,
 #pragma unroll
       for (int vec = 0; vec < 2; ++vec) {  // acc[mt][0..3][2 half + vec] is one 2x2 window
         const int e = 2 * half + vec;
-        const float m = fmaxf(fmaxf(acc[mt][0][e], acc[mt][1][e]),
-                              fmaxf(acc[mt][2][e], acc[mt][3][e])) + b;
+        const float m =
+            fmaxf(fmaxf(acc[mt][0][e], acc[mt][1][e]), fmaxf(acc[mt][2][e], acc[mt][3][e])) + b;
         if (c_col(warp_n, lane, vec) < cols) s += fminf(fmaxf(m, p.lo), p.hi);
       }
       s += __shfl_xor_sync(0xffffffffu, s, 1);  // the 4 lanes of a row (t = lane % 4)
@@ -128,7 +140,8 @@ __device__ __forceinline__ void pool_sum_tile(const PoolConvArgs& p, float* red,
 #pragma unroll
     for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) red[warp_n * kBM + c_row(lane, mt, half)] = sums[mt][half];
+      for (int half = 0; half < 2; ++half)
+        red[warp_n * kBM + c_row(lane, mt, half)] = sums[mt][half];
   __syncthreads();
   const int row = threadIdx.x;
   if (row < kBM && co0 + row < p.c_out) {
@@ -220,6 +233,7 @@ class ConvPoolMeanTanh final : public Implementation {
     KB_CUDA_WARN(cudaFree(taps_));
     KB_CUDA_WARN(cudaFree(w_t_));
     KB_CUDA_WARN(cudaFree(partial_));
+    KB_CUDA_WARN(cudaFree(w_split_));
   }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
@@ -229,10 +243,12 @@ class ConvPoolMeanTanh final : public Implementation {
     KB_TRY(read_geometry(p));
     a_.lo = static_cast<float>(p.number("hardtanh", "min_val"));
     a_.hi = static_cast<float>(p.number("hardtanh", "max_val"));
+    if (fast_) return setup_fast();
     const std::vector<int> table = build_tap_table(c_in_, a_.h, a_.w_in, kh_, kw_, dil_);
     const size_t partial_floats = size_t(n_) * a_.c_out * std::max(a_.col_tiles, 1);
     KB_CUDA_TRY(cudaMalloc(&taps_, table.size() * sizeof(int)));
-    KB_CUDA_TRY(cudaMemcpy(taps_, table.data(), table.size() * sizeof(int), cudaMemcpyHostToDevice));
+    KB_CUDA_TRY(
+        cudaMemcpy(taps_, table.data(), table.size() * sizeof(int), cudaMemcpyHostToDevice));
     KB_CUDA_TRY(cudaMalloc(&w_t_, size_t(a_.c_out) * a_.k * sizeof(float)));
     KB_CUDA_TRY(cudaMalloc(&partial_, partial_floats * sizeof(float)));
     for (auto kernel : {&conv_pool_kernel<true>, &conv_pool_kernel<false>}) {
@@ -245,6 +261,7 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
+    if (fast_) return run_fast(args, stream);
     PoolConvArgs a = a_;
     a.x = args.inputs[x_].data;
     a.w = w_t_;
@@ -271,6 +288,64 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
  private:
+  // ---- fast path: 3x3, dilation 1, padding 1 (conv3x3_pool_patch.cuh) ----
+
+  Status setup_fast() {
+    patch::PatchArgs& f = f_;
+    f.c_in = c_in_, f.c_out = a_.c_out, f.h = a_.h, f.w = a_.w_in;
+    f.hp = hp_;
+    f.wp = a_.wp;
+    f.chunks = (c_in_ + patch::kChunkCi - 1) / patch::kChunkCi;
+    f.co_tiles = (a_.c_out + patch::kTileCo - 1) / patch::kTileCo;
+    f.tiles_h = (2 * f.hp + patch::kTileRows - 1) / patch::kTileRows;
+    f.tiles_w = (2 * f.wp + patch::kTileCols - 1) / patch::kTileCols;
+    const int64_t tiles = int64_t{n_} * f.co_tiles * f.tiles_h * f.tiles_w;
+    if (tiles > 0x7fffffff) return Status::failed_precondition("L2_010 custom: too many tiles");
+    f.tiles_total = static_cast<int>(tiles);
+    f.lo = a_.lo, f.hi = a_.hi;
+    const size_t w_floats = size_t(f.co_tiles) * f.chunks * patch::kAStageFloats;
+    const size_t partial_floats = size_t(n_) * f.c_out * std::max(f.tiles_h * f.tiles_w, 1);
+    KB_CUDA_TRY(cudaMalloc(&w_split_, w_floats * sizeof(float)));
+    KB_CUDA_TRY(cudaMalloc(&partial_, partial_floats * sizeof(float)));
+    KB_CUDA_TRY(cudaFuncSetAttribute(patch::conv3x3_pool_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     patch::kSmemBytes));
+    int device = 0, sms = 0, per_sm = 0;
+    KB_CUDA_TRY(cudaGetDevice(&device));
+    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, patch::conv3x3_pool_kernel,
+                                                              patch::kThreads, patch::kSmemBytes));
+    if (per_sm < 1)
+      return Status::failed_precondition("L2_010 custom: fast kernel does not fit an SM");
+    grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{sms} * per_sm));
+    return Status::ok();
+  }
+
+  Status run_fast(const ImplArgs& args, cudaStream_t stream) {
+    patch::PatchArgs f = f_;
+    f.x = args.inputs[x_].data;
+    f.w_split = w_split_;
+    f.bias = args.params[bias_].data;
+    f.partial = partial_;
+    constexpr int kPrepThreads = 256;
+    const int prep_items = f.co_tiles * f.chunks * (patch::kAStageFloats / 2);
+    patch::split_weight_kernel<<<(prep_items + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0,
+                                 stream>>>(args.params[weight_].data, w_split_, f.c_in, f.c_out,
+                                           f.chunks, f.co_tiles);
+    KB_CUDA_TRY(cudaGetLastError());
+    if (grid_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
+      patch::conv3x3_pool_kernel<<<grid_, patch::kThreads, patch::kSmemBytes, stream>>>(f);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
+    const int planes = n_ * f.c_out;  // out: (N, C_out, 1, 1)
+    finish_kernel<<<(planes + 7) / 8, 256, 0, stream>>>(
+        partial_, args.output.data, planes, f.tiles_h * f.tiles_w, float(int64_t{f.hp} * f.wp));
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+  // ---- geometry ----
+
   static std::vector<int64_t> ints_or(const ProblemInstance& p, const char* node, const char* attr,
                                       int64_t fill) {
     return p.has_attr(node, attr) ? p.ints(node, attr) : std::vector<int64_t>(2, fill);
@@ -291,9 +366,9 @@ class ConvPoolMeanTanh final : public Implementation {
                                pp = ints_or(p, "maxpool", "padding", 0);
     const int64_t groups =
         p.has_attr("conv_transpose", "groups") ? p.int_attr("conv_transpose", "groups") : 1;
-    bool ok = xs.size() == 4 && ws.size() == 4 && ys.size() == 4 && ms.size() == 4 &&
-              groups == 1 && ws[0] == xs[1] && dil.size() == 2 && dil[0] == dil[1] &&
-              ys[1] == ws[1] && ms[2] == ys[2] / 2 && ms[3] == ys[3] / 2;
+    bool ok = xs.size() == 4 && ws.size() == 4 && ys.size() == 4 && ms.size() == 4 && groups == 1 &&
+              ws[0] == xs[1] && dil.size() == 2 && dil[0] == dil[1] && ys[1] == ws[1] &&
+              ms[2] == ys[2] / 2 && ms[3] == ys[3] / 2;
     for (int i = 0; ok && i < 2; ++i) {
       const int64_t conv_pad = dil[i] * (ws[2 + i] - 1) - pad[i];
       ok = st[i] == 1 && opad[i] == 0 && conv_pad >= 0 && pk[i] == 2 && ps[i] == 2 && pp[i] == 0 &&
@@ -312,11 +387,13 @@ class ConvPoolMeanTanh final : public Implementation {
     a_.k_pad = (a_.k + kBK - 1) / kBK * kBK;
     a_.h = static_cast<int>(xs[2]), a_.w_in = static_cast<int>(xs[3]);
     a_.wp = static_cast<int>(ms[3]);
+    hp_ = static_cast<int>(ms[2]);
     a_.cols_total = static_cast<int>(4 * ms[2] * ms[3]);
     a_.ph = static_cast<int>(dil[0] * (kh_ - 1) - pad[0]);
     a_.pw = static_cast<int>(dil[1] * (kw_ - 1) - pad[1]);
     a_.co_tiles = (a_.c_out + kBM - 1) / kBM;
     a_.col_tiles = (a_.cols_total + kBN - 1) / kBN;
+    fast_ = kh_ == patch::kKernel && kw_ == patch::kKernel && dil_ == 1 && a_.ph == 1 && a_.pw == 1;
     if (int64_t{n_} * a_.col_tiles * a_.co_tiles > kIntMax)
       return Status::failed_precondition("L2_010 custom: too many tiles");
     return Status::ok();
@@ -327,7 +404,12 @@ class ConvPoolMeanTanh final : public Implementation {
   PoolConvArgs a_{};          // sizes; pointers are filled per call
   int* taps_ = nullptr;       // (3 K_pad) tap table
   float* w_t_ = nullptr;      // (C_out, K) flipped weight, rewritten every call
-  float* partial_ = nullptr;  // (N, C_out, col_tiles)
+  float* partial_ = nullptr;  // (N, C_out, col_tiles) or, fast, (N, C_out, tiles_h * tiles_w)
+  int hp_ = 0;                // pooled rows
+  bool fast_ = false;         // 3x3, dilation 1, padding 1: conv3x3_pool_patch.cuh
+  patch::PatchArgs f_{};      // fast path sizes; pointers are filled per call
+  float* w_split_ = nullptr;  // fast: (co_tiles, chunks, kAStageFloats), rewritten every call
+  unsigned grid_ = 0;         // fast: persistent CTAs
 };
 
 }  // namespace kb::custom::L2_010
