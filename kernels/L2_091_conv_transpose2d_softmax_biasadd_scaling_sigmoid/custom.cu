@@ -11,17 +11,24 @@
 // taps at inputs q and q - 1, so the conv is one implicit GEMM per class (r_h, r_w): M = N x 65 x
 // 65 q positions (the union over phases; 1.6% of them fall outside the 129 x 129 output and are
 // not stored), K = C_in x 4 = 256, N = C_out = 128, 3xTF32 on mma.sync m16n8k8. A CTA owns all
-// channels of its 128 pixels, so the softmax runs in the epilogue on the shared C tile: two
-// threads per pixel (64 channels each) find the max, store exp(y - max) in place and sum it;
-// then a warp per channel row writes sigmoid((e / sum + bias) * scale) (stride-2 runs; the 4
-// class CTAs of a tile run side by side, so L2 merges the halves of each sector).
+// channels of its 128 pixels, so the softmax runs in the epilogue: two threads per pixel (64
+// channels each) read the shared C tile ONCE into 64 registers (+ b, running max), exchange the
+// max, turn the registers into exp(y - max) with one FFMA + ex2.approx each, exchange the sum,
+// then write sigmoid((e * (1 / sum) + bias) * scale) straight from the registers (one ex2.approx
+// + one rcp.approx; a warp stores 32 pixels of one channel: stride-2 runs, the 4 class CTAs of a
+// tile run side by side, so L2 merges the halves of each sector).
 // Classes and taps come from the node's attributes; C_out > 128 and layers the fast path does
 // not take (groups != 1, > 2 taps per axis and phase, stride > 4, huge sizes) run the generic
 // gather of ../conv_transpose_gather into a workspace, then a per-pixel softmax kernel.
 //
 // Predicted (H200): 211M MMAs (L1_003's kernel shape: 69 TFLOP/s effective) -> ~2.1 ms of main
-// loop + ~0.4 ms of fill, softmax (2 expf + 1 division per output) and stores not hidden by the
-// co-resident CTA: ~2.5-2.9 ms. Accuracy: ~fp32 level; the output barely depends on the conv.
+// loop + fill, epilogue and stores not hidden by the co-resident CTA. v1's epilogue (3 passes
+// over the C tile, 2 accurate expf + 2 IEEE divisions per output, ~45 instructions) measured
+// 3.46 ms, 0.63 ms over L2_093 (same core, a one-pass erff epilogue of ~20). v2's is ~16 per
+// output (1 LDS, 3 MUFU, 1 STG, the rest FP32 and uniform bias loads): ~4k cycles of 16,384
+// outputs per CTA at the MUFU's 16/clk, overlapping the other CTA's MMAs -> ~2.9-3.1 ms, a
+// little over L2_093 (1.6% wasted q, the extra MUFU work). Accuracy: ~1e-6 (see kLog2e below;
+// the output barely depends on the conv).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,54 +38,93 @@
 #include "kernels/conv_transpose2d_tf32x3/parity_gemm.cuh"
 #include "kernels/conv_transpose_gather/gather.cuh"
 #include "kernels/device/cuda_check.h"
+#include "kernels/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_091 {
 
 namespace pg = parity_gemm;
 
+// Fast exp and reciprocal (one MUFU op each, relative error <= ~2^-22): p = e / sum keeps the
+// relative error of e; sigmoid(t) moves by at most |t| / 4 times the relative error of its
+// exp(-t) (plus rcp's), |t| = |scale (p + bias)| ~ 5: ~1e-6 against the 1e-4 tolerance (a CPU
+// emulation with worst-case MUFU errors and |y| up to ~200 reached 0.5% of it). The softmax's
+// exponent is v log2e - max log2e in one FFMA: the rounding of max log2e is a factor common to
+// every channel of the pixel and cancels in e / sum.
+using ::kb::gn_pipeline::ex2_approx;
+using ::kb::gn_pipeline::rcp_approx;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// All of a pixel's channels live in one CTA (C_out <= kTile, n0 = 0): thread (m, half) keeps the
+// kChannelsPerThread values of channels [half * 64, half * 64 + 64) of tile pixel m in registers,
+// so the epilogue reads the C tile once and writes each output once.
+constexpr int kHalves = pg::kThreads / pg::kTile;              // 2 threads per pixel
+constexpr int kChannelsPerThread = pg::kTile / kHalves;        // 64
+static_assert(kHalves == 2, "the max / sum exchange below pairs two halves");
+
 struct SoftmaxEpilogue {
   const float* conv_bias;  // (C_out)
   const float* bias;       // (C_out, 1, 1)
   float scale;
 
-  // e = exp(y - max) of channel co, sum over the pixel's channels.
-  __device__ __forceinline__ float apply(int co, float e, float sum) const {
-    const float p = e / sum;
-    return 1.0f / (1.0f + expf(-((p + __ldg(bias + co)) * scale)));
+  // out = sigmoid((p + bias[co]) * scale), p = the softmax of channel co. Fallback form.
+  __device__ __forceinline__ float apply(int co, float p) const {
+    const float t = (p + __ldg(bias + co)) * scale;
+    return rcp_approx(1.0f + ex2_approx(-kLog2e * t));
   }
 
-  // The C tile holds all channels (C_out <= 128, n0 = 0). Scratch after it: [0, 256) max and
-  // [256, 512) sum partials per (half, pixel), [512, 640) the pixel's sum.
+  // Scratch after the C tile: [0, 256) max and [256, 512) sum partials per (half, pixel).
   __device__ __forceinline__ void operator()(const pg::GemmParams& p, const pg::Tile& t,
-                                             float* smem, const pg::OutputRows& rows) const {
-    static_assert(640 <= pg::kEpilogueFloats, "softmax scratch fits after the C tile");
-    float* c_tile = smem;
-    float* stats = smem + pg::kTile * pg::kTile;
+                                             float* smem, const pg::OutputRows&) const {
+    static_assert(2 * kHalves * pg::kTile <= pg::kEpilogueFloats, "softmax scratch fits");
+    const float* c_tile = smem;
+    float* max_part = smem + pg::kTile * pg::kTile;
+    float* sum_part = max_part + kHalves * pg::kTile;
     const int m = threadIdx.x % pg::kTile, half = threadIdx.x / pg::kTile;
-    const int lo = half * (pg::kTile / 2), hi = min(p.plan.c_out, lo + pg::kTile / 2);
+    const int lo = half * kChannelsPerThread, c_out = p.plan.c_out;
+
+    float v[kChannelsPerThread];  // y + b, then exp(y + b - max)
     float max = -INFINITY;
-    for (int co = lo; co < hi; ++co) {
-      float& v = c_tile[pg::c_smem_index(co, m)];
-      v += __ldg(conv_bias + co);
-      max = fmaxf(max, v);
+#pragma unroll
+    for (int j = 0; j < kChannelsPerThread; ++j) {
+      const int co = lo + j;
+      v[j] = co < c_out ? c_tile[pg::c_smem_index(co, m)] + __ldg(conv_bias + co) : -INFINITY;
+      max = fmaxf(max, v[j]);
     }
-    stats[half * pg::kTile + m] = max;
+    max_part[half * pg::kTile + m] = max;
     __syncthreads();
-    max = fmaxf(stats[m], stats[pg::kTile + m]);
+    const float shift = fmaxf(max_part[m], max_part[pg::kTile + m]) * kLog2e;
     float sum = 0.0f;
-    for (int co = lo; co < hi; ++co) {
-      float& v = c_tile[pg::c_smem_index(co, m)];
-      v = expf(v - max);
-      sum += v;
+#pragma unroll
+    for (int j = 0; j < kChannelsPerThread; ++j) {
+      v[j] = ex2_approx(fmaf(v[j], kLog2e, -shift));  // -inf (absent channel) -> 0
+      sum += v[j];
     }
-    stats[2 * pg::kTile + half * pg::kTile + m] = sum;
+    sum_part[half * pg::kTile + m] = sum;
     __syncthreads();
-    if (half == 0) stats[4 * pg::kTile + m] = stats[2 * pg::kTile + m] + stats[3 * pg::kTile + m];
-    __syncthreads();
-    const float* sums = stats + 4 * pg::kTile;
-    pg::store_tile(p, t, c_tile, rows,
-                   [this, sums](int co, float e, int ml) { return apply(co, e, sums[ml]); });
+    const float inv_sum = 1.0f / (sum_part[m] + sum_part[pg::kTile + m]);
+
+    int64_t pixel = 0;
+    if (!output_pixel(p.plan, t, m, pixel)) return;
+    float* out = p.y + pixel;
+    const int64_t plane = p.plan.out_plane();
+#pragma unroll
+    for (int j = 0; j < kChannelsPerThread; ++j) {  // a warp stores 32 pixels of channel co
+      const int co = lo + j;
+      if (co < c_out) out[co * plane] = apply(co, v[j] * inv_sum);
+    }
+  }
+
+  // The y index of (n, 0, oh, ow) of tile pixel m, false when m is past M or (oh, ow) outside
+  // the output for this phase class (pg::output_rows for one pixel).
+  __device__ __forceinline__ static bool output_pixel(const pg::ParityPlan& p, const pg::Tile& t,
+                                                      int m, int64_t& pixel) {
+    if (t.m0 + m >= p.m_total) return false;
+    const pg::Pixel px = pg::pixel_of(p, t.m0 + m);
+    const int oh = px.qh * p.h.stride + t.rh - p.h.pad, ow = px.qw * p.w.stride + t.rw - p.w.pad;
+    if (oh < 0 || oh >= p.h.out || ow < 0 || ow >= p.w.out) return false;
+    pixel = int64_t{px.n} * p.c_out * p.out_plane() + int64_t{oh} * p.w.out + ow;
+    return true;
   }
 };
 
@@ -94,7 +140,7 @@ __global__ void __launch_bounds__(256)
     for (int64_t c = 0; c < c_out; ++c) sum += expf(y[base + c * plane] + e.conv_bias[c] - max);
     for (int64_t c = 0; c < c_out; ++c) {
       const float v = expf(y[base + c * plane] + e.conv_bias[c] - max);
-      out[base + c * plane] = e.apply(static_cast<int>(c), v, sum);
+      out[base + c * plane] = e.apply(static_cast<int>(c), v / sum);
     }
   }
 }
