@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "cli/pack_file.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"
 #include "worker/executor_process.h"
@@ -36,17 +37,6 @@ struct BenchOptions {
   bool aa = false;
   bool json = false;
 };
-
-std::string default_pack_path() {
-  std::error_code ec;
-  auto self = fs::read_symlink("/proc/self/exe", ec);
-  for (const fs::path& candidate : {self.parent_path() / "libkbpack.so",
-                                    self.parent_path().parent_path() / "kernels" / "libkbpack.so",
-                                    self.parent_path().parent_path() / "lib" / "libkbpack.so"}) {
-    if (!ec && fs::exists(candidate)) return candidate.string();
-  }
-  return "libkbpack.so";
-}
 
 bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
 
@@ -119,7 +109,8 @@ void run_bench(BenchOptions o) {
   if (o.device == "auto") o.device = gpu_present() ? "cuda" : "cpu";
   if (o.preset.empty()) o.preset = o.device == "cuda" ? "full" : "small";
   if (o.time_cap <= 0) o.time_cap = o.device == "cuda" ? 15 : 3;
-  if (o.pack.empty()) o.pack = default_pack_path();
+  if (o.pack.empty()) o.pack = default_pack_path();  // cli/pack_file.h: KB_PACK_PATH, beside kb
+  if (o.pack.empty()) o.pack = "libkbpack.so";        // the dynamic loader's search path
   if (o.executor.empty()) o.executor = default_executor_path();
   if (o.seed == 0) o.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   std::fprintf(stderr, "kb bench: %zu problems on %s, preset %s, pack %s\n", ids->size(), o.device.c_str(),
@@ -162,7 +153,7 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--device", o->device, "cuda, cpu or auto")->check(CLI::IsMember({"auto", "cuda", "cpu"}))
       ->capture_default_str();
   bench->add_option("--preset", o->preset, "Size preset (default: full on cuda, small on cpu)");
-  bench->add_option("--pack", o->pack, "Kernel pack (default: the build's libkbpack.so)");
+  bench->add_option("--pack", o->pack, "Kernel pack (default: $KB_PACK_PATH or the build's libkbpack.so)");
   bench->add_option("--executor", o->executor, "kb-executor binary (default: beside kb)");
   bench->add_option("--problems-dir", o->problems_dir, "Directory of problem specs")->capture_default_str();
   bench->add_option("--seed", o->seed, "Run seed (default: a fresh secret one)");

@@ -86,7 +86,8 @@ std::string_view to_string(DecodeError error) {
 
 std::vector<std::string> encode(const Message& message) {
   std::vector<std::string> frames = {std::string(kProtocolTag), std::string(to_string(message.type)),
-                                     message.body.dump()};
+                                     // A null body (`{}` in a brace initializer) is the empty object.
+                                     message.body.is_null() ? std::string("{}") : message.body.dump()};
   if (!message.payload.empty()) frames.push_back(message.payload);
   return frames;
 }
@@ -116,7 +117,9 @@ DecodeResult decode(const std::vector<std::string>& frames) {
       return reject(DecodeError::kMissingField, std::string(type->name) + ": field '" + f.name + "' missing or of the wrong kind");
     }
   }
-  if (type->needs_payload && (frames.size() != 4 || frames[3].empty())) {
+  // A PACK answering for a pack the coordinator does not have says {"missing": true} instead.
+  const bool says_missing = body.contains("missing") && body["missing"] == true;
+  if (type->needs_payload && !says_missing && (frames.size() != 4 || frames[3].empty())) {
     return reject(DecodeError::kMissingField, std::string(type->name) + ": the payload frame is missing");
   }
   DecodeResult r;

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The main job: builds kbfleet if needed, then verifies and times the whole kernelbench22 suite on
-# this machine — on the local GPU at full size when there is one, else on the CPU device at the
-# small sizes (clearly labelled `cpu`: golden model vs its fp32 twin, not GPU figures).
+# The main job: builds kbfleet if needed, then runs the whole kernelbench22 suite on this machine
+# through a local stack (deploy/local-stack.sh): a throwaway PostgreSQL cluster, kb-coordinator,
+# one kb-worker per local GPU at full size — or, without a GPU, a CPU worker at the small sizes
+# (clearly labelled `cpu`: golden model vs its fp32 twin, not GPU figures) — then
+# `kb submit kernelbench22 --wait` and the results table, and shuts the stack down.
 #
-# usage: deploy/run-suite.sh [kb bench options...]     e.g. --json-out results.json, --aa
-#
-# Today each job runs in a fresh kb-executor process on this machine (kb bench). The distributed
-# form — throwaway PostgreSQL, coordinator and one worker per GPU — replaces this script's body
-# when the coordinator lands (see README.md, "Status").
+# usage: deploy/run-suite.sh [local-stack.sh options...]   e.g. --keep, --preset odd, --state DIR
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KB_BUILD_DIR:-$repo/build}
 
-if [ ! -x "$build/cli/kb" ] || [ ! -x "$build/worker/kb-executor" ]; then
+if [ ! -x "$build/cli/kb" ] || [ ! -x "$build/coordinator/kb-coordinator" ] ||
+   [ ! -x "$build/worker/kb-worker" ] || [ ! -x "$build/worker/kb-executor" ]; then
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" -j "$(nproc)" --target kb kb-executor kbpack
+  cmake --build "$build" -j "$(nproc)" --target kb kb-coordinator kb-worker kb-executor kbpack
 fi
-exec "$build/cli/kb" bench kernelbench22 "$@"
+export KB_BUILD_DIR=$build
+exec "$repo/deploy/local-stack.sh" "$@"

@@ -4,7 +4,10 @@
 # cleanly without a GPU.
 #
 # usage: tools/test.sh [BUILD_DIR]     (default: build)
-# env:   KB_WERROR=ON to treat warnings as errors (CI), CTEST_ARGS for extra ctest flags.
+# env:   KB_WERROR=ON to treat warnings as errors (CI), CTEST_ARGS for extra ctest flags,
+#        KB_TEST_PG_URL: an admin URL of a PostgreSQL server for the store's tests. When unset and
+#        PostgreSQL is installed, a throwaway cluster (tools/pg-local.sh) serves the run and is
+#        removed afterwards; without either, those tests skip.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
@@ -12,4 +15,13 @@ jobs=$(nproc)
 
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKB_WERROR="${KB_WERROR:-OFF}"
 cmake --build "$build" -j "$jobs"
+
+if [[ -z ${KB_TEST_PG_URL:-} ]] && compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/kbtest-pg.XXXXXX")
+  trap '"$repo/tools/pg-local.sh" stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
+  KB_TEST_PG_URL=$("$repo/tools/pg-local.sh" start "$pg_dir")
+  export KB_TEST_PG_URL
+  echo "test: PostgreSQL for the tests at $KB_TEST_PG_URL"
+fi
+
 ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}

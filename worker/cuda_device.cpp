@@ -11,12 +11,37 @@
 #include "kernels/device/library_handles.h"
 #include "kernels/device/tensor_generator.cuh"
 #include "worker/device_buffers.cuh"
+#include "worker/device_identity.h"
 #include "worker/execution_device.h"
 #include "worker/gpu_clocks.h"
 #include "worker/launch_tracer.h"
 
 namespace kb {
 namespace {
+
+// "GPU-xxxxxxxx-xxxx-...", as nvidia-smi prints it.
+std::string uuid_string(const cudaDeviceProp& prop) {
+  char uuid[64];
+  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return uuid;
+}
+
+nlohmann::json software_versions() {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &cublas_major);
+  cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+  return {{"driver", driver},
+          {"cuda_runtime", runtime},
+          {"cudnn", static_cast<int64_t>(cudnnGetVersion())},
+          {"cublas", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
+                         std::to_string(cublas_patch)}};
+}
 
 struct DeviceBuffer {
   float* data = nullptr;
@@ -61,6 +86,12 @@ class CudaDevice final : public ExecutionDevice {
   }
   Result<std::vector<float>> read_output(Slot slot) override;
   Result<uint64_t> input_hash(int set) override;
+  Result<ErrorStats> compare_slots(const Tolerance& tolerance) override {
+    const DeviceBuffer& ref = outputs_[static_cast<int>(Slot::kReference)];
+    const DeviceBuffer& custom = outputs_[static_cast<int>(Slot::kCustom)];
+    return compare_on_device(ref.data, custom.data, element_count(ref.shape), tolerance.atol,
+                             tolerance.rtol, compare_scratch_, stream_);
+  }
   Status begin_trace() override { return tracer_.begin(); }
   Result<LaunchTrace> end_trace() override { return tracer_.end(stream_); }
   void sample_clocks() override { clocks_->sample(); }
@@ -77,6 +108,7 @@ class CudaDevice final : public ExecutionDevice {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   unsigned long long* hash_ = nullptr;
+  DeviceCompareScratch compare_scratch_;
   L2Flusher flusher_;
   LaunchTracer tracer_;
   std::unique_ptr<GpuClocks> clocks_;
@@ -94,6 +126,7 @@ Status CudaDevice::init() {
   KB_CUDA_TRY(cudaEventCreate(&start_));
   KB_CUDA_TRY(cudaEventCreate(&stop_));
   KB_CUDA_TRY(cudaMalloc(&hash_, sizeof(unsigned long long)));
+  KB_TRY(compare_scratch_.allocate());
   if (Status s = flusher_.init(ordinal_); !s.is_ok()) return s;
   cudaDeviceProp prop{};
   KB_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal_));
@@ -105,17 +138,8 @@ Status CudaDevice::init() {
 }
 
 void CudaDevice::describe_device(const cudaDeviceProp& prop) {
-  int driver = 0, runtime = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
-  cublasGetProperty(MAJOR_VERSION, &cublas_major);
-  cublasGetProperty(MINOR_VERSION, &cublas_minor);
-  cublasGetProperty(PATCH_LEVEL, &cublas_patch);
-  char uuid[64];
-  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  const nlohmann::json software = software_versions();
+  const std::string uuid = uuid_string(prop);
   const std::string name = prop.name;
   // Roofline ceilings: the H100/H200 figures measured for this suite (PROBLEMS.md: strict fp32
   // FMA 67 TFLOP/s; device-to-device copy 4.3 TB/s on the H200); elsewhere the fp32 FMA peak
@@ -130,10 +154,8 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
                                    {"memory_bytes", prop.totalGlobalMem}, {"sm_count", prop.multiProcessorCount},
                                    {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
                                    {"l2_bytes", prop.l2CacheSize}}},
-      {"driver_version", driver}, {"cuda_runtime_version", runtime},
-      {"cudnn_version", cudnnGetVersion()},
-      {"cublas_version", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + "." +
-                             std::to_string(cublas_patch)},
+      {"driver_version", software["driver"]}, {"cuda_runtime_version", software["cuda_runtime"]},
+      {"cudnn_version", software["cudnn"]}, {"cublas_version", software["cublas"]},
       {"pack", {{"path", pack_.path()}, {"commit", pack_.table().commit}, {"build", pack_.table().build_info}}},
       {"peaks", {{"fp32_flops", peak_flops_}, {"dram_bytes_per_s", peak_bytes_},
                  {"source", h200 ? "H200 figures of PROBLEMS.md" : "nominal from SM count and clock"}}},
@@ -261,6 +283,18 @@ Result<uint64_t> CudaDevice::input_hash(int set) {
 }
 
 }  // namespace
+
+Result<nlohmann::json> describe_cuda_device(int ordinal) {
+  cudaDeviceProp prop{};
+  KB_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  return nlohmann::json{{"kind", "cuda"},
+                        {"model", std::string(prop.name)},
+                        {"uuid", uuid_string(prop)},
+                        {"memory_bytes", static_cast<int64_t>(prop.totalGlobalMem)},
+                        {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+                        {"ordinal", ordinal},
+                        {"software", software_versions()}};
+}
 
 Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& pack, int ordinal) {
   auto device = std::make_unique<CudaDevice>(pack, ordinal);

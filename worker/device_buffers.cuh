@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "common/job_result.h"
 #include "common/status.h"
 
 namespace kb {
@@ -19,6 +20,24 @@ Status fill_nan(float* data, int64_t n, cudaStream_t stream);
 // overwhelming probability) and the order of the additions does not matter.
 Status hash_words_into(const uint32_t* words, int64_t n, uint64_t salt, unsigned long long* accumulator,
                        cudaStream_t stream);
+
+// The custom output against the reference on the GPU, with exactly the rule and the statistics of
+// verification.h's compare_outputs (in double, per element): max abs / rel error, mismatches,
+// non-finite customs, the first mismatch's index. Order-independent reductions (max, min, sums of
+// counts), so the result is deterministic. `scratch` is a DeviceCompareScratch::allocate()d
+// buffer; the call synchronizes `stream` to read the result back.
+class DeviceCompareScratch {
+ public:
+  Status allocate();
+  ~DeviceCompareScratch();
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+};
+Result<ErrorStats> compare_on_device(const float* reference, const float* custom, int64_t n,
+                                     double atol, double rtol, const DeviceCompareScratch& scratch,
+                                     cudaStream_t stream);
 
 // Evicts the L2 cache by writing a buffer of twice its size (nvbench's method), and drops any
 // persisting-L2 lines.

@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "common/tensor_generator.h"
 #include "worker/kernel_pack.h"
+#include "worker/verification.h"
 
 namespace kb {
 
@@ -68,6 +69,16 @@ class ExecutionDevice {
   // Fills the slot's output with NaN, so that an unwritten element cannot pass.
   virtual Status poison_output(Slot slot) = 0;
   virtual Result<std::vector<float>> read_output(Slot slot) = 0;
+  // The custom output against the reference output under verification.h's rule. This default
+  // reads both to the host; the CUDA device compares on the GPU (a 1 GB output pair: seconds on
+  // the host, milliseconds there).
+  virtual Result<ErrorStats> compare_slots(const Tolerance& tolerance) {
+    Result<std::vector<float>> ref = read_output(Slot::kReference);
+    if (!ref.is_ok()) return ref.status();
+    Result<std::vector<float>> custom = read_output(Slot::kCustom);
+    if (!custom.is_ok()) return custom.status();
+    return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()), tolerance);
+  }
   // A hash over every input and parameter of set `set`.
   virtual Result<uint64_t> input_hash(int set) = 0;
 

@@ -1,6 +1,10 @@
 // kb-executor: runs one job in its own process and writes its JobResult as JSON. The worker and
 // `kb bench` spawn one per job, so that a crash, an illegal address or a hang in a kernel ends
 // this process only; they turn that into a `crashed` or `timeout` result and go on.
+//
+// `kb-executor --describe --device cuda --gpu N` (or `--device cpu`) prints the device's identity
+// (worker/device_identity.h) instead of running a job: kb-worker asks this process, so that the
+// worker itself never loads CUDA and survives a broken driver.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -10,6 +14,7 @@
 
 #include "common/job_result.h"
 #include "common/spec_loader.h"
+#include "worker/device_identity.h"
 #include "worker/executor.h"
 #include "worker/kernel_pack.h"
 
@@ -25,6 +30,7 @@ struct Options {
   std::string pack, problem, preset, dims, device = "cuda", output, problems_dir;
   uint64_t seed = 0;
   int gpu = 0;
+  bool describe = false;
   kb::ExecutorConfig config;
 };
 
@@ -76,17 +82,44 @@ kb::JobResult run(const Options& o) {
   return result;
 }
 
+void write_output(const Options& o, const std::string& json) {
+  if (o.output.empty()) {
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::ofstream(o.output) << json;
+  }
+}
+
+// Exit status 0 with the identity, 1 (and the reason on stderr) when the device cannot be read.
+int describe(const Options& o) {
+  nlohmann::json identity;
+  if (o.device == "cpu") {
+    identity = kb::describe_cpu_device();
+  } else {
+    auto cuda = kb::describe_cuda_device(o.gpu);
+    if (!cuda.is_ok()) {
+      std::fprintf(stderr, "kb-executor: %s\n", cuda.status().message().c_str());
+      return 1;
+    }
+    identity = std::move(cuda).value();
+  }
+  identity["software"]["kbfleet"] = KB_VERSION;
+  write_output(o, identity.dump() + "\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   o.problems_dir = kb::default_problems_dir();
   CLI::App app{"kb-executor: run one kbfleet job and write its result as JSON"};
-  app.add_option("--pack", o.pack, "Kernel pack (.so)")->required();
-  app.add_option("--problem", o.problem, "Problem id")->required();
+  app.add_flag("--describe", o.describe, "Print the device's identity (JSON) and exit");
+  auto* pack = app.add_option("--pack", o.pack, "Kernel pack (.so)");
+  auto* problem = app.add_option("--problem", o.problem, "Problem id");
   app.add_option("--preset", o.preset, "Size preset")->default_val("full");
   app.add_option("--dims", o.dims, "Dims NAME=INT,... instead of a preset");
-  app.add_option("--seed", o.seed, "Run seed (inputs of every trial derive from it)")->required();
+  auto* seed = app.add_option("--seed", o.seed, "Run seed (inputs of every trial derive from it)");
   app.add_option("--device", o.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_option("--gpu", o.gpu, "GPU ordinal");
   app.add_option("--trials", o.config.correctness_trials, "Correctness trials")->capture_default_str();
@@ -99,17 +132,19 @@ int main(int argc, char** argv) {
   app.add_option("--output", o.output, "Write the JSON here instead of stdout");
   app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");
   CLI11_PARSE(app, argc, argv);
+  if (o.describe) return describe(o);
+  for (const CLI::Option* required : {pack, problem, seed}) {
+    if (required->count() == 0) {
+      std::fprintf(stderr, "kb-executor: %s is required\n", required->get_name().c_str());
+      return 2;
+    }
+  }
   kb::JobResult result;
   try {
     result = run(o);
   } catch (const std::exception& e) {
     result = failed(o, kb::JobStatus::kRuntimeError, e.what());
   }
-  const std::string json = kb::to_json(result).dump() + "\n";
-  if (o.output.empty()) {
-    std::fputs(json.c_str(), stdout);
-  } else {
-    std::ofstream(o.output) << json;
-  }
+  write_output(o, kb::to_json(result).dump() + "\n");
   return 0;
 }

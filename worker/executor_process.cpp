@@ -1,19 +1,18 @@
 #include "worker/executor_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-extern char** environ;
 
 namespace kb {
 namespace {
@@ -35,71 +34,169 @@ std::string temp_result_path() {
       .string();
 }
 
-// Waits for `pid` until the deadline; kills its process group when it passes.
-bool wait_with_deadline(pid_t pid, double timeout_s, int* status) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+std::string read_and_remove(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  return text.str();
+}
+
+// fork + exec rather than posix_spawn: the child must set PR_SET_PDEATHSIG before it execs. A
+// close-on-exec pipe carries exec's errno back, so a missing executable is known at once.
+// Between fork and exec the child makes only async-signal-safe calls.
+pid_t spawn_child(std::vector<std::string> args, std::string* error) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: a kill reaches its children
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execvp(argv[0], argv.data());
+    const int err = errno;
+    (void)!write(pipe_fds[1], &err, sizeof err);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    close(pipe_fds[0]);
+    return -1;
+  }
+  setpgid(pid, pid);  // also from this side, so that a kill right after the spawn reaches the group
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(pipe_fds[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  close(pipe_fds[0]);
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    waitpid(pid, nullptr, 0);
+    *error = std::strerror(exec_errno);
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
+ExecutorProcess::ExecutorProcess(ExecutorLaunch launch) : launch_(std::move(launch)) {
+  output_ = temp_result_path();
+  std::error_code ec;
+  std::filesystem::remove(output_,
+                          ec);  // a file left by an orphan of an earlier process is not ours
+  std::vector<std::string> args = launch_.args;
+  args.insert(args.begin(), launch_.executable);
+  args.push_back("--output");
+  args.push_back(output_);
+  deadline_ = std::chrono::steady_clock::now() +
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(launch_.timeout_s));
+  pid_ = spawn_child(std::move(args), &spawn_error_);
+}
+
+ExecutorProcess::~ExecutorProcess() {
+  kill();
+}
+
+void ExecutorProcess::kill() {
+  if (pid_ > 0 && !done_) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    std::error_code ec;
+    std::filesystem::remove(output_, ec);
+  }
+  done_ = true;
+}
+
+std::optional<JobResult> ExecutorProcess::poll() {
+  if (done_) return std::nullopt;
+  if (pid_ <= 0) {
+    done_ = true;
+    return bare_result(launch_, JobStatus::kRuntimeError,
+                       "cannot start " + launch_.executable + ": " + spawn_error_);
+  }
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) return finish(status);
+  if (std::chrono::steady_clock::now() < deadline_) return std::nullopt;
+  kill();
+  std::ostringstream m;
+  m << "the executor ran past its " << launch_.timeout_s << " s deadline and was killed";
+  return bare_result(launch_, JobStatus::kTimeout, m.str());
+}
+
+JobResult ExecutorProcess::finish(int status) {
+  done_ = true;
+  const std::string text = read_and_remove(output_);
+  if (WIFSIGNALED(status)) {
+    return bare_result(launch_, JobStatus::kCrashed,
+                       std::string("the executor died of signal ") + strsignal(WTERMSIG(status)));
+  }
+  if (WEXITSTATUS(status) != 0 || text.empty()) {
+    return bare_result(launch_, JobStatus::kCrashed,
+                       "the executor exited with status " + std::to_string(WEXITSTATUS(status)) +
+                           " and no result");
+  }
+  try {
+    return job_result_from_json(nlohmann::json::parse(text));
+  } catch (const std::exception& e) {
+    return bare_result(launch_, JobStatus::kCrashed,
+                       std::string("unreadable executor result: ") + e.what());
+  }
+}
+
+JobResult run_executor_process(const ExecutorLaunch& launch) {
+  ExecutorProcess process(launch);
   auto pause = std::chrono::milliseconds(1);
   while (true) {
-    pid_t done = waitpid(pid, status, WNOHANG);
-    if (done == pid) return true;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, status, 0);
-      return false;
-    }
+    if (std::optional<JobResult> result = process.poll()) return std::move(*result);
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
 }
 
-}  // namespace
-
-JobResult run_executor_process(const ExecutorLaunch& launch) {
-  const std::string output = temp_result_path();
-  std::filesystem::remove(output);  // a file left by an orphan of an earlier process is not ours
+Result<std::string> run_for_output(const ExecutorLaunch& launch) {
+  // The same supervision as a job, with the output read as text rather than as a JobResult.
+  std::string error;
   std::vector<std::string> args = launch.args;
   args.insert(args.begin(), launch.executable);
+  const std::string output = temp_result_path();
   args.push_back("--output");
   args.push_back(output);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: a kill reaches its children
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  int err = posix_spawnp(&pid, launch.executable.c_str(), nullptr, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) {
-    return bare_result(launch, JobStatus::kRuntimeError,
-                       "cannot start " + launch.executable + ": " + std::strerror(err));
-  }
+  const pid_t pid = spawn_child(std::move(args), &error);
+  if (pid <= 0)
+    return Status::failed_precondition("cannot start " + launch.executable + ": " + error);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(launch.timeout_s);
   int status = 0;
-  if (!wait_with_deadline(pid, launch.timeout_s, &status)) {
-    std::filesystem::remove(output);
-    std::ostringstream m;
-    m << "the executor ran past its " << launch.timeout_s << " s deadline and was killed";
-    return bare_result(launch, JobStatus::kTimeout, m.str());
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      read_and_remove(output);
+      return Status::failed_precondition(launch.executable + " did not answer within its deadline");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  std::ifstream in(output);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::filesystem::remove(output);
-  if (WIFSIGNALED(status)) {
-    return bare_result(launch, JobStatus::kCrashed,
-                       std::string("the executor died of signal ") + strsignal(WTERMSIG(status)));
+  std::string text = read_and_remove(output);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
+    return Status::failed_precondition(launch.executable + " failed (wait status " +
+                                       std::to_string(status) + ")");
   }
-  if (WEXITSTATUS(status) != 0 || text.str().empty()) {
-    return bare_result(launch, JobStatus::kCrashed,
-                       "the executor exited with status " + std::to_string(WEXITSTATUS(status)) + " and no result");
-  }
-  try {
-    return job_result_from_json(nlohmann::json::parse(text.str()));
-  } catch (const std::exception& e) {
-    return bare_result(launch, JobStatus::kCrashed, std::string("unreadable executor result: ") + e.what());
-  }
+  return text;
 }
 
 std::string default_executor_path() {

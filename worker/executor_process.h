@@ -2,13 +2,26 @@
 // into a JobResult: the child's JSON when it finishes; `crashed` (with the signal or exit code)
 // when it dies; `timeout` when it outlives the deadline (it is killed, with its process group).
 //
-// Thread safety: each call is independent; safe from several threads.
+// The child runs in its own process group (a kill reaches its children) and gets SIGKILL when
+// the thread that started it dies (PR_SET_PDEATHSIG): a kill -9 of the worker ends its job too.
+//
+// Two forms: ExecutorProcess is non-blocking (start, then poll() from an event loop until it
+// returns the result); run_executor_process() blocks until the result.
+//
+// Thread safety: each ExecutorProcess belongs to one thread, the one that started it (the death
+// signal is tied to that thread); the free functions are independent calls, safe from several
+// threads.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/job_result.h"
+#include "common/status.h"
 
 namespace kb {
 
@@ -19,7 +32,39 @@ struct ExecutorLaunch {
   std::string problem_id, preset, device_kind;  // for the result when the child gives none
 };
 
+class ExecutorProcess {
+ public:
+  // Spawns the child now. A spawn failure is not an error here: poll() returns it as a
+  // runtime_error result ("cannot start ...").
+  explicit ExecutorProcess(ExecutorLaunch launch);
+  ~ExecutorProcess();  // kills the child's group when it is still running
+  ExecutorProcess(const ExecutorProcess&) = delete;
+  ExecutorProcess& operator=(const ExecutorProcess&) = delete;
+
+  // nullopt while the child runs; then its result, once. Past the deadline the child's group is
+  // killed and the result is `timeout`.
+  std::optional<JobResult> poll();
+  // Kills the child's group and reaps it; poll() returns nothing afterwards.
+  void kill();
+  bool finished() const { return done_; }
+
+ private:
+  JobResult finish(int wait_status);
+
+  ExecutorLaunch launch_;
+  std::string output_;
+  pid_t pid_ = -1;
+  std::string spawn_error_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool done_ = false;
+};
+
 JobResult run_executor_process(const ExecutorLaunch& launch);
+
+// Runs `executable args... --output FILE` within launch.timeout_s and returns FILE's text (for
+// `kb-executor --describe`); an error when it cannot start, dies, exits non-zero, times out or
+// writes nothing.
+Result<std::string> run_for_output(const ExecutorLaunch& launch);
 
 // The kb-executor beside the running program (same directory), else "kb-executor" on PATH.
 std::string default_executor_path();

@@ -1,0 +1,264 @@
+#include "cli/history_reader.h"
+
+#include <pqxx/pqxx>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "cli/results_reader.h"
+
+namespace kb::cli {
+
+struct HistoryReader::Connection {
+  explicit Connection(const std::string& url) : conn(url) {}
+  pqxx::connection conn;
+};
+
+namespace {
+
+// The series order (index results_series_history).
+constexpr const char* kSeriesTime = "COALESCE(r.commit_time, r.created_at)";
+
+std::optional<double> optional_double(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<double>();
+}
+
+std::vector<double> parse_doubles(const std::string& csv) {
+  std::vector<double> values;
+  const char* p = csv.c_str();
+  while (*p) {
+    char* end = nullptr;
+    values.push_back(std::strtod(p, &end));
+    if (end == p) break;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return values;
+}
+
+Result<std::string> variant_prefix(const std::string& variant) {
+  if (variant == "custom" || variant == "reference") return variant;
+  return Status::invalid_argument("variant must be custom or reference, not '" + variant + "'");
+}
+
+bool is_sha_prefix(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// Columns of a point, in the order point_from_row reads them; `v` is the variant's column prefix.
+std::string point_columns(const std::string& v) {
+  return "r.id, r.run_id, r.problem_id, r.gpu_model, r.preset, COALESCE(r.commit_sha, ''), "
+         "COALESCE(r.branch, ''), r.status, extract(epoch FROM " + std::string(kSeriesTime) +
+         ")::float8, r.commit_time IS NOT NULL, r." + v + "_median_ms, array_to_string(r." + v +
+         "_samples_ms, ','), r.speedup, r.speedup_ci_low, r.speedup_ci_high, r.floor_ms";
+}
+
+HistoryPoint point_from_row(const pqxx::row& row) {
+  HistoryPoint p;
+  p.result_id = row[0].as<int64_t>();
+  p.run_id = row[1].as<int64_t>();
+  p.problem = row[2].as<std::string>();
+  p.gpu_model = row[3].as<std::string>();
+  p.preset = row[4].as<std::string>();
+  p.commit_sha = row[5].as<std::string>();
+  p.branch = row[6].as<std::string>();
+  p.status = row[7].as<std::string>();
+  p.time_s = row[8].as<double>();
+  p.has_commit_time = row[9].as<bool>();
+  p.median_ms = optional_double(row[10]);
+  p.samples_ms = parse_doubles(row[11].is_null() ? "" : row[11].as<std::string>());
+  p.speedup = optional_double(row[12]);
+  p.speedup_ci_low = optional_double(row[13]);
+  p.speedup_ci_high = optional_double(row[14]);
+  p.floor_ms = optional_double(row[15]);
+  return p;
+}
+
+std::string time_bounds(const std::optional<double>& from_s, const std::optional<double>& until_s,
+                        const std::string& time_expr) {
+  std::string sql;
+  if (from_s) sql += " AND " + time_expr + " >= to_timestamp(" + std::to_string(*from_s) + ")";
+  if (until_s) sql += " AND " + time_expr + " <= to_timestamp(" + std::to_string(*until_s) + ")";
+  return sql;
+}
+
+}  // namespace
+
+HistoryReader::HistoryReader(std::unique_ptr<Connection> connection, std::string url)
+    : connection_(std::move(connection)), url_(std::move(url)) {}
+
+HistoryReader::~HistoryReader() = default;
+
+Result<std::unique_ptr<HistoryReader>> HistoryReader::connect(const std::string& url) {
+  try {
+    auto connection = std::make_unique<Connection>(url);
+    return std::unique_ptr<HistoryReader>(new HistoryReader(std::move(connection), redact_url(url)));
+  } catch (const std::exception& e) {
+    return Status::io_error("cannot connect to " + redact_url(url) + ": " + e.what());
+  }
+}
+
+Status HistoryReader::query_error(const std::exception& e) const {
+  return Status::io_error("query on " + url_ + " failed: " + e.what());
+}
+
+Result<std::vector<HistoryPoint>> HistoryReader::series_points(const HistoryQuery& q,
+                                                               const std::string& gpu_model,
+                                                               const std::string& preset) {
+  pqxx::read_transaction txn(connection_->conn, "history");
+  const std::string sql =
+      "SELECT " + point_columns(q.variant) + " FROM results r WHERE r.problem_id = " +
+      txn.quote(q.problem) + " AND r.gpu_model = " + txn.quote(gpu_model) +
+      " AND r.preset = " + txn.quote(preset) + " AND r.device_kind <> 'sim'" +
+      time_bounds(q.from_s, q.until_s, kSeriesTime) + " ORDER BY " + kSeriesTime +
+      " DESC, r.id DESC LIMIT " + std::to_string(q.last);
+  std::vector<HistoryPoint> points;
+  for (const pqxx::row& row : txn.exec(sql)) points.push_back(point_from_row(row));
+  return std::vector<HistoryPoint>(points.rbegin(), points.rend());
+}
+
+Result<std::vector<Series>> HistoryReader::history(const HistoryQuery& q) {
+  if (auto v = variant_prefix(q.variant); !v.is_ok()) return v.status();
+  if (q.last <= 0) return Status::invalid_argument("--last must be positive");
+  try {
+    std::vector<Series> series;
+    std::vector<std::pair<std::string, std::string>> keys;
+    if (!q.gpu_model.empty() && !q.preset.empty()) {
+      keys.emplace_back(q.gpu_model, q.preset);
+    } else {
+      pqxx::read_transaction txn(connection_->conn, "history_series");
+      std::string sql = "SELECT DISTINCT gpu_model, preset FROM results WHERE problem_id = " +
+                        txn.quote(q.problem) + " AND device_kind <> 'sim'";
+      if (!q.gpu_model.empty()) sql += " AND gpu_model = " + txn.quote(q.gpu_model);
+      if (!q.preset.empty()) sql += " AND preset = " + txn.quote(q.preset);
+      for (const pqxx::row& row : txn.exec(sql + " ORDER BY 1, 2")) {
+        keys.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
+      }
+    }
+    for (const auto& [gpu, preset] : keys) {
+      auto points = series_points(q, gpu, preset);
+      if (!points.is_ok()) return points.status();
+      if (points->empty()) continue;
+      series.push_back({q.problem, gpu, preset, q.variant, std::move(points).value()});
+    }
+    return series;
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+Result<std::string> HistoryReader::resolve_commit(const std::string& prefix) {
+  if (!is_sha_prefix(prefix)) return Status::invalid_argument("not a commit SHA: '" + prefix + "'");
+  try {
+    pqxx::read_transaction txn(connection_->conn, "resolve_commit");
+    const pqxx::result r = txn.exec(
+        "SELECT DISTINCT commit_sha FROM results WHERE commit_sha LIKE " + txn.quote(prefix + "%") +
+        " ORDER BY 1 LIMIT 3");
+    if (r.empty()) return Status::not_found("no results for commit " + prefix);
+    for (const pqxx::row& row : r) {
+      if (row[0].as<std::string>() == prefix) return prefix;
+    }
+    if (r.size() > 1) {
+      return Status::invalid_argument("commit prefix " + prefix + " is ambiguous (" +
+                                      r[0][0].as<std::string>() + ", " +
+                                      r[1][0].as<std::string>() + ", ...)");
+    }
+    return r[0][0].as<std::string>();
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+Result<std::vector<HistoryPoint>> HistoryReader::results_at(const std::string& selector,
+                                                            const std::string& gpu_model,
+                                                            const std::string& variant) {
+  if (auto v = variant_prefix(variant); !v.is_ok()) return v.status();
+  std::string where;
+  if (selector.rfind("run:", 0) == 0) {
+    char* end = nullptr;
+    const long long run = std::strtoll(selector.c_str() + 4, &end, 10);
+    if (end == selector.c_str() + 4 || *end) {
+      return Status::invalid_argument("bad run selector '" + selector + "' (run:N)");
+    }
+    where = "r.run_id = " + std::to_string(run);
+  } else {
+    auto sha = resolve_commit(selector);
+    if (!sha.is_ok()) return sha.status();
+    where = "r.commit_sha = '" + sha.value() + "'";  // checked alphanumeric
+  }
+  try {
+    pqxx::read_transaction txn(connection_->conn, "results_at");
+    if (!gpu_model.empty()) where += " AND r.gpu_model = " + txn.quote(gpu_model);
+    const std::string sql = "SELECT DISTINCT ON (r.problem_id, r.gpu_model, r.preset) " +
+                            point_columns(variant) + " FROM results r WHERE " + where +
+                            " AND r.device_kind <> 'sim' ORDER BY r.problem_id, r.gpu_model, "
+                            "r.preset, r.created_at DESC, r.id DESC";
+    std::vector<HistoryPoint> points;
+    for (const pqxx::row& row : txn.exec(sql)) points.push_back(point_from_row(row));
+    if (points.empty()) return Status::not_found("no results for " + selector);
+    return points;
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+Result<double> HistoryReader::commit_time(const std::string& sha) {
+  try {
+    pqxx::read_transaction txn(connection_->conn, "commit_time");
+    const pqxx::result r = txn.exec(
+        "SELECT extract(epoch FROM min(" + std::string(kSeriesTime) +
+        "))::float8 FROM results r WHERE r.commit_sha = " + txn.quote(sha));
+    if (r[0][0].is_null()) return Status::not_found("no results for commit " + sha);
+    return r[0][0].as<double>();
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+Result<std::vector<RegressionRow>> HistoryReader::regressions(const RegressionFilter& f) {
+  try {
+    pqxx::read_transaction txn(connection_->conn, "regressions");
+    std::string sql =
+        "SELECT g.id, g.result_id, r.run_id, g.problem_id, g.gpu_model, g.variant, g.preset, "
+        "COALESCE(g.commit_sha, ''), g.state, g.median_ms, g.baseline_ms, g.ratio, g.bound, "
+        "g.p_value, g.adjusted_p, g.slow_points, extract(epoch FROM g.created_at)::float8, "
+        "extract(epoch FROM g.updated_at)::float8 "
+        "FROM regressions g JOIN results r ON r.id = g.result_id WHERE true";
+    if (!f.since.empty()) sql += " AND g.created_at >= " + txn.quote(f.since) + "::timestamptz";
+    if (!f.gpu_model.empty()) sql += " AND g.gpu_model = " + txn.quote(f.gpu_model);
+    if (f.run_id) sql += " AND r.run_id = " + std::to_string(*f.run_id);
+    sql += time_bounds(f.from_s, f.until_s, kSeriesTime);
+    std::vector<RegressionRow> rows;
+    for (const pqxx::row& row : txn.exec(sql + " ORDER BY g.created_at DESC, g.id DESC")) {
+      RegressionRow g;
+      g.id = row[0].as<int64_t>();
+      g.result_id = row[1].as<int64_t>();
+      g.run_id = row[2].as<int64_t>();
+      g.problem = row[3].as<std::string>();
+      g.gpu_model = row[4].as<std::string>();
+      g.variant = row[5].as<std::string>();
+      g.preset = row[6].as<std::string>();
+      g.commit_sha = row[7].as<std::string>();
+      g.state = row[8].as<std::string>();
+      g.median_ms = row[9].as<double>();
+      g.baseline_ms = row[10].as<double>();
+      g.ratio = row[11].as<double>();
+      g.bound_ms = row[12].as<double>();
+      g.p_value = row[13].as<double>();
+      g.adjusted_p = row[14].as<double>();
+      g.slow_points = row[15].as<int>();
+      g.created_s = row[16].as<double>();
+      g.updated_s = row[17].as<double>();
+      rows.push_back(std::move(g));
+    }
+    return rows;
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+}  // namespace kb::cli

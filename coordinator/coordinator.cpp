@@ -1,0 +1,301 @@
+#include "coordinator/coordinator.h"
+
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/curve_keys.h"
+#include "common/zmq_messaging.h"
+
+namespace kb::coord {
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::chrono::milliseconds kTickPeriod{100};  // lease deadlines are checked this often
+
+bool is_loopback_host(std::string host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+bool is_loopback_endpoint(const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
+  if (endpoint.rfind("tcp://", 0) != 0) return false;
+  const std::string rest = endpoint.substr(6);
+  const size_t colon = rest.rfind(':');
+  return colon != std::string::npos && is_loopback_host(rest.substr(0, colon));
+}
+
+Coordinator::Coordinator(CoordinatorConfig config)
+    : config_(std::move(config)),
+      zmq_context_(1),
+      workers_(zmq_context_, zmq::socket_type::router),
+      clients_(zmq_context_, zmq::socket_type::router),
+      tick_timer_(io_),
+      heartbeat_timer_(io_),
+      drain_timer_(io_),
+      scheduler_(config_.scheduler, clock_) {}
+
+Coordinator::~Coordinator() {
+  io_.stop();
+  db_.reset();  // joins the database thread before the loop's objects go
+  if (workers_ready_) workers_ready_->stop();
+  if (clients_ready_) clients_ready_->stop();
+  if (zap_ready_) zap_ready_->stop();
+}
+
+Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig config,
+                                                         std::unique_ptr<JobStore> store) {
+  std::unique_ptr<Coordinator> c(new Coordinator(std::move(config)));
+  const std::string dir = c->config_.problems_dir.empty() ? default_problems_dir()
+                                                           : c->config_.problems_dir;
+  if (auto catalog = load_problem_catalog(dir); catalog.is_ok()) {
+    c->catalog_ = std::move(catalog.value());
+  } else {
+    c->catalog_error_ = catalog.status().message();  // SUBMIT of problems answers "unavailable"
+    std::fprintf(stderr, "kb-coordinator: problem catalog %s: %s\n", dir.c_str(),
+                 c->catalog_error_.c_str());
+  }
+  auto open_jobs = store->load_open_jobs();
+  if (!open_jobs.is_ok()) return open_jobs.status();
+  std::fprintf(stderr, "kb-coordinator: %zu open jobs loaded\n", open_jobs->size());
+  c->scheduler_.load(std::move(open_jobs.value()));
+  KB_TRY(c->open_sockets());
+  KB_TRY(c->write_endpoints_file());
+  c->db_ = std::make_unique<DbThread>(std::move(store), c->config_.db);
+  c->start();
+  return c;
+}
+
+Status Coordinator::open_sockets() {
+  const bool curve = !config_.curve_secret_key_file.empty() || !config_.allow_keys_file.empty();
+  if (curve && (config_.curve_secret_key_file.empty() || config_.allow_keys_file.empty())) {
+    return Status::invalid_argument("--curve-secret-key and --allow-keys go together");
+  }
+  if (!curve) {
+    for (const std::string& bind : {config_.workers_bind, config_.clients_bind,
+                                    "tcp://" + config_.http_bind}) {
+      if (!is_loopback_endpoint(bind)) {
+        return Status::invalid_argument(
+            "refusing to bind " + bind + " without CURVE keys: only loopback addresses are "
+            "allowed unless --curve-secret-key and --allow-keys are given");
+      }
+    }
+  }
+  try {
+    for (zmq::socket_t* s : {&workers_, &clients_}) {
+      wire::configure_socket(*s);
+      s->set(zmq::sockopt::router_mandatory, 1);  // a send to a gone peer fails: counted
+    }
+    if (curve) {
+      if (!curve::curve_available()) return Status::failed_precondition("libzmq lacks CURVE");
+      auto keys = curve::load_key_file(config_.curve_secret_key_file, /*require_secret=*/true);
+      if (!keys.is_ok()) return keys.status();
+      auto allowed = curve::load_allow_list(config_.allow_keys_file);
+      if (!allowed.is_ok()) return allowed.status();
+      zap_ = std::make_unique<ZapHandler>(zmq_context_, std::move(allowed.value()));
+      curve::configure_server(workers_, keys.value());
+      curve::configure_server(clients_, keys.value());
+    }
+    workers_.bind(config_.workers_bind);
+    clients_.bind(config_.clients_bind);
+    endpoints_.workers = workers_.get(zmq::sockopt::last_endpoint);
+    endpoints_.clients = clients_.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::io_error(std::string("binding the coordinator's sockets: ") + e.what());
+  }
+  auto http = HttpEndpoint::bind(io_, config_.http_bind,
+                                 [this](const std::string& target) { return on_http(target); });
+  if (!http.is_ok()) return http.status();
+  http_ = std::move(http.value());
+  endpoints_.http = http_->address();
+  return Status::ok();
+}
+
+Status Coordinator::write_endpoints_file() const {
+  if (config_.endpoints_file.empty()) return Status::ok();
+  const nlohmann::json j = {{"workers", endpoints_.workers}, {"clients", endpoints_.clients},
+                            {"http", endpoints_.http}, {"pid", static_cast<int64_t>(::getpid())}};
+  const std::string tmp = config_.endpoints_file + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump() << "\n";
+    if (!out.flush()) return Status::io_error(tmp + ": cannot write the endpoints file");
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, config_.endpoints_file, error);
+  if (error) return Status::io_error(config_.endpoints_file + ": " + error.message());
+  return Status::ok();
+}
+
+void Coordinator::start() {
+  if (zap_) {
+    zap_ready_ = std::make_unique<ZmqReadiness>(io_, zap_->socket(), [this](size_t max) {
+      const uint64_t before = zap_->rejected();
+      const size_t n = zap_->serve(max);
+      for (uint64_t i = before; i < zap_->rejected(); ++i) metrics_.count_auth_rejected();
+      if (n > 0) zap_ready_->notify_sent();
+      return n;
+    });
+    zap_ready_->start();
+  }
+  workers_ready_ = std::make_unique<ZmqReadiness>(io_, workers_, [this](size_t max) {
+    return receive_from_workers(max);
+  });
+  clients_ready_ = std::make_unique<ZmqReadiness>(io_, clients_, [this](size_t max) {
+    return receive_from_clients(max);
+  });
+  workers_ready_->start();
+  clients_ready_->start();
+  http_->start();
+  if (config_.handle_signals) {
+    signals_.emplace(io_, SIGINT, SIGTERM);
+    signals_->async_wait([this](const boost::system::error_code& error, int) {
+      if (!error) begin_drain();
+    });
+  }
+  on_tick();
+  on_heartbeat_timer();
+}
+
+int Coordinator::run() {
+  io_.run();
+  return 0;
+}
+
+void Coordinator::request_stop() {
+  asio::post(io_, [this] { begin_drain(); });
+}
+
+void Coordinator::post_to_loop(std::function<void()> f) { asio::post(io_, std::move(f)); }
+
+// --- sending and batches ------------------------------------------------------------------------
+
+void Coordinator::send_to_worker(const std::string& routing_id, const wire::Message& message) {
+  if (!wire::send_message(workers_, message, routing_id)) metrics_.count_dropped(kDropSendFailed);
+  workers_ready_->notify_sent();
+}
+
+void Coordinator::send_to_client(const std::string& routing_id, const wire::Message& message) {
+  if (!wire::send_message(clients_, message, routing_id)) metrics_.count_dropped(kDropSendFailed);
+  clients_ready_->notify_sent();
+}
+
+void Coordinator::flush_outbox() {
+  for (const OutgoingMessage& m : scheduler_.take_messages()) send_to_worker(m.routing_id, m.message);
+}
+
+// One batch on the database thread at a time; everything that happens meanwhile goes into the
+// next one (group commit: under load, batches grow instead of queueing).
+void Coordinator::maybe_flush_batch() {
+  flush_outbox();
+  if (batch_in_flight_ || (!scheduler_.has_pending_batch() && acks_next_.empty())) return;
+  batch_in_flight_ = true;
+  auto batch = std::make_shared<const Batch>(scheduler_.take_batch());
+  auto outcome = std::make_shared<BatchOutcome>();
+  auto acks = std::move(acks_next_);
+  acks_next_.clear();
+  db_->submit_batch(batch, outcome, [this, batch, outcome, acks](const Status& status) mutable {
+    post_to_loop([this, batch, outcome, acks = std::move(acks), status]() mutable {
+      on_batch_done(batch, outcome, std::move(acks), status);
+    });
+  });
+}
+
+void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
+                                std::shared_ptr<BatchOutcome> outcome, std::vector<PendingAck> acks,
+                                const Status& status) {
+  batch_in_flight_ = false;
+  if (!status.is_ok()) {
+    // Not an outage (those are retried until they pass): a bug or a constraint. The workers keep
+    // their results and resend them; nothing is acked.
+    std::fprintf(stderr, "kb-coordinator: a batch of %zu results was not stored: %s\n",
+                 batch->results.size(), status.to_string().c_str());
+  } else {
+    uint64_t inserted = 0;
+    for (bool b : outcome->result_inserted) inserted += b ? 1 : 0;
+    metrics_.count_results_stored(inserted);
+    for (const PendingAck& a : acks) send_ack(a.worker_id, a.job_id, a.attempt);
+  }
+  scheduler_.committed(*batch);
+  maybe_flush_batch();
+}
+
+void Coordinator::send_ack(int64_t worker_id, int64_t job_id, int attempt) {
+  const std::string routing_id = scheduler_.routing_id_of(worker_id);
+  if (routing_id.empty()) return;  // gone: it resends after reconnecting and is acked then
+  wire::Message ack;
+  ack.type = wire::MessageType::kAck;
+  ack.body = {{"job_id", job_id}, {"attempt", attempt}};
+  send_to_worker(routing_id, ack);
+}
+
+// --- timers, drain, HTTP ------------------------------------------------------------------------
+
+void Coordinator::on_tick() {
+  scheduler_.tick();
+  maybe_flush_batch();
+  tick_timer_.expires_after(kTickPeriod);
+  tick_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) on_tick();
+  });
+}
+
+void Coordinator::on_heartbeat_timer() {
+  wire::Message heartbeat;
+  heartbeat.type = wire::MessageType::kHeartbeat;
+  for (const std::string& routing_id : scheduler_.routing_ids()) send_to_worker(routing_id, heartbeat);
+  metrics_.sample(std::chrono::steady_clock::now(), scheduler_.stats().jobs_completed);
+  heartbeat_timer_.expires_after(config_.scheduler.heartbeat);
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) on_heartbeat_timer();
+  });
+}
+
+void Coordinator::begin_drain() {
+  if (draining_) return;
+  draining_ = true;
+  std::fprintf(stderr, "kb-coordinator: draining\n");
+  for (const std::string& routing_id : scheduler_.drain()) disconnect(routing_id, "draining");
+  maybe_flush_batch();
+  check_drained(std::chrono::steady_clock::now() + config_.drain_timeout);
+}
+
+void Coordinator::check_drained(std::chrono::steady_clock::time_point deadline) {
+  const bool flushed = !batch_in_flight_ && !scheduler_.has_pending_batch() &&
+                       acks_next_.empty() && db_->stats().queued_ops == 0;
+  if (flushed || std::chrono::steady_clock::now() >= deadline) {
+    if (!flushed) std::fprintf(stderr, "kb-coordinator: drain timed out; unflushed work is left to the workers' spools\n");
+    http_->stop();
+    io_.stop();
+    return;
+  }
+  drain_timer_.expires_after(std::chrono::milliseconds(20));
+  drain_timer_.async_wait([this, deadline](const boost::system::error_code& error) {
+    if (!error) check_drained(deadline);
+  });
+}
+
+HttpResponse Coordinator::on_http(const std::string& target) {
+  if (target == "/healthz") {
+    const bool up = db_->healthy();
+    const SchedulerStats s = scheduler_.stats();
+    const nlohmann::json j = {{"db", up ? "up" : "down"}, {"queued", s.queued},
+                              {"leased", s.leased}, {"workers", s.workers_busy + s.workers_idle},
+                              {"draining", draining_}};
+    return {up ? 200 : 503, "text/plain; charset=utf-8", (up ? "ok\n" : "unavailable\n") + j.dump() + "\n"};
+  }
+  if (target == "/metrics") {
+    return {200, "text/plain; version=0.0.4; charset=utf-8",
+            metrics_.render(scheduler_.stats(), db_->stats())};
+  }
+  return {404, "text/plain; charset=utf-8", "not found: try /healthz or /metrics\n"};
+}
+
+}  // namespace kb::coord

@@ -1,0 +1,155 @@
+// kb-coordinator's core (DESIGN.md, Distribution; schemas/protocol.md): one Boost.Asio event loop
+// owns the workers' ROUTER, the clients' ROUTER, the ZAP handler (with CURVE), the timers
+// (scheduler ticks and lease deadlines, heartbeats to workers, metrics rates), SIGTERM/SIGINT and
+// the HTTP endpoint. The Scheduler (scheduler.h) decides; the DbThread (db_thread.h) writes; the
+// loop never waits on PostgreSQL. A RESULT is acknowledged only after the batch holding it has
+// committed (or it proved a duplicate of a committed row).
+//
+// Lifecycle: create() loads the open jobs from the store (lease grace for leased ones), binds the
+// sockets (loopback only unless CURVE keys are given) and the HTTP endpoint, and writes the
+// endpoints file; run() serves until SIGTERM/SIGINT or request_stop(), then drains: stops
+// dispatching, DISCONNECTs the workers ("draining"), waits for the database thread (bounded by
+// drain_timeout) and returns 0.
+//
+// Errors: create() returns kInvalidArgument for bad flags (a non-loopback bind without keys, a
+// bad key file), kIoError for a bind that fails, and the store's Status when loading fails. Bad
+// network input is never an error: it is dropped and counted (/metrics).
+//
+// Thread safety: create() and run() from one thread; request_stop() from any thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <zmq.hpp>
+
+#include <chrono>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/spec_loader.h"
+#include "coordinator/db_thread.h"
+#include "coordinator/http_endpoint.h"
+#include "coordinator/job_store.h"
+#include "coordinator/metrics.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/zap_handler.h"
+#include "coordinator/zmq_asio.h"
+
+namespace kb::coord {
+
+struct CoordinatorConfig {
+  std::string workers_bind = "tcp://127.0.0.1:*";
+  std::string clients_bind = "tcp://127.0.0.1:*";
+  std::string http_bind = "127.0.0.1:0";
+  std::string endpoints_file;  // "" = none
+  std::string curve_secret_key_file, allow_keys_file;  // both or neither
+  std::string problems_dir;    // the catalog for SUBMIT; "" = default_problems_dir()
+  SchedulerConfig scheduler;
+  std::chrono::milliseconds drain_timeout{10'000};
+  bool handle_signals = true;  // tests run several coordinators in one process
+  DbThreadOptions db;
+};
+
+struct CoordinatorEndpoints {
+  std::string workers, clients, http;  // "tcp://127.0.0.1:PORT", ..., "127.0.0.1:PORT"
+};
+
+// True for tcp:// on 127.0.0.0/8, ::1 or localhost, and for ipc:// and inproc://.
+bool is_loopback_endpoint(const std::string& endpoint);
+
+class Coordinator {
+ public:
+  static Result<std::unique_ptr<Coordinator>> create(CoordinatorConfig config,
+                                                     std::unique_ptr<JobStore> store);
+  ~Coordinator();
+
+  int run();
+  void request_stop();
+  const CoordinatorEndpoints& endpoints() const { return endpoints_; }
+
+ private:
+  struct PendingAck {
+    int64_t worker_id = 0, job_id = 0;
+    int attempt = 0;
+  };
+  struct Session {  // what a RESULT row needs from the worker that sent it
+    std::string gpu_model, device_kind;
+  };
+
+  explicit Coordinator(CoordinatorConfig config);
+  Status open_sockets();
+  Status write_endpoints_file() const;
+  void start();
+
+  // coordinator.cpp: the loop's plumbing.
+  void send_to_worker(const std::string& routing_id, const wire::Message& message);
+  void send_to_client(const std::string& routing_id, const wire::Message& message);
+  void flush_outbox();
+  void maybe_flush_batch();
+  void on_batch_done(std::shared_ptr<const Batch> batch, std::shared_ptr<BatchOutcome> outcome,
+                     std::vector<PendingAck> acks, const Status& status);
+  void send_ack(int64_t worker_id, int64_t job_id, int attempt);
+  void on_tick();
+  void on_heartbeat_timer();
+  void begin_drain();
+  void check_drained(std::chrono::steady_clock::time_point deadline);
+  HttpResponse on_http(const std::string& target);
+  void post_to_loop(std::function<void()> f);  // from the database thread
+
+  // coordinator_workers.cpp
+  size_t receive_from_workers(size_t max);
+  void on_worker_message(const std::string& routing_id, wire::Message message);
+  void on_ready(const std::string& routing_id, const nlohmann::json& body);
+  void on_registered(const std::string& routing_id, const WorkerIdentity& identity,
+                     const std::vector<InFlight>& in_flight, int64_t worker_id);
+  void on_result(const std::string& routing_id, const nlohmann::json& body);
+  void on_orphan_result(int64_t worker_id, ResultRow row);
+  void on_pack_request(const std::string& routing_id, const std::string& hash);
+  void reply_pack(const std::string& routing_id, const std::string& hash);
+  void disconnect(const std::string& routing_id, const std::string& reason);
+
+  // coordinator_clients.cpp
+  size_t receive_from_clients(size_t max);
+  void on_client_message(const std::string& routing_id, wire::Message message);
+  void on_submit(const std::string& routing_id, wire::Message message);
+  void on_query(const std::string& routing_id, const nlohmann::json& body);
+  void on_cancel(const std::string& routing_id, const nlohmann::json& body);
+  void reply(const std::string& routing_id, const nlohmann::json& request, nlohmann::json body);
+  void reply_error(const std::string& routing_id, const nlohmann::json& request,
+                   const std::string& code, const std::string& message);
+
+  CoordinatorConfig config_;
+  RealClock clock_;
+  boost::asio::io_context io_;
+  zmq::context_t zmq_context_;
+  std::unique_ptr<ZapHandler> zap_;
+  zmq::socket_t workers_, clients_;
+  std::unique_ptr<ZmqReadiness> workers_ready_, clients_ready_, zap_ready_;
+  std::unique_ptr<HttpEndpoint> http_;
+  boost::asio::steady_timer tick_timer_, heartbeat_timer_, drain_timer_;
+  std::optional<boost::asio::signal_set> signals_;
+  CoordinatorEndpoints endpoints_;
+
+  Scheduler scheduler_;
+  Metrics metrics_;
+  std::unique_ptr<DbThread> db_;
+  std::optional<ProblemCatalog> catalog_;
+  std::string catalog_error_;
+
+  std::map<int64_t, Session> sessions_;  // worker id -> identity of its current session
+  std::set<std::string> registering_;    // routing ids whose READY is on the database thread
+  std::vector<PendingAck> acks_next_;    // acked when the next batch commits
+  bool batch_in_flight_ = false;
+  bool draining_ = false;
+  std::list<std::pair<std::string, std::shared_ptr<const std::string>>> pack_cache_;  // MRU first
+  std::map<std::string, std::vector<std::string>> pack_waiters_;  // hash -> routing ids
+};
+
+}  // namespace kb::coord

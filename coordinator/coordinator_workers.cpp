@@ -1,0 +1,262 @@
+// The workers' side of the coordinator: READY/WELCOME, HEARTBEAT, REQUEST, RESULT/ACK and
+// PACK_REQUEST/PACK (schemas/protocol.md).
+#include <cstdio>
+
+#include "common/zmq_messaging.h"
+#include "coordinator/coordinator.h"
+
+namespace kb::coord {
+namespace {
+
+constexpr size_t kPackCacheSize = 4;  // packs are ~MBs; a run uses one
+
+std::string string_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// An integral JSON number that fits `T`, or nullopt.
+template <typename T>
+std::optional<T> integer_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+  const int64_t v = it->get<int64_t>();
+  if (v < 0 || v > std::numeric_limits<T>::max()) return std::nullopt;
+  return static_cast<T>(v);
+}
+
+bool is_from_worker(wire::MessageType type) {
+  using T = wire::MessageType;
+  return type == T::kReady || type == T::kHeartbeat || type == T::kRequest || type == T::kResult ||
+         type == T::kPackRequest;
+}
+
+std::optional<WorkerIdentity> parse_identity(const nlohmann::json& body) {
+  WorkerIdentity id;
+  const nlohmann::json& device = body["device"];
+  id.name = string_field(body, "worker");
+  id.device_kind = string_field(device, "kind");
+  id.gpu_model = string_field(device, "model");
+  id.gpu_uuid = string_field(device, "uuid");
+  id.compute_capability = string_field(device, "compute_capability");
+  id.memory_bytes = integer_field<int64_t>(device, "memory_bytes").value_or(0);
+  id.host = string_field(body, "host");
+  id.software = body["software"];
+  if (id.name.empty() || id.name.size() > 200) return std::nullopt;
+  if (id.device_kind != "cuda" && id.device_kind != "cpu" && id.device_kind != "sim") return std::nullopt;
+  if (id.gpu_model.empty()) id.gpu_model = id.device_kind;
+  return id;
+}
+
+std::vector<InFlight> parse_in_flight(const nlohmann::json& body) {
+  std::vector<InFlight> jobs;
+  auto it = body.find("in_flight");
+  if (it == body.end() || !it->is_array()) return jobs;
+  for (const nlohmann::json& entry : *it) {
+    auto job_id = integer_field<int64_t>(entry, "job_id");
+    auto attempt = integer_field<int>(entry, "attempt");
+    if (job_id && attempt) jobs.push_back({*job_id, *attempt});
+  }
+  return jobs;
+}
+
+}  // namespace
+
+size_t Coordinator::receive_from_workers(size_t max) {
+  size_t n = 0;
+  for (; n < max; ++n) {
+    std::optional<wire::ReceivedMessage> received = wire::receive_message(workers_, true);
+    if (!received) break;
+    if (!received->decoded.ok) {
+      metrics_.count_dropped(received->decoded.error);
+      continue;
+    }
+    on_worker_message(received->routing_id, std::move(received->decoded.message));
+  }
+  maybe_flush_batch();
+  return n;
+}
+
+void Coordinator::on_worker_message(const std::string& routing_id, wire::Message message) {
+  using T = wire::MessageType;
+  if (!is_from_worker(message.type)) {
+    metrics_.count_dropped(kDropWrongDirection);
+    return;
+  }
+  if (message.type == T::kReady) return on_ready(routing_id, message.body);
+  if (registering_.count(routing_id)) return;  // its WELCOME is on the way
+  if (message.type == T::kResult) return on_result(routing_id, message.body);
+  if (!scheduler_.heard(routing_id)) {
+    metrics_.count_dropped(kDropUnknownPeer);
+    return disconnect(routing_id, "register first");
+  }
+  if (message.type == T::kRequest) {
+    const nlohmann::json& credits = message.body["credits"];
+    const double c = credits.get<double>();
+    if (!draining_ && c >= 1 && c <= 1000) scheduler_.add_credits(routing_id, static_cast<int>(c));
+  } else if (message.type == T::kPackRequest) {
+    on_pack_request(routing_id, message.body["pack"].get<std::string>());
+  }
+}
+
+void Coordinator::disconnect(const std::string& routing_id, const std::string& reason) {
+  wire::Message m;
+  m.type = wire::MessageType::kDisconnect;
+  m.body = {{"reason", reason}};
+  send_to_worker(routing_id, m);
+}
+
+void Coordinator::on_ready(const std::string& routing_id, const nlohmann::json& body) {
+  if (draining_) return disconnect(routing_id, "draining");
+  std::optional<WorkerIdentity> identity = parse_identity(body);
+  if (!identity) {
+    metrics_.count_dropped(wire::DecodeError::kMissingField);
+    return disconnect(routing_id, "bad READY: needs worker (a name) and device.kind cuda|cpu|sim");
+  }
+  if (!registering_.insert(routing_id).second) return;  // a repeat while the first is pending
+  auto worker_id = std::make_shared<int64_t>(0);
+  auto in_flight = parse_in_flight(body);
+  db_->submit(
+      [identity = *identity, worker_id](JobStore& store) -> Status {
+        Result<int64_t> id = store.upsert_worker(identity);
+        if (!id.is_ok()) return id.status();
+        *worker_id = id.value();
+        return Status::ok();
+      },
+      [this, routing_id, identity = *identity, in_flight, worker_id](const Status& status) {
+        post_to_loop([this, routing_id, identity, in_flight, worker_id, status] {
+          registering_.erase(routing_id);
+          if (!status.is_ok()) {
+            std::fprintf(stderr, "kb-coordinator: registering %s: %s\n", identity.name.c_str(),
+                         status.to_string().c_str());
+            disconnect(routing_id, "registration failed: " + status.message());
+          } else {
+            on_registered(routing_id, identity, in_flight, *worker_id);
+          }
+          maybe_flush_batch();
+        });
+      });
+}
+
+void Coordinator::on_registered(const std::string& routing_id, const WorkerIdentity& identity,
+                                const std::vector<InFlight>& in_flight, int64_t worker_id) {
+  if (draining_) return disconnect(routing_id, "draining");
+  sessions_[worker_id] = Session{identity.gpu_model, identity.device_kind};
+  wire::Message welcome;
+  welcome.type = wire::MessageType::kWelcome;
+  welcome.body = {{"worker_id", worker_id},
+                  {"heartbeat_ms", config_.scheduler.heartbeat.count()},
+                  {"liveness", config_.scheduler.liveness}};
+  send_to_worker(routing_id, welcome);  // before any JOB the registration may dispatch
+  scheduler_.worker_ready(worker_id, routing_id, identity, in_flight);
+  std::fprintf(stderr, "kb-coordinator: worker %s (%s) registered as %lld, %zu in flight\n",
+               identity.name.c_str(), identity.gpu_model.c_str(), static_cast<long long>(worker_id),
+               in_flight.size());
+}
+
+void Coordinator::on_result(const std::string& routing_id, const nlohmann::json& body) {
+  auto job_id = integer_field<int64_t>(body, "job_id");
+  auto attempt = integer_field<int>(body, "attempt");
+  if (!job_id || !attempt) {
+    metrics_.count_dropped(wire::DecodeError::kMissingField);
+    return;
+  }
+  const int64_t worker_id = scheduler_.worker_id_of(routing_id);
+  ResultRow row;
+  if (worker_id != 0) {
+    const Session& session = sessions_[worker_id];
+    row.gpu_model = session.gpu_model;
+    row.device_kind = session.device_kind;
+  }
+  auto wall = body.find("wall_ms");
+  row.wall_ms = wall != body.end() && wall->is_number() ? wall->get<double>() : 0;
+  row.result = body["result"];
+  switch (scheduler_.result(routing_id, *job_id, *attempt, row)) {
+    case ResultDisposition::kAccepted:
+    case ResultDisposition::kDuplicate:
+      acks_next_.push_back({worker_id, *job_id, *attempt});
+      break;
+    case ResultDisposition::kOrphan:
+      row.job_id = *job_id, row.attempt = *attempt, row.worker_id = worker_id;
+      on_orphan_result(worker_id, std::move(row));
+      break;
+    case ResultDisposition::kUnknownWorker:
+      metrics_.count_dropped(kDropUnknownPeer);
+      disconnect(routing_id, "register first");
+      break;
+  }
+}
+
+// A result for a job the scheduler has forgotten (done before a restart, cancelled) or never
+// knew: stored on its own so that a bad job id cannot fail a shared batch; acked when stored or
+// found already stored.
+void Coordinator::on_orphan_result(int64_t worker_id, ResultRow row) {
+  auto batch = std::make_shared<Batch>();
+  batch->results.push_back(std::move(row));
+  auto outcome = std::make_shared<BatchOutcome>();
+  db_->submit_batch(batch, outcome, [this, batch, outcome, worker_id](const Status& status) {
+    post_to_loop([this, batch, outcome, worker_id, status] {
+      const ResultRow& r = batch->results.front();
+      if (!status.is_ok()) {
+        std::fprintf(stderr, "kb-coordinator: result for unknown job %lld dropped: %s\n",
+                     static_cast<long long>(r.job_id), status.message().c_str());
+        return;
+      }
+      if (!outcome->result_inserted.empty() && outcome->result_inserted[0]) {
+        metrics_.count_results_stored(1);
+      }
+      send_ack(worker_id, r.job_id, r.attempt);
+    });
+  });
+}
+
+void Coordinator::on_pack_request(const std::string& routing_id, const std::string& hash) {
+  for (auto it = pack_cache_.begin(); it != pack_cache_.end(); ++it) {
+    if (it->first == hash) {
+      pack_cache_.splice(pack_cache_.begin(), pack_cache_, it);
+      return reply_pack(routing_id, hash);
+    }
+  }
+  std::vector<std::string>& waiters = pack_waiters_[hash];
+  waiters.push_back(routing_id);
+  if (waiters.size() > 1) return;  // already being loaded
+  auto bytes = std::make_shared<std::string>();
+  auto found = std::make_shared<bool>(false);
+  db_->submit(
+      [hash, bytes, found](JobStore& store) -> Status {
+        Result<std::string> r = store.load_pack(hash);
+        if (r.is_ok()) {
+          *bytes = std::move(r.value());
+          *found = true;
+          return Status::ok();
+        }
+        return r.status().code() == StatusCode::kNotFound ? Status::ok() : r.status();
+      },
+      [this, hash, bytes, found](const Status&) {
+        post_to_loop([this, hash, bytes, found] {
+          if (*found) {
+            pack_cache_.emplace_front(hash, bytes);
+            if (pack_cache_.size() > kPackCacheSize) pack_cache_.pop_back();
+          }
+          std::vector<std::string> waiting = std::move(pack_waiters_[hash]);
+          pack_waiters_.erase(hash);
+          for (const std::string& id : waiting) reply_pack(id, hash);
+        });
+      });
+}
+
+void Coordinator::reply_pack(const std::string& routing_id, const std::string& hash) {
+  wire::Message m;
+  m.type = wire::MessageType::kPack;
+  m.body = {{"pack", hash}};
+  if (!pack_cache_.empty() && pack_cache_.front().first == hash) {
+    m.payload = *pack_cache_.front().second;
+  } else {
+    m.body["missing"] = true;  // the worker reports its job as runtime_error
+  }
+  send_to_worker(routing_id, m);
+}
+
+}  // namespace kb::coord

@@ -1,0 +1,75 @@
+// The coordinator's database thread: owns the JobStore and runs every call to it, one after
+// another in submission order, so that the event loop never waits on PostgreSQL.
+//
+// An operation is a function of the store that may be called more than once: when it returns a
+// connection error (JobStore::is_connection_error), the thread marks the database down, waits
+// (backoff 100 ms doubling to 2 s), reconnects and calls it again with the same arguments, for as
+// long as it takes (an outage loses nothing; the loop keeps running and keeps queueing). Any other
+// error ends the operation. `finished` then runs once, ON THIS THREAD, with the final Status;
+// callers post their completion to their own loop (asio::post).
+//
+// stop() ends the thread after the current call; operations not yet finished get
+// finished(kFailedPrecondition "stopped"). flush(timeout) waits until the queue is empty.
+//
+// Thread safety: submit(), flush(), stats() and healthy() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "coordinator/job_store.h"
+#include "coordinator/metrics.h"
+
+namespace kb::coord {
+
+struct DbThreadOptions {
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{2000};
+};
+
+class DbThread {
+ public:
+  using Attempt = std::function<Status(JobStore&)>;
+  using Finished = std::function<void(const Status&)>;
+
+  DbThread(std::unique_ptr<JobStore> store, DbThreadOptions options = {});
+  ~DbThread();  // stop() and join
+  DbThread(const DbThread&) = delete;
+  DbThread& operator=(const DbThread&) = delete;
+
+  void submit(Attempt attempt, Finished finished);
+  // Applies one batch (timed and counted in stats()); outcome is filled before finished(ok).
+  void submit_batch(std::shared_ptr<const Batch> batch, std::shared_ptr<BatchOutcome> outcome,
+                    Finished finished);
+  bool flush(std::chrono::milliseconds timeout);
+  void stop();
+
+  bool healthy() const;
+  DbStats stats() const;
+
+ private:
+  struct Op {
+    Attempt attempt;
+    Finished finished;
+  };
+  void run();
+  Status run_one(Op& op);
+  bool wait_backoff(std::chrono::milliseconds delay);  // false when stopping
+
+  std::unique_ptr<JobStore> store_;
+  DbThreadOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<Op> queue_;
+  bool busy_ = false, stopping_ = false, up_ = true;
+  uint64_t batches_ = 0;
+  double batch_seconds_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace kb::coord

@@ -1,0 +1,130 @@
+#include "coordinator/http_endpoint.h"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <charconv>
+
+namespace kb::coord {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr std::chrono::seconds kRequestTimeout{10};
+
+// One connection: read a request, answer it, close.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpEndpoint::Handler& handler)
+      : stream_(std::move(socket)), handler_(handler) {}
+
+  void start() {
+    stream_.expires_after(kRequestTimeout);
+    http::async_read(stream_, buffer_, request_,
+                     [self = shared_from_this()](beast::error_code error, size_t) { self->on_read(error); });
+  }
+
+ private:
+  void on_read(beast::error_code error) {
+    if (error) return;
+    HttpResponse answer;
+    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
+      answer = {405, "text/plain; charset=utf-8", "method not allowed\n"};
+    } else {
+      answer = handler_(std::string(request_.target()));
+    }
+    response_.version(request_.version());
+    response_.result(static_cast<http::status>(answer.status));
+    response_.set(http::field::content_type, answer.content_type);
+    response_.set(http::field::connection, "close");
+    response_.body() = std::move(answer.body);
+    response_.prepare_payload();
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    });
+  }
+
+  beast::tcp_stream stream_;
+  const HttpEndpoint::Handler& handler_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+};
+
+}  // namespace
+
+bool split_host_port(const std::string& host_port, std::string* host, uint16_t* port) {
+  const size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == host_port.size()) return false;
+  *host = host_port.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  const char* first = host_port.data() + colon + 1;
+  const char* last = host_port.data() + host_port.size();
+  auto [end, error] = std::from_chars(first, last, *port);
+  return error == std::errc() && end == last;
+}
+
+HttpEndpoint::HttpEndpoint(asio::io_context& io, Handler handler)
+    : io_(io), acceptor_(io), handler_(std::move(handler)) {}
+
+Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind(asio::io_context& io,
+                                                       const std::string& host_port, Handler handler) {
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(host_port, &host, &port)) {
+    return Status::invalid_argument("--http-bind '" + host_port + "': expected HOST:PORT");
+  }
+  if (host == "localhost") host = "127.0.0.1";
+  beast::error_code error;
+  const asio::ip::address address = asio::ip::make_address(host, error);
+  if (error) return Status::invalid_argument("--http-bind '" + host_port + "': not an IP address");
+  std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint(io, std::move(handler)));
+  tcp::acceptor& acceptor = endpoint->acceptor_;
+  const tcp::endpoint where(address, port);
+  acceptor.open(where.protocol(), error);
+  if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
+  if (!error) acceptor.bind(where, error);
+  if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
+  if (error) return Status::io_error("--http-bind '" + host_port + "': " + error.message());
+  return endpoint;
+}
+
+void HttpEndpoint::start() { accept(); }
+
+void HttpEndpoint::stop() {
+  beast::error_code ignored;
+  acceptor_.close(ignored);
+}
+
+void HttpEndpoint::accept() {
+  acceptor_.async_accept([this](beast::error_code error, tcp::socket socket) {
+    if (error) {
+      if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    } else {
+      std::make_shared<Session>(std::move(socket), handler_)->start();
+    }
+    accept();
+  });
+}
+
+std::string HttpEndpoint::address() const {
+  beast::error_code error;
+  const tcp::endpoint local = acceptor_.local_endpoint(error);
+  if (error) return "";
+  const std::string host = local.address().to_string();
+  return (local.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(local.port());
+}
+
+uint16_t HttpEndpoint::port() const {
+  beast::error_code error;
+  return acceptor_.local_endpoint(error).port();
+}
+
+}  // namespace kb::coord

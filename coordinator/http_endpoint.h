@@ -1,0 +1,50 @@
+// The coordinator's HTTP endpoint (Boost.Beast, HTTP/1.1, one request per connection): GET
+// /healthz and /metrics, answered by a handler on the event loop. Plain text; no TLS, no auth —
+// it binds loopback unless the operator configures CURVE (coordinator.h) and chooses otherwise.
+//
+// Thread safety: none; runs on the io_context's thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace kb::coord {
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+class HttpEndpoint {
+ public:
+  using Handler = std::function<HttpResponse(const std::string& target)>;
+
+  // `host_port`: "127.0.0.1:0" (port 0 = any free port; see port()).
+  static Result<std::unique_ptr<HttpEndpoint>> bind(boost::asio::io_context& io,
+                                                   const std::string& host_port, Handler handler);
+  void start();
+  void stop();
+  std::string address() const;  // "127.0.0.1:PORT"
+  uint16_t port() const;
+
+ private:
+  HttpEndpoint(boost::asio::io_context& io, Handler handler);
+  void accept();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  Handler handler_;
+};
+
+// Splits "HOST:PORT" ("[::1]:0" for IPv6); false when it is not of that form.
+bool split_host_port(const std::string& host_port, std::string* host, uint16_t* port);
+
+}  // namespace kb::coord

@@ -1,0 +1,106 @@
+#include "coordinator/metrics.h"
+
+#include <cstdio>
+
+namespace kb::coord {
+namespace {
+
+void line(std::string& out, const char* name, const std::string& labels, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  out += name;
+  out += labels;
+  out += ' ';
+  out += buf;
+  out += '\n';
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+Metrics::Metrics() {
+  for (int e = 0; e <= static_cast<int>(wire::DecodeError::kMissingField); ++e) {
+    dropped_[std::string(wire::to_string(static_cast<wire::DecodeError>(e)))] = 0;
+  }
+  for (std::string_view reason : {kDropUnknownPeer, kDropWrongDirection, kDropSendFailed}) {
+    dropped_[std::string(reason)] = 0;
+  }
+}
+
+void Metrics::count_dropped(std::string_view reason) {
+  auto it = dropped_.find(reason);
+  if (it == dropped_.end()) it = dropped_.emplace(std::string(reason), 0).first;
+  ++it->second;
+}
+
+uint64_t Metrics::dropped(std::string_view reason) const {
+  auto it = dropped_.find(reason);
+  return it == dropped_.end() ? 0 : it->second;
+}
+
+uint64_t Metrics::dropped_total() const {
+  uint64_t total = 0;
+  for (const auto& [reason, n] : dropped_) total += n;
+  return total;
+}
+
+void Metrics::sample(std::chrono::steady_clock::time_point now, uint64_t jobs_completed) {
+  samples_.push_back({now, jobs_completed, results_stored_});
+  while (samples_.size() > 2 && now - samples_.front().at > kRateWindow) samples_.pop_front();
+}
+
+std::pair<double, double> Metrics::rates() const {
+  if (samples_.size() < 2) return {0, 0};
+  const Sample& a = samples_.front();
+  const Sample& b = samples_.back();
+  const double seconds = std::chrono::duration<double>(b.at - a.at).count();
+  if (seconds <= 0) return {0, 0};
+  return {static_cast<double>(b.jobs - a.jobs) / seconds,
+          static_cast<double>(b.results - a.results) / seconds};
+}
+
+std::string Metrics::render(const SchedulerStats& s, const DbStats& db) const {
+  std::string out;
+  header(out, "kb_queue_depth", "gauge", "Jobs queued in memory, waiting for a worker.");
+  line(out, "kb_queue_depth", "", static_cast<double>(s.queued));
+  header(out, "kb_jobs_leased", "gauge", "Jobs leased to a worker.");
+  line(out, "kb_jobs_leased", "", static_cast<double>(s.leased));
+  header(out, "kb_workers", "gauge", "Worker sessions by state (lost: lost and not back).");
+  line(out, "kb_workers", "{state=\"busy\"}", static_cast<double>(s.workers_busy));
+  line(out, "kb_workers", "{state=\"idle\"}", static_cast<double>(s.workers_idle));
+  line(out, "kb_workers", "{state=\"lost\"}", static_cast<double>(s.workers_lost));
+  header(out, "kb_jobs_completed_total", "counter", "Jobs done (first result accepted).");
+  line(out, "kb_jobs_completed_total", "", static_cast<double>(s.jobs_completed));
+  header(out, "kb_jobs_failed_total", "counter", "Jobs failed after their last attempt.");
+  line(out, "kb_jobs_failed_total", "", static_cast<double>(s.jobs_failed));
+  header(out, "kb_results_stored_total", "counter", "Result rows committed to PostgreSQL.");
+  line(out, "kb_results_stored_total", "", static_cast<double>(results_stored_));
+  const auto [jobs_rate, results_rate] = rates();
+  header(out, "kb_jobs_per_second", "gauge", "Jobs completed per second (5 s window).");
+  line(out, "kb_jobs_per_second", "", jobs_rate);
+  header(out, "kb_results_per_second", "gauge", "Results stored per second (5 s window).");
+  line(out, "kb_results_per_second", "", results_rate);
+  header(out, "kb_dropped_messages_total", "counter", "Messages dropped, by reason.");
+  for (const auto& [reason, n] : dropped_) {
+    line(out, "kb_dropped_messages_total", "{reason=\"" + reason + "\"}", static_cast<double>(n));
+  }
+  header(out, "kb_auth_rejected_total", "counter", "CURVE peers refused by the allow-list.");
+  line(out, "kb_auth_rejected_total", "", static_cast<double>(auth_rejected_));
+  header(out, "kb_db_batches_total", "counter", "Batches committed by the database thread.");
+  line(out, "kb_db_batches_total", "", static_cast<double>(db.batches));
+  header(out, "kb_db_batch_seconds", "summary", "Time spent applying batches.");
+  line(out, "kb_db_batch_seconds_sum", "", db.batch_seconds);
+  line(out, "kb_db_batch_seconds_count", "", static_cast<double>(db.batches));
+  header(out, "kb_db_queue", "gauge", "Operations waiting for the database thread.");
+  line(out, "kb_db_queue", "", static_cast<double>(db.queued_ops));
+  header(out, "kb_db_up", "gauge", "1 when the database thread's last call reached PostgreSQL.");
+  line(out, "kb_db_up", "", db.up ? 1 : 0);
+  header(out, "kb_regressions_flagged", "gauge", "Regressions flagged (not computed yet).");
+  line(out, "kb_regressions_flagged", "", 0);
+  return out;
+}
+
+}  // namespace kb::coord

@@ -1,0 +1,53 @@
+// libpqxx exceptions -> kb::Status for the store (pg_job_store.cpp, migrations.cpp); internal to
+// kb_store.
+//
+// A lost or unusable connection (pqxx::broken_connection, an unknown commit outcome
+// (in_doubt_error), SQLSTATE class 08, admin/crash shutdown 57P01..57P03, too many connections
+// 53300) and a transient conflict (serialization failure 40001, deadlock 40P01) become kIoError:
+// the caller reconnects and retries. Anything else (a bad statement, a constraint) is kInternal.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <exception>
+#include <string>
+
+#include "common/status.h"
+
+namespace kb::coord {
+
+inline bool is_retryable_sqlstate(const std::string& state) {
+  return state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02" || state == "57P03" ||
+         state == "53300" || state == "40001" || state == "40P01";
+}
+
+// Call inside a catch block: converts the exception in flight.
+inline Status current_pg_status(const std::string& what) {
+  try {
+    throw;
+  } catch (const pqxx::broken_connection& e) {
+    return Status::io_error(what + ": database connection lost: " + e.what());
+  } catch (const pqxx::in_doubt_error& e) {
+    return Status::io_error(what + ": commit outcome unknown: " + e.what());
+  } catch (const pqxx::sql_error& e) {
+    if (is_retryable_sqlstate(e.sqlstate())) {
+      return Status::io_error(what + ": database unavailable (" + e.sqlstate() + "): " + e.what());
+    }
+    return Status::internal(what + ": SQL error " + e.sqlstate() + ": " + e.what());
+  } catch (const std::exception& e) {
+    return Status::internal(what + ": " + e.what());
+  }
+}
+
+// libpq waits forever for an unreachable host by default; an outage must show up as an error.
+inline std::string with_connect_timeout(const std::string& url) {
+  if (url.find("connect_timeout") != std::string::npos) return url;
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=10";
+  }
+  return url + " connect_timeout=10";
+}
+
+}  // namespace kb::coord

@@ -1,0 +1,398 @@
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+
+namespace kb::coord {
+
+Millis lease_budget(double predicted_ms, double time_cap_s, double job_timeout_s) {
+  if (job_timeout_s > 0) return Millis(static_cast<int64_t>(job_timeout_s * 1000) + 10'000);
+  const double ms = 3 * predicted_ms + time_cap_s * 2 * 1000 + 30'000;
+  return std::max(Millis(60'000), Millis(static_cast<int64_t>(ms)));
+}
+
+Scheduler::Scheduler(SchedulerConfig config, const Clock& clock)
+    : config_(config), clock_(clock) {}
+
+// --- jobs ---------------------------------------------------------------------------------------
+
+Scheduler::Queue& Scheduler::queue_for(const std::optional<std::string>& gpu_model) {
+  return gpu_model ? by_model_[*gpu_model] : any_model_;
+}
+
+void Scheduler::enqueue(Job& job) {
+  job.state = JobState::kQueued;
+  queue_for(job.record.gpu_model).insert({-job.record.predicted_ms, job.record.id});
+  ++queued_;
+}
+
+void Scheduler::dequeue(Job& job) {
+  if (queue_for(job.record.gpu_model).erase({-job.record.predicted_ms, job.record.id}) > 0) --queued_;
+}
+
+void Scheduler::add_job(JobRecord record) {
+  Run& run = runs_[record.run_id];
+  ++run.open;
+  run.pack_hash = record.pack_hash;
+  const nlohmann::json& cap = record.run_config.contains("time_cap_s")
+                                  ? record.run_config["time_cap_s"] : nlohmann::json(0);
+  run.time_cap_s = cap.is_number() ? cap.get<double>() : 0;
+  const nlohmann::json timeout = record.run_config.value("job_timeout_s", nlohmann::json(0));
+  run.job_timeout_s = timeout.is_number() ? timeout.get<double>() : 0;
+  record.run_config = nlohmann::json();  // the run holds it; keep jobs small
+  record.pack_hash.clear();
+  const int64_t id = record.id;
+  jobs_[id].record = std::move(record);
+}
+
+void Scheduler::load(std::vector<JobRecord> jobs) {
+  const SteadyTime now = clock_.steady_now();
+  for (JobRecord& record : jobs) {
+    const int64_t id = record.id;
+    const bool leased = record.state == "leased" && record.worker_id.has_value();
+    const int64_t holder = leased ? *record.worker_id : 0;
+    add_job(std::move(record));
+    Job& job = jobs_[id];
+    if (leased) {
+      job.state = JobState::kLeased;
+      job.holder = holder;
+      job.in_grace = true;
+      job.deadline = now + config_.lease_grace;
+      deadlines_.insert({job.deadline, id});
+      held_[holder].insert(id);
+      runs_[job.record.run_id].running = true;
+    } else if (job.record.attempt >= job.record.max_attempts) {
+      pending_.failures.push_back({id, "no attempts left after a coordinator restart"});
+      finish_job(job, /*failed=*/true);
+    } else {
+      enqueue(job);
+    }
+  }
+  dispatch_all();
+}
+
+void Scheduler::submit(std::vector<JobRecord> jobs) {
+  for (JobRecord& record : jobs) {
+    const int64_t id = record.id;
+    add_job(std::move(record));
+    enqueue(jobs_[id]);
+  }
+  dispatch_all();
+}
+
+size_t Scheduler::cancel(int64_t run_id) {
+  size_t cancelled = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    Job& job = it->second;
+    if (job.record.run_id != run_id || job.state == JobState::kDone) {
+      ++it;
+      continue;
+    }
+    if (job.state == JobState::kQueued) dequeue(job);
+    if (job.state == JobState::kLeased) end_lease(job);
+    it = jobs_.erase(it);
+    ++cancelled;
+  }
+  runs_.erase(run_id);
+  std::erase_if(pending_.run_states, [&](const RunState& r) { return r.run_id == run_id; });
+  return cancelled;
+}
+
+void Scheduler::lease(Job& job, Worker& worker, int attempt, std::optional<SteadyTime> deadline) {
+  const SteadyTime now = clock_.steady_now();
+  const Run& run = runs_[job.record.run_id];
+  job.state = JobState::kLeased;
+  job.holder = worker.id;
+  job.in_grace = false;
+  job.record.attempt = attempt;
+  job.deadline = deadline.value_or(
+      now + lease_budget(job.record.predicted_ms, run.time_cap_s, run.job_timeout_s));
+  deadlines_.insert({job.deadline, job.record.id});
+  held_[worker.id].insert(job.record.id);
+  const auto to_system = std::chrono::duration_cast<SystemTime::duration>(job.deadline - now);
+  pending_.leases.push_back({job.record.id, attempt, worker.id, clock_.system_now() + to_system});
+  // A lease supersedes a requeue of the same job that is still in the pending batch (the store
+  // applies leases before requeues).
+  if (auto it = pending_requeue_.find(job.record.id); it != pending_requeue_.end()) {
+    pending_.requeues[it->second].job_id = -1;
+    pending_requeue_.erase(it);
+  }
+  if (!run.running) {
+    runs_[job.record.run_id].running = true;
+    set_run_state(job.record.run_id, "running");
+  }
+}
+
+void Scheduler::end_lease(Job& job) {
+  deadlines_.erase({job.deadline, job.record.id});
+  if (auto it = held_.find(job.holder); it != held_.end()) {
+    it->second.erase(job.record.id);
+    if (it->second.empty()) held_.erase(it);
+  }
+  job.holder = 0;
+  job.in_grace = false;
+}
+
+void Scheduler::requeue(Job& job, const std::string& reason) {
+  end_lease(job);
+  if (job.record.attempt >= job.record.max_attempts) {
+    pending_.failures.push_back(
+        {job.record.id, "lost " + std::to_string(job.record.attempt) + " leases; last: " + reason});
+    finish_job(job, /*failed=*/true);
+    return;
+  }
+  pending_requeue_[job.record.id] = pending_.requeues.size();
+  pending_.requeues.push_back({job.record.id, reason});
+  enqueue(job);
+}
+
+// The job leaves the open set; a failed job is forgotten now, a done one after its commit.
+void Scheduler::finish_job(Job& job, bool failed) {
+  const int64_t run_id = job.record.run_id;
+  if (failed) {
+    ++failed_;
+    jobs_.erase(job.record.id);
+  } else {
+    ++completed_;
+    job.state = JobState::kDone;
+  }
+  auto run = runs_.find(run_id);
+  if (run != runs_.end() && --run->second.open == 0) {
+    runs_.erase(run);
+    set_run_state(run_id, "done");
+  }
+}
+
+void Scheduler::set_run_state(int64_t run_id, const std::string& state) {
+  pending_.run_states.push_back({run_id, state});
+}
+
+ResultDisposition Scheduler::result(const std::string& routing_id, int64_t job_id, int attempt,
+                                    ResultRow row) {
+  auto w = by_routing_id_.find(routing_id);
+  if (w == by_routing_id_.end()) return ResultDisposition::kUnknownWorker;
+  Worker& worker = workers_.at(w->second);
+  worker.last_heard = clock_.steady_now();
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return ResultDisposition::kOrphan;
+  Job& job = it->second;
+  if (job.state == JobState::kDone) return ResultDisposition::kDuplicate;
+  if (job.state == JobState::kLeased) end_lease(job);
+  if (job.state == JobState::kQueued) dequeue(job);
+  row.job_id = job_id;
+  row.attempt = attempt;
+  row.worker_id = worker.id;
+  pending_.results.push_back(std::move(row));
+  finish_job(job, /*failed=*/false);
+  return ResultDisposition::kAccepted;
+}
+
+void Scheduler::committed(const Batch& batch) {
+  for (const ResultRow& row : batch.results) {
+    auto it = jobs_.find(row.job_id);
+    if (it != jobs_.end() && it->second.state == JobState::kDone) jobs_.erase(it);
+  }
+}
+
+// --- workers ------------------------------------------------------------------------------------
+
+void Scheduler::worker_ready(int64_t worker_id, const std::string& routing_id,
+                             const WorkerIdentity& identity, const std::vector<InFlight>& in_flight) {
+  if (auto old = workers_.find(worker_id); old != workers_.end()) {
+    by_routing_id_.erase(old->second.routing_id);
+    workers_.erase(old);
+  }
+  if (auto other = by_routing_id_.find(routing_id); other != by_routing_id_.end()) {
+    Worker& previous = workers_.at(other->second);
+    lose_worker(previous, "its connection was taken over");
+  }
+  Worker& worker = workers_[worker_id];
+  worker = Worker{worker_id, routing_id, identity.gpu_model, identity.device_kind, 0,
+                  clock_.steady_now()};
+  by_routing_id_[routing_id] = worker_id;
+  hungry_.erase(worker_id);
+  lost_.erase(worker_id);
+  release_leases_of(worker_id, in_flight, &worker, "worker re-registered without it");
+  pending_.worker_states.push_back({worker_id, held_.count(worker_id) ? "busy" : "idle"});
+  dispatch_all();  // requeued jobs may suit other workers
+}
+
+// Ends the worker's leases that `keep` does not list; adopts listed jobs that are still queued.
+void Scheduler::release_leases_of(int64_t worker_id, const std::vector<InFlight>& keep,
+                                  Worker* keeper, const std::string& reason) {
+  std::map<int64_t, int> listed;
+  for (const InFlight& f : keep) listed[f.job_id] = f.attempt;
+  std::vector<int64_t> held;
+  if (auto it = held_.find(worker_id); it != held_.end()) held.assign(it->second.begin(), it->second.end());
+  const SteadyTime now = clock_.steady_now();
+  for (int64_t id : held) {
+    Job& job = jobs_.at(id);
+    if (!listed.count(id)) {
+      requeue(job, reason);
+    } else if (job.in_grace) {  // back after a coordinator restart: the stored deadline holds
+      deadlines_.erase({job.deadline, id});
+      job.in_grace = false;
+      job.deadline = job.record.lease_deadline
+                         ? now + std::chrono::duration_cast<SteadyTime::duration>(
+                                     *job.record.lease_deadline - clock_.system_now())
+                         : now + lease_budget(job.record.predicted_ms, 0);
+      deadlines_.insert({job.deadline, id});
+    }
+  }
+  if (!keeper) return;
+  for (const auto& [id, attempt] : listed) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.state != JobState::kQueued) continue;
+    Job& job = it->second;
+    dequeue(job);
+    lease(job, *keeper, std::max(job.record.attempt, attempt), std::nullopt);
+  }
+}
+
+bool Scheduler::heard(const std::string& routing_id) {
+  auto it = by_routing_id_.find(routing_id);
+  if (it == by_routing_id_.end()) return false;
+  workers_.at(it->second).last_heard = clock_.steady_now();
+  return true;
+}
+
+void Scheduler::add_credits(const std::string& routing_id, int credits) {
+  auto it = by_routing_id_.find(routing_id);
+  if (it == by_routing_id_.end()) return;
+  Worker& worker = workers_.at(it->second);
+  worker.last_heard = clock_.steady_now();
+  worker.credits = std::clamp(worker.credits + credits, 0, config_.max_credits);
+  dispatch(worker);
+}
+
+void Scheduler::lose_worker(Worker& worker, const std::string& reason) {
+  const int64_t id = worker.id;
+  by_routing_id_.erase(worker.routing_id);
+  hungry_.erase(id);
+  lost_.insert(id);
+  workers_.erase(id);  // `worker` dangles from here on
+  release_leases_of(id, {}, nullptr, reason);
+  pending_.worker_states.push_back({id, "lost"});
+}
+
+void Scheduler::tick() {
+  const SteadyTime now = clock_.steady_now();
+  const auto silence = config_.heartbeat * config_.liveness;
+  std::vector<int64_t> silent;
+  for (const auto& [id, worker] : workers_) {
+    if (now - worker.last_heard > silence) silent.push_back(id);
+  }
+  for (int64_t id : silent) lose_worker(workers_.at(id), "missed heartbeats");
+  bool requeued = !silent.empty();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    Job& job = jobs_.at(deadlines_.begin()->second);
+    requeue(job, job.in_grace ? "lease grace expired" : "deadline passed");
+    requeued = true;
+  }
+  if (requeued) dispatch_all();
+}
+
+std::vector<std::string> Scheduler::drain() {
+  draining_ = true;
+  return routing_ids();
+}
+
+// --- dispatch -----------------------------------------------------------------------------------
+
+Scheduler::Job* Scheduler::best_job_for(const Worker& worker) {
+  const QueueKey* best = any_model_.empty() ? nullptr : &*any_model_.begin();
+  if (auto it = by_model_.find(worker.gpu_model); it != by_model_.end() && !it->second.empty()) {
+    const QueueKey& own = *it->second.begin();
+    if (!best || own < *best) best = &own;
+  }
+  return best ? &jobs_.at(best->second) : nullptr;
+}
+
+void Scheduler::dispatch(Worker& worker) {
+  while (!draining_ && worker.credits > 0) {
+    Job* job = best_job_for(worker);
+    if (!job) break;
+    dequeue(*job);
+    lease(*job, worker, job->record.attempt + 1, std::nullopt);
+    outbox_.push_back({worker.routing_id, job_message(*job)});
+    --worker.credits;
+  }
+  if (worker.credits > 0) {
+    hungry_.insert(worker.id);
+  } else {
+    hungry_.erase(worker.id);
+  }
+}
+
+void Scheduler::dispatch_all() {
+  if (queued_ == 0 || draining_) return;
+  const std::vector<int64_t> hungry(hungry_.begin(), hungry_.end());
+  for (int64_t id : hungry) {
+    if (queued_ == 0) break;
+    dispatch(workers_.at(id));
+  }
+}
+
+wire::Message Scheduler::job_message(const Job& job) const {
+  const JobRecord& r = job.record;
+  const Run& run = runs_.at(r.run_id);
+  wire::Message m;
+  m.type = wire::MessageType::kJob;
+  m.body = {{"job_id", r.id},
+            {"attempt", r.attempt},
+            {"seed", r.seed},
+            {"problem", r.problem_id},
+            {"preset", r.preset},
+            {"pack", run.pack_hash},
+            {"run_id", r.run_id},
+            {"time_cap_s", run.time_cap_s},
+            {"deadline_ms", lease_budget(r.predicted_ms, run.time_cap_s, run.job_timeout_s).count()},
+            {"params", r.params.is_object() ? r.params : nlohmann::json::object()}};
+  return m;
+}
+
+// --- outboxes and views -------------------------------------------------------------------------
+
+Batch Scheduler::take_batch() {
+  Batch batch = std::move(pending_);
+  pending_ = Batch();
+  pending_requeue_.clear();
+  std::erase_if(batch.requeues, [](const Requeue& r) { return r.job_id < 0; });
+  return batch;
+}
+
+std::vector<OutgoingMessage> Scheduler::take_messages() {
+  std::vector<OutgoingMessage> out = std::move(outbox_);
+  outbox_.clear();
+  return out;
+}
+
+std::string Scheduler::routing_id_of(int64_t worker_id) const {
+  auto it = workers_.find(worker_id);
+  return it == workers_.end() ? "" : it->second.routing_id;
+}
+
+int64_t Scheduler::worker_id_of(const std::string& routing_id) const {
+  auto it = by_routing_id_.find(routing_id);
+  return it == by_routing_id_.end() ? 0 : it->second;
+}
+
+std::vector<std::string> Scheduler::routing_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, worker] : workers_) ids.push_back(worker.routing_id);
+  return ids;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.queued = queued_;
+  s.leased = deadlines_.size();
+  s.jobs_in_memory = jobs_.size();
+  s.runs = runs_.size();
+  for (const auto& [id, worker] : workers_) (held_.count(id) ? s.workers_busy : s.workers_idle)++;
+  s.workers_lost = lost_.size();
+  s.jobs_completed = completed_;
+  s.jobs_failed = failed_;
+  return s;
+}
+
+}  // namespace kb::coord

@@ -1,0 +1,95 @@
+// A real kbfleet stack for the integration tests: kb-coordinator and kb-worker processes talking
+// ZeroMQ on loopback (ephemeral ports, read from the coordinator's endpoints file), over a
+// PostgreSQL database the test provides (a TestDatabase, or a private cluster it can stop), and
+// the `kb` CLI as a user runs it. Every process logs into the stack's work directory, which the
+// test prints when it fails.
+//
+// Thread safety: one FleetStack per test thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "tests/support/child_process.h"
+
+namespace kb::testing {
+
+struct FleetOptions {
+  std::string db_url;           // read-write URL of a migrated-or-empty database
+  int heartbeat_ms = 200;       // fast failure detection for tests
+  int liveness = 3;
+  int lease_grace_ms = 2000;
+};
+
+class FleetStack {
+ public:
+  FleetStack(FleetOptions options, std::string work_dir);
+  ~FleetStack();  // kills every process
+
+  // Starts kb-coordinator and waits for its endpoints file. After a restart the coordinator
+  // binds the ports of the first start again, so that workers reconnect to it.
+  Status start_coordinator();
+  void signal_coordinator(int sig);
+  int coordinator_pid() const { return coordinator_ ? coordinator_->pid() : -1; }
+  bool wait_coordinator_exit(std::chrono::milliseconds timeout, int* status = nullptr);
+
+  // Starts a kb-worker; returns its index. device_args e.g. {"--device", "cpu"} or
+  // {"--device", "sim"}. The worker keeps its name and state directory across restarts.
+  int add_worker(const std::string& name, const std::vector<std::string>& device_args);
+  void kill_worker(int index, int sig);
+  Status restart_worker(int index);
+  size_t worker_count() const { return workers_.size(); }
+
+  // Runs `kb ARGS... --json` with this stack's endpoints; parses stdout.
+  Result<nlohmann::json> kb_json(const std::vector<std::string>& args,
+                                 std::chrono::seconds timeout = std::chrono::seconds(60));
+  // Runs `kb ARGS...`; returns the exit code, stdout in *output.
+  int kb(const std::vector<std::string>& args, std::string* output,
+         std::chrono::seconds timeout = std::chrono::seconds(60));
+
+  // Polls the database until the run is done or cancelled (true), or the timeout passes.
+  bool wait_for_run(int64_t run_id, std::chrono::seconds timeout);
+  // One value from the database (first column of the first row; "" when there is no row).
+  Result<std::string> query_value(const std::string& sql);
+
+  const std::string& work_dir() const { return work_dir_; }
+  const std::string& clients_endpoint() const { return clients_endpoint_; }
+  const std::string& workers_endpoint() const { return workers_endpoint_; }
+  const std::string& http_endpoint() const { return http_endpoint_; }
+  // The tail of every log, for a failing test's message.
+  std::string logs_tail(size_t bytes_per_log = 3000) const;
+
+ private:
+  struct Worker {
+    std::string name;
+    std::vector<std::string> device_args;
+    std::unique_ptr<ChildProcess> process;
+  };
+  Status start_worker_process(Worker& worker);
+
+  FleetOptions options_;
+  std::string work_dir_;
+  std::unique_ptr<ChildProcess> coordinator_;
+  std::string workers_endpoint_, clients_endpoint_, http_endpoint_;
+  std::vector<Worker> workers_;
+};
+
+// Paths of the binaries under test (set by tests/CMakeLists.txt).
+std::string coordinator_binary();
+std::string worker_binary();
+std::string cli_binary();
+std::string executor_binary();
+std::string pack_path();         // the real pack (CPU golden models, and GPU kernels with CUDA)
+std::string faulty_pack_path();  // tests/faulty_cpu_pack
+std::string problems_dir();
+std::string source_dir();
+
+// A fresh directory under the temp dir, removed by the caller.
+std::string make_work_dir(const std::string& prefix);
+
+}  // namespace kb::testing

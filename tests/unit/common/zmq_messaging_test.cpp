@@ -1,0 +1,125 @@
+// Wire messages over real ZeroMQ sockets (tcp on loopback, ephemeral port), and CURVE key files.
+#include "common/zmq_messaging.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/curve_keys.h"
+
+namespace kb::wire {
+namespace {
+
+std::optional<ReceivedMessage> receive_within(zmq::socket_t& socket, bool with_id,
+                                              std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (auto m = receive_message(socket, with_id)) return m;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::nullopt;
+}
+
+struct RouterDealerPair {
+  zmq::context_t context;
+  zmq::socket_t router{context, zmq::socket_type::router};
+  zmq::socket_t dealer{context, zmq::socket_type::dealer};
+  RouterDealerPair() {
+    configure_socket(router);
+    configure_socket(dealer);
+    router.bind("tcp://127.0.0.1:*");
+    dealer.set(zmq::sockopt::routing_id, std::string("worker-a"));
+    dealer.connect(router.get(zmq::sockopt::last_endpoint));
+  }
+};
+
+TEST(ZmqMessaging, RoundTripBothDirectionsWithPayload) {
+  RouterDealerPair pair;
+  Message ready{MessageType::kRequest, {{"credits", 2}}, ""};
+  ASSERT_TRUE(send_message(pair.dealer, ready));
+  auto got = receive_within(pair.router, true, std::chrono::seconds(5));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->routing_id, "worker-a");
+  ASSERT_TRUE(got->decoded.ok) << got->decoded.detail;
+  EXPECT_EQ(got->decoded.message.type, MessageType::kRequest);
+  EXPECT_EQ(got->decoded.message.body["credits"], 2);
+
+  Message pack{MessageType::kPack, {{"pack", "abc"}}, std::string("\0\1binary\xff", 9)};
+  ASSERT_TRUE(send_message(pair.router, pack, "worker-a"));
+  auto back = receive_within(pair.dealer, false, std::chrono::seconds(5));
+  ASSERT_TRUE(back.has_value());
+  ASSERT_TRUE(back->decoded.ok) << back->decoded.detail;
+  EXPECT_EQ(back->decoded.message.payload, pack.payload);
+}
+
+TEST(ZmqMessaging, GarbageFramesDecodeAsErrorsNotCrashes) {
+  RouterDealerPair pair;
+  pair.dealer.send(zmq::buffer(std::string("NOTKB")), zmq::send_flags::sndmore);
+  pair.dealer.send(zmq::buffer(std::string("READY")), zmq::send_flags::sndmore);
+  pair.dealer.send(zmq::buffer(std::string("{}")), zmq::send_flags::none);
+  auto got = receive_within(pair.router, true, std::chrono::seconds(5));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_FALSE(got->decoded.ok);
+  EXPECT_EQ(got->decoded.error, DecodeError::kBadTag);
+}
+
+TEST(ZmqMessaging, SendToUnknownRouterPeerReportsFailureWhenMandatory) {
+  RouterDealerPair pair;
+  pair.router.set(zmq::sockopt::router_mandatory, 1);
+  EXPECT_FALSE(send_message(pair.router, Message{MessageType::kHeartbeat, {}, ""}, "nobody"));
+}
+
+TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
+  if (!curve::curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+  const auto dir = std::filesystem::temp_directory_path() / ("kb-curve-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto keys = curve::generate_key_pair();
+  ASSERT_TRUE(keys.is_ok());
+  ASSERT_TRUE(curve::write_key_file((dir / "a.key").string(), keys.value()).is_ok());
+  EXPECT_EQ(std::filesystem::status(dir / "a.key").permissions() & std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  auto loaded = curve::load_key_file((dir / "a.key").string(), true);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->public_key, keys->public_key);
+  EXPECT_EQ(loaded->secret_key, keys->secret_key);
+
+  ASSERT_TRUE(curve::write_public_key_file((dir / "a.pub").string(), keys.value()).is_ok());
+  EXPECT_FALSE(curve::load_key_file((dir / "a.pub").string(), true).is_ok());
+  EXPECT_TRUE(curve::load_key_file((dir / "a.pub").string(), false).is_ok());
+
+  std::ofstream(dir / "allow") << "# workers\n" << keys->public_key << " gpu-node-1\npublic: "
+                               << keys->public_key << "\n";
+  auto allow = curve::load_allow_list((dir / "allow").string());
+  ASSERT_TRUE(allow.is_ok()) << allow.status().to_string();
+  EXPECT_EQ(allow->size(), 1u);
+  std::ofstream(dir / "bad") << "not-a-key\n";
+  auto bad = curve::load_allow_list((dir / "bad").string());
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find(":1: expected a 40-character Z85 public key"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CurveKeys, EncryptedRoundTrip) {
+  if (!curve::curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+  auto server = curve::generate_key_pair(), client = curve::generate_key_pair();
+  zmq::context_t context;
+  zmq::socket_t router(context, zmq::socket_type::router), dealer(context, zmq::socket_type::dealer);
+  configure_socket(router);
+  configure_socket(dealer);
+  router.set(zmq::sockopt::curve_server, 1);
+  router.set(zmq::sockopt::curve_secretkey, server->secret_key);
+  router.bind("tcp://127.0.0.1:*");
+  curve::configure_client(dealer, client.value(), server->public_key);
+  dealer.connect(router.get(zmq::sockopt::last_endpoint));
+  ASSERT_TRUE(send_message(dealer, Message{MessageType::kHeartbeat, {}, ""}));
+  auto got = receive_within(router, true, std::chrono::seconds(5));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(got->decoded.ok);
+}
+
+}  // namespace
+}  // namespace kb::wire

@@ -1,0 +1,69 @@
+#include "coordinator/db_thread.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "tests/unit/coordinator/fake_job_store.h"
+
+namespace kb::coord {
+namespace {
+
+DbThreadOptions fast() { return {std::chrono::milliseconds(5), std::chrono::milliseconds(20)}; }
+
+TEST(DbThread, RetriesThroughAnOutageAndKeepsTheOrder) {
+  auto owned = std::make_unique<testing::FakeJobStore>();
+  testing::FakeJobStore* store = owned.get();
+  store->down = true;
+  DbThread db(std::move(owned), fast());
+  std::vector<int> order;
+  std::mutex mutex;
+  std::promise<void> done;
+  for (int i = 0; i < 3; ++i) {
+    db.submit([i](JobStore& s) { return s.has_pack("x").is_ok() ? Status::ok() : s.has_pack("x").status(); },
+              [&, i](const Status& status) {
+                EXPECT_TRUE(status.is_ok()) << status.to_string();
+                std::lock_guard lock(mutex);
+                order.push_back(i);
+                if (i == 2) done.set_value();
+              });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(db.healthy());
+  EXPECT_GT(store->reconnects.load(), 1);
+  store->down = false;
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(db.healthy());
+  EXPECT_TRUE(db.flush(std::chrono::seconds(1)));
+}
+
+TEST(DbThread, OtherErrorsEndTheOperationAndBatchesAreCounted) {
+  DbThread db(std::make_unique<testing::FakeJobStore>(), fast());
+  std::promise<Status> failed;
+  db.submit([](JobStore&) { return Status::internal("a bug"); },
+            [&](const Status& s) { failed.set_value(s); });
+  EXPECT_EQ(failed.get_future().get().code(), StatusCode::kInternal);
+  auto batch = std::make_shared<Batch>();
+  batch->run_states.push_back({1, "running"});
+  auto outcome = std::make_shared<BatchOutcome>();
+  std::promise<Status> applied;
+  db.submit_batch(batch, outcome, [&](const Status& s) { applied.set_value(s); });
+  EXPECT_TRUE(applied.get_future().get().is_ok());
+  EXPECT_EQ(db.stats().batches, 1u);
+}
+
+TEST(DbThread, StopFinishesWaitingOperationsAsStopped) {
+  auto owned = std::make_unique<testing::FakeJobStore>();
+  owned->down = true;
+  auto db = std::make_unique<DbThread>(std::move(owned), fast());
+  std::promise<Status> result;
+  db->submit([](JobStore& s) { return s.has_pack("x").status(); },
+             [&](const Status& s) { result.set_value(s); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  db.reset();
+  EXPECT_EQ(result.get_future().get().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace kb::coord

@@ -1,0 +1,148 @@
+// Schema migrations (coordinator/migrations.h) against a real PostgreSQL (KB_TEST_PG_URL).
+#include "coordinator/migrations.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <pqxx/pqxx>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/support/postgres_test_db.h"
+
+namespace kb::coord {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A copy of the repository's schemas/ that a test may edit.
+class SchemasCopy {
+ public:
+  SchemasCopy() {
+    static int counter = 0;
+    dir_ = fs::temp_directory_path() /
+           ("kb_schemas_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(dir_);
+    Result<std::vector<MigrationFile>> files = list_migrations(default_schemas_dir());
+    for (const auto& file : files.value()) {
+      fs::copy_file(file.path, dir_ / fs::path(file.path).filename());
+    }
+  }
+  ~SchemasCopy() { fs::remove_all(dir_); }
+  std::string dir() const { return dir_.string(); }
+  void write(const std::string& name, const std::string& text, bool append = false) const {
+    std::ofstream out(dir_ / name, append ? std::ios::app : std::ios::trunc);
+    out << text;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+// The versions of the repository's migrations.
+std::vector<int> all_versions() {
+  std::vector<int> versions;
+  Result<std::vector<MigrationFile>> files = list_migrations(default_schemas_dir());
+  for (const auto& file : files.value()) versions.push_back(file.version);
+  return versions;
+}
+
+int64_t count(const std::string& url, const std::string& query) {
+  pqxx::connection conn(url);
+  pqxx::nontransaction txn(conn);
+  return txn.exec1(query)[0].as<int64_t>();
+}
+
+TEST(Migrations, ListsNumberedFilesInOrder) {
+  Result<std::vector<MigrationFile>> files = list_migrations(default_schemas_dir());
+  ASSERT_TRUE(files.is_ok()) << files.status().to_string();
+  ASSERT_FALSE(files->empty());
+  EXPECT_EQ(files->front().version, 1);
+  EXPECT_EQ(files->front().name, "initial");
+  EXPECT_EQ(list_migrations("/nonexistent/schemas").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Migrations, ApplyThenReapplyIsANoop) {
+  KB_REQUIRE_TEST_DB(db);
+  Result<MigrationReport> first = apply_migrations(db.url(), default_schemas_dir());
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  EXPECT_EQ(first->applied, all_versions());
+  Result<MigrationReport> again = apply_migrations(db.url(), default_schemas_dir());
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_TRUE(again->applied.empty());
+  EXPECT_EQ(again->skipped, all_versions());
+  EXPECT_EQ(count(db.url(), "SELECT count(*) FROM schema_migrations WHERE length(checksum) = 64"),
+            static_cast<int64_t>(all_versions().size()));
+}
+
+TEST(Migrations, AppliesANewFileOnTopOfTheApplied) {
+  KB_REQUIRE_TEST_DB(db);
+  SchemasCopy schemas;
+  ASSERT_TRUE(apply_migrations(db.url(), schemas.dir()).is_ok());
+  schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
+  Result<MigrationReport> report = apply_migrations(db.url(), schemas.dir());
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  EXPECT_EQ(report->applied, std::vector<int>{900});
+  EXPECT_EQ(count(db.url(), "SELECT count(*) FROM extra"), 0);
+}
+
+TEST(Migrations, RefusesAnAppliedMigrationThatChanged) {
+  KB_REQUIRE_TEST_DB(db);
+  SchemasCopy schemas;
+  ASSERT_TRUE(apply_migrations(db.url(), schemas.dir()).is_ok());
+  schemas.write("0001_initial.sql", "\n-- edited after shipping\n", /*append=*/true);
+  schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
+  Result<MigrationReport> report = apply_migrations(db.url(), schemas.dir());
+  ASSERT_FALSE(report.is_ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(report.status().message().find("0001_initial.sql"), std::string::npos)
+      << report.status().message();
+  EXPECT_EQ(count(db.url(), "SELECT count(*) FROM pg_tables WHERE tablename = 'extra'"), 0);
+}
+
+TEST(Migrations, RefusesADatabaseNewerThanTheFiles) {
+  KB_REQUIRE_TEST_DB(db);
+  SchemasCopy schemas;
+  schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
+  ASSERT_TRUE(apply_migrations(db.url(), schemas.dir()).is_ok());
+  Result<MigrationReport> report = apply_migrations(db.url(), default_schemas_dir());
+  EXPECT_EQ(report.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(Migrations, AFailingMigrationIsRolledBack) {
+  KB_REQUIRE_TEST_DB(db);
+  SchemasCopy schemas;
+  schemas.write("0901_bad.sql", "CREATE TABLE half (x int);\nSELECT no_such_function();");
+  Result<MigrationReport> report = apply_migrations(db.url(), schemas.dir());
+  ASSERT_FALSE(report.is_ok());
+  EXPECT_NE(report.status().message().find("0901_bad.sql"), std::string::npos);
+  EXPECT_EQ(count(db.url(), "SELECT count(*) FROM pg_tables WHERE tablename = 'half'"), 0);
+  EXPECT_EQ(count(db.url(), "SELECT count(*) FROM schema_migrations"),  // the good ones committed
+            static_cast<int64_t>(all_versions().size()));
+}
+
+TEST(Migrations, ConcurrentCoordinatorsApplyOnce) {
+  KB_REQUIRE_TEST_DB(db);
+  std::vector<Result<MigrationReport>> reports(4, Status::internal("not run"));
+  std::vector<std::thread> threads;
+  for (auto& report : reports) {
+    threads.emplace_back([&] { report = apply_migrations(db.url(), default_schemas_dir()); });
+  }
+  for (auto& t : threads) t.join();
+  int applied = 0;
+  for (const auto& report : reports) {
+    ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+    applied += static_cast<int>(report->applied.size());
+  }
+  EXPECT_EQ(applied, static_cast<int>(all_versions().size()));
+}
+
+TEST(Migrations, UnreachableDatabaseIsAnIoError) {
+  Result<MigrationReport> report =
+      apply_migrations("postgresql://postgres@127.0.0.1:1/postgres", default_schemas_dir());
+  EXPECT_EQ(report.status().code(), StatusCode::kIoError) << report.status().to_string();
+}
+
+}  // namespace
+}  // namespace kb::coord

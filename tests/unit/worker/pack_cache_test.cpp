@@ -1,0 +1,68 @@
+// The pack cache: bytes are kept only under the sha256 they hash to.
+#include "worker/pack_cache.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/sha256.h"
+
+namespace kb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PackCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "kb-pack-cache-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  fs::path root_;
+};
+
+TEST_F(PackCacheTest, StoresVerifiedBytesUnderTheirHash) {
+  PackCache cache(root_ / "packs");
+  const std::string bytes =
+      "\x7f"
+      "ELF pretend shared library";
+  const std::string hash = sha256_hex(bytes);
+  EXPECT_FALSE(cache.path_of(hash));
+  Result<std::string> path = cache.store(hash, bytes);
+  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  EXPECT_EQ(path.value(), (root_ / "packs" / (hash + ".so")).string());
+  ASSERT_TRUE(cache.path_of(hash));
+  std::ifstream in(path.value(), std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), bytes);
+}
+
+TEST_F(PackCacheTest, RejectsBytesThatDoNotMatchTheHash) {
+  PackCache cache(root_ / "packs");
+  const std::string hash = sha256_hex("the real pack");
+  Result<std::string> path = cache.store(hash, "something else");
+  ASSERT_FALSE(path.is_ok());
+  EXPECT_NE(path.status().message().find("sha256"), std::string::npos);
+  EXPECT_FALSE(cache.path_of(hash));
+}
+
+TEST_F(PackCacheTest, NamesThatAreNotHashesNeverBecomePaths) {
+  PackCache cache(root_ / "packs");
+  EXPECT_FALSE(PackCache::is_valid_hash("../../etc/passwd"));
+  EXPECT_FALSE(PackCache::is_valid_hash(std::string(64, 'A')));  // upper case is not our spelling
+  EXPECT_TRUE(PackCache::is_valid_hash(std::string(64, 'a')));
+  EXPECT_FALSE(cache.path_of("../x"));
+  EXPECT_FALSE(cache.store("../x", "bytes").is_ok());
+}
+
+}  // namespace
+}  // namespace kb

@@ -1,0 +1,88 @@
+// The result spool: results survive as whole files until ACK, come back in order, and a corrupt
+// file is set aside rather than stopping the worker.
+#include "worker/result_spool.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ResultSpoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "kb-spool-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = fs::path(pattern) / "results";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_.parent_path(), ec);
+  }
+  static nlohmann::json body(int64_t job_id) {
+    return {{"job_id", job_id}, {"attempt", 1}, {"result", {{"status", "ok"}}}};
+  }
+  fs::path dir_;
+};
+
+TEST_F(ResultSpoolTest, PutListAndRemove) {
+  auto spool = ResultSpool::open(dir_);
+  ASSERT_TRUE(spool.is_ok()) << spool.status().to_string();
+  ASSERT_TRUE(spool->put(12, 1, body(12)).is_ok());
+  ASSERT_TRUE(spool->put(3, 2, body(3)).is_ok());
+  EXPECT_TRUE(fs::exists(dir_ / "12-1.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "12-1.json.tmp"));
+
+  std::vector<ResultSpool::Entry> entries = spool->list();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].job_id, 3);  // oldest job first
+  EXPECT_EQ(entries[0].attempt, 2);
+  EXPECT_EQ(entries[1].body, body(12));
+
+  ASSERT_TRUE(spool->remove(12, 1).is_ok());
+  ASSERT_TRUE(spool->remove(12, 1).is_ok());  // a duplicate ACK is fine
+  ASSERT_EQ(spool->list().size(), 1u);
+}
+
+TEST_F(ResultSpoolTest, SurvivesReopening) {
+  {
+    auto spool = ResultSpool::open(dir_);
+    ASSERT_TRUE(spool->put(7, 1, body(7)).is_ok());
+  }
+  auto again = ResultSpool::open(dir_);
+  ASSERT_EQ(again->list().size(), 1u);
+}
+
+TEST_F(ResultSpoolTest, CorruptFileIsSetAsideNotFatal) {
+  auto spool = ResultSpool::open(dir_);
+  ASSERT_TRUE(spool->put(1, 1, body(1)).is_ok());
+  std::ofstream(dir_ / "2-1.json") << "{\"job_id\": 2, \"resu";  // torn by hand
+  std::ofstream(dir_ / "3-1.json") << "[1, 2]";                  // JSON, not a RESULT body
+  std::ofstream(dir_ / "notes.txt") << "not ours";               // ignored
+
+  std::vector<ResultSpool::Entry> entries = spool->list();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].job_id, 1);
+  EXPECT_EQ(spool->bad_files(), 2);
+  EXPECT_TRUE(fs::exists(dir_ / "2-1.json.bad"));
+  EXPECT_TRUE(fs::exists(dir_ / "3-1.json.bad"));
+  EXPECT_TRUE(fs::exists(dir_ / "notes.txt"));
+  EXPECT_EQ(spool->list().size(), 1u);  // set aside once, then out of the way
+  EXPECT_EQ(spool->bad_files(), 2);
+}
+
+TEST_F(ResultSpoolTest, UnwritableDirectoryIsAnError) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes anywhere";
+  auto spool = ResultSpool::open(dir_);
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_FALSE(spool->put(1, 1, body(1)).is_ok());
+  fs::permissions(dir_, fs::perms::owner_all);
+}
+
+}  // namespace
+}  // namespace kb

@@ -1,0 +1,138 @@
+#include "worker/job_runner.h"
+
+#include <algorithm>
+
+namespace kb {
+namespace {
+
+// How often a running child is checked: a job takes seconds, so 10 ms is invisible in its wall
+// time and costs nothing.
+constexpr auto kChildPollInterval = std::chrono::milliseconds(10);
+// The worker's timeout must fire before the coordinator's lease deadline, so that the job ends
+// as a `timeout` result rather than a lost lease and a retry.
+constexpr double kDeadlineMarginS = 5.0;
+constexpr double kMinChildTimeoutS = 10.0;
+constexpr double kNoDeadlineTimeoutS = 600.0;
+
+template <typename T>
+bool read_field(const nlohmann::json& body, const char* name, T* out) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return true;  // optional: keep the default
+  try {
+    *out = it->get<T>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+Result<JobSpec> JobSpec::from_json(const nlohmann::json& body) {
+  JobSpec job;
+  const bool ok =
+      read_field(body, "job_id", &job.job_id) && read_field(body, "attempt", &job.attempt) &&
+      read_field(body, "seed", &job.seed) && read_field(body, "problem", &job.problem) &&
+      read_field(body, "preset", &job.preset) && read_field(body, "pack", &job.pack) &&
+      read_field(body, "run_id", &job.run_id) && read_field(body, "time_cap_s", &job.time_cap_s) &&
+      read_field(body, "deadline_ms", &job.deadline_ms);
+  if (!ok) return Status::invalid_argument("JOB: a field has the wrong type");
+  if (auto it = body.find("params"); it != body.end() && it->is_object()) job.params = *it;
+  if (!body.contains("job_id") || !body.contains("attempt")) {
+    return Status::invalid_argument("JOB: job_id and attempt are required");
+  }
+  return job;
+}
+
+double child_timeout_s(const JobSpec& job) {
+  if (job.deadline_ms <= 0) return kNoDeadlineTimeoutS;
+  return std::max(kMinChildTimeoutS,
+                  static_cast<double>(job.deadline_ms) / 1000.0 - kDeadlineMarginS);
+}
+
+ExecutorLaunch ExecutorJobRunner::launch_for(const JobSpec& job) const {
+  ExecutorLaunch launch;
+  launch.executable = config_.executable;
+  launch.args = {"--pack",   job.pack_path, "--problem", job.problem,
+                 "--preset", job.preset,    "--seed",    std::to_string(job.seed),
+                 "--device", config_.device};
+  if (config_.device == "cuda") {
+    launch.args.insert(launch.args.end(), {"--gpu", std::to_string(config_.gpu)});
+  }
+  if (job.time_cap_s > 0) {
+    launch.args.insert(launch.args.end(), {"--time-cap", std::to_string(job.time_cap_s)});
+  }
+  if (!config_.problems_dir.empty()) {
+    launch.args.insert(launch.args.end(), {"--problems-dir", config_.problems_dir});
+  }
+  launch.timeout_s = child_timeout_s(job);
+  launch.problem_id = job.problem;
+  launch.preset = job.preset;
+  launch.device_kind = config_.device;
+  return launch;
+}
+
+void ExecutorJobRunner::start(const JobSpec& job, SteadyClock::time_point now) {
+  started_at_ = now;
+  last_poll_ = now;
+  process_ = std::make_unique<ExecutorProcess>(launch_for(job));
+}
+
+std::optional<JobOutcome> ExecutorJobRunner::poll(SteadyClock::time_point now) {
+  if (!process_) return std::nullopt;
+  last_poll_ = now;
+  std::optional<JobResult> result = process_->poll();
+  if (!result) return std::nullopt;
+  process_.reset();
+  return JobOutcome{std::move(*result), started_at_, SteadyClock::now()};
+}
+
+void ExecutorJobRunner::abort() {
+  if (process_) process_->kill();
+  process_.reset();
+}
+
+std::optional<SteadyClock::time_point> ExecutorJobRunner::next_poll() const {
+  if (!process_) return std::nullopt;
+  return last_poll_ + kChildPollInterval;
+}
+
+void SimJobRunner::start(const JobSpec& job, SteadyClock::time_point now) {
+  job_ = job;
+  started_at_ = now;
+  int64_t sleep_ms = 0;
+  if (auto it = job.params.find("sleep_ms"); it != job.params.end() && it->is_number()) {
+    sleep_ms = std::max<int64_t>(0, it->get<int64_t>());
+  }
+  finishes_at_ = now + std::chrono::milliseconds(sleep_ms);
+}
+
+std::optional<JobOutcome> SimJobRunner::poll(SteadyClock::time_point now) {
+  if (!job_ || now < finishes_at_) return std::nullopt;
+  const double slept_ms =
+      std::chrono::duration<double, std::milli>(finishes_at_ - started_at_).count();
+  JobResult r;
+  r.problem_id = job_->problem.empty() ? "sim" : job_->problem;
+  r.preset = job_->preset;
+  r.device_kind = "sim";
+  r.status = JobStatus::kOk;
+  r.message =
+      "sim device: slept " + std::to_string(static_cast<int64_t>(slept_ms)) + " ms; no kernel ran";
+  // Synthetic samples, so that the result has the shape of a real one; labelled sim throughout.
+  r.reference.samples_ms = {slept_ms, slept_ms};
+  r.custom.samples_ms = {slept_ms, slept_ms};
+  r.reference.summary = summarize(r.reference.samples_ms);
+  r.custom.summary = summarize(r.custom.samples_ms);
+  r.rounds = 2;
+  r.stop_reason = "sim";
+  r.environment = {{"device", "sim"}};
+  job_.reset();
+  return JobOutcome{std::move(r), started_at_, now};
+}
+
+std::optional<SteadyClock::time_point> SimJobRunner::next_poll() const {
+  if (!job_) return std::nullopt;
+  return finishes_at_;
+}
+
+}  // namespace kb

@@ -1,0 +1,108 @@
+// Runs one job at a time for a worker session, without blocking its event loop: start(), then
+// poll() from the loop until it returns the outcome.
+//
+//   ExecutorJobRunner  a kb-executor child per job (worker/executor_process.h): crash, hang and
+//                      runtime errors become the job's result; the child's timeout is the job's
+//                      deadline less a margin, so the worker reports `timeout` before the
+//                      coordinator's lease ends.
+//   SimJobRunner       the benchmark's `sim` device: the job "runs" for params.sleep_ms on a
+//                      timer (no process, no thread) and yields a result labelled sim.
+//
+// JobSpec parses a JOB body (schemas/protocol.md); started/finished times are the steady clock,
+// reported in RESULT for the dispatch-gap benchmark.
+//
+// Thread safety: a runner belongs to its session's thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/job_result.h"
+#include "common/status.h"
+#include "worker/executor_process.h"
+
+namespace kb {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct JobSpec {
+  int64_t job_id = 0;
+  int64_t attempt = 0;
+  uint64_t seed = 0;
+  std::string problem, preset;
+  std::string pack;       // content hash; "" for sim jobs
+  std::string pack_path;  // the cached .so, filled by the session before start()
+  int64_t run_id = 0;
+  double time_cap_s = 0;    // 0: the executor's default
+  int64_t deadline_ms = 0;  // wall budget of this attempt (0: unknown)
+  nlohmann::json params = nlohmann::json::object();
+
+  static Result<JobSpec> from_json(const nlohmann::json& body);
+};
+
+struct JobOutcome {
+  JobResult result;
+  SteadyClock::time_point started_at, finished_at;
+};
+
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // Precondition: !busy().
+  virtual void start(const JobSpec& job, SteadyClock::time_point now) = 0;
+  // The outcome once the job has finished (then the runner is idle again), else nullopt.
+  virtual std::optional<JobOutcome> poll(SteadyClock::time_point now) = 0;
+  // Ends the running job (kills its child); no outcome follows.
+  virtual void abort() = 0;
+  virtual bool busy() const = 0;
+  // When poll() should next be called; nullopt when idle.
+  virtual std::optional<SteadyClock::time_point> next_poll() const = 0;
+};
+
+struct ExecutorRunnerConfig {
+  std::string executable;      // kb-executor
+  std::string device = "cpu";  // "cuda" or "cpu"
+  int gpu = 0;
+  std::string problems_dir;  // "" = the executor's default
+};
+
+// The child's timeout for a job: its deadline less 5 s, at least 10 s (600 s with no deadline).
+double child_timeout_s(const JobSpec& job);
+
+class ExecutorJobRunner : public JobRunner {
+ public:
+  explicit ExecutorJobRunner(ExecutorRunnerConfig config) : config_(std::move(config)) {}
+  void start(const JobSpec& job, SteadyClock::time_point now) override;
+  std::optional<JobOutcome> poll(SteadyClock::time_point now) override;
+  void abort() override;
+  bool busy() const override { return process_ != nullptr; }
+  std::optional<SteadyClock::time_point> next_poll() const override;
+
+  // The launch start() would make (exposed for tests).
+  ExecutorLaunch launch_for(const JobSpec& job) const;
+
+ private:
+  ExecutorRunnerConfig config_;
+  std::unique_ptr<ExecutorProcess> process_;
+  SteadyClock::time_point started_at_, last_poll_;
+};
+
+class SimJobRunner : public JobRunner {
+ public:
+  void start(const JobSpec& job, SteadyClock::time_point now) override;
+  std::optional<JobOutcome> poll(SteadyClock::time_point now) override;
+  void abort() override { job_.reset(); }
+  bool busy() const override { return job_.has_value(); }
+  std::optional<SteadyClock::time_point> next_poll() const override;
+
+ private:
+  std::optional<JobSpec> job_;
+  SteadyClock::time_point started_at_, finishes_at_;
+};
+
+}  // namespace kb
