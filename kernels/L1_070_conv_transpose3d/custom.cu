@@ -3,21 +3,28 @@
 //
 // Cost (PROBLEMS.md, full preset 8 x 48 x 96^3 -> 8 x 24 x 98^3): 220.2 G MAC = 440.3 GFLOP;
 // min DRAM 2,082 MB -> 0.48 ms; fp32 FMA floor 6.57 ms, 3xTF32 ideal ~2.7 ms: compute-bound.
-// Strict-fp32 reference 39.2 ms, best peer 39.13 ms (goal <= 10.5 ms).
+// Strict-fp32 reference 39.2 ms, best peer 39.13 ms (goal <= 10.5 ms). v1 (per-tap 4-byte
+// gathers, split per MMA): 14.2 ms.
 //
-// Design (../conv_transpose3d_tf32x3/parity_gemm3d.cuh): stride 1 gives one phase class with
-// all 27 taps (a "full" correlation: input q - j, j < 3 per axis), so the conv is one implicit
-// GEMM: M = N x 98^3 = 7.53 M output voxels, K = 27 taps x 48 channels = 1,296 (k-tiles of 16
-// channels of one tap), N = C_out = 24 exactly (3 n8 tiles, no padding), 3xTF32 on mma.sync
-// m16n8k8. The weights are flipped/packed per call into [tap][ci][co] by a tiny prep kernel.
-// Borders: zero-filled gathers (taps outside x). CTA 512 x 24, 8 warps of 64 x 24, 3-stage
-// cp.async; 14,704 CTAs, 2 per SM. Other geometries (groups, stride > 2, > 3 taps per phase)
-// run the generic gather kernel.
+// Design (../conv_transpose3d_tf32x3/parity_gemm3d.cuh, maps in patch_plan3d.cuh): stride 1
+// gives one phase class with all 27 taps: y[o] = sum_{t, ci} x[o - t] w[ci, co, t], an implicit
+// GEMM with M = output voxels, K = 27 taps x 48 channels, N = C_out = 24 (3 n8 tiles), 3xTF32 on
+// mma.sync m16n8k8. A CTA tile is a 7 x 7 x 10 box of outputs (490 of its 512 M rows; 98 = 14 x 7
+// = 10 x 10 - 2) x 24 channels; per chunk of 8 input channels its 9 x 9 x 12 input patch is
+// staged ONCE in shared memory, already split into TF32 big + small (float4 per channel pair), and
+// the 27 taps read it at constant offsets; the weights are split once per call into B-fragment
+// order. Per tap a warp (64 voxels x 24) does 8 + 3 LDS.128 for 36 MMAs: no gather, no split and
+// no scalar fragment load in the MMA loop. Persistent CTAs (1 per SM, 208 KB: two stages of patch
+// + 27 taps' weights) walk (tile, chunk) items double-buffered, as L2_010's patch kernel.
 //
-// Predicted (H200): 220 G MAC = 215 M m16n8k8 products x 3 = 645 M mma.sync; at the 55-65
-// effective TFLOP/s of the repo's 3xTF32 mma.sync kernels, less for the narrow N (one A fragment
-// split per 3 n8 tiles instead of 4), ~7-9 ms. Accuracy: ~fp32 level (3xTF32).
-// Registers/shared (ptxas, sm_90): 119 registers, no spills; 104,448 B dynamic shared, 2 CTAs/SM.
+// Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
+// 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44
+// wavefronts / 36 MMAs = 1.2 clk per MMA per SM, below the ~2.5 clk per MMA the repo's best 3xTF32
+// mma.sync kernels sustain (L1_003, L2_010); x moves from L2 ~2.1x per tile (patch / box) instead
+// of 27x (v1 gathered every tap: 39 GB of 4-byte cp.async, its real bound with the per-MMA split).
+// Predicted (H200): 5.2 M x 2.5-3 clk at ~1.9 GHz = 6.9-8.2 ms + ~5% per-item overhead
+// (barrier, patch split) -> 7.5-8.5 ms (v1 measured 14.2 ms). Accuracy ~fp32 (3xTF32).
+// Registers/shared (ptxas, sm_90): 198 registers, no spills; 208,128 B dynamic shared, 1 CTA/SM.
 #include "kernels/conv_transpose3d_tf32x3/parity_gemm3d.cuh"
 #include "kernels/implementation.h"
 
