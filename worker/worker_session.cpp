@@ -317,10 +317,15 @@ void WorkerSession::start_next_job(SteadyClock::time_point now) {
 void WorkerSession::finish_job(const JobSpec& job, JobOutcome outcome,
                                SteadyClock::time_point now) {
   const JobKey key{job.job_id, job.attempt};
+  nlohmann::json result = to_json(outcome.result);
+  // The job's span on this worker's steady clock: stored with the result, it is how the fleet
+  // benchmark (tools/fleet_bench.cpp) measures dispatch gaps and makespan.
+  result["worker_clock"] = {{"started_at_ms", steady_ms(outcome.started_at)},
+                            {"finished_at_ms", steady_ms(outcome.finished_at)}};
   nlohmann::json body = {
       {"job_id", job.job_id},
       {"attempt", job.attempt},
-      {"result", to_json(outcome.result)},
+      {"result", std::move(result)},
       {"wall_ms",
        std::chrono::duration<double, std::milli>(outcome.finished_at - outcome.started_at).count()},
       {"started_at_ms", steady_ms(outcome.started_at)},

@@ -180,12 +180,12 @@ Result<std::string> FleetStack::query_value(const std::string& sql) {
 
 bool FleetStack::wait_for_run(int64_t run_id, std::chrono::seconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
+  for (;;) {  // checks at least once, so a zero timeout polls
     auto state = query_value("SELECT state FROM runs WHERE id = " + std::to_string(run_id));
     if (state.is_ok() && (state.value() == "done" || state.value() == "cancelled")) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return false;
 }
 
 std::string FleetStack::logs_tail(size_t bytes_per_log) const {

@@ -177,6 +177,7 @@ TEST_F(WorkerSessionTest, RunsASimJobAndKeepsTheResultUntilAck) {
   EXPECT_EQ(body["result"]["device_kind"], "sim");
   EXPECT_GE(body["wall_ms"].get<double>(), 29.0);
   EXPECT_LT(body["started_at_ms"].get<double>(), body["finished_at_ms"].get<double>());
+  EXPECT_EQ(body["result"]["worker_clock"]["started_at_ms"], body["started_at_ms"]);  // stored
   EXPECT_EQ(spooled(), 1u);  // on disk until the ACK
   send(id, MessageType::kAck, {{"job_id", 41}, {"attempt", 1}});
   run_for(milliseconds(50));
