@@ -219,12 +219,50 @@ void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
                  batch->results.size(), status.to_string().c_str());
   } else {
     uint64_t inserted = 0;
-    for (bool b : outcome->result_inserted) inserted += b ? 1 : 0;
+    std::vector<int64_t> to_check;  // new real (not sim) results: regression detection
+    for (size_t i = 0; i < outcome->result_inserted.size(); ++i) {
+      if (!outcome->result_inserted[i]) continue;
+      ++inserted;
+      if (batch->results[i].device_kind != "sim") to_check.push_back(batch->results[i].job_id);
+    }
     metrics_.count_results_stored(inserted);
     for (const PendingAck& a : acks) send_ack(a.worker_id, a.job_id, a.attempt);
+    if (!to_check.empty()) check_regressions(std::move(to_check));
   }
   scheduler_.committed(*batch);
   maybe_flush_batch();
+}
+
+// On the database thread, after the results are committed (and acked): a failure here loses no
+// result, it only leaves those points unchecked, so it is logged, not retried.
+void Coordinator::check_regressions(std::vector<int64_t> job_ids) {
+  auto flagged = std::make_shared<int>(0);
+  auto open = std::make_shared<int64_t>(-1);
+  db_->submit(
+      [job_ids = std::move(job_ids), flagged, open](JobStore& store) -> Status {
+        Result<int> f = store.detect_regressions(job_ids);
+        if (!f.is_ok()) return f.status();
+        *flagged = f.value();
+        Result<int64_t> o = store.open_regressions();
+        if (!o.is_ok()) return o.status();
+        *open = o.value();
+        return Status::ok();
+      },
+      [this, flagged, open](const Status& status) {
+        post_to_loop([this, flagged, open, status] {
+          if (!status.is_ok()) {
+            std::fprintf(stderr, "kb-coordinator: regression check failed: %s\n",
+                         status.to_string().c_str());
+            return;
+          }
+          metrics_.count_regressions_flagged(*flagged);
+          metrics_.set_open_regressions(*open);
+          if (*flagged > 0) {
+            std::fprintf(stderr, "kb-coordinator: %d new regression(s) flagged (kb regressions)\n",
+                         *flagged);
+          }
+        });
+      });
 }
 
 void Coordinator::send_ack(int64_t worker_id, int64_t job_id, int attempt) {

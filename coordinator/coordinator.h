@@ -96,6 +96,7 @@ class Coordinator {
   void on_batch_done(std::shared_ptr<const Batch> batch, std::shared_ptr<BatchOutcome> outcome,
                      std::vector<PendingAck> acks, const Status& status);
   void send_ack(int64_t worker_id, int64_t job_id, int attempt);
+  void check_regressions(std::vector<int64_t> job_ids);
   void on_tick();
   void on_heartbeat_timer();
   void begin_drain();

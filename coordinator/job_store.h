@@ -167,6 +167,16 @@ class JobStore {
                                            const std::string& gpu_model) = 0;
 
   virtual Result<BatchOutcome> apply(const Batch& batch) = 0;
+
+  // Regression detection (common/regression_detector.h, coordinator/regression_store.h) for the
+  // results just stored for these jobs; sim results are never checked. Returns how many points
+  // were flagged. The defaults (for stores without history) check nothing.
+  virtual Result<int> detect_regressions(const std::vector<int64_t>& job_ids) {
+    (void)job_ids;
+    return 0;
+  }
+  // Regressions flagged or confirmed and not cleared (the /metrics gauge).
+  virtual Result<int64_t> open_regressions() { return int64_t{0}; }
 };
 
 }  // namespace kb::coord

@@ -98,8 +98,10 @@ std::string Metrics::render(const SchedulerStats& s, const DbStats& db) const {
   line(out, "kb_db_queue", "", static_cast<double>(db.queued_ops));
   header(out, "kb_db_up", "gauge", "1 when the database thread's last call reached PostgreSQL.");
   line(out, "kb_db_up", "", db.up ? 1 : 0);
-  header(out, "kb_regressions_flagged", "gauge", "Regressions flagged (not computed yet).");
-  line(out, "kb_regressions_flagged", "", 0);
+  header(out, "kb_regressions_open", "gauge", "Regressions flagged or confirmed and not cleared.");
+  line(out, "kb_regressions_open", "", static_cast<double>(open_regressions_));
+  header(out, "kb_regressions_flagged_total", "counter", "Points flagged as regressions since start.");
+  line(out, "kb_regressions_flagged_total", "", static_cast<double>(regressions_flagged_));
   return out;
 }
 

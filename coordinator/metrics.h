@@ -5,7 +5,8 @@
 // jobs_completed_total, jobs_failed_total, results_stored_total, jobs_per_second,
 // results_per_second (over the last kRateWindow), dropped_messages_total{reason=...} (one per wire
 // DecodeError kind, plus unknown_peer, wrong_direction, send_failed), auth_rejected_total,
-// db_batches_total, db_batch_seconds (sum, count), db_up, regressions_flagged (0 for now).
+// db_batches_total, db_batch_seconds (sum, count), db_up, regressions_open (flagged or confirmed,
+// not cleared) and regressions_flagged_total (points flagged since start).
 //
 // Thread safety: none; owned by the event loop.
 #pragma once
@@ -43,6 +44,8 @@ class Metrics {
   void count_dropped(wire::DecodeError error) { count_dropped(wire::to_string(error)); }
   void count_auth_rejected() { ++auth_rejected_; }
   void count_results_stored(uint64_t n) { results_stored_ += n; }
+  void set_open_regressions(int64_t n) { open_regressions_ = n; }
+  void count_regressions_flagged(int64_t n) { regressions_flagged_ += static_cast<uint64_t>(n); }
   uint64_t dropped(std::string_view reason) const;
   uint64_t dropped_total() const;
   uint64_t auth_rejected() const { return auth_rejected_; }
@@ -61,7 +64,8 @@ class Metrics {
   std::pair<double, double> rates() const;  // jobs/s, results/s
 
   std::map<std::string, uint64_t, std::less<>> dropped_;
-  uint64_t auth_rejected_ = 0, results_stored_ = 0;
+  uint64_t auth_rejected_ = 0, results_stored_ = 0, regressions_flagged_ = 0;
+  int64_t open_regressions_ = 0;
   std::deque<Sample> samples_;
 };
 

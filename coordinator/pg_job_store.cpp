@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "coordinator/pg_statements.h"
+#include "coordinator/regression_store.h"
 #include "coordinator/pg_status.h"
 
 namespace kb::coord {
@@ -243,6 +244,34 @@ Result<double> PgJobStore::predicted_wall_ms(const std::string& problem_id,
   } catch (...) {
     return current_pg_status("predicted wall time of " + problem_id);
   }
+}
+
+Result<int> PgJobStore::detect_regressions(const std::vector<int64_t>& job_ids) {
+  KB_TRY(require_connection());
+  std::string ids = "{";
+  for (size_t i = 0; i < job_ids.size(); ++i) ids += (i ? "," : "") + std::to_string(job_ids[i]);
+  ids += "}";
+  std::vector<int64_t> result_ids;
+  try {
+    pqxx::nontransaction txn(conn_->conn);
+    for (const auto& row : txn.exec_params(
+             "SELECT id FROM results WHERE job_id = ANY($1::bigint[]) AND device_kind <> 'sim' "
+             "AND status = 'ok' ORDER BY id",
+             ids)) {
+      result_ids.push_back(row[0].as<int64_t>());
+    }
+  } catch (...) {
+    return current_pg_status("results of " + std::to_string(job_ids.size()) + " jobs");
+  }
+  if (result_ids.empty()) return 0;
+  int flagged = 0;
+  KB_TRY(coord::detect_regressions(conn_->conn, result_ids, regression_config_, &flagged));
+  return flagged;
+}
+
+Result<int64_t> PgJobStore::open_regressions() {
+  KB_TRY(require_connection());
+  return count_open_regressions(conn_->conn);
 }
 
 }  // namespace kb::coord

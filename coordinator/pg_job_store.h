@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 
+#include "common/regression_detector.h"
 #include "coordinator/job_store.h"
 
 namespace kb::coord {
@@ -59,6 +60,8 @@ class PgJobStore final : public JobStore {
                                    const std::string& gpu_model) override;
 
   Result<BatchOutcome> apply(const Batch& batch) override;
+  Result<int> detect_regressions(const std::vector<int64_t>& job_ids) override;
+  Result<int64_t> open_regressions() override;
 
  private:
   struct Connection;  // the libpqxx connection (pg_statements.h)
@@ -67,6 +70,7 @@ class PgJobStore final : public JobStore {
 
   std::string db_url_;
   std::unique_ptr<Connection> conn_;
+  RegressionConfig regression_config_;  // the defaults: 30 points, 1% practical threshold
 };
 
 }  // namespace kb::coord

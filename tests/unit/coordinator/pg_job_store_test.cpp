@@ -408,3 +408,51 @@ TEST(PgJobStore, TheReadOnlyRoleCanSelectButNotWrite) {
 
 }  // namespace
 }  // namespace kb::coord
+
+namespace kb::coord {
+namespace {
+
+// The coordinator's regression hook: after 12 commits of one series at ~1.0 ms, a result 10%
+// slower is flagged (and counted as open); sim results are never checked.
+TEST(PgJobStore, DetectRegressionsFlagsASlowerPointOfARealSeries) {
+  KB_OPEN_STORE(db, store);
+  auto w = store.upsert_worker(worker("gpu-0", "NVIDIA H200"));
+  ASSERT_TRUE(w.is_ok());
+  std::vector<int64_t> last_job;
+  for (int commit = 0; commit < 13; ++commit) {
+    NewRun run = run_of(1, "L2_010");
+    run.commit_sha = "c" + std::to_string(commit);
+    char time[32];
+    std::snprintf(time, sizeof time, "2026-01-%02dT12:00:00Z", commit + 1);
+    run.commit_time = time;
+    int64_t run_id = 0;
+    auto jobs = store.create_run(run, &run_id);
+    ASSERT_TRUE(jobs.is_ok()) << jobs.status().to_string();
+    const int64_t job_id = jobs.value()[0].id;
+    JobResult r = job_result_from_json(job_result("L2_010", 2.0));
+    r.device_kind = "cuda";
+    const double median = commit < 12 ? 1.0 + 0.003 * (commit % 3) : 1.10;  // the last: +10%
+    r.custom.samples_ms = {median * 0.999, median, median * 1.001};
+    r.custom.summary.median = median;
+    ResultRow row = result_of(job_id, w.value());
+    row.gpu_model = "NVIDIA H200";
+    row.device_kind = "cuda";
+    row.result = to_json(r);
+    Batch batch;
+    batch.results.push_back(row);
+    ASSERT_TRUE(store.apply(batch).is_ok());
+    auto flagged = store.detect_regressions({job_id});
+    ASSERT_TRUE(flagged.is_ok()) << flagged.status().to_string();
+    EXPECT_EQ(flagged.value(), commit < 12 ? 0 : 1) << "commit " << commit;
+    last_job = {job_id};
+  }
+  auto open = store.open_regressions();
+  ASSERT_TRUE(open.is_ok());
+  EXPECT_EQ(open.value(), 1);
+  // Checking the same point again changes nothing.
+  EXPECT_EQ(store.detect_regressions(last_job).value(), 0);
+  EXPECT_EQ(store.open_regressions().value(), 1);
+}
+
+}  // namespace
+}  // namespace kb::coord
