@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "cli/results_reader.h"
+#include "coordinator/regression_store.h"
 
 namespace kb::cli {
 
@@ -24,17 +25,6 @@ std::optional<double> optional_double(const pqxx::field& f) {
   return f.as<double>();
 }
 
-std::vector<double> parse_doubles(const std::string& csv) {
-  std::vector<double> values;
-  const char* p = csv.c_str();
-  while (*p) {
-    char* end = nullptr;
-    values.push_back(std::strtod(p, &end));
-    if (end == p) break;
-    p = *end == ',' ? end + 1 : end;
-  }
-  return values;
-}
 
 Result<std::string> variant_prefix(const std::string& variant) {
   if (variant == "custom" || variant == "reference") return variant;
@@ -70,7 +60,7 @@ HistoryPoint point_from_row(const pqxx::row& row) {
   p.time_s = row[8].as<double>();
   p.has_commit_time = row[9].as<bool>();
   p.median_ms = optional_double(row[10]);
-  p.samples_ms = parse_doubles(row[11].is_null() ? "" : row[11].as<std::string>());
+  p.samples_ms = coord::parse_double_list(row[11].is_null() ? "" : row[11].as<std::string>());
   p.speedup = optional_double(row[12]);
   p.speedup_ci_low = optional_double(row[13]);
   p.speedup_ci_high = optional_double(row[14]);

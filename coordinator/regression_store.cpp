@@ -32,17 +32,6 @@ std::string sql_id_array(const std::vector<int64_t>& ids) {
   return out + "}";
 }
 
-std::vector<double> parse_doubles(const std::string& csv) {
-  std::vector<double> values;
-  const char* p = csv.c_str();
-  while (*p) {
-    char* end = nullptr;
-    values.push_back(std::strtod(p, &end));
-    if (end == p) break;
-    p = *end == ',' ? end + 1 : end;
-  }
-  return values;
-}
 
 int variant_index(const std::string& name) { return name == "reference" ? 1 : 0; }
 
@@ -102,8 +91,8 @@ std::vector<NewPoint> load_points(pqxx::work& txn, const std::vector<int64_t>& i
     p.commit_sha = row[4].as<std::string>();
     p.median_ms[0] = row[5].as<double>();
     p.median_ms[1] = row[6].as<double>();
-    p.history_ms[0] = parse_doubles(row[7].as<std::string>());
-    p.history_ms[1] = parse_doubles(row[8].as<std::string>());
+    p.history_ms[0] = parse_double_list(row[7].as<std::string>());
+    p.history_ms[1] = parse_double_list(row[8].as<std::string>());
     points.push_back(std::move(p));
   }
   return points;
@@ -195,6 +184,18 @@ Result<int64_t> count_open_regressions(pqxx::connection& conn) {
   } catch (...) {
     return current_pg_status("count_open_regressions");
   }
+}
+
+std::vector<double> parse_double_list(const std::string& csv) {
+  std::vector<double> values;
+  const char* p = csv.c_str();
+  while (*p) {
+    char* end = nullptr;
+    values.push_back(std::strtod(p, &end));
+    if (end == p) break;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return values;
 }
 
 }  // namespace kb::coord

@@ -24,6 +24,7 @@
 #include <pqxx/pqxx>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/regression_detector.h"
@@ -36,5 +37,9 @@ Status detect_regressions(pqxx::connection& conn, const std::vector<int64_t>& re
 
 // Regressions flagged or confirmed and not cleared (the /metrics gauge kb_regressions_open).
 Result<int64_t> count_open_regressions(pqxx::connection& conn);
+
+// "1.5,2,3.25" (an array_to_string(float8[], ',') column) -> {1.5, 2, 3.25}; stops at the first
+// token that is not a number.
+std::vector<double> parse_double_list(const std::string& csv);
 
 }  // namespace kb::coord
