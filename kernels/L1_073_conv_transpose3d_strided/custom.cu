@@ -4,29 +4,120 @@
 //
 // Cost (PROBLEMS.md, full preset 4 x 32 x 32 x 64 x 128 -> 4 x 32 x 63 x 127 x 255): 27.9 G MAC
 // = 55.9 GFLOP; min DRAM 1,179 MB (out 1,045) -> 0.27 ms; fp32 FMA floor 0.83 ms, 3xTF32 ideal
-// ~0.34 ms. Strict-fp32 reference 10.6 ms, best peer 10.69 ms (goal <= 1.33 ms).
+// ~0.34 ms. Strict-fp32 reference 10.6 ms; previous custom (per-class gather, parity_gather3d.cuh)
+// 2.12 ms; goal <= 1.33 ms.
 //
-// Design (../conv_transpose3d_tf32x3/parity_gather3d.cuh): per axis o + 1 = 2 q + r; phase r = 1
-// (even o) takes tap 1 at input q, phase 0 (odd o) taps 0 (input q) and 2 (input q - 1). The 8
-// classes (r_d, r_h, r_w) are dense GEMMs with 1, 2, 2, 4, 2, 4, 4, 8 taps and no wasted MAC:
-// M = N x 32 x 64 x 128 q positions per class (1/L per axis of them fall outside the output and
-// are not stored), K = taps x 32 channels, N = C_out = 32, 3xTF32 on mma.sync m16n8k8. The
-// weights are packed per call into [class][tap][ci][co] by a tiny prep kernel. CTA 512 x 32, 8
-// warps of 64 x 32, 3-stage cp.async; 16,384 CTAs with the class fastest, so the 8 classes of a
-// tile (interleaved halves of the same output sectors) run side by side and L2 merges the
-// stride-2 stores. Other geometries run the generic gather kernel.
+// Design (../conv_transpose3d_tf32x3/all_classes3d.cuh): one persistent CTA per SM keeps the
+// 27 x 32 x 32 weights (raw, B-fragment order, 110.6 KB) in shared memory and walks boxes of
+// 2 x 2 x 32 q positions; per box it stages the 3 x 3 x 33 x 32-channel input patch once (40 KB,
+// double-buffered by cp.async) and runs ALL 8 parity classes = all 27 tap-GEMMs (M 128, N 32,
+// K 32) from it, so x is read once per box (1.16x halo, L2) instead of once per tap, and the
+// box's outputs (whole 64-wide output lines of 2 x 4 rows) are written by one CTA within a short
+// window (L2 merges the two stride-2 phases of each sector). 8 warps = 4 pixel groups of 32 x
+// 2 class groups of 13 / 14 taps (96% balance). Other geometries: the per-tap gather core.
 //
-// Predicted (H200): 27.9 G MAC = 82 M mma.sync (3xTF32; ~0.6 ms at ~55% of peak) overlapped with
-// 1.05 GB of stores (~0.3 ms): ~0.7-0.9 ms. Accuracy: ~fp32 level (3xTF32).
-// Registers/shared (ptxas, sm_90): 128 registers, no spills; 107,520 B dynamic shared, 2 CTAs/SM.
+// Cost model (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620 K; per tap and k8
+// step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts (smem 33% of
+// the MMA time), 16 operand splits (~80 ALU instructions). Shared 190,464 B -> 1 CTA (8 warps)
+// per SM; 176 registers (ptxas, no spills). At ~5 clk per MMA per sub-partition the MMAs take
+// ~0.45 ms; the issue slots (MMA + split + LDS ~ 130 per 24 MMAs) about the same, so the
+// kernel is issue/tensor bound at ~0.5-0.6 ms, the 1.05 GB of stores (~0.25 ms of HBM)
+// overlapped; the patch copies (37 4-byte cp.async per thread per box of ~1,300 MMAs per
+// warp) ~5%, tail 62.1 / 63 boxes per CTA.
+// Predicted (H200, before measurement): ~0.7-0.9 ms (risk: latency with only 2 warps per
+// sub-partition). Accuracy: ~fp32 level (3xTF32).
+#include <algorithm>
+
+#include "kernels/conv_transpose3d_tf32x3/all_classes3d.cuh"
 #include "kernels/conv_transpose3d_tf32x3/parity_gather3d.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_073 {
 
-class Custom final : public ct3d_gather::ParityConvTranspose3d {
+namespace all = ::kb::custom::ct3d_all;
+
+class Custom final : public Implementation {
  public:
-  Custom() : ParityConvTranspose3d("conv_transpose3d", "x", "conv_transpose3d.weight") {}
+  Status setup(const ProblemInstance& p, cudaStream_t stream) override {
+    Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose3d");
+    if (!g.is_ok()) return g.status();
+    fast_ = takes(g.value());
+    if (fast_) {
+      const gather::ConvTransposeGeometry& geo = g.value();
+      int device = 0, smem_optin = 0;
+      KB_CUDA_TRY(cudaGetDevice(&device));
+      KB_CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+      KB_CUDA_TRY(
+          cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      fast_ = all::kSmemBytes <= smem_optin;
+      if (fast_) {
+        params_.batch = static_cast<int>(geo.batch);
+        for (int a = 0; a < 3; ++a) {
+          params_.in[a] = static_cast<int>(geo.in[a]);
+          params_.out[a] = static_cast<int>(geo.out[a]);
+        }
+        params_.boxes[0] = (params_.in[0] + all::kBoxD - 1) / all::kBoxD;
+        params_.boxes[1] = (params_.in[1] + all::kBoxH - 1) / all::kBoxH;
+        params_.boxes[2] = (params_.in[2] + all::kBoxW - 1) / all::kBoxW;
+        const int64_t boxes =
+            geo.batch * params_.boxes[0] * int64_t{params_.boxes[1]} * params_.boxes[2];
+        fast_ = boxes < (int64_t{1} << 30);
+        params_.boxes_total = static_cast<int>(boxes);
+      }
+    }
+    if (!fast_) return fallback_.setup(p, stream);
+    x_ = input_index(p, "x");
+    w_ = param_index(p, "conv_transpose3d.weight");
+    KB_CUDA_TRY(cudaMalloc(&wf_, all::kWeightFloats * sizeof(float)));
+    KB_CUDA_TRY(cudaFuncSetAttribute(all::all_classes3d_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     all::kSmemBytes));
+    return Status::ok();
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    if (!fast_) return fallback_.run(args, stream);
+    constexpr int kPrepBlocks = (all::kWeightFloats + all::kThreads - 1) / all::kThreads;
+    all::prep_weights_kernel<<<kPrepBlocks, all::kThreads, 0, stream>>>(args.params[w_].data,
+                                                                         wf_);
+    KB_CUDA_TRY(cudaGetLastError());
+    all::Params p = params_;
+    p.x = args.inputs[x_].data;
+    p.wf = wf_;
+    p.y = args.output.data;
+    const int grid = std::min(p.boxes_total, sms_);
+    all::all_classes3d_kernel<<<grid, all::kThreads, all::kSmemBytes, stream>>>(p);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+  ~Custom() override {
+    if (wf_ != nullptr) cudaFree(wf_);
+  }
+
+ private:
+  // The fast path's layer: rank 3, 32 -> 32 channels, groups 1, k 3, stride 2, padding 1,
+  // dilation 1, output 2 L - 1 (output_padding 0) on every axis, sizes in int range.
+  static bool takes(const gather::ConvTransposeGeometry& g) {
+    if (g.rank != 3 || g.groups != 1 || g.in_channels != all::kC || g.out_channels != all::kC)
+      return false;
+    if (g.batch < 1 || g.batch >= (int64_t{1} << 20)) return false;
+    for (int a = 0; a < 3; ++a) {
+      if (g.kernel[a] != 3 || g.stride[a] != 2 || g.padding[a] != 1 || g.dilation[a] != 1)
+        return false;
+      if (g.in[a] < 1 || g.in[a] >= (int64_t{1} << 20) || g.out[a] != 2 * g.in[a] - 1)
+        return false;
+    }
+    return g.output_numel() < (int64_t{1} << 40);
+  }
+
+  ct3d_gather::ParityConvTranspose3d fallback_{"conv_transpose3d", "x",
+                                               "conv_transpose3d.weight"};
+  bool fast_ = false;
+  int sms_ = 1;
+  size_t x_ = 0, w_ = 0;
+  all::Params params_{};
+  float* wf_ = nullptr;
 };
 
 }  // namespace kb::custom::L1_073
