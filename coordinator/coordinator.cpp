@@ -194,10 +194,21 @@ void Coordinator::flush_outbox() {
 // One batch on the database thread at a time; everything that happens meanwhile goes into the
 // next one (group commit: under load, batches grow instead of queueing).
 void Coordinator::maybe_flush_batch() {
+  // Backpressure: results waiting for the database (in flight + pending) beyond the bound pause
+  // dispatching; below half of it, dispatching resumes. Memory stays bounded however far the
+  // database falls behind (an outage, a slow disk).
+  const size_t backlog = scheduler_.pending_results() + in_flight_results_;
+  if (!scheduler_.paused() && backlog > kMaxResultBacklog) {
+    scheduler_.set_paused(true);
+    metrics_.count_backpressure();
+  } else if (scheduler_.paused() && backlog < kMaxResultBacklog / 2 && !draining_) {
+    scheduler_.set_paused(false);
+  }
   flush_outbox();
   if (batch_in_flight_ || (!scheduler_.has_pending_batch() && acks_next_.empty())) return;
   batch_in_flight_ = true;
   auto batch = std::make_shared<const Batch>(scheduler_.take_batch());
+  in_flight_results_ = batch->results.size();
   auto outcome = std::make_shared<BatchOutcome>();
   auto acks = std::move(acks_next_);
   acks_next_.clear();
@@ -212,6 +223,7 @@ void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
                                 std::shared_ptr<BatchOutcome> outcome, std::vector<PendingAck> acks,
                                 const Status& status) {
   batch_in_flight_ = false;
+  in_flight_results_ = 0;
   if (!status.is_ok()) {
     // Not an outage (those are retried until they pass): a bug or a constraint. The workers keep
     // their results and resend them; nothing is acked.

@@ -93,6 +93,9 @@ class Coordinator {
   void send_to_client(const std::string& routing_id, const wire::Message& message);
   void flush_outbox();
   void maybe_flush_batch();
+  // Results waiting for the database past which dispatching pauses (see maybe_flush_batch): at a
+  // few KB per result, tens of MB at most.
+  static constexpr size_t kMaxResultBacklog = 4096;
   void on_batch_done(std::shared_ptr<const Batch> batch, std::shared_ptr<BatchOutcome> outcome,
                      std::vector<PendingAck> acks, const Status& status);
   void send_ack(int64_t worker_id, int64_t job_id, int attempt);
@@ -148,6 +151,7 @@ class Coordinator {
   std::set<std::string> registering_;    // routing ids whose READY is on the database thread
   std::vector<PendingAck> acks_next_;    // acked when the next batch commits
   bool batch_in_flight_ = false;
+  size_t in_flight_results_ = 0;  // results in the batch the database thread is applying
   bool draining_ = false;
   std::list<std::pair<std::string, std::shared_ptr<const std::string>>> pack_cache_;  // MRU first
   std::map<std::string, std::vector<std::string>> pack_waiters_;  // hash -> routing ids

@@ -98,6 +98,9 @@ std::string Metrics::render(const SchedulerStats& s, const DbStats& db) const {
   line(out, "kb_db_queue", "", static_cast<double>(db.queued_ops));
   header(out, "kb_db_up", "gauge", "1 when the database thread's last call reached PostgreSQL.");
   line(out, "kb_db_up", "", db.up ? 1 : 0);
+  header(out, "kb_dispatch_pauses_total", "counter",
+         "Times dispatching paused because results waited for the database (backpressure).");
+  line(out, "kb_dispatch_pauses_total", "", static_cast<double>(backpressure_pauses_));
   header(out, "kb_regressions_open", "gauge", "Regressions flagged or confirmed and not cleared.");
   line(out, "kb_regressions_open", "", static_cast<double>(open_regressions_));
   header(out, "kb_regressions_flagged_total", "counter", "Points flagged as regressions since start.");

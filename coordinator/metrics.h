@@ -45,6 +45,7 @@ class Metrics {
   void count_auth_rejected() { ++auth_rejected_; }
   void count_results_stored(uint64_t n) { results_stored_ += n; }
   void set_open_regressions(int64_t n) { open_regressions_ = n; }
+  void count_backpressure() { ++backpressure_pauses_; }
   void count_regressions_flagged(int64_t n) { regressions_flagged_ += static_cast<uint64_t>(n); }
   uint64_t dropped(std::string_view reason) const;
   uint64_t dropped_total() const;
@@ -64,7 +65,7 @@ class Metrics {
   std::pair<double, double> rates() const;  // jobs/s, results/s
 
   std::map<std::string, uint64_t, std::less<>> dropped_;
-  uint64_t auth_rejected_ = 0, results_stored_ = 0, regressions_flagged_ = 0;
+  uint64_t auth_rejected_ = 0, results_stored_ = 0, regressions_flagged_ = 0, backpressure_pauses_ = 0;
   int64_t open_regressions_ = 0;
   std::deque<Sample> samples_;
 };

@@ -307,10 +307,15 @@ Scheduler::Job* Scheduler::best_job_for(const Worker& worker) {
   return best ? &jobs_.at(best->second) : nullptr;
 }
 
-void Scheduler::dispatch(Worker& worker) {
-  while (!draining_ && worker.credits > 0) {
-    Job* job = best_job_for(worker);
-    if (!job) break;
+void Scheduler::set_paused(bool paused) {
+  if (paused_ == paused) return;
+  paused_ = paused;
+  if (!paused_) dispatch_all();
+}
+
+bool Scheduler::dispatch_one(Worker& worker) {
+  Job* job = draining_ || paused_ || worker.credits <= 0 ? nullptr : best_job_for(worker);
+  if (job) {
     dequeue(*job);
     lease(*job, worker, job->record.attempt + 1, std::nullopt);
     outbox_.push_back({worker.routing_id, job_message(*job)});
@@ -321,14 +326,39 @@ void Scheduler::dispatch(Worker& worker) {
   } else {
     hungry_.erase(worker.id);
   }
+  return job != nullptr;
 }
 
+void Scheduler::dispatch(Worker& worker) {
+  while (dispatch_one(worker)) {
+  }
+}
+
+double Scheduler::held_work_ms(int64_t worker_id) const {
+  double ms = 0;
+  if (auto it = held_.find(worker_id); it != held_.end()) {
+    for (int64_t job_id : it->second) ms += jobs_.at(job_id).record.predicted_ms;
+  }
+  return ms;
+}
+
+// List scheduling (the LPT rule): jobs leave the queue longest first, one at a time, each to the
+// hungry worker holding the least predicted work, i.e. the one expected to be free first. Giving
+// a worker all its credits at once would hand the two longest jobs to the same worker.
 void Scheduler::dispatch_all() {
-  if (queued_ == 0 || draining_) return;
-  const std::vector<int64_t> hungry(hungry_.begin(), hungry_.end());
-  for (int64_t id : hungry) {
-    if (queued_ == 0) break;
-    dispatch(workers_.at(id));
+  while (queued_ > 0 && !draining_ && !paused_ && !hungry_.empty()) {
+    Worker* best = nullptr;
+    double best_load = 0;
+    for (int64_t id : hungry_) {
+      Worker& w = workers_.at(id);
+      if (!best_job_for(w)) continue;  // nothing queued for its model
+      const double load = held_work_ms(id);
+      if (!best || load < best_load) {
+        best = &w;
+        best_load = load;
+      }
+    }
+    if (!best || !dispatch_one(*best)) break;
   }
 }
 

@@ -111,6 +111,13 @@ class Scheduler {
   // Stop dispatching; returns the routing ids of all sessions (to DISCONNECT).
   std::vector<std::string> drain();
 
+  // Backpressure: while paused no job is dispatched (credits are kept and honoured on resume).
+  // The coordinator pauses when results wait for the database faster than it commits them, so
+  // that memory stays bounded; resuming dispatches to every hungry worker.
+  void set_paused(bool paused);
+  bool paused() const { return paused_; }
+  size_t pending_results() const { return pending_.results.size(); }
+
   Batch take_batch();
   std::vector<OutgoingMessage> take_messages();
   bool has_pending_batch() const { return !pending_.empty(); }
@@ -158,8 +165,10 @@ class Scheduler {
   void lose_worker(Worker& worker, const std::string& reason);
   void release_leases_of(int64_t worker_id, const std::vector<InFlight>& keep, Worker* keeper,
                          const std::string& reason);
-  void dispatch(Worker& worker);
-  void dispatch_all();
+  bool dispatch_one(Worker& worker);  // one job to `worker` if it has a credit and a job suits it
+  void dispatch(Worker& worker);      // as many as its credits allow
+  void dispatch_all();                // the queue over every hungry worker, least loaded first
+  double held_work_ms(int64_t worker_id) const;
   Job* best_job_for(const Worker& worker);
   void add_job(JobRecord record);
   void set_run_state(int64_t run_id, const std::string& state);
@@ -168,6 +177,7 @@ class Scheduler {
   SchedulerConfig config_;
   const Clock& clock_;
   bool draining_ = false;
+  bool paused_ = false;
 
   std::unordered_map<int64_t, Job> jobs_;
   std::map<std::string, Queue> by_model_;  // jobs for one GPU model

@@ -8,7 +8,7 @@
 //   makespan    longer jobs (--long-min-ms..--long-max-ms): makespan against the LPT lower bound
 //               max(total / workers, longest job), and the dispatch gap (a worker's next job start
 //               minus its previous job's end, on the worker's clock) — median and p99.
-// usage: kb-fleet-bench [--workers 256] [--short-jobs 40000] [--short-ms 10] [--long-jobs 3000]
+// usage: kb-fleet-bench [--workers 256] [--worker-processes 1] [--short-jobs 40000] [--short-ms 10] [--long-jobs 3000]
 //                       [--long-min-ms 50] [--long-max-ms 500] [--json FILE]
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -94,10 +94,13 @@ int64_t submit_sim(FleetStack& stack, const std::vector<double>& sleeps_ms, cons
 
 int main(int argc, char** argv) {
   CLI::App app{"kb-fleet-bench: coordinator throughput, dispatch gap and makespan with sim workers"};
-  int workers = 256, short_jobs = 40000, long_jobs = 3000;
+  int workers = 256, short_jobs = 40000, long_jobs = 3000, processes = 1;
   double short_ms = 10, long_min_ms = 50, long_max_ms = 500;
   std::string json_out;
   app.add_option("--workers", workers, "Simulated workers")->capture_default_str();
+  app.add_option("--worker-processes", processes,
+                 "kb-worker processes sharing them (one process simulates 256 on one core)")
+      ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--short-jobs", short_jobs, "Jobs in the throughput phase")->capture_default_str();
   app.add_option("--short-ms", short_ms, "Their sleep: uniform in [0, this]")->capture_default_str();
   app.add_option("--long-jobs", long_jobs, "Jobs in the makespan phase")->capture_default_str();
@@ -121,7 +124,10 @@ int main(int argc, char** argv) {
       std::cerr << s.to_string() << "\n";
       return 1;
     }
-    stack.add_worker("sim", {"--device", "sim", "--sim-workers", std::to_string(workers)});
+    for (int p = 0; p < processes; ++p) {
+      const int share = workers / processes + (p < workers % processes ? 1 : 0);
+      stack.add_worker("sim" + std::to_string(p), {"--device", "sim", "--sim-workers", std::to_string(share)});
+    }
     // Wait for every simulated worker to register.
     const auto reg_end = Clock::now() + std::chrono::seconds(60);
     while (true) {
@@ -160,7 +166,8 @@ int main(int argc, char** argv) {
                             {"jobs_per_s", jobs_per_s},    {"submit_to_done_s", submit_to_done_s},
                             {"rss_mib_first", rss.empty() ? 0 : rss.front()},
                             {"rss_mib_max", rss.empty() ? 0 : *std::max_element(rss.begin(), rss.end())},
-                            {"rss_mib_last", rss.empty() ? 0 : rss.back()}, {"rss_samples", rss.size()}};
+                            {"rss_mib_last", rss.empty() ? 0 : rss.back()}, {"rss_samples", rss.size()},
+                            {"rss_mib_by_half_second", rss}};
 
     // Phase 2: makespan against the LPT bound, dispatch gap.
     std::vector<double> long_sleeps(static_cast<size_t>(long_jobs));

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include <chrono>
 
 namespace kb::coord {
@@ -84,6 +87,37 @@ TEST_F(SchedulerTest, LongestPredictedFirstThenLowerId) {
   EXPECT_EQ(s[1].second, 3);
   EXPECT_EQ(s[2].second, 1);
   EXPECT_EQ(s[3].second, 4);
+}
+
+// Jobs submitted to waiting workers go longest first, each to the worker holding the least
+// predicted work: with 2 workers x 2 credits and jobs of 8, 7, 6, 5 ms, one worker gets 8 and 5,
+// the other 7 and 6 (not 8 and 7 on one worker, which would double the makespan).
+TEST_F(SchedulerTest, SubmittedJobsAreSpreadByListScheduling) {
+  ready(1, "a");
+  ready(2, "b");
+  scheduler_.add_credits("a", 2);
+  scheduler_.add_credits("b", 2);
+  scheduler_.submit({job(1, 8), job(2, 7), job(3, 6), job(4, 5)});
+  std::map<std::string, std::vector<int64_t>> by_worker;
+  for (const auto& [routing, job_id] : sent()) by_worker[routing].push_back(job_id);
+  ASSERT_EQ(by_worker.size(), 2u);
+  std::vector<std::vector<int64_t>> held = {by_worker["a"], by_worker["b"]};
+  std::sort(held.begin(), held.end());
+  EXPECT_EQ(held[0], (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(held[1], (std::vector<int64_t>{2, 3}));
+}
+
+// Backpressure: paused, credits are kept but nothing is sent; resuming sends at once.
+TEST_F(SchedulerTest, PausedDispatchKeepsCreditsUntilResumed) {
+  ready(1, "a");
+  scheduler_.set_paused(true);
+  scheduler_.submit({job(1, 5), job(2, 4)});
+  scheduler_.add_credits("a", 2);
+  EXPECT_TRUE(sent().empty());
+  scheduler_.set_paused(false);
+  auto s = sent();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].second, 1);
 }
 
 TEST_F(SchedulerTest, JobMessageCarriesTheContractFields) {
