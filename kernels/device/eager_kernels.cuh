@@ -1,6 +1,7 @@
-// The CUDA kernels behind eager_ops.cu (internal: included by that file only), with the index
-// helpers they share. Everything here is in namespace kb::eager, so that the executor recognizes
-// the kernels as ours by their mangled names.
+// The CUDA kernels behind eager_ops.cu and eager_norm_ops.cu (internal: included by those files
+// only, so kernels that are not templates are static), with the index helpers they share.
+// Everything here is in namespace kb::eager, so that the executor recognizes the kernels as ours
+// by their mangled names.
 //
 // Layout conventions: dense row-major fp32; "rows" are contiguous runs of `len` elements.
 #pragma once
@@ -308,8 +309,8 @@ __global__ void pool_kernel(const float* x, float* y, I n, PoolIndex<I> p) {
 // ---- Row sums ----
 
 // One warp per row of x (rows, len): out[r] = scale * sum(row r).
-__global__ void row_sum_warp_kernel(const float* x, int64_t rows, int64_t len, float scale,
-                                    float* out) {
+static __global__ void row_sum_warp_kernel(const float* x, int64_t rows, int64_t len, float scale,
+                                           float* out) {
   const int64_t warps = grid_stride<int64_t>() / kWarp;
   const int lane = threadIdx.x % kWarp;
   for (int64_t r = first_index<int64_t>() / kWarp; r < rows; r += warps) {
@@ -319,8 +320,8 @@ __global__ void row_sum_warp_kernel(const float* x, int64_t rows, int64_t len, f
 }
 
 // Block b sums chunk b % chunks of row b / chunks: out (rows, chunks) = scale * chunk sums.
-__global__ void row_sum_block_kernel(const float* x, int64_t rows, int64_t len, int64_t chunks,
-                                     float scale, float* out) {
+static __global__ void row_sum_block_kernel(const float* x, int64_t rows, int64_t len,
+                                            int64_t chunks, float scale, float* out) {
   const int64_t per = (len + chunks - 1) / chunks;
   for (int64_t b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const int64_t lo = (b % chunks) * per, hi = min(len, lo + per);
@@ -331,7 +332,7 @@ __global__ void row_sum_block_kernel(const float* x, int64_t rows, int64_t len, 
 }
 
 // One block: out[0] = scale * sum(x[0..n)), in a fixed order.
-__global__ void sum_kernel(const float* x, int64_t n, float scale, float* out) {
+static __global__ void sum_kernel(const float* x, int64_t n, float scale, float* out) {
   const float s = block_reduce<false>(strided_sum(x, threadIdx.x, n, blockDim.x));
   if (threadIdx.x == 0) out[0] = s * scale;
 }
@@ -346,8 +347,8 @@ __device__ __forceinline__ float kl_term(float log_input, float target) {
 }
 
 // partials[block] = the block's sum of kl terms over a grid-stride share of the n elements.
-__global__ void kl_div_partials_kernel(const float* log_input, const float* target, int64_t n,
-                                       float* partials) {
+static __global__ void kl_div_partials_kernel(const float* log_input, const float* target,
+                                              int64_t n, float* partials) {
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int64_t step = grid_stride<int64_t>();
   int64_t i = first_index<int64_t>();
@@ -361,7 +362,7 @@ __global__ void kl_div_partials_kernel(const float* log_input, const float* targ
 }
 
 // partials[block] = the block's sum over a grid-stride share of the n elements.
-__global__ void sum_partials_kernel(const float* x, int64_t n, float* partials) {
+static __global__ void sum_partials_kernel(const float* x, int64_t n, float* partials) {
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int64_t step = grid_stride<int64_t>();
   int64_t i = first_index<int64_t>();
@@ -377,8 +378,8 @@ __global__ void sum_partials_kernel(const float* x, int64_t n, float* partials) 
 // ---- Softmax ----
 
 // Softmax along len for each (outer, inner) column, inner > 1: one thread per column.
-__global__ void softmax_columns_kernel(const float* x, float* y, int64_t outer, int64_t len,
-                                       int64_t inner) {
+static __global__ void softmax_columns_kernel(const float* x, float* y, int64_t outer, int64_t len,
+                                              int64_t inner) {
   for (int64_t c = first_index<int64_t>(); c < outer * inner; c += grid_stride<int64_t>()) {
     const int64_t base = (c / inner) * len * inner + c % inner;
     float m = -INFINITY, s = 0.0f;
@@ -389,7 +390,8 @@ __global__ void softmax_columns_kernel(const float* x, float* y, int64_t outer, 
 }
 
 // Softmax of each contiguous row of len elements: one warp per row.
-__global__ void softmax_rows_warp_kernel(const float* x, float* y, int64_t rows, int64_t len) {
+static __global__ void softmax_rows_warp_kernel(const float* x, float* y, int64_t rows,
+                                                int64_t len) {
   const int64_t warps = grid_stride<int64_t>() / kWarp;
   const int lane = threadIdx.x % kWarp;
   for (int64_t r = first_index<int64_t>() / kWarp; r < rows; r += warps) {
@@ -404,7 +406,8 @@ __global__ void softmax_rows_warp_kernel(const float* x, float* y, int64_t rows,
 }
 
 // Softmax of each contiguous row of len elements: one block per row.
-__global__ void softmax_rows_block_kernel(const float* x, float* y, int64_t rows, int64_t len) {
+static __global__ void softmax_rows_block_kernel(const float* x, float* y, int64_t rows,
+                                                 int64_t len) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * len;
     float m = -INFINITY, s = 0.0f;
@@ -461,8 +464,8 @@ __device__ __forceinline__ float normalized(float v, float mean, float rstd, con
 
 // Block b reduces chunk b % chunks of group b / chunks. With one chunk per group it writes the
 // group's (mean, rstd) to stats; otherwise its Welford triple to partials.
-__global__ void norm_stats_kernel(const float* x, NormLayout layout, int64_t chunks,
-                                  float* partials, float* stats) {
+static __global__ void norm_stats_kernel(const float* x, NormLayout layout, int64_t chunks,
+                                         float* partials, float* stats) {
   const int64_t group_len = layout.runs * layout.run_len;
   const int64_t per = (group_len + chunks - 1) / chunks;
   for (int64_t b = blockIdx.x; b < layout.groups * chunks; b += gridDim.x) {
@@ -489,8 +492,8 @@ __global__ void norm_stats_kernel(const float* x, NormLayout layout, int64_t chu
 }
 
 // One thread per group merges its chunks' Welford triples in order.
-__global__ void norm_combine_kernel(NormLayout layout, int64_t chunks, const float* partials,
-                                    float* stats) {
+static __global__ void norm_combine_kernel(NormLayout layout, int64_t chunks, const float* partials,
+                                           float* stats) {
   for (int64_t g = first_index<int64_t>(); g < layout.groups; g += grid_stride<int64_t>()) {
     Welford w;
     for (int64_t c = 0; c < chunks; ++c) {
