@@ -122,10 +122,11 @@ bool Job::check_correctness() {
     if (!s.is_ok()) return fail(JobStatus::kRuntimeError, s.message());
     Result<uint64_t> before = device_.input_hash(0);
     if (!before.is_ok()) return fail(JobStatus::kRuntimeError, before.status().message());
-    if (t == 0 && !(s = device_.begin_trace()).is_ok()) return fail(JobStatus::kRuntimeError, s.message());
+    const bool traced = t == 0 && !request_.config.no_launch_trace;
+    if (traced && !(s = device_.begin_trace()).is_ok()) return fail(JobStatus::kRuntimeError, s.message());
     s = device_.run(Slot::kCustom, 0);
     if (!s.is_ok()) return fail(JobStatus::kRuntimeError, "custom: " + s.message());
-    if (t == 0) {
+    if (traced) {
       Result<LaunchTrace> trace = device_.end_trace();
       if (!trace.is_ok()) return fail(JobStatus::kRuntimeError, trace.status().message());
       if (!check_trace(trace.value())) return false;
@@ -257,6 +258,7 @@ JobResult execute_job(ExecutionDevice& device, const JobRequest& request) {
   if (result.status == JobStatus::kOk) job.check_after_timing();
   job.derive_figures();
   result.environment["clocks"] = device.clock_report();
+  if (request.config.no_launch_trace) result.environment["launch_trace"] = "disabled";
   return result;
 }
 

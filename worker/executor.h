@@ -36,6 +36,10 @@ struct ExecutorConfig {
   int max_input_sets = 4;
   bool aa = false;
   std::string export_dir;  // non-empty: write every correctness trial's tensors here (.npy)
+  // Skip the CUPTI launch trace (own-kernel and side-stream checks), so that a profiler such as
+  // Nsight Compute, which needs CUPTI for itself, can run the job. Recorded in the result's
+  // environment ("launch_trace": "disabled"); never the default.
+  bool no_launch_trace = false;
 };
 
 struct JobRequest {

@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
   app.add_option("--target-ci", o.config.stopping.target_relative_half_width, "Stop at this CI half-width")
       ->capture_default_str();
   app.add_flag("--aa", o.config.aa, "Time the reference against itself (A/A)");
+  app.add_flag("--no-launch-trace", o.config.no_launch_trace,
+               "Skip the launch trace (own-kernel and side-stream checks) so that a profiler such as "
+               "ncu can hold CUPTI; recorded in the result");
   app.add_option("--export", o.config.export_dir, "Write each correctness trial's inputs and outputs (.npy) here");
   app.add_option("--output", o.output, "Write the JSON here instead of stdout");
   app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");

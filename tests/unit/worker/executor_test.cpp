@@ -317,6 +317,18 @@ TEST_F(ExecutorTest, OnlyLibraryKernelsIsNoCustomKernel) {
   EXPECT_TRUE(r.custom.samples_ms.empty());
 }
 
+// --no-launch-trace (for profilers that need CUPTI): no trace is taken, so the own-kernel check
+// cannot fail the job, and the result says the trace was disabled.
+TEST_F(ExecutorTest, NoLaunchTraceSkipsTheTraceAndSaysSo) {
+  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 0, .foreign_stream_activities = 0,
+                   .kernel_names = {}};
+  request_.config.no_launch_trace = true;
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kOk) << r.message;
+  EXPECT_EQ(std::count(device_.log.begin(), device_.log.end(), "begin_trace"), 0);
+  EXPECT_EQ(r.environment.value("launch_trace", ""), "disabled");
+}
+
 TEST_F(ExecutorTest, NothingLaunchedIsNoCustomKernel) {
   device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 0, .foreign_stream_activities = 0,
                    .kernel_names = {}};
