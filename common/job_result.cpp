@@ -7,13 +7,16 @@
 namespace kb {
 namespace {
 
-constexpr std::array<std::pair<JobStatus, const char*>, 11> kNames = {{
+constexpr std::array<std::pair<JobStatus, const char*>, 14> kNames = {{
     {JobStatus::kOk, "ok"},
     {JobStatus::kMismatch, "mismatch"},
     {JobStatus::kNonFinite, "non_finite"},
     {JobStatus::kInputMutated, "input_mutated"},
     {JobStatus::kNoCustomKernel, "no_custom_kernel"},
     {JobStatus::kForeignStream, "foreign_stream"},
+    {JobStatus::kLibraryDominated, "library_dominated"},
+    {JobStatus::kImplausible, "implausible"},
+    {JobStatus::kFragile, "fragile"},
     {JobStatus::kRuntimeError, "runtime_error"},
     {JobStatus::kNotImplemented, "not_implemented"},
     {JobStatus::kUnsupported, "unsupported"},
