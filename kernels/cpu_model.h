@@ -1,16 +1,15 @@
-// The golden model: one CPU implementation per problem, the arbiter of what the right answer is.
+// The golden model: the CPU implementation of a problem, the arbiter of what the right answer is.
 //
-// Each kernels/<ID>_<name>/cpu.cpp defines, in namespace kb::cpu::<ID>,
+// Every configured problem's golden model is the CPU graph interpreter (kernels/cpu/graph_model.h),
+// registered by kernels/cpu/graph_model_registry.cpp: it runs the spec's graph op by op as the
+// PyTorch model's forward() does, reading every configuration value (strides, eps, groups, ...)
+// from the instance's graph nodes and every tensor from the TensorSet by its spec name, so it is
+// right for any valid dims. T is the accumulation and storage type of intermediates: double for
+// the golden model, float for the CPU device's "custom" variant (the same algorithm in fp32).
+// Test packs may register other models (tests/faulty_cpu_pack/).
 //
-//   template <typename T> HostTensor<T> forward(const ProblemInstance& p, const TensorSet& t);
-//
-// written op by op as the PyTorch model's forward() runs, reading every configuration value
-// (strides, eps, groups, ...) from the instance's graph nodes and every tensor from `t` by its
-// spec name, so it is right for any valid dims, not only the presets. T is the accumulation and
-// storage type of intermediates: double for the golden model, float for the CPU device's
-// "custom" variant (the same algorithm in fp32). The file ends with KB_REGISTER_CPU_MODEL(ID).
-//
-// Thread safety: forward() is a pure function of its arguments; call it from any thread.
+// Thread safety: the registered functions are pure; call them from any thread. Registration
+// happens during static initialization only.
 #pragma once
 
 #include <span>
@@ -35,15 +34,7 @@ std::span<const CpuModel> cpu_models();
 // nullptr when `id` has no model.
 const CpuModel* find_cpu_model(std::string_view id);
 
-// Called by KB_REGISTER_CPU_MODEL during static initialization.
+// Called during static initialization; aborts when `model.id` is registered twice.
 bool register_cpu_model(CpuModel model);
 
 }  // namespace kb
-
-// Registers forward<double> and forward<float> of namespace kb::cpu::ID. The library holding the
-// models is linked whole-archive, so every registration runs.
-#define KB_REGISTER_CPU_MODEL(ID)                                                    \
-  namespace kb::cpu::ID {                                                            \
-  [[maybe_unused]] const bool kRegistered = ::kb::register_cpu_model(               \
-      ::kb::CpuModel{#ID, &forward<double>, &forward<float>});                       \
-  }

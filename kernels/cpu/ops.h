@@ -2,8 +2,8 @@
 // type T (double for the golden model, float for the CPU device's fp32 variant). Every op
 // accumulates in T, reads row-major HostTensor<T>s and returns a new tensor.
 //
-// The golden model of each problem (kernels/<ID>_<name>/cpu.cpp) composes these ops the way the
-// PyTorch forward() does. Shapes are PyTorch's: x (N, C, *spatial) with 1..3 spatial dims.
+// The graph interpreter (graph_model.h) runs one of these per graph node, the way the PyTorch
+// forward() does. Shapes are PyTorch's: x (N, C, *spatial) with 1..3 spatial dims.
 // The ops check their shape preconditions with KB_CPU_CHECK (abort with a message): the spec
 // was validated before any op runs, so a violated precondition is a bug, not bad input.
 //
