@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/problem_lint.h"
 #include "common/npy.h"
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
@@ -32,6 +33,9 @@ struct ProblemsOptions {
   uint32_t trial = 0;
   std::string out_dir;
   bool json = false;
+  std::vector<std::string> ids;  // lint: empty = every problem (or --suite's)
+  int seeds = 3;
+  std::string markdown;
 };
 
 [[noreturn]] void fail(const std::string& message, int code = 1) {
@@ -206,6 +210,41 @@ void run_golden(const ProblemsOptions& o) {
   }
 }
 
+// The ids named, or --suite's, or every problem.
+std::vector<std::string> selected_ids(const ProblemsOptions& o, const ProblemCatalog& catalog) {
+  if (!o.ids.empty()) return o.ids;
+  if (!o.suite.empty()) {
+    Result<std::vector<std::string>> r = catalog.resolve(o.suite);
+    if (!r.is_ok()) fail(r.status().message());
+    return r.value();
+  }
+  std::vector<std::string> ids;
+  for (const auto& [id, spec] : catalog.problems) ids.push_back(id);
+  return ids;
+}
+
+void run_lint(const ProblemsOptions& o) {
+  ProblemCatalog catalog = load_catalog(o);
+  const std::string preset = o.preset.empty() ? "small" : o.preset;
+  if (o.seeds < 1) fail("--seeds must be at least 1");
+  std::vector<LintReport> reports;
+  for (const std::string& id : selected_ids(o, catalog)) {
+    auto spec = find_spec(catalog, id);
+    Result<ProblemInstance> inst = ProblemInstance::create(spec, parse_dims(*spec, preset, ""));
+    if (!inst.is_ok()) fail(inst.status().message());
+    const CpuModel* model = find_cpu_model(id);
+    if (!model) fail("no golden model is registered for " + id);
+    reports.push_back(lint_problem(inst.value(), model->golden, o.seeds));
+    std::printf("%s", lint_text(reports.back()).c_str());
+    std::fflush(stdout);
+  }
+  if (o.markdown.empty()) return;
+  std::string command = "kb problems lint --preset " + preset + " --seeds " + std::to_string(o.seeds);
+  for (const std::string& id : o.ids) command += " " + id;
+  std::ofstream(o.markdown) << lint_markdown(reports, preset, command);
+  std::printf("wrote %s\n", o.markdown.c_str());
+}
+
 void add_instance_options(CLI::App* cmd, ProblemsOptions& o) {
   cmd->add_option("id", o.id, "Problem id, e.g. L2_017")->required();
   cmd->add_option("--preset", o.preset, "Size preset (default: small)");
@@ -246,6 +285,15 @@ void add_problems_command(CLI::App& app) {
   add_instance_options(golden, *o);
   golden->add_option("--out", o->out_dir, "Write the output as .npy (float64) to this file");
   golden->callback([o] { run_golden(*o); });
+
+  CLI::App* lint = problems->add_subcommand(
+      "lint", "How strong each problem's check is: zero share, range, std, sensitivity, cheats");
+  lint->add_option("ids", o->ids, "Problem ids (default: --suite's, or every problem)");
+  lint->add_option("--suite", o->suite, "Only this suite's problems");
+  lint->add_option("--preset", o->preset, "Size preset (default: small)");
+  lint->add_option("--seeds", o->seeds, "Seeds to run the reference at")->capture_default_str();
+  lint->add_option("--markdown", o->markdown, "Write the suite's table to this file");
+  lint->callback([o] { run_lint(*o); });
 }
 
 }  // namespace kb::cli

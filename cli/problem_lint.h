@@ -1,0 +1,76 @@
+// `kb problems lint`: how strong a problem's correctness check is, measured on its reference.
+//
+// For one problem instance, the reference (the golden model, on the CPU) runs on the spec's
+// inputs at a few seeds, and the lint reports
+//   - the share of outputs within atol of zero, the output range and the per-seed std;
+//   - which inputs and parameters change the output (robust-kbench's sensitivity filter): each
+//     tensor alone is redrawn (a constant-initialized parameter gets non-trivial values) and the
+//     output compared with the tolerance, so "insensitive" means a kernel that ignores it passes;
+//   - whether an all-zero output, a constant output, the reference rounded to TF32 or to fp16,
+//     or the reference computed from TF32-rounded operands would pass the tolerance
+//     (KernelBench issue #165: zeros pass allclose on several problems);
+// and turns what it finds into findings with a severity.
+//
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/host_tensor.h"
+#include "common/problem_spec.h"
+
+namespace kb::cli {
+
+enum class Severity { kInfo, kLow, kMedium, kHigh };
+const char* severity_name(Severity severity);
+
+struct LintFinding {
+  Severity severity = Severity::kInfo;
+  std::string message;
+};
+
+// Would this stand-in for the output pass the problem's tolerance at every seed?
+struct CheatResult {
+  std::string name;          // "zeros", "constant", "tf32 output", "fp16 output", "tf32 operands"
+  double worst_ratio = 0;    // max over elements and seeds of |c - r| / (atol + rtol |r|)
+  bool passes() const { return worst_ratio <= 1; }
+};
+
+struct Sensitivity {
+  std::string tensor;
+  bool is_param = false;
+  bool constant_init = false;  // ones/zeros: the same values at every seed
+  double changed_share = 0;    // outputs outside the tolerance after redrawing this tensor alone
+};
+
+struct LintReport {
+  std::string id;
+  Dims dims;
+  int seeds = 0;
+  int64_t elements = 0;
+  double near_zero_share = 0;  // |y| <= atol, over all seeds
+  double min = 0, max = 0;
+  double seed_std_min = 0;     // the smallest per-seed std (one-element output: across seeds)
+  std::vector<CheatResult> cheats;
+  std::vector<Sensitivity> sensitivity;
+  std::vector<LintFinding> findings;
+  Severity worst() const;
+};
+
+using ReferenceFn = std::function<HostTensor<double>(const ProblemInstance&, const TensorSet&)>;
+
+LintReport lint_problem(const ProblemInstance& problem, const ReferenceFn& reference, int seeds);
+
+// Rounds to the nearest TF32 (10 mantissa bits, fp32 range) / fp16 (10 bits, fp16 range) value.
+float round_to_tf32(float value);
+float round_to_fp16(float value);
+
+// One line per problem and the findings below, for a terminal.
+std::string lint_text(const LintReport& report);
+// docs/problem-quality.md: the suite's table, then the findings per problem.
+std::string lint_markdown(const std::vector<LintReport>& reports, const std::string& preset,
+                          const std::string& command);
+
+}  // namespace kb::cli

@@ -1,0 +1,115 @@
+// The problem lint: it must flag a check that trivial outputs pass and inputs a kernel may
+// ignore, and stay quiet where the check is strong.
+#include "cli/problem_lint.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/spec_loader.h"
+#include "kernels/cpu/graph_model.h"
+
+namespace kb::cli {
+namespace {
+
+// out = relu(x - 2) with x ~ U[0, 1): every output is zero; y is never read.
+constexpr char kDead[] = R"yaml(id: L1_903
+name: Dead
+level: 1
+family: activation
+dims: [N, C]
+presets:
+  full: {N: 4, C: 64}
+  small: {N: 4, C: 64}
+inputs:
+  - {name: x, shape: [N, C], generator: uniform}
+  - {name: y, shape: [N, C], generator: uniform}
+parameters:
+  - {name: scale, shape: [C], init: ones}
+graph:
+  - {name: shift, op: add_scalar, in: [x], out: s, value: -2.0}
+  - {name: scaled, op: mul, in: [s, scale], out: m}
+  - {name: act, op: relu, in: [m], out: out}
+output: out
+source: "..."
+)yaml";
+
+// out = bmm(A, B) with normal operands over K = 64: a strong check.
+constexpr char kMatmul[] = R"yaml(id: L1_904
+name: Matmul
+level: 1
+family: matmul
+dims: [B, M, K, N]
+presets:
+  full: {B: 2, M: 16, K: 64, N: 16}
+  small: {B: 2, M: 16, K: 64, N: 16}
+inputs:
+  - {name: A, shape: [B, M, K], generator: normal}
+  - {name: X, shape: [B, K, N], generator: normal}
+parameters: []
+graph:
+  - {name: bmm, op: bmm, in: [A, X], out: out}
+output: out
+source: "..."
+)yaml";
+
+LintReport lint(const char* yaml) {
+  auto spec = parse_problem_spec(yaml, "problems/probe.yaml");
+  EXPECT_TRUE(spec.is_ok()) << spec.status().to_string();
+  const ProblemInstance p = ProblemInstance::create(spec.value(), "small").value();
+  return lint_problem(p, &cpu::run_graph<double>, 2);
+}
+
+const CheatResult& cheat(const LintReport& r, const std::string& name) {
+  auto it = std::find_if(r.cheats.begin(), r.cheats.end(),
+                         [&](const CheatResult& c) { return c.name == name; });
+  EXPECT_NE(it, r.cheats.end()) << name;
+  return *it;
+}
+
+const Sensitivity& sensitivity(const LintReport& r, const std::string& tensor) {
+  auto it = std::find_if(r.sensitivity.begin(), r.sensitivity.end(),
+                         [&](const Sensitivity& s) { return s.tensor == tensor; });
+  EXPECT_NE(it, r.sensitivity.end()) << tensor;
+  return *it;
+}
+
+TEST(ProblemLint, AnAllZeroOutputIsAHighFindingWithEveryInputIgnorable) {
+  const LintReport r = lint(kDead);
+  EXPECT_DOUBLE_EQ(r.near_zero_share, 1.0);
+  EXPECT_TRUE(cheat(r, "zeros").passes());
+  EXPECT_EQ(sensitivity(r, "x").changed_share, 0);
+  EXPECT_EQ(sensitivity(r, "y").changed_share, 0);
+  EXPECT_TRUE(sensitivity(r, "scale").constant_init);
+  EXPECT_EQ(r.worst(), Severity::kHigh);
+  EXPECT_NE(lint_text(r).find("zeros **pass**"), std::string::npos) << lint_text(r);
+}
+
+TEST(ProblemLint, AStrongCheckHasNoFindingAndNoStandInPasses) {
+  const LintReport r = lint(kMatmul);
+  for (const CheatResult& c : r.cheats) {
+    EXPECT_FALSE(c.passes()) << c.name << " passes, worst ratio " << c.worst_ratio;
+  }
+  EXPECT_GT(sensitivity(r, "A").changed_share, 0.9);
+  EXPECT_GT(sensitivity(r, "X").changed_share, 0.9);
+  EXPECT_TRUE(r.findings.empty()) << lint_text(r);
+  const std::string md = lint_markdown({r}, "small", "kb problems lint");
+  EXPECT_NE(md.find("| L1_904 |"), std::string::npos) << md;
+}
+
+TEST(ProblemLint, RoundingKeepsTenMantissaBitsToNearestEven) {
+  EXPECT_EQ(round_to_tf32(1.0f), 1.0f);
+  EXPECT_EQ(round_to_tf32(1.0f + 0x1p-11f), 1.0f);                  // a tie rounds to even
+  EXPECT_EQ(round_to_tf32(1.0f + 0x1p-11f + 0x1p-20f), 1.0f + 0x1p-10f);
+  EXPECT_NEAR(round_to_tf32(1.0e30f), 1.0e30f, 1.0e30f * 0x1p-11f);  // fp32's range, not fp16's
+  EXPECT_EQ(round_to_fp16(70000.0f), INFINITY);                     // past fp16's range
+  EXPECT_EQ(round_to_fp16(65504.0f), 65504.0f);
+  EXPECT_EQ(round_to_fp16(0x1p-25f), 0.0f);                         // below half the step
+  EXPECT_EQ(round_to_fp16(3 * 0x1p-24f), 3 * 0x1p-24f);             // subnormals are multiples
+  EXPECT_TRUE(std::isnan(round_to_tf32(NAN)));
+}
+
+}  // namespace
+}  // namespace kb::cli
