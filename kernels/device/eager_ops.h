@@ -1,5 +1,5 @@
 // Eager ops: one CUDA kernel per PyTorch op, strict fp32, the way PyTorch eager runs the ops that
-// are not convolutions or GEMMs. The references (kernels/<ID>/reference.cu) compose them with
+// are not convolutions or GEMMs. The GPU graph reference (graph_nodes.h) composes them with
 // CudnnConv and the cuBLAS GEMMs; each op reads its inputs from global memory and writes its
 // output there, like an ATen kernel, so a reference does the memory traffic that eager does.
 //
