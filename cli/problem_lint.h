@@ -61,6 +61,8 @@ struct LintReport {
 
 using ReferenceFn = std::function<HostTensor<double>(const ProblemInstance&, const TensorSet&)>;
 
+// `seeds` >= 2: the constant stand-in is the first seed's mean, so one seed would let it match a
+// one-element output exactly.
 LintReport lint_problem(const ProblemInstance& problem, const ReferenceFn& reference, int seeds);
 
 // Rounds to the nearest TF32 (10 mantissa bits, fp32 range) / fp16 (10 bits, fp16 range) value.

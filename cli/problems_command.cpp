@@ -226,7 +226,7 @@ std::vector<std::string> selected_ids(const ProblemsOptions& o, const ProblemCat
 void run_lint(const ProblemsOptions& o) {
   ProblemCatalog catalog = load_catalog(o);
   const std::string preset = o.preset.empty() ? "small" : o.preset;
-  if (o.seeds < 1) fail("--seeds must be at least 1");
+  if (o.seeds < 2) fail("--seeds must be at least 2 (a constant output is judged across seeds)");
   std::vector<LintReport> reports;
   for (const std::string& id : selected_ids(o, catalog)) {
     auto spec = find_spec(catalog, id);

@@ -99,6 +99,25 @@ TEST(ProblemLint, AStrongCheckHasNoFindingAndNoStandInPasses) {
   EXPECT_NE(md.find("| L1_904 |"), std::string::npos) << md;
 }
 
+// What `kb problems lint` reports for the suite in CI (docs/problem-quality.md): no problem may
+// accept an all-zero or constant output (KernelBench issue #165), and none may have an input that
+// a kernel could ignore.
+TEST(ProblemLint, NoSuiteProblemAcceptsATrivialOutputOrIgnoresAnInput) {
+  auto catalog = load_problem_catalog(default_problems_dir());
+  ASSERT_TRUE(catalog.is_ok()) << catalog.status().to_string();
+  for (const auto& [id, spec] : catalog->problems) {
+    const ProblemInstance p = ProblemInstance::create(spec, "small").value();
+    const LintReport r = lint_problem(p, &cpu::run_graph<double>, 2);
+    EXPECT_FALSE(cheat(r, "zeros").passes()) << id;
+    EXPECT_FALSE(cheat(r, "constant").passes()) << id;
+    for (const Sensitivity& s : r.sensitivity) {
+      if (!s.is_param) {
+        EXPECT_GT(s.changed_share, 0) << id << " input " << s.tensor;
+      }
+    }
+  }
+}
+
 TEST(ProblemLint, RoundingKeepsTenMantissaBitsToNearestEven) {
   EXPECT_EQ(round_to_tf32(1.0f), 1.0f);
   EXPECT_EQ(round_to_tf32(1.0f + 0x1p-11f), 1.0f);                  // a tie rounds to even
