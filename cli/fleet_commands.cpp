@@ -80,11 +80,39 @@ void add_results(CLI::App& app) {
   });
 }
 
+// `kb workers` lists the pool from the database; --drain/--resume/--release NAME (an admin's) ask
+// the coordinator to drain a worker (no new jobs; its prefetched job goes back to the queue, the
+// running one finishes), to resume it, or to release it from quarantine.
 void add_workers(CLI::App& app) {
   auto o = std::make_shared<RunCommandOptions>();
+  auto control = std::make_shared<std::pair<std::string, std::string>>();  // action, worker
   CLI::App* c = app.add_subcommand("workers", "The worker pool: state, GPU model, last seen, jobs done");
-  add_fleet_options(c, o->fleet, Needs::kDatabase);
-  c->callback([o] {
+  for (const char* action : {"drain", "resume", "release"}) {
+    c->add_option_function<std::string>(
+        std::string("--") + action,
+        [control, action](const std::string& name) { *control = {action, name}; },
+        std::string("Admin: ") +
+            (std::string(action) == "drain"     ? "drain worker NAME (no new jobs; the prefetched one is requeued)"
+             : std::string(action) == "resume" ? "let a drained worker NAME take jobs again"
+                                                : "release worker NAME from quarantine"));
+  }
+  add_fleet_options(c, o->fleet, Needs::kBoth);
+  c->callback([o, control] {
+    if (!control->first.empty()) {
+      auto client = connect_or_fail(resolve_or_fail(o->fleet, Needs::kCoordinator));
+      wire::Message m{wire::MessageType::kWorkerControl,
+                      {{"action", control->first}, {"worker", control->second}}, {}};
+      auto reply = client->request(std::move(m), request_timeout(o->fleet));
+      if (!reply.is_ok()) fail(reply.status());
+      if (o->fleet.json) {
+        nlohmann::json body = reply->body;
+        body.erase("request_id");
+        print_json(body);
+      } else {
+        std::printf("worker %s: %s\n", control->second.c_str(), control->first.c_str());
+      }
+      return;
+    }
     auto reader = open_db_or_fail(resolve_or_fail(o->fleet, Needs::kDatabase));
     const auto workers = value_or_fail(reader->workers());
     if (!o->fleet.json) {

@@ -36,16 +36,19 @@ enum class MessageType {
   kRequest,      // credits: how many more jobs the worker will take
   kResult,       // a job's result (kept on the worker's disk until ACK)
   kPackRequest,  // the worker lacks a pack: asks for it by hash
+  kBye,          // draining (gives back unstarted jobs) or leaving now (final)
   // coordinator -> worker
   kWelcome,      // registration accepted: heartbeat interval, worker id
   kJob,          // one job to run
   kAck,          // the result's row is committed: the worker may delete it
   kPack,         // pack bytes in the payload frame
   kDisconnect,   // the coordinator is draining or refuses the worker
+  kRevoke,       // a lease ended (deadline, cancel, drain, not the holder): stop the job
   // client <-> coordinator
   kSubmit,
   kQuery,
   kCancel,
+  kWorkerControl,  // admin: drain, resume or release (from quarantine) a worker by name
   kReply,
   kError,
 };

@@ -62,6 +62,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
     std::fprintf(stderr, "kb-coordinator: problem catalog %s: %s\n", dir.c_str(),
                  c->catalog_error_.c_str());
   }
+  auto epoch = store->database_epoch();
+  if (!epoch.is_ok()) return epoch.status();
+  c->epoch_ = std::move(epoch).value();
   auto open_jobs = store->load_open_jobs();
   if (!open_jobs.is_ok()) return open_jobs.status();
   std::fprintf(stderr, "kb-coordinator: %zu open jobs loaded\n", open_jobs->size());
@@ -208,28 +211,35 @@ void Coordinator::maybe_flush_batch() {
   if (batch_in_flight_ || (!scheduler_.has_pending_batch() && acks_next_.empty())) return;
   batch_in_flight_ = true;
   auto batch = std::make_shared<const Batch>(scheduler_.take_batch());
+  // The JOBs of this batch's leases wait for its commit: a JOB never names an unstored lease.
+  auto dispatches = std::make_shared<std::vector<Dispatch>>(scheduler_.take_dispatches());
   in_flight_results_ = batch->results.size();
   auto outcome = std::make_shared<BatchOutcome>();
   auto acks = std::move(acks_next_);
   acks_next_.clear();
-  db_->submit_batch(batch, outcome, [this, batch, outcome, acks](const Status& status) mutable {
-    post_to_loop([this, batch, outcome, acks = std::move(acks), status]() mutable {
-      on_batch_done(batch, outcome, std::move(acks), status);
+  db_->submit_batch(batch, outcome, [this, batch, outcome, acks, dispatches](const Status& status) mutable {
+    post_to_loop([this, batch, outcome, acks = std::move(acks), dispatches, status]() mutable {
+      on_batch_done(batch, outcome, std::move(acks), std::move(*dispatches), status);
     });
   });
 }
 
 void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
                                 std::shared_ptr<BatchOutcome> outcome, std::vector<PendingAck> acks,
-                                const Status& status) {
+                                std::vector<Dispatch> dispatches, const Status& status) {
   batch_in_flight_ = false;
   in_flight_results_ = 0;
   if (!status.is_ok()) {
-    // Not an outage (those are retried until they pass): a bug or a constraint. The workers keep
-    // their results and resend them; nothing is acked.
+    // Only when the database thread stops (every error is retried, a bad row isolated: see
+    // db_thread.h). The workers keep their results and resend them; nothing is acked; the JOBs
+    // of its leases are not sent and their jobs are queued again.
     std::fprintf(stderr, "kb-coordinator: a batch of %zu results was not stored: %s\n",
                  batch->results.size(), status.to_string().c_str());
+    for (const Dispatch& d : dispatches) scheduler_.lease_not_stored(d.token);
   } else {
+    for (const Dispatch& d : dispatches) {
+      if (scheduler_.lease_is_current(d.token)) send_to_worker(d.routing_id, d.message);
+    }
     uint64_t inserted = 0;
     std::vector<int64_t> to_check;  // new real (not sim) results: regression detection
     for (size_t i = 0; i < outcome->result_inserted.size(); ++i) {
@@ -283,6 +293,17 @@ void Coordinator::send_ack(int64_t worker_id, int64_t job_id, int attempt) {
   wire::Message ack;
   ack.type = wire::MessageType::kAck;
   ack.body = {{"job_id", job_id}, {"attempt", attempt}};
+  send_to_worker(routing_id, ack);
+}
+
+void Coordinator::reject_result(const std::string& routing_id, int64_t job_id, int attempt,
+                                const std::string& reason) {
+  metrics_.count_result_rejected(reason);
+  std::fprintf(stderr, "kb-coordinator: rejected a RESULT for job %lld attempt %d from %s: %s\n",
+               static_cast<long long>(job_id), attempt, routing_id.c_str(), reason.c_str());
+  wire::Message ack;
+  ack.type = wire::MessageType::kAck;
+  ack.body = {{"job_id", job_id}, {"attempt", attempt}, {"rejected", reason}};
   send_to_worker(routing_id, ack);
 }
 
@@ -343,7 +364,7 @@ HttpResponse Coordinator::on_http(const std::string& target) {
   }
   if (target == "/metrics") {
     return {200, "text/plain; version=0.0.4; charset=utf-8",
-            metrics_.render(scheduler_.stats(), db_->stats())};
+            metrics_.render(scheduler_.stats(), db_->stats(), scheduler_.quarantined())};
   }
   return {404, "text/plain; charset=utf-8", "not found: try /healthz or /metrics\n"};
 }

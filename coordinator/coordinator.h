@@ -97,8 +97,12 @@ class Coordinator {
   // few KB per result, tens of MB at most.
   static constexpr size_t kMaxResultBacklog = 4096;
   void on_batch_done(std::shared_ptr<const Batch> batch, std::shared_ptr<BatchOutcome> outcome,
-                     std::vector<PendingAck> acks, const Status& status);
+                     std::vector<PendingAck> acks, std::vector<Dispatch> dispatches,
+                     const Status& status);
   void send_ack(int64_t worker_id, int64_t job_id, int attempt);
+  // ACK {rejected: reason}: the worker drops its spooled copy; counted and logged.
+  void reject_result(const std::string& routing_id, int64_t job_id, int attempt,
+                     const std::string& reason);
   void check_regressions(std::vector<int64_t> job_ids);
   void on_tick();
   void on_heartbeat_timer();
@@ -114,7 +118,7 @@ class Coordinator {
   void on_registered(const std::string& routing_id, const WorkerIdentity& identity,
                      const std::vector<InFlight>& in_flight, int64_t worker_id);
   void on_result(const std::string& routing_id, const nlohmann::json& body);
-  void on_orphan_result(int64_t worker_id, ResultRow row);
+  void on_bye(const std::string& routing_id, const nlohmann::json& body);
   void on_pack_request(const std::string& routing_id, const std::string& hash);
   void reply_pack(const std::string& routing_id, const std::string& hash);
   void disconnect(const std::string& routing_id, const std::string& reason);
@@ -125,6 +129,7 @@ class Coordinator {
   void on_submit(const std::string& routing_id, wire::Message message);
   void on_query(const std::string& routing_id, const nlohmann::json& body);
   void on_cancel(const std::string& routing_id, const nlohmann::json& body);
+  void on_worker_control(const std::string& routing_id, const nlohmann::json& body);
   void reply(const std::string& routing_id, const nlohmann::json& request, nlohmann::json body);
   void reply_error(const std::string& routing_id, const nlohmann::json& request,
                    const std::string& code, const std::string& message);
@@ -145,6 +150,7 @@ class Coordinator {
   Metrics metrics_;
   std::unique_ptr<DbThread> db_;
   std::optional<ProblemCatalog> catalog_;
+  std::string epoch_;  // the database's (JobStore::database_epoch), sent in WELCOME
   std::string catalog_error_;
 
   std::map<int64_t, Session> sessions_;  // worker id -> identity of its current session

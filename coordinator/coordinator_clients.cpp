@@ -170,7 +170,8 @@ Status create_submitted_run(JobStore& store, SubmitRequest& req, SubmitOutcome& 
 
 bool is_from_client(wire::MessageType type) {
   using T = wire::MessageType;
-  return type == T::kSubmit || type == T::kQuery || type == T::kCancel;
+  return type == T::kSubmit || type == T::kQuery || type == T::kCancel ||
+         type == T::kWorkerControl;
 }
 
 }  // namespace
@@ -198,6 +199,7 @@ void Coordinator::on_client_message(const std::string& routing_id, wire::Message
   }
   if (message.type == T::kSubmit) return on_submit(routing_id, std::move(message));
   if (message.type == T::kQuery) return on_query(routing_id, message.body);
+  if (message.type == T::kWorkerControl) return on_worker_control(routing_id, message.body);
   on_cancel(routing_id, message.body);
 }
 
@@ -305,6 +307,23 @@ void Coordinator::on_cancel(const std::string& routing_id, const nlohmann::json&
           reply(routing_id, *request, {{"run_id", run_id}, {"cancelled", *cancelled}});
         });
       });
+}
+
+}  // namespace kb::coord
+
+namespace kb::coord {
+
+// `kb workers --drain/--resume/--release NAME` (an admin's: see docs/security.md for the roles).
+void Coordinator::on_worker_control(const std::string& routing_id, const nlohmann::json& body) {
+  const std::string action = body["action"].get<std::string>();
+  const std::string worker = body["worker"].get<std::string>();
+  if (worker.empty() || worker.size() > 200) {
+    return reply_error(routing_id, body, "bad_request", "WORKER_CONTROL: a worker name is needed");
+  }
+  const std::string error = scheduler_.control(worker, action);
+  if (!error.empty()) return reply_error(routing_id, body, "bad_request", error);
+  std::fprintf(stderr, "kb-coordinator: worker %s: %s\n", worker.c_str(), action.c_str());
+  reply(routing_id, body, {{"worker", worker}, {"action", action}});
 }
 
 }  // namespace kb::coord

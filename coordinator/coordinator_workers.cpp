@@ -1,4 +1,4 @@
-// The workers' side of the coordinator: READY/WELCOME, HEARTBEAT, REQUEST, RESULT/ACK and
+// The workers' side of the coordinator: READY/WELCOME, HEARTBEAT, REQUEST, RESULT/ACK, BYE and
 // PACK_REQUEST/PACK (schemas/protocol.md).
 #include <cstdio>
 
@@ -23,14 +23,15 @@ std::optional<T> integer_field(const nlohmann::json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end() || !it->is_number_integer()) return std::nullopt;
   const int64_t v = it->get<int64_t>();
-  if (v < 0 || v > std::numeric_limits<T>::max()) return std::nullopt;
+  if (v < 0 || static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+    return std::nullopt;
   return static_cast<T>(v);
 }
 
 bool is_from_worker(wire::MessageType type) {
   using T = wire::MessageType;
   return type == T::kReady || type == T::kHeartbeat || type == T::kRequest || type == T::kResult ||
-         type == T::kPackRequest;
+         type == T::kPackRequest || type == T::kBye;
 }
 
 std::optional<WorkerIdentity> parse_identity(const nlohmann::json& body) {
@@ -50,16 +51,18 @@ std::optional<WorkerIdentity> parse_identity(const nlohmann::json& body) {
   return id;
 }
 
-std::vector<InFlight> parse_in_flight(const nlohmann::json& body) {
-  std::vector<InFlight> jobs;
-  auto it = body.find("in_flight");
-  if (it == body.end() || !it->is_array()) return jobs;
+// Lease tokens [{job_id, attempt, lease_id}] at body[key] (READY's in_flight, BYE's release).
+std::vector<LeaseToken> parse_tokens(const nlohmann::json& body, const char* key) {
+  std::vector<LeaseToken> tokens;
+  auto it = body.find(key);
+  if (it == body.end() || !it->is_array()) return tokens;
   for (const nlohmann::json& entry : *it) {
     auto job_id = integer_field<int64_t>(entry, "job_id");
     auto attempt = integer_field<int>(entry, "attempt");
-    if (job_id && attempt) jobs.push_back({*job_id, *attempt});
+    auto lease_id = integer_field<uint64_t>(entry, "lease_id");
+    if (job_id && attempt) tokens.push_back({*job_id, *attempt, lease_id.value_or(0)});
   }
-  return jobs;
+  return tokens;
 }
 
 }  // namespace
@@ -92,7 +95,9 @@ void Coordinator::on_worker_message(const std::string& routing_id, wire::Message
     metrics_.count_dropped(kDropUnknownPeer);
     return disconnect(routing_id, "register first");
   }
-  if (message.type == T::kRequest) {
+  if (message.type == T::kBye) {
+    on_bye(routing_id, message.body);
+  } else if (message.type == T::kRequest) {
     const nlohmann::json& credits = message.body["credits"];
     const double c = credits.get<double>();
     if (!draining_ && c >= 1 && c <= 1000) scheduler_.add_credits(routing_id, static_cast<int>(c));
@@ -117,7 +122,7 @@ void Coordinator::on_ready(const std::string& routing_id, const nlohmann::json& 
   }
   if (!registering_.insert(routing_id).second) return;  // a repeat while the first is pending
   auto worker_id = std::make_shared<int64_t>(0);
-  auto in_flight = parse_in_flight(body);
+  auto in_flight = parse_tokens(body, "in_flight");
   db_->submit(
       [identity = *identity, worker_id](JobStore& store) -> Status {
         Result<int64_t> id = store.upsert_worker(identity);
@@ -148,7 +153,8 @@ void Coordinator::on_registered(const std::string& routing_id, const WorkerIdent
   welcome.type = wire::MessageType::kWelcome;
   welcome.body = {{"worker_id", worker_id},
                   {"heartbeat_ms", config_.scheduler.heartbeat.count()},
-                  {"liveness", config_.scheduler.liveness}};
+                  {"liveness", config_.scheduler.liveness},
+                  {"epoch", epoch_}};
   send_to_worker(routing_id, welcome);  // before any JOB the registration may dispatch
   scheduler_.worker_ready(worker_id, routing_id, identity, in_flight);
   std::fprintf(stderr, "kb-coordinator: worker %s (%s) registered as %lld, %zu in flight\n",
@@ -164,6 +170,16 @@ void Coordinator::on_result(const std::string& routing_id, const nlohmann::json&
     return;
   }
   const int64_t worker_id = scheduler_.worker_id_of(routing_id);
+  // A result spooled under another database: its job id names another job here.
+  const std::string epoch = string_field(body, "epoch");
+  if (worker_id != 0 && !epoch_.empty() && !epoch.empty() && epoch != epoch_) {
+    return reject_result(routing_id, *job_id, *attempt, "epoch");
+  }
+  ResultClaim claim;
+  claim.token = {*job_id, *attempt, integer_field<uint64_t>(body, "lease_id").value_or(0)};
+  claim.problem = string_field(body["result"], "problem_id");
+  claim.preset = string_field(body["result"], "preset");
+  claim.infra_failure = string_field(body, "infra_failure");
   ResultRow row;
   if (worker_id != 0) {
     const Session& session = sessions_[worker_id];
@@ -173,14 +189,20 @@ void Coordinator::on_result(const std::string& routing_id, const nlohmann::json&
   auto wall = body.find("wall_ms");
   row.wall_ms = wall != body.end() && wall->is_number() ? wall->get<double>() : 0;
   row.result = body["result"];
-  switch (scheduler_.result(routing_id, *job_id, *attempt, row)) {
+  const ResultVerdict verdict = scheduler_.result(routing_id, claim, std::move(row));
+  switch (verdict.disposition) {
     case ResultDisposition::kAccepted:
     case ResultDisposition::kDuplicate:
+    case ResultDisposition::kInfraFailure:
       acks_next_.push_back({worker_id, *job_id, *attempt});
+      if (verdict.disposition == ResultDisposition::kInfraFailure) {
+        std::fprintf(stderr, "kb-coordinator: job %lld attempt %d: infrastructure failure on %s: %s\n",
+                     static_cast<long long>(*job_id), *attempt, routing_id.c_str(),
+                     claim.infra_failure.c_str());
+      }
       break;
-    case ResultDisposition::kOrphan:
-      row.job_id = *job_id, row.attempt = *attempt, row.worker_id = worker_id;
-      on_orphan_result(worker_id, std::move(row));
+    case ResultDisposition::kRejected:
+      reject_result(routing_id, *job_id, *attempt, verdict.reason);
       break;
     case ResultDisposition::kUnknownWorker:
       metrics_.count_dropped(kDropUnknownPeer);
@@ -189,27 +211,19 @@ void Coordinator::on_result(const std::string& routing_id, const nlohmann::json&
   }
 }
 
-// A result for a job the scheduler has forgotten (done before a restart, cancelled) or never
-// knew: stored on its own so that a bad job id cannot fail a shared batch; acked when stored or
-// found already stored.
-void Coordinator::on_orphan_result(int64_t worker_id, ResultRow row) {
-  auto batch = std::make_shared<Batch>();
-  batch->results.push_back(std::move(row));
-  auto outcome = std::make_shared<BatchOutcome>();
-  db_->submit_batch(batch, outcome, [this, batch, outcome, worker_id](const Status& status) {
-    post_to_loop([this, batch, outcome, worker_id, status] {
-      const ResultRow& r = batch->results.front();
-      if (!status.is_ok()) {
-        std::fprintf(stderr, "kb-coordinator: result for unknown job %lld dropped: %s\n",
-                     static_cast<long long>(r.job_id), status.message().c_str());
-        return;
-      }
-      if (!outcome->result_inserted.empty() && outcome->result_inserted[0]) {
-        metrics_.count_results_stored(1);
-      }
-      send_ack(worker_id, r.job_id, r.attempt);
-    });
-  });
+// BYE {release, draining, final} (schemas/protocol.md, Drain).
+void Coordinator::on_bye(const std::string& routing_id, const nlohmann::json& body) {
+  const bool final = body.value("final", false) == true;
+  const bool draining = body.value("draining", false) == true;
+  const auto kind = final      ? Scheduler::ByeKind::kFinal
+                    : draining ? Scheduler::ByeKind::kDraining
+                               : Scheduler::ByeKind::kGiveBack;
+  const std::vector<LeaseToken> release = parse_tokens(body, "release");
+  if (kind != Scheduler::ByeKind::kGiveBack) {
+    std::fprintf(stderr, "kb-coordinator: %s said BYE (%s), %zu job(s) given back\n",
+                 routing_id.c_str(), final ? "leaving" : "draining", release.size());
+  }
+  scheduler_.worker_bye(routing_id, release, kind);
 }
 
 void Coordinator::on_pack_request(const std::string& routing_id, const std::string& hash) {

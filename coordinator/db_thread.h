@@ -5,8 +5,17 @@
 // connection error (JobStore::is_connection_error), the thread marks the database down, waits
 // (backoff 100 ms doubling to 2 s), reconnects and calls it again with the same arguments, for as
 // long as it takes (an outage loses nothing; the loop keeps running and keeps queueing). Any other
-// error ends the operation. `finished` then runs once, ON THIS THREAD, with the final Status;
-// callers post their completion to their own loop (asio::post).
+// error is retried kRetries times with the same backoff, then ends the operation. `finished` then
+// runs once, ON THIS THREAD, with the final Status; callers post their completion to their own
+// loop (asio::post).
+//
+// A batch (submit_batch) that fails with an error that is not an outage is split to isolate the
+// bad entry: its kinds are applied one after another in the store's order, each halved until the
+// failing entry is alone. A result that cannot be stored is stored instead as a runtime_error
+// result saying why (its job ends; the worker is acked); any other entry that cannot be applied
+// is logged and skipped (a lease, requeue or state that the next restart's load corrects). Nothing
+// is forgotten silently. The split batch is no longer one transaction; every statement is
+// idempotent and unacked results are resent, so a crash in between loses nothing.
 //
 // stop() ends the thread after the current call; operations not yet finished get
 // finished(kFailedPrecondition "stopped"). flush(timeout) waits until the queue is empty.
@@ -42,6 +51,8 @@ class DbThread {
   DbThread(const DbThread&) = delete;
   DbThread& operator=(const DbThread&) = delete;
 
+  static constexpr int kRetries = 3;
+
   void submit(Attempt attempt, Finished finished);
   // Applies one batch (timed and counted in stats()); outcome is filled before finished(ok).
   void submit_batch(std::shared_ptr<const Batch> batch, std::shared_ptr<BatchOutcome> outcome,
@@ -51,6 +62,10 @@ class DbThread {
 
   bool healthy() const;
   DbStats stats() const;
+
+  // apply(batch), isolating a bad entry as described above; a connection error is returned as is
+  // (the caller retries the whole batch). Exposed for tests.
+  static Result<BatchOutcome> apply_isolating(JobStore& store, const Batch& batch);
 
  private:
   struct Op {

@@ -82,6 +82,7 @@ struct JobRecord {
   int attempt = 0, max_attempts = 3;
   std::optional<int64_t> worker_id;         // leased: the holder
   std::optional<SystemTime> lease_deadline;  // leased
+  uint64_t lease_id = 0;                     // leased: the lease's fencing id (0: unknown)
   std::string pack_hash;                     // from the run
   nlohmann::json run_config = nlohmann::json::object();
 };
@@ -93,6 +94,7 @@ struct Lease {
   int attempt = 0;  // the new attempt number (1 for the first lease)
   int64_t worker_id = 0;
   SystemTime deadline;
+  uint64_t lease_id = 0;  // the fencing id the JOB carries (schemas/protocol.md)
 };
 struct Requeue {
   int64_t job_id = 0;
@@ -144,6 +146,10 @@ class JobStore {
 
   virtual Status reconnect() = 0;
   virtual bool is_connection_error(const Status& status) const = 0;
+
+  // The database's epoch (schemas/0004_epoch.sql): a random id made when it was first migrated.
+  // WELCOME carries it; "" for stores without one (test fakes).
+  virtual Result<std::string> database_epoch() { return std::string(); }
 
   // Workers.
   virtual Result<int64_t> upsert_worker(const WorkerIdentity& worker) = 0;  // -> workers.id

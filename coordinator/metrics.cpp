@@ -28,6 +28,21 @@ Metrics::Metrics() {
   for (std::string_view reason : {kDropUnknownPeer, kDropWrongDirection, kDropSendFailed}) {
     dropped_[std::string(reason)] = 0;
   }
+  for (const char* reason : {"unknown_job", "not_leased", "not_holder", "stale_lease", "mismatch",
+                             "done", "epoch"}) {
+    rejected_[reason] = 0;
+  }
+}
+
+void Metrics::count_result_rejected(std::string_view reason) {
+  auto it = rejected_.find(reason);
+  if (it == rejected_.end()) it = rejected_.emplace(std::string(reason), 0).first;
+  ++it->second;
+}
+
+uint64_t Metrics::results_rejected(std::string_view reason) const {
+  auto it = rejected_.find(reason);
+  return it == rejected_.end() ? 0 : it->second;
 }
 
 void Metrics::count_dropped(std::string_view reason) {
@@ -62,7 +77,8 @@ std::pair<double, double> Metrics::rates() const {
           static_cast<double>(b.results - a.results) / seconds};
 }
 
-std::string Metrics::render(const SchedulerStats& s, const DbStats& db) const {
+std::string Metrics::render(const SchedulerStats& s, const DbStats& db,
+                            const std::vector<std::string>& quarantined) const {
   std::string out;
   header(out, "kb_queue_depth", "gauge", "Jobs queued in memory, waiting for a worker.");
   line(out, "kb_queue_depth", "", static_cast<double>(s.queued));
@@ -72,6 +88,25 @@ std::string Metrics::render(const SchedulerStats& s, const DbStats& db) const {
   line(out, "kb_workers", "{state=\"busy\"}", static_cast<double>(s.workers_busy));
   line(out, "kb_workers", "{state=\"idle\"}", static_cast<double>(s.workers_idle));
   line(out, "kb_workers", "{state=\"lost\"}", static_cast<double>(s.workers_lost));
+  line(out, "kb_workers", "{state=\"draining\"}", static_cast<double>(s.workers_draining));
+  line(out, "kb_workers", "{state=\"quarantined\"}", static_cast<double>(s.workers_quarantined));
+  header(out, "kb_worker_quarantined", "gauge",
+         "1 per quarantined worker (kb workers --release NAME lets it take jobs again).");
+  for (const std::string& name : quarantined) {
+    line(out, "kb_worker_quarantined", "{worker=\"" + name + "\"}", 1);
+  }
+  header(out, "kb_lease_expiries_total", "counter", "Leases ended by their deadline or lease grace.");
+  line(out, "kb_lease_expiries_total", "", static_cast<double>(s.lease_expiries));
+  header(out, "kb_requeues_total", "counter", "Jobs queued again after a lease ended without a result.");
+  line(out, "kb_requeues_total", "", static_cast<double>(s.requeues));
+  header(out, "kb_quarantines_total", "counter",
+         "Workers quarantined after consecutive infrastructure failures.");
+  line(out, "kb_quarantines_total", "", static_cast<double>(s.quarantines));
+  header(out, "kb_results_rejected_total", "counter",
+         "RESULTs refused by lease fencing or from another database epoch, by reason.");
+  for (const auto& [reason, n] : rejected_) {
+    line(out, "kb_results_rejected_total", "{reason=\"" + reason + "\"}", static_cast<double>(n));
+  }
   header(out, "kb_jobs_completed_total", "counter", "Jobs done (first result accepted).");
   line(out, "kb_jobs_completed_total", "", static_cast<double>(s.jobs_completed));
   header(out, "kb_jobs_failed_total", "counter", "Jobs failed after their last attempt.");

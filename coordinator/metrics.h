@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/wire_protocol.h"
 #include "coordinator/scheduler.h"
@@ -47,6 +48,9 @@ class Metrics {
   void set_open_regressions(int64_t n) { open_regressions_ = n; }
   void count_backpressure() { ++backpressure_pauses_; }
   void count_regressions_flagged(int64_t n) { regressions_flagged_ += static_cast<uint64_t>(n); }
+  // A RESULT refused by lease fencing (scheduler.h) or from another database epoch.
+  void count_result_rejected(std::string_view reason);
+  uint64_t results_rejected(std::string_view reason) const;
   uint64_t dropped(std::string_view reason) const;
   uint64_t dropped_total() const;
   uint64_t auth_rejected() const { return auth_rejected_; }
@@ -55,7 +59,9 @@ class Metrics {
   // Once a second: remembers the counters to compute the rates.
   void sample(std::chrono::steady_clock::time_point now, uint64_t jobs_completed);
 
-  std::string render(const SchedulerStats& scheduler, const DbStats& db) const;
+  // quarantined: the names of the quarantined workers (one gauge series each).
+  std::string render(const SchedulerStats& scheduler, const DbStats& db,
+                     const std::vector<std::string>& quarantined = {}) const;
 
  private:
   struct Sample {
@@ -64,7 +70,7 @@ class Metrics {
   };
   std::pair<double, double> rates() const;  // jobs/s, results/s
 
-  std::map<std::string, uint64_t, std::less<>> dropped_;
+  std::map<std::string, uint64_t, std::less<>> dropped_, rejected_;
   uint64_t auth_rejected_ = 0, results_stored_ = 0, regressions_flagged_ = 0, backpressure_pauses_ = 0;
   int64_t open_regressions_ = 0;
   std::deque<Sample> samples_;

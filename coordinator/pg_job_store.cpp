@@ -78,6 +78,7 @@ JobRecord record_of(const pqxx::row& row, std::unordered_map<int64_t, json>& con
   auto [config, inserted] = configs.try_emplace(r.run_id);
   if (inserted) config->second = parse_or_empty(row[14]);
   r.run_config = config->second;
+  if (!row[15].is_null()) r.lease_id = static_cast<uint64_t>(row[15].as<int64_t>());
   return r;
 }
 
@@ -128,6 +129,18 @@ Result<int64_t> PgJobStore::upsert_worker(const WorkerIdentity& w) {
     return row[0].as<int64_t>();
   } catch (...) {
     return current_pg_status("upsert worker " + w.name);
+  }
+}
+
+Result<std::string> PgJobStore::database_epoch() {
+  KB_TRY(require_connection());
+  try {
+    pqxx::work txn(conn_->conn);
+    pqxx::row row = txn.exec_prepared1("kb_epoch");
+    txn.commit();
+    return row[0].as<std::string>();
+  } catch (...) {
+    return current_pg_status("read the database epoch");
   }
 }
 

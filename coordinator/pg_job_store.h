@@ -47,6 +47,7 @@ class PgJobStore final : public JobStore {
   Status reconnect() override;
   bool is_connection_error(const Status& status) const override;
 
+  Result<std::string> database_epoch() override;
   Result<int64_t> upsert_worker(const WorkerIdentity& worker) override;
 
   Result<bool> has_pack(const std::string& hash) override;

@@ -121,7 +121,8 @@ json leases_json(const std::vector<Lease>& leases) {
     rows.push_back({{"job_id", l.job_id},
                     {"attempt", l.attempt},
                     {"worker_id", l.worker_id},
-                    {"deadline_ms", epoch_ms(l.deadline)}});
+                    {"deadline_ms", epoch_ms(l.deadline)},
+                    {"lease_id", l.lease_id}});
   }
   return rows;
 }

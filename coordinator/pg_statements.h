@@ -27,6 +27,8 @@ ON CONFLICT (name) DO UPDATE SET
   host = EXCLUDED.host, state = 'idle', last_seen = now()
 RETURNING id)";
 
+inline constexpr const char* kEpoch = "SELECT epoch FROM kb_epoch";
+
 inline constexpr const char* kHasPack = "SELECT 1 FROM packs WHERE hash = $1";
 inline constexpr const char* kStorePack = R"(
 INSERT INTO packs (hash, bytes, size_bytes, commit_sha, build_info)
@@ -64,7 +66,7 @@ inline constexpr const char* kLoadOpenJobs = R"(
 SELECT j.id, j.run_id, j.problem_id, j.preset, j.gpu_model, j.seed, j.predicted_ms, j.params::text,
        j.state, j.attempt, j.max_attempts, j.worker_id,
        (extract(epoch FROM j.lease_deadline) * 1000)::bigint, COALESCE(r.pack_hash, ''),
-       r.config::text
+       r.config::text, j.lease_id
 FROM jobs j JOIN runs r ON r.id = j.run_id
 WHERE j.state IN ('queued', 'leased') AND r.state NOT IN ('done', 'cancelled')
 ORDER BY j.id)";
@@ -85,9 +87,9 @@ WHERE jobs.id = u.job_id AND jobs.state = 'leased')";
 
 inline constexpr const char* kLease = R"(
 UPDATE jobs SET state = 'leased', attempt = u.attempt, worker_id = u.worker_id, leased_at = now(),
-                lease_deadline = to_timestamp(u.deadline_ms / 1000.0)
+                lease_deadline = to_timestamp(u.deadline_ms / 1000.0), lease_id = u.lease_id
 FROM json_to_recordset($1::json) AS u(job_id bigint, attempt int, worker_id bigint,
-                                         deadline_ms float8)
+                                         deadline_ms float8, lease_id bigint)
 WHERE jobs.id = u.job_id AND jobs.state IN ('queued', 'leased') AND jobs.attempt <= u.attempt
   AND (jobs.state = 'queued' OR jobs.attempt < u.attempt
        OR jobs.worker_id IS DISTINCT FROM u.worker_id))";
@@ -145,6 +147,7 @@ WHERE runs.id = u.run_id AND runs.state NOT IN ('done', 'cancelled') AND runs.st
 inline void prepare_all(pqxx::connection& conn) {
   const std::pair<const char*, const char*> statements[] = {
       {"kb_upsert_worker", kUpsertWorker},
+      {"kb_epoch", kEpoch},
       {"kb_has_pack", kHasPack},
       {"kb_store_pack", kStorePack},
       {"kb_load_pack", kLoadPack},

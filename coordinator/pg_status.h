@@ -2,9 +2,13 @@
 // kb_store.
 //
 // A lost or unusable connection (pqxx::broken_connection, an unknown commit outcome
-// (in_doubt_error), SQLSTATE class 08, admin/crash shutdown 57P01..57P03, too many connections
-// 53300) and a transient conflict (serialization failure 40001, deadlock 40P01) become kIoError:
-// the caller reconnects and retries. Anything else (a bad statement, a constraint) is kInternal.
+// (in_doubt_error), SQLSTATE class 08, admin/crash shutdown 57P01..57P03), a server short of
+// resources (class 53: disk full, out of memory, too many connections), a statement timeout or
+// cancel (57014), a read-only node after a failover (25006), a lock timeout (55P03), a system or
+// I/O error (class 58) and a transient conflict (serialization failure 40001, deadlock 40P01)
+// become kIoError: nothing is wrong with the data, so the caller reconnects and retries until it
+// passes. Anything else (a bad value, a constraint) is kInternal: the data is at fault, and the
+// database thread isolates the row (db_thread.h).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -19,8 +23,9 @@
 namespace kb::coord {
 
 inline bool is_retryable_sqlstate(const std::string& state) {
-  return state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02" || state == "57P03" ||
-         state == "53300" || state == "40001" || state == "40P01";
+  return state.rfind("08", 0) == 0 || state.rfind("53", 0) == 0 || state.rfind("58", 0) == 0 ||
+         state == "57P01" || state == "57P02" || state == "57P03" || state == "57014" ||
+         state == "25006" || state == "55P03" || state == "40001" || state == "40P01";
 }
 
 // Call inside a catch block: converts the exception in flight.

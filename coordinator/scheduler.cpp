@@ -55,6 +55,7 @@ void Scheduler::load(std::vector<JobRecord> jobs) {
     if (leased) {
       job.state = JobState::kLeased;
       job.holder = holder;
+      job.lease_id = job.record.lease_id;
       job.in_grace = true;
       job.deadline = now + config_.lease_grace;
       deadlines_.insert({job.deadline, id});
@@ -88,164 +89,19 @@ size_t Scheduler::cancel(int64_t run_id) {
       continue;
     }
     if (job.state == JobState::kQueued) dequeue(job);
-    if (job.state == JobState::kLeased) end_lease(job);
+    if (job.state == JobState::kLeased) {
+      revoke(job.holder, {job.record.id, job.record.attempt, job.lease_id}, "cancelled");
+      end_lease(job);
+    }
     it = jobs_.erase(it);
     ++cancelled;
   }
   runs_.erase(run_id);
   std::erase_if(pending_.run_states, [&](const RunState& r) { return r.run_id == run_id; });
+  // Their JOBs must not go out after the cancel (the store cancels the jobs; the leases are void).
+  auto of_run = [&](const Dispatch& d) { return !jobs_.count(d.token.job_id); };
+  std::erase_if(pending_dispatches_, of_run);
   return cancelled;
-}
-
-void Scheduler::lease(Job& job, Worker& worker, int attempt, std::optional<SteadyTime> deadline) {
-  const SteadyTime now = clock_.steady_now();
-  const Run& run = runs_[job.record.run_id];
-  job.state = JobState::kLeased;
-  job.holder = worker.id;
-  job.in_grace = false;
-  job.record.attempt = attempt;
-  job.deadline = deadline.value_or(
-      now + lease_budget(job.record.predicted_ms, run.time_cap_s, run.job_timeout_s));
-  deadlines_.insert({job.deadline, job.record.id});
-  held_[worker.id].insert(job.record.id);
-  const auto to_system = std::chrono::duration_cast<SystemTime::duration>(job.deadline - now);
-  pending_.leases.push_back({job.record.id, attempt, worker.id, clock_.system_now() + to_system});
-  // A lease supersedes a requeue of the same job that is still in the pending batch (the store
-  // applies leases before requeues).
-  if (auto it = pending_requeue_.find(job.record.id); it != pending_requeue_.end()) {
-    pending_.requeues[it->second].job_id = -1;
-    pending_requeue_.erase(it);
-  }
-  if (!run.running) {
-    runs_[job.record.run_id].running = true;
-    set_run_state(job.record.run_id, "running");
-  }
-}
-
-void Scheduler::end_lease(Job& job) {
-  deadlines_.erase({job.deadline, job.record.id});
-  if (auto it = held_.find(job.holder); it != held_.end()) {
-    it->second.erase(job.record.id);
-    if (it->second.empty()) held_.erase(it);
-  }
-  job.holder = 0;
-  job.in_grace = false;
-}
-
-void Scheduler::requeue(Job& job, const std::string& reason) {
-  end_lease(job);
-  if (job.record.attempt >= job.record.max_attempts) {
-    pending_.failures.push_back(
-        {job.record.id, "lost " + std::to_string(job.record.attempt) + " leases; last: " + reason});
-    finish_job(job, /*failed=*/true);
-    return;
-  }
-  pending_requeue_[job.record.id] = pending_.requeues.size();
-  pending_.requeues.push_back({job.record.id, reason});
-  enqueue(job);
-}
-
-// The job leaves the open set; a failed job is forgotten now, a done one after its commit.
-void Scheduler::finish_job(Job& job, bool failed) {
-  const int64_t run_id = job.record.run_id;
-  if (failed) {
-    ++failed_;
-    jobs_.erase(job.record.id);
-  } else {
-    ++completed_;
-    job.state = JobState::kDone;
-  }
-  auto run = runs_.find(run_id);
-  if (run != runs_.end() && --run->second.open == 0) {
-    runs_.erase(run);
-    set_run_state(run_id, "done");
-  }
-}
-
-void Scheduler::set_run_state(int64_t run_id, const std::string& state) {
-  pending_.run_states.push_back({run_id, state});
-}
-
-ResultDisposition Scheduler::result(const std::string& routing_id, int64_t job_id, int attempt,
-                                    ResultRow row) {
-  auto w = by_routing_id_.find(routing_id);
-  if (w == by_routing_id_.end()) return ResultDisposition::kUnknownWorker;
-  Worker& worker = workers_.at(w->second);
-  worker.last_heard = clock_.steady_now();
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return ResultDisposition::kOrphan;
-  Job& job = it->second;
-  if (job.state == JobState::kDone) return ResultDisposition::kDuplicate;
-  if (job.state == JobState::kLeased) end_lease(job);
-  if (job.state == JobState::kQueued) dequeue(job);
-  row.job_id = job_id;
-  row.attempt = attempt;
-  row.worker_id = worker.id;
-  pending_.results.push_back(std::move(row));
-  finish_job(job, /*failed=*/false);
-  return ResultDisposition::kAccepted;
-}
-
-void Scheduler::committed(const Batch& batch) {
-  for (const ResultRow& row : batch.results) {
-    auto it = jobs_.find(row.job_id);
-    if (it != jobs_.end() && it->second.state == JobState::kDone) jobs_.erase(it);
-  }
-}
-
-// --- workers ------------------------------------------------------------------------------------
-
-void Scheduler::worker_ready(int64_t worker_id, const std::string& routing_id,
-                             const WorkerIdentity& identity, const std::vector<InFlight>& in_flight) {
-  if (auto old = workers_.find(worker_id); old != workers_.end()) {
-    by_routing_id_.erase(old->second.routing_id);
-    workers_.erase(old);
-  }
-  if (auto other = by_routing_id_.find(routing_id); other != by_routing_id_.end()) {
-    Worker& previous = workers_.at(other->second);
-    lose_worker(previous, "its connection was taken over");
-  }
-  Worker& worker = workers_[worker_id];
-  worker = Worker{worker_id, routing_id, identity.gpu_model, identity.device_kind, 0,
-                  clock_.steady_now()};
-  by_routing_id_[routing_id] = worker_id;
-  hungry_.erase(worker_id);
-  lost_.erase(worker_id);
-  release_leases_of(worker_id, in_flight, &worker, "worker re-registered without it");
-  pending_.worker_states.push_back({worker_id, held_.count(worker_id) ? "busy" : "idle"});
-  dispatch_all();  // requeued jobs may suit other workers
-}
-
-// Ends the worker's leases that `keep` does not list; adopts listed jobs that are still queued.
-void Scheduler::release_leases_of(int64_t worker_id, const std::vector<InFlight>& keep,
-                                  Worker* keeper, const std::string& reason) {
-  std::map<int64_t, int> listed;
-  for (const InFlight& f : keep) listed[f.job_id] = f.attempt;
-  std::vector<int64_t> held;
-  if (auto it = held_.find(worker_id); it != held_.end()) held.assign(it->second.begin(), it->second.end());
-  const SteadyTime now = clock_.steady_now();
-  for (int64_t id : held) {
-    Job& job = jobs_.at(id);
-    if (!listed.count(id)) {
-      requeue(job, reason);
-    } else if (job.in_grace) {  // back after a coordinator restart: the stored deadline holds
-      deadlines_.erase({job.deadline, id});
-      job.in_grace = false;
-      job.deadline = job.record.lease_deadline
-                         ? now + std::chrono::duration_cast<SteadyTime::duration>(
-                                     *job.record.lease_deadline - clock_.system_now())
-                         : now + lease_budget(job.record.predicted_ms, 0);
-      deadlines_.insert({job.deadline, id});
-    }
-  }
-  if (!keeper) return;
-  for (const auto& [id, attempt] : listed) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.state != JobState::kQueued) continue;
-    Job& job = it->second;
-    dequeue(job);
-    lease(job, *keeper, std::max(job.record.attempt, attempt), std::nullopt);
-  }
 }
 
 bool Scheduler::heard(const std::string& routing_id) {
@@ -274,6 +130,11 @@ void Scheduler::lose_worker(Worker& worker, const std::string& reason) {
   pending_.worker_states.push_back({id, "lost"});
 }
 
+Scheduler::Worker* Scheduler::worker_by_routing_id(const std::string& routing_id) {
+  auto it = by_routing_id_.find(routing_id);
+  return it == by_routing_id_.end() ? nullptr : &workers_.at(it->second);
+}
+
 void Scheduler::tick() {
   const SteadyTime now = clock_.steady_now();
   const auto silence = config_.heartbeat * config_.liveness;
@@ -285,6 +146,8 @@ void Scheduler::tick() {
   bool requeued = !silent.empty();
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     Job& job = jobs_.at(deadlines_.begin()->second);
+    ++lease_expiries_;
+    if (!job.in_grace) revoke(job.holder, {job.record.id, job.record.attempt, job.lease_id}, "lease_expired");
     requeue(job, job.in_grace ? "lease grace expired" : "deadline passed");
     requeued = true;
   }
@@ -314,11 +177,13 @@ void Scheduler::set_paused(bool paused) {
 }
 
 bool Scheduler::dispatch_one(Worker& worker) {
-  Job* job = draining_ || paused_ || worker.credits <= 0 ? nullptr : best_job_for(worker);
+  Job* job = !accepts_jobs(worker) || worker.credits <= 0 ? nullptr : best_job_for(worker);
   if (job) {
     dequeue(*job);
-    lease(*job, worker, job->record.attempt + 1, std::nullopt);
-    outbox_.push_back({worker.routing_id, job_message(*job)});
+    lease(*job, worker, job->record.attempt + 1);
+    pending_dispatches_.push_back({worker.routing_id,
+                                   {job->record.id, job->record.attempt, job->lease_id},
+                                   job_message(*job)});
     --worker.credits;
   }
   if (worker.credits > 0) {
@@ -351,7 +216,7 @@ void Scheduler::dispatch_all() {
     double best_load = 0;
     for (int64_t id : hungry_) {
       Worker& w = workers_.at(id);
-      if (!best_job_for(w)) continue;  // nothing queued for its model
+      if (!accepts_jobs(w) || !best_job_for(w)) continue;  // drained, or nothing for its model
       const double load = held_work_ms(id);
       if (!best || load < best_load) {
         best = &w;
@@ -369,6 +234,7 @@ wire::Message Scheduler::job_message(const Job& job) const {
   m.type = wire::MessageType::kJob;
   m.body = {{"job_id", r.id},
             {"attempt", r.attempt},
+            {"lease_id", job.lease_id},
             {"seed", r.seed},
             {"problem", r.problem_id},
             {"preset", r.preset},
@@ -385,9 +251,18 @@ wire::Message Scheduler::job_message(const Job& job) const {
 Batch Scheduler::take_batch() {
   Batch batch = std::move(pending_);
   pending_ = Batch();
+  dispatches_.insert(dispatches_.end(), std::make_move_iterator(pending_dispatches_.begin()),
+                     std::make_move_iterator(pending_dispatches_.end()));
+  pending_dispatches_.clear();
   pending_requeue_.clear();
   std::erase_if(batch.requeues, [](const Requeue& r) { return r.job_id < 0; });
   return batch;
+}
+
+std::vector<Dispatch> Scheduler::take_dispatches() {
+  std::vector<Dispatch> out = std::move(dispatches_);
+  dispatches_.clear();
+  return out;
 }
 
 std::vector<OutgoingMessage> Scheduler::take_messages() {
@@ -420,6 +295,11 @@ SchedulerStats Scheduler::stats() const {
   s.runs = runs_.size();
   for (const auto& [id, worker] : workers_) (held_.count(id) ? s.workers_busy : s.workers_idle)++;
   s.workers_lost = lost_.size();
+  s.workers_quarantined = quarantined_.size();
+  s.workers_draining = drained_.size();
+  s.lease_expiries = lease_expiries_;
+  s.requeues = requeues_;
+  s.quarantines = quarantines_;
   s.jobs_completed = completed_;
   s.jobs_failed = failed_;
   return s;

@@ -67,7 +67,12 @@ kb::JobResult run(const Options& o) {
     device = kb::make_cpu_device(pack.value());
   } else {
     auto cuda = kb::make_cuda_device(pack.value(), o.gpu);
-    if (!cuda.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, cuda.status().message());
+    if (!cuda.is_ok()) {
+      // The device, not the kernel: the worker reports an infrastructure failure (job_runner.h).
+      kb::JobResult r = failed(o, kb::JobStatus::kRuntimeError, cuda.status().message());
+      r.stop_reason = "device_init_failed";
+      return r;
+    }
     device = std::move(cuda).value();
   }
   const double init_ms = ms_since(init_start);

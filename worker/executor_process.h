@@ -47,6 +47,9 @@ class ExecutorProcess {
   // Kills the child's group and reaps it; poll() returns nothing afterwards.
   void kill();
   bool finished() const { return done_; }
+  // The child could not be started (poll() then returns a runtime_error): an infrastructure
+  // failure of this host, not the kernel's behaviour.
+  bool spawn_failed() const { return pid_ <= 0; }
 
  private:
   JobResult finish(int wait_status);

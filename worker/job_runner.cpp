@@ -32,6 +32,7 @@ Result<JobSpec> JobSpec::from_json(const nlohmann::json& body) {
   JobSpec job;
   const bool ok =
       read_field(body, "job_id", &job.job_id) && read_field(body, "attempt", &job.attempt) &&
+      read_field(body, "lease_id", &job.lease_id) &&
       read_field(body, "seed", &job.seed) && read_field(body, "problem", &job.problem) &&
       read_field(body, "preset", &job.preset) && read_field(body, "pack", &job.pack) &&
       read_field(body, "run_id", &job.run_id) && read_field(body, "time_cap_s", &job.time_cap_s) &&
@@ -83,8 +84,14 @@ std::optional<JobOutcome> ExecutorJobRunner::poll(SteadyClock::time_point now) {
   last_poll_ = now;
   std::optional<JobResult> result = process_->poll();
   if (!result) return std::nullopt;
+  std::string infra;
+  if (process_->spawn_failed()) {
+    infra = "spawn: " + result->message;
+  } else if (result->status == JobStatus::kRuntimeError && result->stop_reason == "device_init_failed") {
+    infra = "device: " + result->message;
+  }
   process_.reset();
-  return JobOutcome{std::move(*result), started_at_, SteadyClock::now()};
+  return JobOutcome{std::move(*result), started_at_, SteadyClock::now(), std::move(infra)};
 }
 
 void ExecutorJobRunner::abort() {
@@ -127,7 +134,7 @@ std::optional<JobOutcome> SimJobRunner::poll(SteadyClock::time_point now) {
   r.stop_reason = "sim";
   r.environment = {{"device", "sim"}};
   job_.reset();
-  return JobOutcome{std::move(r), started_at_, now};
+  return JobOutcome{std::move(r), started_at_, now, ""};
 }
 
 std::optional<SteadyClock::time_point> SimJobRunner::next_poll() const {

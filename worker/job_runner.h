@@ -4,7 +4,9 @@
 //   ExecutorJobRunner  a kb-executor child per job (worker/executor_process.h): crash, hang and
 //                      runtime errors become the job's result; the child's timeout is the job's
 //                      deadline less a margin, so the worker reports `timeout` before the
-//                      coordinator's lease ends.
+//                      coordinator's lease ends. A child that cannot be spawned, or whose device
+//                      fails to initialise (stop_reason device_init_failed), is an infrastructure
+//                      failure (JobOutcome::infra_failure), not a result.
 //   SimJobRunner       the benchmark's `sim` device: the job "runs" for params.sleep_ms on a
 //                      timer (no process, no thread) and yields a result labelled sim.
 //
@@ -33,6 +35,8 @@ using SteadyClock = std::chrono::steady_clock;
 struct JobSpec {
   int64_t job_id = 0;
   int64_t attempt = 0;
+  uint64_t lease_id = 0;  // with job_id and attempt, the lease's token: echoed in RESULT
+  std::string epoch;      // the coordinator's database epoch when the JOB came (not in JOB)
   uint64_t seed = 0;
   std::string problem, preset;
   std::string pack;       // content hash; "" for sim jobs
@@ -48,6 +52,9 @@ struct JobSpec {
 struct JobOutcome {
   JobResult result;
   SteadyClock::time_point started_at, finished_at;
+  // Not empty: the job could not run here ("spawn: ...", "device: ..."); the coordinator
+  // requeues it elsewhere instead of storing `result` (schemas/protocol.md, Failures).
+  std::string infra_failure;
 };
 
 class JobRunner {

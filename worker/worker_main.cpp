@@ -5,8 +5,11 @@
 // benchmark's simulated fleet (256 workers in one process: one zmq_poll over their sockets,
 // sim jobs end on timers, no thread per job).
 //
-// SIGTERM/SIGINT: stop requesting, kill the running child, give unacked results a moment to be
-// acknowledged, exit 0 (the spool keeps what was not acknowledged for the next start).
+// SIGTERM/SIGINT drains: the held (prefetched) jobs go back to the coordinator at once (BYE
+// {draining}), the running job finishes (up to its timeout) and its result is delivered, then
+// BYE {final} tells the coordinator the worker is gone, and it exits 0. A second signal kills the
+// running job and gives it back (BYE {final}) at once. Unacked results get kFlushLimit to be
+// acknowledged; the spool keeps what was not for the next start.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "worker/executor_process.h"
@@ -32,14 +36,14 @@ using kb::SteadyClock;
 constexpr auto kFlushLimit = std::chrono::seconds(3);
 constexpr double kDescribeTimeoutS = 60;
 
-volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_signals = 0;  // SIGTERM/SIGINT received
 void on_signal(int) {
-  g_stop = 1;
+  g_signals = g_signals + 1;
 }
 
 struct Options {
   std::string coordinator, device = "cuda", name, state_dir, executor, problems_dir, curve_key,
-                           coordinator_key;
+                           coordinator_key, execution_log;
   int gpu = 0, sim_workers = 1;
   bool sim_fsync = false;
 };
@@ -97,6 +101,7 @@ kb::Result<std::unique_ptr<kb::WorkerSession>> make_session(zmq::context_t& cont
   config.software = identity["software"];
   config.host = hostname();
   config.needs_packs = o.device != "sim";
+  config.execution_log = o.execution_log;
   if (!o.curve_key.empty()) {
     auto own = kb::curve::load_key_file(o.curve_key, /*require_secret=*/true);
     if (!own.is_ok()) return own.status();
@@ -119,25 +124,42 @@ void raise_file_limit() {
   }
 }
 
+// True when the loop should end: drained (nothing running or held) and every unacked result
+// acknowledged, or the flush limit passed.
+bool drained(std::vector<std::unique_ptr<kb::WorkerSession>>& sessions, SteadyClock::time_point now,
+             std::optional<SteadyClock::time_point>& flush_until) {
+  for (auto& s : sessions) {
+    if (s->busy()) return false;
+  }
+  if (!flush_until) flush_until = now + kFlushLimit;
+  for (auto& s : sessions) {
+    if (s->has_unacked_results() && s->state() == kb::SessionState::kRegistered &&
+        now < *flush_until)
+      return false;
+  }
+  return true;
+}
+
 void run_loop(std::vector<std::unique_ptr<kb::WorkerSession>>& sessions) {
   std::vector<zmq::pollitem_t> items;
   std::vector<size_t> owners;
-  bool draining = false;
-  SteadyClock::time_point flush_until{};
+  int signals_seen = 0;
+  std::optional<SteadyClock::time_point> flush_until;
   for (auto& s : sessions) s->start(SteadyClock::now());
   while (true) {
     SteadyClock::time_point now = SteadyClock::now();
-    if (g_stop && !draining) {
-      draining = true;
-      flush_until = now + kFlushLimit;
-      for (auto& s : sessions) s->drain();
+    const int signals = g_signals;
+    if (signals != signals_seen) {
+      for (auto& s : sessions) {
+        if (signals_seen == 0) s->drain(now);
+        if (signals >= 2) s->stop_now(now);
+      }
+      signals_seen = signals;
     }
-    if (draining) {
-      bool unacked = false;
-      for (auto& s : sessions)
-        unacked =
-            unacked || (s->has_unacked_results() && s->state() == kb::SessionState::kRegistered);
-      if (!unacked || now >= flush_until) return;
+    const bool draining = signals_seen > 0;
+    if (draining && drained(sessions, now, flush_until)) {
+      for (auto& s : sessions) s->say_goodbye(now);
+      return;
     }
     items.clear();
     owners.clear();
@@ -173,6 +195,7 @@ void run_loop(std::vector<std::unique_ptr<kb::WorkerSession>>& sessions) {
 int main(int argc, char** argv) {
   Options o;
   if (const char* env = std::getenv("KB_COORDINATOR")) o.coordinator = env;
+  if (const char* env = std::getenv("KB_EXECUTION_LOG")) o.execution_log = env;
   o.executor = kb::default_executor_path();
   CLI::App app{"kb-worker: runs kbfleet jobs for a coordinator"};
   app.add_option("--coordinator", o.coordinator,
@@ -192,6 +215,9 @@ int main(int argc, char** argv) {
   app.add_option("--problems-dir", o.problems_dir, "Problem specs, passed to kb-executor");
   app.add_option("--curve-key", o.curve_key, "This worker's CURVE key file (public + secret)");
   app.add_option("--coordinator-key", o.coordinator_key, "The coordinator's public key file");
+  app.add_option("--execution-log", o.execution_log,
+                 "Append 'job_id,attempt,event,worker' per job start/finish/revoke/abort to this "
+                 "file (fault tests; env KB_EXECUTION_LOG)");
   CLI11_PARSE(app, argc, argv);
   if (o.coordinator.empty()) {
     std::fprintf(stderr, "kb-worker: --coordinator (or KB_COORDINATOR) is required\n");

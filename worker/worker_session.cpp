@@ -119,13 +119,14 @@ bool WorkerSession::send(MessageType type, nlohmann::json body, SteadyClock::tim
 
 nlohmann::json WorkerSession::ready_body() const {
   nlohmann::json in_flight = nlohmann::json::array();
-  auto add = [&](int64_t job_id, int64_t attempt) {
-    in_flight.push_back({{"job_id", job_id}, {"attempt", attempt}});
+  auto add = [&](int64_t job_id, int64_t attempt, uint64_t lease_id) {
+    in_flight.push_back({{"job_id", job_id}, {"attempt", attempt}, {"lease_id", lease_id}});
   };
-  if (running_) add(running_->job_id, running_->attempt);
-  for (const JobSpec& j : held_) add(j.job_id, j.attempt);
+  if (running_) add(running_->job_id, running_->attempt, running_->lease_id);
+  for (const JobSpec& j : held_) add(j.job_id, j.attempt, j.lease_id);
   // A finished job whose result is unacked is still ours: its lease should wait for the resend.
-  for (const auto& [key, body] : unacked_) add(key.first, key.second);
+  for (const auto& [key, body] : unacked_)
+    add(key.first, key.second, body.value("lease_id", uint64_t{0}));
   return {
       {"worker", config_.name}, {"device", config_.device},          {"software", config_.software},
       {"host", config_.host},   {"in_flight", std::move(in_flight)}, {"protocol", 1}};
@@ -169,6 +170,9 @@ void WorkerSession::handle(const wire::Message& message, SteadyClock::time_point
     case MessageType::kPack:
       on_pack(message, now);
       break;
+    case MessageType::kRevoke:
+      on_revoke(message.body, now);
+      break;
     case MessageType::kHeartbeat:
       break;  // liveness only
     case MessageType::kDisconnect:
@@ -189,6 +193,8 @@ void WorkerSession::on_welcome(const nlohmann::json& body, SteadyClock::time_poi
       std::max<int64_t>(10, int_field(body, "heartbeat_ms", config_.heartbeat.count())));
   liveness_ = static_cast<int>(std::max<int64_t>(1, int_field(body, "liveness", config_.liveness)));
   backoff_ = config_.backoff_initial;
+  epoch_ = body.value("epoch", std::string());
+  drop_foreign_results();
   const int credits = config_.capacity - static_cast<int>(held_jobs());
   if (!draining_ && credits > 0) send(MessageType::kRequest, {{"credits", credits}}, now);
   for (const auto& [key, result_body] : unacked_) {
@@ -217,6 +223,7 @@ void WorkerSession::on_job(const nlohmann::json& body, SteadyClock::time_point n
     ++stats_.jobs_ignored;  // a duplicate, or we are stopping: the coordinator requeues it
     return;
   }
+  job->epoch = epoch_;
   held_.push_back(std::move(job).value());
   request_missing_packs(now);
   start_next_job(now);
@@ -226,6 +233,12 @@ void WorkerSession::on_ack(const nlohmann::json& body) {
   const JobKey key{int_field(body, "job_id", -1), int_field(body, "attempt", -1)};
   if (unacked_.erase(key) == 0) return;  // a duplicate ACK
   ++stats_.acks;
+  if (auto rejected = body.find("rejected"); rejected != body.end()) {
+    ++stats_.rejected;
+    log(config_.name, "the coordinator rejected the result of job " + std::to_string(key.first) +
+                          " attempt " + std::to_string(key.second) + " (" + rejected->dump() +
+                          "); dropped");
+  }
   if (Status s = spool_.remove(key.first, key.second); !s.is_ok()) log(config_.name, s.to_string());
 }
 
@@ -250,7 +263,7 @@ void WorkerSession::expire_pack_requests(SteadyClock::time_point now) {
     ++it;  // fail_jobs_waiting_for erases the entry
     if (expired)
       fail_jobs_waiting_for(hash, "pack " + hash + " unavailable (no answer from the coordinator)",
-                            now);
+                            now, "pack_late");
   }
 }
 
@@ -263,7 +276,8 @@ void WorkerSession::on_pack(const wire::Message& message, SteadyClock::time_poin
   Result<std::string> stored = packs_.store(hash, message.payload);
   if (!stored.is_ok()) {
     log(config_.name, stored.status().to_string());
-    fail_jobs_waiting_for(hash, "pack " + hash + " unavailable: " + stored.status().message(), now);
+    fail_jobs_waiting_for(hash, "pack " + hash + " unavailable: " + stored.status().message(), now,
+                          "pack_fetch");
     return;
   }
   ++stats_.packs_received;
@@ -272,7 +286,7 @@ void WorkerSession::on_pack(const wire::Message& message, SteadyClock::time_poin
 }
 
 void WorkerSession::fail_jobs_waiting_for(const std::string& pack, const std::string& why,
-                                          SteadyClock::time_point now) {
+                                          SteadyClock::time_point now, const std::string& infra) {
   for (auto it = held_.begin(); it != held_.end();) {
     if (it->pack != pack) {
       ++it;
@@ -280,12 +294,13 @@ void WorkerSession::fail_jobs_waiting_for(const std::string& pack, const std::st
     }
     JobSpec job = std::move(*it);
     it = held_.erase(it);
-    JobOutcome outcome{JobResult{}, now, now};
+    JobOutcome outcome{JobResult{}, now, now, ""};
     outcome.result.problem_id = job.problem;
     outcome.result.preset = job.preset;
     outcome.result.device_kind = config_.device.value("kind", std::string());
     outcome.result.status = JobStatus::kRuntimeError;
     outcome.result.message = why;
+    if (!infra.empty()) outcome.infra_failure = infra + ": " + why;
     if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
     finish_job(job, std::move(outcome), now);
   }
@@ -307,6 +322,7 @@ void WorkerSession::start_next_job(SteadyClock::time_point now) {
     JobSpec job = std::move(*it);
     held_.erase(it);
     job.pack_path = *path;
+    log_execution(job, "start");
     runner_->start(job, now);
     running_ = std::move(job);
     ++stats_.jobs_started;
@@ -325,14 +341,20 @@ void WorkerSession::finish_job(const JobSpec& job, JobOutcome outcome,
   nlohmann::json body = {
       {"job_id", job.job_id},
       {"attempt", job.attempt},
+      {"lease_id", job.lease_id},
+      {"epoch", job.epoch},
       {"result", std::move(result)},
       {"wall_ms",
        std::chrono::duration<double, std::milli>(outcome.finished_at - outcome.started_at).count()},
       {"started_at_ms", steady_ms(outcome.started_at)},
       {"finished_at_ms", steady_ms(outcome.finished_at)}};
-  // On disk before it is sent: from here on a crash of the worker cannot lose it.
-  if (Status s = spool_.put(key.first, key.second, body); !s.is_ok())
+  if (!outcome.infra_failure.empty()) body["infra_failure"] = outcome.infra_failure;
+  // On disk before it is sent: from here on a crash of the worker cannot lose it. A result that
+  // cannot be made durable is not delivered: the job runs again elsewhere.
+  if (Status s = spool_.put(key.first, key.second, body); !s.is_ok()) {
     log(config_.name, s.to_string());
+    if (!body.contains("infra_failure")) body["infra_failure"] = "spool: " + s.message();
+  }
   if (state_ == SessionState::kRegistered && send(MessageType::kResult, body, now))
     ++stats_.results_sent;
   unacked_[key] = std::move(body);
@@ -343,6 +365,7 @@ void WorkerSession::on_tick(SteadyClock::time_point now) {
     if (std::optional<JobOutcome> outcome = runner_->poll(now)) {
       JobSpec job = std::move(*running_);
       running_.reset();
+      log_execution(job, "finish");
       // The next job starts before this result is written, so the device idles as little as
       // possible; then one credit refills the prefetch slot (capacity = running + prefetched).
       start_next_job(now);
@@ -390,13 +413,6 @@ SteadyClock::time_point WorkerSession::next_deadline() const {
       break;
   }
   return next;
-}
-
-void WorkerSession::drain() {
-  draining_ = true;
-  runner_->abort();
-  running_.reset();
-  held_.clear();
 }
 
 }  // namespace kb

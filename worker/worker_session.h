@@ -6,7 +6,8 @@
 //
 // connecting: a fresh DEALER (routing id NAME-<random>, so a reconnect is visibly a new session)
 //   has sent READY {worker, device, software, host, in_flight, protocol}; waits for WELCOME.
-// registered: REQUEST{credits: 2 - held}, then resends every unacked RESULT; a new REQUEST{1}
+// registered: REQUEST{credits: 2 - held}, then resends every unacked RESULT of the WELCOME's
+//   database epoch (one from another epoch is dropped and logged); a new REQUEST{1}
 //   each time a job leaves the worker (its run finished, or it failed before it could start), so
 //   it holds at most one running and one prefetched job; heartbeats
 //   when nothing else was sent for heartbeat_ms. JOBs are held, run one at a time; a JOB already
@@ -17,7 +18,20 @@
 // The coordinator is gone after liveness * heartbeat_ms without a message from it (1000 ms x 3
 // before WELCOME).
 //
-// Every RESULT is written to the spool (fsync) before it is sent and stays there until ACK.
+// Every RESULT is written to the spool (fsync) before it is sent and stays there until ACK (or an
+// ACK {rejected: reason}: the coordinator refused it by lease fencing; it is dropped and logged).
+// RESULT echoes the JOB's lease token (job_id, attempt, lease_id) and the epoch. A job that could
+// not run here (pack late or not storable, spool not writable, executor not spawnable, device
+// init) is reported as RESULT {infra_failure: "kind: detail"}: the coordinator requeues it.
+//
+// REVOKE {job_id, attempt, reason}: a held job is dropped; the running one is killed (its process
+// group) and reports nothing. reason "drain" (an admin's) spares the running job and gives a held
+// one back with BYE {release}. Lifecycle (worker_main.cpp): drain() on the first SIGTERM (held jobs
+// given back with BYE {draining}, the running one finishes), stop_now() on the second (the running
+// job is killed and given back with BYE {final}), say_goodbye() (BYE {final}) before exiting.
+//
+// SessionConfig::execution_log: one line "job_id,attempt,event,worker" per start, finish, revoke
+// or abort of a job, appended; the fault tests count executions with it.
 //
 // Driven by an external poll loop (worker_main.cpp runs one loop over 1..K sessions): poll the
 // socket of pollitem(), call on_readable() when it is readable and on_tick() once next_deadline()
@@ -64,6 +78,7 @@ struct SessionConfig {
   int liveness = 3;
   std::chrono::milliseconds backoff_initial{250}, backoff_max{8000};
   std::chrono::milliseconds pack_wait{30000};
+  std::string execution_log;  // "" = none
 };
 
 enum class SessionState { kConnecting, kRegistered, kBackoff, kStopped };
@@ -71,7 +86,8 @@ std::string_view to_string(SessionState state);
 
 struct SessionStats {
   int64_t connects = 0, welcomes = 0, jobs_received = 0, jobs_ignored = 0, jobs_started = 0,
-          results_sent = 0, acks = 0, packs_received = 0, dropped_messages = 0;
+          results_sent = 0, acks = 0, packs_received = 0, dropped_messages = 0, revokes = 0,
+          rejected = 0, foreign_epoch = 0;
 };
 
 class WorkerSession {
@@ -90,9 +106,14 @@ class WorkerSession {
   void on_tick(SteadyClock::time_point now);
   SteadyClock::time_point next_deadline() const;
 
-  // SIGTERM: requests nothing more, kills the running job, drops held jobs; stays connected to
-  // deliver unacked results (the caller bounds how long, then destroys the session).
-  void drain();
+  // First SIGTERM: requests nothing more, gives the held jobs back (BYE {draining}); the running
+  // job finishes and its result is delivered.
+  void drain(SteadyClock::time_point now);
+  // Second SIGTERM: kills the running job and gives it back (BYE {final}).
+  void stop_now(SteadyClock::time_point now);
+  // BYE {final} once (before the process exits); the socket lingers so that it goes out.
+  void say_goodbye(SteadyClock::time_point now);
+  bool busy() const { return running_.has_value() || !held_.empty(); }
   bool has_unacked_results() const { return !unacked_.empty(); }
 
   SessionState state() const { return state_; }
@@ -111,9 +132,13 @@ class WorkerSession {
   void on_welcome(const nlohmann::json& body, SteadyClock::time_point now);
   void on_job(const nlohmann::json& body, SteadyClock::time_point now);
   void on_ack(const nlohmann::json& body);
+  void on_revoke(const nlohmann::json& body, SteadyClock::time_point now);
+  void drop_foreign_results();
+  void log_execution(const JobSpec& job, const char* event) const;
   void on_pack(const wire::Message& message, SteadyClock::time_point now);
+  // infra empty: the jobs end as runtime_error results; else as infrastructure failures.
   void fail_jobs_waiting_for(const std::string& pack, const std::string& why,
-                             SteadyClock::time_point now);
+                             SteadyClock::time_point now, const std::string& infra = "");
   void request_missing_packs(SteadyClock::time_point now);
   void expire_pack_requests(SteadyClock::time_point now);
   void start_next_job(SteadyClock::time_point now);
@@ -136,7 +161,8 @@ class WorkerSession {
   std::chrono::milliseconds heartbeat_, backoff_;
   int liveness_;
   SteadyClock::time_point last_heard_, last_sent_, reconnect_at_;
-  bool draining_ = false;
+  bool draining_ = false, said_goodbye_ = false;
+  std::string epoch_;  // from WELCOME
 
   std::deque<JobSpec> held_;        // received, not started
   std::optional<JobSpec> running_;  // the job the runner runs

@@ -128,6 +128,13 @@ class CoordinatorTest : public ::testing::Test {
     return welcome.body.value("worker_id", int64_t{0});
   }
   std::string metrics() { return http_get(coordinator_->endpoints().http, "/metrics"); }
+  // A RESULT for `job` echoing its lease token, problem and preset.
+  static Json result_for(const Message& job, Json result = {{"status", "ok"}}) {
+    result["problem_id"] = job.body["problem"];
+    result["preset"] = job.body["preset"];
+    return {{"job_id", job.body["job_id"]}, {"attempt", job.body["attempt"]},
+            {"lease_id", job.body["lease_id"]}, {"result", result}, {"wall_ms", 12.5}};
+  }
 
   zmq::context_t context_;
   std::vector<JobRecord> open_jobs_;
@@ -152,19 +159,20 @@ TEST_F(CoordinatorTest, RunsSimJobsEndToEndAndAcksOnlyCommittedResults) {
   EXPECT_EQ(first.body["params"]["sleep_ms"], 15);  // longest first
   EXPECT_EQ(second.body["params"]["sleep_ms"], 10);
   for (const Message& job : {first, second}) {
-    send(w, MessageType::kResult, {{"job_id", job.body["job_id"]}, {"attempt", job.body["attempt"]},
-                                   {"result", {{"status", "ok"}}}, {"wall_ms", 12.5}});
+    send(w, MessageType::kResult, result_for(job));
     Message ack = expect(w, MessageType::kAck);
     EXPECT_EQ(ack.body["job_id"], job.body["job_id"]);
+    EXPECT_FALSE(ack.body.contains("rejected"));
   }
   send(w, MessageType::kRequest, {{"credits", 1}});
   Message third = expect(w, MessageType::kJob);
-  send(w, MessageType::kResult, {{"job_id", third.body["job_id"]}, {"attempt", 1}, {"result", Json::object()}});
+  send(w, MessageType::kResult, result_for(third));
   expect(w, MessageType::kAck);
   EXPECT_EQ(store_->result_count(), 3u);
-  // A resent result of a committed job (its ACK was lost) is acked again, not stored again.
-  send(w, MessageType::kResult, {{"job_id", first.body["job_id"]}, {"attempt", 1}, {"result", Json::object()}});
-  expect(w, MessageType::kAck);
+  // A resent result of a committed job (its ACK was lost) is forgotten here: the worker is told
+  // to drop it; it is not stored again.
+  send(w, MessageType::kResult, result_for(first));
+  EXPECT_EQ(expect(w, MessageType::kAck).body["rejected"], "unknown_job");
   EXPECT_EQ(store_->result_count(), 3u);
   EXPECT_EQ(metric(metrics(), "kb_results_stored_total"), 3);
   EXPECT_EQ(metric(metrics(), "kb_jobs_completed_total"), 3);
@@ -226,7 +234,7 @@ TEST_F(CoordinatorTest, ADatabaseOutageDelaysTheAckButLosesNothing) {
   send(w, MessageType::kRequest, {{"credits", 1}});
   Message job = expect(w, MessageType::kJob);
   store_->down = true;
-  send(w, MessageType::kResult, {{"job_id", job.body["job_id"]}, {"attempt", 1}, {"result", Json::object()}});
+  send(w, MessageType::kResult, result_for(job));
   int status = 0;
   for (int i = 0; i < 100 && status != 503; ++i) {
     http_get(coordinator_->endpoints().http, "/healthz", &status);
@@ -293,8 +301,63 @@ TEST_F(CoordinatorTest, LeasesFromBeforeARestartComeBackWithTheirWorker) {
   start();
   zmq::socket_t w = worker();
   register_worker(w, "sim-0", Json::array({{{"job_id", 41}, {"attempt", 1}}}));
-  send(w, MessageType::kResult, {{"job_id", 41}, {"attempt", 1}, {"result", Json::object()}});
-  EXPECT_EQ(expect(w, MessageType::kAck).body["job_id"], 41);
+  send(w, MessageType::kResult, {{"job_id", 41}, {"attempt", 1},
+                                 {"result", {{"problem_id", "sim"}, {"preset", "sim"}}}});
+  Message ack = expect(w, MessageType::kAck);
+  EXPECT_EQ(ack.body["job_id"], 41);
+  EXPECT_FALSE(ack.body.contains("rejected"));
+}
+
+// Lease fencing over the wire: a registered worker that names another's lease is refused, told
+// so, and counted; the holder's result is then stored.
+TEST_F(CoordinatorTest, AForgedResultIsRejectedCountedAndNotStored) {
+  start();
+  zmq::socket_t c = client();
+  send(c, MessageType::kSubmit, {{"problems", "sim"}, {"sim_jobs", {5}}});
+  expect(c, MessageType::kReply);
+  zmq::socket_t a = worker(), b = worker();
+  register_worker(a, "sim-a");
+  register_worker(b, "sim-b");
+  send(a, MessageType::kRequest, {{"credits", 1}});
+  Message job = expect(a, MessageType::kJob);
+  EXPECT_TRUE(job.body["lease_id"].is_number_integer());
+  send(b, MessageType::kResult, result_for(job));
+  EXPECT_EQ(expect(b, MessageType::kAck).body["rejected"], "not_holder");
+  EXPECT_EQ(metric(metrics(), "kb_results_rejected_total{reason=\"not_holder\"}"), 1);
+  EXPECT_EQ(store_->result_count(), 0u);
+  send(a, MessageType::kResult, result_for(job));
+  EXPECT_FALSE(expect(a, MessageType::kAck).body.contains("rejected"));
+  EXPECT_EQ(store_->result_count(), 1u);
+}
+
+// kb cancel stops running jobs: their holder gets REVOKE.
+TEST_F(CoordinatorTest, CancellingARunRevokesItsRunningJobs) {
+  start();
+  zmq::socket_t c = client();
+  send(c, MessageType::kSubmit, {{"problems", "sim"}, {"sim_jobs", {5000}}});
+  Message reply = expect(c, MessageType::kReply);
+  zmq::socket_t w = worker();
+  register_worker(w, "sim-0");
+  send(w, MessageType::kRequest, {{"credits", 1}});
+  Message job = expect(w, MessageType::kJob);
+  send(c, MessageType::kCancel, {{"run_id", reply.body["run_id"]}});
+  Message revoke = expect(w, MessageType::kRevoke);
+  EXPECT_EQ(revoke.body["job_id"], job.body["job_id"]);
+  EXPECT_EQ(revoke.body["reason"], "cancelled");
+}
+
+// BYE {final}: the worker is gone at once, not after liveness.
+TEST_F(CoordinatorTest, AFinalByeEndsTheSessionAtOnce) {
+  start();
+  zmq::socket_t w = worker();
+  register_worker(w, "sim-0");
+  send(w, MessageType::kBye, {{"final", true}, {"release", Json::array()}});
+  int64_t workers = -1;
+  for (int i = 0; i < 50 && workers != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    workers = metric(metrics(), "kb_workers{state=\"idle\"}");
+  }
+  EXPECT_EQ(workers, 0);
 }
 
 TEST_F(CoordinatorTest, WritesTheEndpointsFile) {

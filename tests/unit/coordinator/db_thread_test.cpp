@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 
 #include "tests/unit/coordinator/fake_job_store.h"
@@ -38,12 +39,14 @@ TEST(DbThread, RetriesThroughAnOutageAndKeepsTheOrder) {
   EXPECT_TRUE(db.flush(std::chrono::seconds(1)));
 }
 
-TEST(DbThread, OtherErrorsEndTheOperationAndBatchesAreCounted) {
+TEST(DbThread, OtherErrorsAreRetriedThenEndTheOperationAndBatchesAreCounted) {
   DbThread db(std::make_unique<testing::FakeJobStore>(), fast());
   std::promise<Status> failed;
-  db.submit([](JobStore&) { return Status::internal("a bug"); },
+  std::atomic<int> calls{0};
+  db.submit([&](JobStore&) { ++calls; return Status::internal("a bug"); },
             [&](const Status& s) { failed.set_value(s); });
   EXPECT_EQ(failed.get_future().get().code(), StatusCode::kInternal);
+  EXPECT_EQ(calls.load(), 1 + DbThread::kRetries);
   auto batch = std::make_shared<Batch>();
   batch->run_states.push_back({1, "running"});
   auto outcome = std::make_shared<BatchOutcome>();
@@ -51,6 +54,28 @@ TEST(DbThread, OtherErrorsEndTheOperationAndBatchesAreCounted) {
   db.submit_batch(batch, outcome, [&](const Status& s) { applied.set_value(s); });
   EXPECT_TRUE(applied.get_future().get().is_ok());
   EXPECT_EQ(db.stats().batches, 1u);
+}
+
+// A batch with a row the database refuses: the rest is stored, the bad row is stored as a
+// runtime_error result saying why, and a row that cannot be stored at all is skipped (logged).
+TEST(DbThread, ABatchThatKeepsFailingIsSplitToIsolateTheBadRow) {
+  testing::FakeJobStore store;
+  for (int64_t id : {1, 2, 3}) store.add_job(id);
+  Batch batch;
+  for (int64_t id : {1, 2, 999, 3}) {
+    ResultRow row;
+    row.job_id = id;
+    row.result = {{"status", "ok"}, {"poison", id == 2}};
+    batch.results.push_back(row);
+  }
+  batch.run_states.push_back({1, "done"});
+  Result<BatchOutcome> r = DbThread::apply_isolating(store, batch);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->result_inserted, (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(store.stored_status(1), "ok");
+  EXPECT_EQ(store.stored_status(2), "runtime_error");
+  EXPECT_EQ(store.stored_status(3), "ok");
+  EXPECT_EQ(store.result_count(), 3u);
 }
 
 TEST(DbThread, StopFinishesWaitingOperationsAsStopped) {

@@ -94,15 +94,26 @@ class FakeJobStore final : public JobStore {
     std::lock_guard lock(mutex_);
     if (down) return outage();
     BatchOutcome out;
-    for (const ResultRow& r : batch.results) {
+    for (const ResultRow& r : batch.results) {  // all or nothing, as one transaction
       if (!job_ids_.count(r.job_id)) return Status::internal("foreign key: no job " + std::to_string(r.job_id));
-      out.result_inserted.push_back(results_.emplace(r.job_id, r).second);
+      // A row the database refuses for its content (e.g. an invalid byte sequence).
+      if (r.result.is_object() && r.result.value("poison", false)) return Status::internal("22021: bad bytes");
     }
+    for (const ResultRow& r : batch.results) out.result_inserted.push_back(results_.emplace(r.job_id, r).second);
     for (const Lease& l : batch.leases) leases_.push_back(l);
     ++batches_;
     return out;
   }
 
+  void add_job(int64_t id) {
+    std::lock_guard lock(mutex_);
+    job_ids_.insert(id);
+  }
+  std::string stored_status(int64_t job_id) const {
+    std::lock_guard lock(mutex_);
+    auto it = results_.find(job_id);
+    return it == results_.end() ? "" : it->second.result.value("status", "");
+  }
   size_t result_count() const {
     std::lock_guard lock(mutex_);
     return results_.size();

@@ -218,7 +218,7 @@ TEST_F(WorkerSessionTest, ReconnectsAfterSilenceAndResendsUnackedResults) {
   Received ready = expect(MessageType::kReady, milliseconds(2000));
   EXPECT_NE(ready.routing_id, first_id) << "a reconnect is a new session";
   EXPECT_EQ(ready.message.body["in_flight"],
-            nlohmann::json::parse(R"([{"job_id": 5, "attempt": 1}])"));
+            nlohmann::json::parse(R"([{"job_id": 5, "attempt": 1, "lease_id": 0}])"));
   EXPECT_GE(session_->stats().connects, 2);
   send(ready.routing_id, MessageType::kWelcome, {{"worker_id", 8}, {"heartbeat_ms", 100}});
   Received again = expect(MessageType::kResult);
@@ -242,7 +242,8 @@ TEST_F(WorkerSessionTest, ReadyAfterDisconnectCarriesRunningAndHeldJobs) {
   EXPECT_NE(ready.routing_id, id);
   EXPECT_EQ(
       ready.message.body["in_flight"],
-      nlohmann::json::parse(R"([{"job_id": 10, "attempt": 1}, {"job_id": 11, "attempt": 1}])"));
+      nlohmann::json::parse(R"([{"job_id": 10, "attempt": 1, "lease_id": 0},
+                                {"job_id": 11, "attempt": 1, "lease_id": 0}])"));
   // Re-registered holding two jobs: no credits to ask for; a re-sent held JOB is ignored.
   send(ready.routing_id, MessageType::kWelcome, {{"worker_id", 9}, {"heartbeat_ms", 100}});
   send(ready.routing_id, MessageType::kJob, sim_job(10, 2000));
@@ -300,7 +301,10 @@ TEST_F(WorkerSessionTest, APackThatIsMissingOrCorruptFailsItsJob) {
   EXPECT_EQ(a.message.body["result"]["status"], "runtime_error");
   EXPECT_NE(a.message.body["result"]["message"].get<std::string>().find("unavailable"),
             std::string::npos);
+  EXPECT_FALSE(a.message.body.contains("infra_failure"));  // the coordinator lacks it: final
   EXPECT_EQ(b.message.body["result"]["status"], "runtime_error");
+  // A pack that arrives but cannot be stored is this worker's failure: the job runs elsewhere.
+  EXPECT_EQ(b.message.body["infra_failure"].get<std::string>().rfind("pack_fetch: ", 0), 0u);
   EXPECT_FALSE(fs::exists(dir_ / "packs" / (corrupt + ".so")));
 }
 
@@ -313,22 +317,110 @@ TEST_F(WorkerSessionTest, ResultsSpooledByAnEarlierRunAreSentAfterWelcome) {
   make_session();
   Received ready = expect(MessageType::kReady);
   EXPECT_EQ(ready.message.body["in_flight"],
-            nlohmann::json::parse(R"([{"job_id": 99, "attempt": 2}])"));
+            nlohmann::json::parse(R"([{"job_id": 99, "attempt": 2, "lease_id": 0}])"));
   send(ready.routing_id, MessageType::kWelcome, {{"worker_id", 1}, {"heartbeat_ms", 100}});
   EXPECT_EQ(expect(MessageType::kResult).message.body["job_id"], 99);
 }
 
-TEST_F(WorkerSessionTest, DrainStopsRequestingAndDropsHeldJobs) {
+TEST_F(WorkerSessionTest, DrainGivesBackHeldJobsAndLetsTheRunningOneFinish) {
   make_session();
   const std::string id = register_worker();
-  send(id, MessageType::kJob, sim_job(50, 5000));
-  run_for(milliseconds(20));
-  session_->drain();
-  EXPECT_EQ(session_->held_jobs(), 0u);
-  send(id, MessageType::kJob, sim_job(51, 5));
-  run_for(milliseconds(50));
+  nlohmann::json held = sim_job(51, 5);
+  held["lease_id"] = 9;
+  send(id, MessageType::kJob, sim_job(50, 300));
+  send(id, MessageType::kJob, held);
+  run_for(milliseconds(30));
+  inbox_.clear();
+  session_->drain(SteadyClock::now());
+  EXPECT_EQ(session_->held_jobs(), 1u);  // the running one
+  Received bye = expect(MessageType::kBye);
+  EXPECT_EQ(bye.message.body["draining"], true);
+  EXPECT_EQ(bye.message.body["release"],
+            nlohmann::json::parse(R"([{"job_id": 51, "attempt": 1, "lease_id": 9}])"));
+  send(id, MessageType::kJob, sim_job(52, 5));  // nothing new is taken
+  EXPECT_EQ(expect(MessageType::kResult).message.body["job_id"], 50);
   EXPECT_FALSE(has(MessageType::kRequest));
+  EXPECT_FALSE(session_->busy());
+  session_->say_goodbye(SteadyClock::now());
+  EXPECT_EQ(expect(MessageType::kBye).message.body["final"], true);
+}
+
+TEST_F(WorkerSessionTest, ASecondStopKillsTheRunningJobAndGivesItBack) {
+  make_session();
+  const std::string id = register_worker();
+  send(id, MessageType::kJob, sim_job(60, 5000));
+  run_for(milliseconds(30));
+  session_->drain(SteadyClock::now());
+  session_->stop_now(SteadyClock::now());
+  EXPECT_FALSE(session_->busy());
+  expect(MessageType::kBye);
+  Received bye = expect(MessageType::kBye);
+  EXPECT_EQ(bye.message.body["final"], true);
+  EXPECT_EQ(bye.message.body["release"][0]["job_id"], 60);
+  run_for(milliseconds(30));
   EXPECT_FALSE(has(MessageType::kResult));
+}
+
+TEST_F(WorkerSessionTest, RevokeStopsTheRunningJobWithoutAResult) {
+  make_session();
+  const std::string id = register_worker();
+  send(id, MessageType::kJob, sim_job(70, 5000));
+  send(id, MessageType::kJob, sim_job(71, 5));
+  run_for(milliseconds(30));
+  send(id, MessageType::kRevoke, {{"job_id", 70}, {"attempt", 1}, {"reason", "cancelled"}});
+  Received next = expect(MessageType::kResult);  // the held job starts at once
+  EXPECT_EQ(next.message.body["job_id"], 71);
+  run_for(milliseconds(30));
+  EXPECT_EQ(session_->stats().revokes, 1);
+  EXPECT_FALSE(has(MessageType::kResult));
+}
+
+TEST_F(WorkerSessionTest, AnAdminDrainRevokeSparesTheRunningJobAndGivesBackTheHeldOne) {
+  make_session();
+  const std::string id = register_worker();
+  send(id, MessageType::kJob, sim_job(80, 100));
+  send(id, MessageType::kJob, sim_job(81, 5));
+  run_for(milliseconds(30));
+  send(id, MessageType::kRevoke, {{"job_id", 80}, {"attempt", 1}, {"reason", "drain"}});
+  send(id, MessageType::kRevoke, {{"job_id", 81}, {"attempt", 1}, {"reason", "drain"}});
+  Received bye = expect(MessageType::kBye);
+  EXPECT_EQ(bye.message.body["release"][0]["job_id"], 81);
+  EXPECT_FALSE(bye.message.body.contains("final"));
+  EXPECT_EQ(expect(MessageType::kResult).message.body["job_id"], 80);
+}
+
+TEST_F(WorkerSessionTest, ResultsEchoTheLeaseAndARejectedOneIsDropped) {
+  make_session();
+  const std::string id = register_worker();
+  nlohmann::json job = sim_job(90, 5);
+  job["lease_id"] = 1234;
+  send(id, MessageType::kJob, job);
+  Received result = expect(MessageType::kResult);
+  EXPECT_EQ(result.message.body["lease_id"], 1234);
+  EXPECT_EQ(spooled(), 1u);
+  send(id, MessageType::kAck, {{"job_id", 90}, {"attempt", 1}, {"rejected", "not_holder"}});
+  run_for(milliseconds(30));
+  EXPECT_EQ(spooled(), 0u);
+  EXPECT_EQ(session_->stats().rejected, 1);
+}
+
+TEST_F(WorkerSessionTest, ASpooledResultOfAnotherDatabaseEpochIsDropped) {
+  {
+    auto spool = ResultSpool::open(dir_ / "results");
+    ASSERT_TRUE(spool->put(98, 1, {{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"},
+                                   {"result", {{"status", "ok"}}}}).is_ok());
+    ASSERT_TRUE(spool->put(99, 1, {{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"},
+                                   {"result", {{"status", "ok"}}}}).is_ok());
+  }
+  make_session();
+  Received ready = expect(MessageType::kReady);
+  send(ready.routing_id, MessageType::kWelcome,
+       {{"worker_id", 1}, {"heartbeat_ms", 100}, {"epoch", "this-db"}});
+  EXPECT_EQ(expect(MessageType::kResult).message.body["job_id"], 99);
+  run_for(milliseconds(30));
+  EXPECT_FALSE(has(MessageType::kResult));
+  EXPECT_EQ(session_->stats().foreign_epoch, 1);
+  EXPECT_EQ(spooled(), 1u);
 }
 
 }  // namespace

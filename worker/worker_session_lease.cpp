@@ -1,0 +1,117 @@
+// WorkerSession (worker_session.h): the lease side of the protocol: REVOKE, the database epoch of
+// spooled results, drain and BYE, and the execution log.
+#include <cstdio>
+
+#include "common/zmq_messaging.h"
+#include "worker/worker_session.h"
+
+namespace kb {
+namespace {
+
+using wire::MessageType;
+
+void log(const std::string& name, const std::string& text) {
+  std::fprintf(stderr, "kb-worker[%s]: %s\n", name.c_str(), text.c_str());
+}
+
+nlohmann::json token_of(const JobSpec& job) {
+  return {{"job_id", job.job_id}, {"attempt", job.attempt}, {"lease_id", job.lease_id}};
+}
+
+std::string job_name(const JobSpec& job) {
+  return "job " + std::to_string(job.job_id) + " attempt " + std::to_string(job.attempt);
+}
+
+}  // namespace
+
+void WorkerSession::on_revoke(const nlohmann::json& body, SteadyClock::time_point now) {
+  auto number = [&](const char* key) {
+    auto it = body.find(key);
+    return it != body.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{-1};
+  };
+  const JobKey key{number("job_id"), number("attempt")};
+  const std::string reason = body.value("reason", std::string("?"));
+  // An admin's drain lets the running job finish; only a held job goes back.
+  const bool drain = reason == "drain";
+  for (auto it = held_.begin(); it != held_.end(); ++it) {
+    if (JobKey{it->job_id, it->attempt} != key) continue;
+    ++stats_.revokes;
+    log(config_.name, job_name(*it) + " revoked (" + reason + ") before it started");
+    if (drain) send(MessageType::kBye, {{"release", nlohmann::json::array({token_of(*it)})}}, now);
+    held_.erase(it);
+    if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
+    return;
+  }
+  if (drain || !running_ || JobKey{running_->job_id, running_->attempt} != key) return;
+  ++stats_.revokes;
+  log(config_.name, job_name(*running_) + " revoked (" + reason + "): its executor is killed");
+  runner_->abort();  // kills the executor's process group; no result follows
+  log_execution(*running_, "revoke");
+  running_.reset();
+  start_next_job(now);
+  if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
+}
+
+// Results spooled under another database epoch name jobs of another database: never sent.
+void WorkerSession::drop_foreign_results() {
+  if (epoch_.empty()) return;
+  for (auto it = unacked_.begin(); it != unacked_.end();) {
+    const std::string epoch = it->second.value("epoch", std::string());
+    if (epoch.empty() || epoch == epoch_) {
+      ++it;
+      continue;
+    }
+    ++stats_.foreign_epoch;
+    log(config_.name, "dropped the spooled result of job " + std::to_string(it->first.first) +
+                          " attempt " + std::to_string(it->first.second) + ": database epoch " +
+                          epoch + ", the coordinator's is " + epoch_);
+    if (Status s = spool_.remove(it->first.first, it->first.second); !s.is_ok())
+      log(config_.name, s.to_string());
+    it = unacked_.erase(it);
+  }
+}
+
+void WorkerSession::drain(SteadyClock::time_point now) {
+  if (draining_) return;
+  draining_ = true;
+  nlohmann::json release = nlohmann::json::array();
+  for (const JobSpec& job : held_) release.push_back(token_of(job));
+  held_.clear();
+  log(config_.name, "draining: " + std::to_string(release.size()) + " held job(s) given back" +
+                        (running_ ? ", the running one finishes" : ""));
+  send(MessageType::kBye, {{"draining", true}, {"release", std::move(release)}}, now);
+}
+
+void WorkerSession::stop_now(SteadyClock::time_point now) {
+  draining_ = true;
+  nlohmann::json release = nlohmann::json::array();
+  for (const JobSpec& job : held_) release.push_back(token_of(job));
+  held_.clear();
+  if (running_) {
+    release.push_back(token_of(*running_));
+    runner_->abort();
+    log_execution(*running_, "abort");
+    log(config_.name, "stopping now: " + job_name(*running_) + " killed and given back");
+    running_.reset();
+  }
+  said_goodbye_ = send(MessageType::kBye, {{"final", true}, {"release", std::move(release)}}, now);
+  if (said_goodbye_ && socket_) socket_->set(zmq::sockopt::linger, 1000);
+}
+
+void WorkerSession::say_goodbye(SteadyClock::time_point now) {
+  if (said_goodbye_ || state_ != SessionState::kRegistered) return;
+  said_goodbye_ = send(MessageType::kBye, {{"final", true}, {"release", nlohmann::json::array()}}, now);
+  if (said_goodbye_ && socket_) socket_->set(zmq::sockopt::linger, 1000);
+}
+
+void WorkerSession::log_execution(const JobSpec& job, const char* event) const {
+  if (config_.execution_log.empty()) return;
+  // One short append per line: O_APPEND keeps lines whole across sessions and processes.
+  if (std::FILE* f = std::fopen(config_.execution_log.c_str(), "a")) {
+    std::fprintf(f, "%lld,%lld,%s,%s\n", static_cast<long long>(job.job_id),
+                 static_cast<long long>(job.attempt), event, config_.name.c_str());
+    std::fclose(f);
+  }
+}
+
+}  // namespace kb
