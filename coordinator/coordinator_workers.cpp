@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/zmq_messaging.h"
+#include "common/log.h"
 #include "coordinator/coordinator.h"
 
 namespace kb::coord {
@@ -129,7 +130,7 @@ void Coordinator::on_ready(const std::string& routing_id, const nlohmann::json& 
         post_to_loop([this, routing_id, identity, in_flight, worker_id, status] {
           registering_.erase(routing_id);
           if (!status.is_ok()) {
-            std::fprintf(stderr, "kb-coordinator: registering %s: %s\n", identity.name.c_str(),
+            KB_LOGF_INFO("registering %s: %s", identity.name.c_str(),
                          status.to_string().c_str());
             disconnect(routing_id, "registration failed: " + status.message());
           } else {
@@ -151,7 +152,7 @@ void Coordinator::on_registered(const std::string& routing_id, const WorkerIdent
                   {"liveness", config_.scheduler.liveness}};
   send_to_worker(routing_id, welcome);  // before any JOB the registration may dispatch
   scheduler_.worker_ready(worker_id, routing_id, identity, in_flight);
-  std::fprintf(stderr, "kb-coordinator: worker %s (%s) registered as %lld, %zu in flight\n",
+  KB_LOGF_INFO("worker %s (%s) registered as %lld, %zu in flight",
                identity.name.c_str(), identity.gpu_model.c_str(), static_cast<long long>(worker_id),
                in_flight.size());
 }
@@ -200,7 +201,7 @@ void Coordinator::on_orphan_result(int64_t worker_id, ResultRow row) {
     post_to_loop([this, batch, outcome, worker_id, status] {
       const ResultRow& r = batch->results.front();
       if (!status.is_ok()) {
-        std::fprintf(stderr, "kb-coordinator: result for unknown job %lld dropped: %s\n",
+        KB_LOGF_WARN("result for unknown job %lld dropped: %s",
                      static_cast<long long>(r.job_id), status.message().c_str());
         return;
       }

@@ -1,3 +1,4 @@
+#include "common/log.h"
 #include "coordinator/db_thread.h"
 
 #include <cstdio>
@@ -76,13 +77,13 @@ Status DbThread::run_one(Op& op) {
       up_ = !outage;
     }
     if (!outage) return status;
-    std::fprintf(stderr, "kb-coordinator: database unavailable (%s); retrying in %lld ms\n",
+    KB_LOGF_WARN("database unavailable (%s); retrying in %lld ms",
                  status.message().c_str(), static_cast<long long>(delay.count()));
     if (!wait_backoff(delay)) return Status::failed_precondition("database thread stopped");
     delay = std::min(delay * 2, options_.max_backoff);
     Status reconnected = store_->reconnect();
     if (!reconnected.is_ok() && !store_->is_connection_error(reconnected)) {
-      std::fprintf(stderr, "kb-coordinator: reconnect: %s\n", reconnected.message().c_str());
+      KB_LOGF_WARN("reconnect: %s", reconnected.message().c_str());
     }
   }
 }

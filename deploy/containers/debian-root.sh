@@ -14,7 +14,7 @@ tar=$cache/bookworm-$key.tar
 if [[ ! -f $tar ]]; then
   mkdir -p "$cache"
   start=$(date +%s)
-  mmdebstrap --variant=minbase --include="$deps" bookworm "$tar.part" \
+  mmdebstrap --variant=minbase --format=tar --include="$deps" bookworm "$tar.part" \
     "deb http://deb.debian.org/debian bookworm main" \
     "deb http://deb.debian.org/debian-security bookworm-security main" >"$tar.log" 2>&1 ||
     { tail -20 "$tar.log" >&2; exit 1; }
