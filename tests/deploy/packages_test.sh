@@ -4,7 +4,8 @@
 # `kb-coordinator --version` and `kb --help` there; checks the maintainer scripts made the
 # kbfleet user and that the units and config files are in place.
 # The base root (deploy/containers/debian-root.sh: minbase + the libraries the packages depend
-# on) is made once by mmdebstrap and cached in BUILD_DIR/deploy-cache.
+# on) is made once by mmdebstrap and cached in $KB_DEPLOY_CACHE (default BUILD_DIR/deploy-cache;
+# CI keeps it beside its ccache, so a fresh clone does not rebuild it).
 # Needs root (chroot), mmdebstrap, dpkg-deb; exit 77 (skip) without them.
 # usage: packages_test.sh BUILD_DIR
 set -euo pipefail
@@ -24,7 +25,7 @@ debs=("$tmp"/pkgs/*.deb)
 [[ ${#debs[@]} == 4 ]] || fail "expected 4 packages, got ${#debs[@]}: ${debs[*]}"
 t1=$(date +%s)
 
-base=$("$repo/deploy/containers/debian-root.sh" "$build/deploy-cache" "${debs[@]}") || fail "debian-root.sh"
+base=$("$repo/deploy/containers/debian-root.sh" "${KB_DEPLOY_CACHE:-$build/deploy-cache}" "${debs[@]}") || fail "debian-root.sh"
 t2=$(date +%s)
 
 root=$tmp/root
