@@ -39,7 +39,7 @@ wait_for 60 "three Slurm workers to register" idle_workers_are "$coord_http" 3
 
 export KB_COORDINATOR=$(endpoint_of "$tmp/endpoints.json" clients) KB_DB_URL=$db_url
 t0=$(date +%s%N)
-run=$("$kb" submit kernelbench22 --preset small --time-cap 3 | grep -Eo '[0-9]+' | head -1)
+run=$("$kb" submit kernelbench22 --preset small --time-cap 3 --timeout 60 | grep -Eo '[0-9]+' | head -1)
 [[ -n $run ]] || fail "kb submit printed no run id"
 
 # Cancel a worker while it holds a running job: the job must go to another worker.
