@@ -15,7 +15,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   auth=trust; [ -n "${POSTGRES_PASSWORD:-}" ] && auth=scram-sha-256
   echo "host all all 0.0.0.0/0 $auth" >> "$PGDATA/pg_hba.conf"
   "$bin/pg_ctl" -D "$PGDATA" -o "-c listen_addresses='' -k /tmp" -w start >/dev/null
-  "$bin/psql" -q -h /tmp -U postgres -c "CREATE DATABASE kbfleet"
+  "$bin/psql" -q -h /tmp -p "${POSTGRES_PORT:-5432}" -U postgres -c "CREATE DATABASE kbfleet"
   "$bin/pg_ctl" -D "$PGDATA" -w stop >/dev/null
 fi
 exec "$bin/postgres" -D "$PGDATA" -k /tmp
