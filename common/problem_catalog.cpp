@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/config_file.h"
 #include "common/spec_loader.h"
 
 namespace kb {
@@ -109,6 +110,7 @@ Result<ProblemCatalog> load_problem_catalog(const std::string& directory) {
 
 std::string default_problems_dir() {
   if (const char* env = std::getenv("KB_PROBLEMS_DIR"); env && *env) return env;
+  if (auto installed = installed_data_path("problems")) return *installed;  // a Debian package
   return KB_DEFAULT_PROBLEMS_DIR;
 }
 

@@ -1,3 +1,4 @@
+#include "common/log.h"
 #include "coordinator/coordinator.h"
 
 #include <unistd.h>
@@ -59,7 +60,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
     c->catalog_ = std::move(catalog.value());
   } else {
     c->catalog_error_ = catalog.status().message();  // SUBMIT of problems answers "unavailable"
-    std::fprintf(stderr, "kb-coordinator: problem catalog %s: %s\n", dir.c_str(),
+    KB_LOGF_WARN("problem catalog %s: %s", dir.c_str(),
                  c->catalog_error_.c_str());
   }
   auto epoch = store->database_epoch();
@@ -67,7 +68,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
   c->epoch_ = std::move(epoch).value();
   auto open_jobs = store->load_open_jobs();
   if (!open_jobs.is_ok()) return open_jobs.status();
-  std::fprintf(stderr, "kb-coordinator: %zu open jobs loaded\n", open_jobs->size());
+  KB_LOGF_INFO("%zu open jobs loaded", open_jobs->size());
   c->scheduler_.load(std::move(open_jobs.value()));
   KB_TRY(c->open_sockets());
   KB_TRY(c->write_endpoints_file());
@@ -233,7 +234,7 @@ void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
     // Only when the database thread stops (every error is retried, a bad row isolated: see
     // db_thread.h). The workers keep their results and resend them; nothing is acked; the JOBs
     // of its leases are not sent and their jobs are queued again.
-    std::fprintf(stderr, "kb-coordinator: a batch of %zu results was not stored: %s\n",
+    KB_LOGF_WARN("a batch of %zu results was not stored: %s",
                  batch->results.size(), status.to_string().c_str());
     for (const Dispatch& d : dispatches) scheduler_.lease_not_stored(d.token);
   } else {
@@ -273,14 +274,14 @@ void Coordinator::check_regressions(std::vector<int64_t> job_ids) {
       [this, flagged, open](const Status& status) {
         post_to_loop([this, flagged, open, status] {
           if (!status.is_ok()) {
-            std::fprintf(stderr, "kb-coordinator: regression check failed: %s\n",
+            KB_LOGF_WARN("regression check failed: %s",
                          status.to_string().c_str());
             return;
           }
           metrics_.count_regressions_flagged(*flagged);
           metrics_.set_open_regressions(*open);
           if (*flagged > 0) {
-            std::fprintf(stderr, "kb-coordinator: %d new regression(s) flagged (kb regressions)\n",
+            KB_LOGF_INFO("%d new regression(s) flagged (kb regressions)",
                          *flagged);
           }
         });
@@ -332,7 +333,7 @@ void Coordinator::on_heartbeat_timer() {
 void Coordinator::begin_drain() {
   if (draining_) return;
   draining_ = true;
-  std::fprintf(stderr, "kb-coordinator: draining\n");
+  KB_LOGF_INFO("draining");
   for (const std::string& routing_id : scheduler_.drain()) disconnect(routing_id, "draining");
   maybe_flush_batch();
   check_drained(std::chrono::steady_clock::now() + config_.drain_timeout);
@@ -342,7 +343,7 @@ void Coordinator::check_drained(std::chrono::steady_clock::time_point deadline) 
   const bool flushed = !batch_in_flight_ && !scheduler_.has_pending_batch() &&
                        acks_next_.empty() && db_->stats().queued_ops == 0;
   if (flushed || std::chrono::steady_clock::now() >= deadline) {
-    if (!flushed) std::fprintf(stderr, "kb-coordinator: drain timed out; unflushed work is left to the workers' spools\n");
+    if (!flushed) KB_LOGF_WARN("drain timed out; unflushed work is left to the workers' spools");
     http_->stop();
     io_.stop();
     return;

@@ -1,19 +1,43 @@
 // kb-coordinator: applies the schema migrations, loads the open jobs and serves workers and
 // clients until SIGTERM/SIGINT (coordinator.h). Flags: schemas/protocol.md and README.
+// Configuration: /etc/kbfleet/coordinator.yaml (or --config), the environment, flags (common/
+// config_file.h; keys in deploy/README.md).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/config_file.h"
+#include "common/log.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/migrations.h"
 #include "coordinator/pg_job_store.h"
 
 namespace {
 
-std::string env_or(const char* name, std::string fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
+struct Settings {
+  std::string db_url, schemas_dir, config = "/etc/kbfleet/coordinator.yaml", log_format = "text",
+                      log_level = "info";
+  int64_t heartbeat_ms = 1000, lease_grace_ms = 10000;
+};
+
+kb::ConfigSchema config_schema(Settings& s, kb::coord::CoordinatorConfig& c) {
+  kb::ConfigSchema schema;
+  schema.text("db", &s.db_url, "KB_DB_URL")
+      .text("schemas_dir", &s.schemas_dir, "KB_SCHEMAS_DIR")
+      .text("problems_dir", &c.problems_dir, "KB_PROBLEMS_DIR")
+      .text("workers_bind", &c.workers_bind)
+      .text("clients_bind", &c.clients_bind)
+      .text("http_bind", &c.http_bind)
+      .text("endpoints_file", &c.endpoints_file)
+      .text("curve_secret_key", &c.curve_secret_key_file)
+      .text("allow_keys", &c.allow_keys_file)
+      .integer("heartbeat_ms", &s.heartbeat_ms, 50, 60000)
+      .integer("liveness", &c.scheduler.liveness, 2, 100)
+      .integer("lease_grace_ms", &s.lease_grace_ms, 0, 3600000)
+      .choice("log_format", &s.log_format, {"text", "json"}, "KB_LOG_FORMAT")
+      .choice("log_level", &s.log_level, {"trace", "debug", "info", "warn", "error"});
+  return schema;
 }
 
 }  // namespace
@@ -21,11 +45,23 @@ std::string env_or(const char* name, std::string fallback) {
 int main(int argc, char** argv) {
   using kb::coord::Coordinator;
   kb::coord::CoordinatorConfig config;
-  std::string db_url = env_or("KB_DB_URL", "");
-  std::string schemas_dir = kb::coord::default_schemas_dir();
-  int64_t heartbeat_ms = 1000, lease_grace_ms = 10000;
+  Settings settings;
+  settings.schemas_dir = kb::coord::default_schemas_dir();
+  std::string& db_url = settings.db_url;
+  std::string& schemas_dir = settings.schemas_dir;
+  int64_t& heartbeat_ms = settings.heartbeat_ms;
+  int64_t& lease_grace_ms = settings.lease_grace_ms;
 
   CLI::App app{"kb-coordinator: the kbfleet queue, scheduler and results store"};
+  app.set_version_flag("--version", std::string("kb-coordinator ") + KB_VERSION);
+  app.add_option("--config", settings.config, "YAML config file (keys: deploy/README.md)")
+      ->capture_default_str();
+  app.add_option("--log-format", settings.log_format, "text or json (env KB_LOG_FORMAT)")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--log-level", settings.log_level, "trace, debug, info, warn or error")
+      ->capture_default_str();
+  bool check_config = false;
+  app.add_flag("--check-config", check_config, "Check the config file, environment and flags, then exit");
   app.add_option("--db", db_url, "PostgreSQL URL with write rights (env KB_DB_URL)");
   app.add_option("--schemas-dir", schemas_dir, "Migrations directory (env KB_SCHEMAS_DIR)")->capture_default_str();
   app.add_option("--problems-dir", config.problems_dir, "Problem specs and suites.yaml (env KB_PROBLEMS_DIR)");
@@ -41,32 +77,47 @@ int main(int argc, char** argv) {
   app.add_option("--lease-grace-ms", lease_grace_ms, "After a restart, how long leases wait for their worker")
       ->capture_default_str()->check(CLI::Range(0, 3600000));
   CLI11_PARSE(app, argc, argv);
+  if (kb::Status s = config_schema(settings, config)
+                         .apply(settings.config, app.count("--config") > 0, kb::keys_given(app));
+      !s.is_ok()) {
+    std::fprintf(stderr, "kb-coordinator: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (check_config) {
+    std::printf("kb-coordinator: configuration ok\n");
+    return 0;
+  }
+  if (kb::Status s = kb::logging::init("kb-coordinator",
+                                   kb::logging::parse_format(settings.log_format).value(),
+                                   settings.log_level);
+      !s.is_ok()) {
+    std::fprintf(stderr, "kb-coordinator: %s\n", s.message().c_str());
+    return 2;
+  }
   config.scheduler.heartbeat = std::chrono::milliseconds(heartbeat_ms);
   config.scheduler.lease_grace = std::chrono::milliseconds(lease_grace_ms);
   if (db_url.empty()) {
-    std::fprintf(stderr, "kb-coordinator: no database: give --db URL or set KB_DB_URL\n");
+    KB_LOG_ERROR("no database: give --db URL, set KB_DB_URL or db: in {}", settings.config);
     return 2;
   }
   auto migrated = kb::coord::apply_migrations(db_url, schemas_dir);
   if (!migrated.is_ok()) {
-    std::fprintf(stderr, "kb-coordinator: migrations from %s: %s\n", schemas_dir.c_str(),
-                 migrated.status().to_string().c_str());
+    KB_LOG_ERROR("migrations from {}: {}", schemas_dir, migrated.status().to_string());
     return 1;
   }
-  std::fprintf(stderr, "kb-coordinator: %zu migrations applied, %zu present\n",
-               migrated->applied.size(), migrated->skipped.size());
+  KB_LOG_INFO("{} migrations applied, {} present", migrated->applied.size(),
+              migrated->skipped.size());
   auto store = kb::coord::PgJobStore::open(db_url);
   if (!store.is_ok()) {
-    std::fprintf(stderr, "kb-coordinator: %s\n", store.status().to_string().c_str());
+    KB_LOG_ERROR("{}", store.status().to_string());
     return 1;
   }
   auto coordinator = Coordinator::create(config, std::move(store.value()));
   if (!coordinator.is_ok()) {
-    std::fprintf(stderr, "kb-coordinator: %s\n", coordinator.status().to_string().c_str());
+    KB_LOG_ERROR("{}", coordinator.status().to_string());
     return coordinator.status().code() == kb::StatusCode::kInvalidArgument ? 2 : 1;
   }
   const auto& e = coordinator.value()->endpoints();
-  std::fprintf(stderr, "kb-coordinator: workers %s, clients %s, http %s\n", e.workers.c_str(),
-               e.clients.c_str(), e.http.c_str());
+  KB_LOG_INFO("workers {}, clients {}, http {}", e.workers, e.clients, e.http);
   return coordinator.value()->run();
 }

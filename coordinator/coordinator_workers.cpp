@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/zmq_messaging.h"
+#include "common/log.h"
 #include "coordinator/coordinator.h"
 
 namespace kb::coord {
@@ -134,7 +135,7 @@ void Coordinator::on_ready(const std::string& routing_id, const nlohmann::json& 
         post_to_loop([this, routing_id, identity, in_flight, worker_id, status] {
           registering_.erase(routing_id);
           if (!status.is_ok()) {
-            std::fprintf(stderr, "kb-coordinator: registering %s: %s\n", identity.name.c_str(),
+            KB_LOGF_INFO("registering %s: %s", identity.name.c_str(),
                          status.to_string().c_str());
             disconnect(routing_id, "registration failed: " + status.message());
           } else {
@@ -157,7 +158,7 @@ void Coordinator::on_registered(const std::string& routing_id, const WorkerIdent
                   {"epoch", epoch_}};
   send_to_worker(routing_id, welcome);  // before any JOB the registration may dispatch
   scheduler_.worker_ready(worker_id, routing_id, identity, in_flight);
-  std::fprintf(stderr, "kb-coordinator: worker %s (%s) registered as %lld, %zu in flight\n",
+  KB_LOGF_INFO("worker %s (%s) registered as %lld, %zu in flight",
                identity.name.c_str(), identity.gpu_model.c_str(), static_cast<long long>(worker_id),
                in_flight.size());
 }
@@ -220,7 +221,7 @@ void Coordinator::on_bye(const std::string& routing_id, const nlohmann::json& bo
                                : Scheduler::ByeKind::kGiveBack;
   const std::vector<LeaseToken> release = parse_tokens(body, "release");
   if (kind != Scheduler::ByeKind::kGiveBack) {
-    std::fprintf(stderr, "kb-coordinator: %s said BYE (%s), %zu job(s) given back\n",
+    KB_LOGF_INFO("%s said BYE (%s), %zu job(s) given back",
                  routing_id.c_str(), final ? "leaving" : "draining", release.size());
   }
   scheduler_.worker_bye(routing_id, release, kind);

@@ -1,3 +1,4 @@
+#include "common/log.h"
 #include "coordinator/db_thread.h"
 
 #include <cstdio>
@@ -159,19 +160,19 @@ Status DbThread::run_one(Op& op) {
     if (status.is_ok()) return status;
     if (!outage) {  // not the database's state but this call's: a few more tries, then give up
       if (++failures > kRetries) return status;
-      std::fprintf(stderr, "kb-coordinator: database call failed (%s); retry %d of %d\n",
+      KB_LOGF_WARN("database call failed (%s); retry %d of %d",
                    status.message().c_str(), failures, kRetries);
       if (!wait_backoff(delay)) return Status::failed_precondition("database thread stopped");
       delay = std::min(delay * 2, options_.max_backoff);
       continue;
     }
-    std::fprintf(stderr, "kb-coordinator: database unavailable (%s); retrying in %lld ms\n",
+    KB_LOGF_WARN("database unavailable (%s); retrying in %lld ms",
                  status.message().c_str(), static_cast<long long>(delay.count()));
     if (!wait_backoff(delay)) return Status::failed_precondition("database thread stopped");
     delay = std::min(delay * 2, options_.max_backoff);
     Status reconnected = store_->reconnect();
     if (!reconnected.is_ok() && !store_->is_connection_error(reconnected)) {
-      std::fprintf(stderr, "kb-coordinator: reconnect: %s\n", reconnected.message().c_str());
+      KB_LOGF_WARN("reconnect: %s", reconnected.message().c_str());
     }
   }
 }

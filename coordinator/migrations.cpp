@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/config_file.h"
 #include "coordinator/pg_status.h"
 
 namespace kb::coord {
@@ -92,6 +93,7 @@ bool apply_one(pqxx::connection& conn, const MigrationFile& file, const std::str
 
 std::string default_schemas_dir() {
   if (const char* env = std::getenv("KB_SCHEMAS_DIR"); env != nullptr && *env != '\0') return env;
+  if (auto installed = installed_data_path("schemas")) return *installed;  // a Debian package
 #ifdef KB_DEFAULT_SCHEMAS_DIR
   return KB_DEFAULT_SCHEMAS_DIR;
 #else

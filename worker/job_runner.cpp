@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "worker/worker_metrics.h"
+
 namespace kb {
 namespace {
 
@@ -76,7 +78,10 @@ ExecutorLaunch ExecutorJobRunner::launch_for(const JobSpec& job) const {
 void ExecutorJobRunner::start(const JobSpec& job, SteadyClock::time_point now) {
   started_at_ = now;
   last_poll_ = now;
+  const SteadyClock::time_point spawn_start = SteadyClock::now();
   process_ = std::make_unique<ExecutorProcess>(launch_for(job));
+  WorkerMetrics::global().executor_spawned(
+      std::chrono::duration<double>(SteadyClock::now() - spawn_start).count());
 }
 
 std::optional<JobOutcome> ExecutorJobRunner::poll(SteadyClock::time_point now) {

@@ -10,10 +10,16 @@
 // BYE {final} tells the coordinator the worker is gone, and it exits 0. A second signal kills the
 // running job and gives it back (BYE {final}) at once. Unacked results get kFlushLimit to be
 // acknowledged; the spool keeps what was not for the next start.
+//
+// Configuration: /etc/kbfleet/worker.yaml (or --config), the environment, flags (common/
+// config_file.h; keys in deploy/README.md). `--gpu all`: one child per visible GPU
+// (worker/gpu_children.h). /healthz and /metrics on --http-bind (worker/worker_metrics.h).
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
+
+#include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -22,9 +28,16 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
+#include "common/config_file.h"
+#include "common/log.h"
+#include "coordinator/http_endpoint.h"
 #include "worker/executor_process.h"
+#include "worker/gpu_children.h"
+#include "worker/nvml_gauges.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_session.h"
 
 namespace {
@@ -35,6 +48,11 @@ using kb::SteadyClock;
 // After SIGTERM, how long unacked results may wait for their ACK before the worker exits.
 constexpr auto kFlushLimit = std::chrono::seconds(3);
 constexpr double kDescribeTimeoutS = 60;
+constexpr const char* kDefaultConfig = "/etc/kbfleet/worker.yaml";
+// How often the loop publishes its sessions' states (for /metrics and /healthz), and how stale
+// they may be before /healthz says the loop is stuck.
+constexpr auto kPublishEvery = std::chrono::milliseconds(500);
+constexpr auto kHealthyWithin = std::chrono::seconds(10);
 
 volatile std::sig_atomic_t g_signals = 0;  // SIGTERM/SIGINT received
 void on_signal(int) {
@@ -43,7 +61,8 @@ void on_signal(int) {
 
 struct Options {
   std::string coordinator, device = "cuda", name, state_dir, executor, problems_dir, curve_key,
-                           coordinator_key, execution_log;
+                           coordinator_key, execution_log, config = kDefaultConfig, gpu_text,
+                           http_bind = "127.0.0.1:0", log_format = "text", log_level = "info";
   int gpu = 0, sim_workers = 1;
   bool sim_fsync = false;
 };
@@ -145,9 +164,16 @@ void run_loop(std::vector<std::unique_ptr<kb::WorkerSession>>& sessions) {
   std::vector<size_t> owners;
   int signals_seen = 0;
   std::optional<SteadyClock::time_point> flush_until;
+  SteadyClock::time_point published{};
   for (auto& s : sessions) s->start(SteadyClock::now());
   while (true) {
     SteadyClock::time_point now = SteadyClock::now();
+    if (now - published >= kPublishEvery) {
+      std::map<std::string, int64_t> states;
+      for (auto& s : sessions) ++states[std::string(kb::to_string(s->state()))];
+      kb::WorkerMetrics::global().loop_tick(std::move(states));
+      published = now;
+    }
     const int signals = g_signals;
     if (signals != signals_seen) {
       for (auto& s : sessions) {
@@ -172,6 +198,7 @@ void run_loop(std::vector<std::unique_ptr<kb::WorkerSession>>& sessions) {
       next = std::min(next, sessions[i]->next_deadline());
     }
     if (draining) next = std::min(next, now + std::chrono::milliseconds(50));
+    next = std::min(next, published + kPublishEvery);
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
         std::max(next - now, SteadyClock::duration::zero()));
     try {
@@ -190,17 +217,93 @@ void run_loop(std::vector<std::unique_ptr<kb::WorkerSession>>& sessions) {
   }
 }
 
+// /healthz and /metrics on their own thread (an Asio loop beside the zmq_poll loop).
+class HttpServer {
+ public:
+  kb::Status start(const std::string& bind, std::vector<std::string> state_dirs,
+                   const std::string& gpu_uuid) {
+    state_dirs_ = std::move(state_dirs);
+    gauges_ = std::make_unique<kb::NvmlGauges>(gpu_uuid);
+    auto endpoint = kb::coord::HttpEndpoint::bind(
+        io_, bind, [this](const std::string& target) { return handle(target); });
+    if (!endpoint.is_ok()) return endpoint.status();
+    endpoint_ = std::move(endpoint).value();
+    endpoint_->start();
+    KB_LOG_INFO("http /healthz and /metrics on {}", endpoint_->address());
+    thread_ = std::thread([this] { io_.run(); });
+    return kb::Status::ok();
+  }
+  ~HttpServer() {
+    if (!thread_.joinable()) return;
+    io_.stop();
+    thread_.join();
+  }
+
+ private:
+  kb::coord::HttpResponse handle(const std::string& target) {
+    kb::WorkerMetrics& metrics = kb::WorkerMetrics::global();
+    if (target == "/healthz") {
+      if (metrics.loop_alive(kHealthyWithin)) return {200, "text/plain; charset=utf-8", "ok\n"};
+      return {503, "text/plain; charset=utf-8", "event loop stalled\n"};
+    }
+    if (target == "/metrics") {
+      kb::WorkerGauges gauges;
+      for (const std::string& dir : state_dirs_) {
+        gauges.spool_depth += kb::count_files((fs::path(dir) / "results").string());
+        gauges.pack_cache_bytes += kb::directory_bytes((fs::path(dir) / "packs").string());
+      }
+      gauges.gpu = gauges_->sample();
+      return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.render(gauges)};
+    }
+    return {404, "text/plain; charset=utf-8", "not found: try /healthz or /metrics\n"};
+  }
+
+  boost::asio::io_context io_;
+  std::unique_ptr<kb::coord::HttpEndpoint> endpoint_;
+  std::unique_ptr<kb::NvmlGauges> gauges_;
+  std::vector<std::string> state_dirs_;
+  std::thread thread_;
+};
+
+kb::ConfigSchema config_schema(Options& o) {
+  kb::ConfigSchema schema;
+  schema.text("coordinator", &o.coordinator, "KB_COORDINATOR")
+      .choice("device", &o.device, {"cuda", "cpu", "sim"})
+      .custom("gpu",
+              [&o](const std::string& text) -> std::optional<std::string> {
+                if (text != "all" && (text.empty() || text.find_first_not_of("0123456789") !=
+                                                          std::string::npos)) {
+                  return std::string("a GPU index or \"all\"");
+                }
+                o.gpu_text = text;
+                return std::nullopt;
+              })
+      .text("name", &o.name)
+      .text("state_dir", &o.state_dir)
+      .text("executor", &o.executor)
+      .text("problems_dir", &o.problems_dir, "KB_PROBLEMS_DIR")
+      .text("curve_key", &o.curve_key, "KB_CURVE_KEY")
+      .text("coordinator_key", &o.coordinator_key, "KB_COORDINATOR_KEY")
+      .text("execution_log", &o.execution_log, "KB_EXECUTION_LOG")
+      .text("http_bind", &o.http_bind)
+      .choice("log_format", &o.log_format, {"text", "json"}, "KB_LOG_FORMAT")
+      .choice("log_level", &o.log_level, {"trace", "debug", "info", "warn", "error"});
+  return schema;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  if (const char* env = std::getenv("KB_COORDINATOR")) o.coordinator = env;
-  if (const char* env = std::getenv("KB_EXECUTION_LOG")) o.execution_log = env;
   o.executor = kb::default_executor_path();
   CLI::App app{"kb-worker: runs kbfleet jobs for a coordinator"};
+  app.set_version_flag("--version", std::string("kb-worker ") + KB_VERSION);
+  app.add_option("--config", o.config, "YAML config file (keys: deploy/README.md)")
+      ->capture_default_str();
   app.add_option("--coordinator", o.coordinator,
                  "tcp://HOST:PORT of the coordinator (env KB_COORDINATOR)");
-  auto* gpu = app.add_option("--gpu", o.gpu, "GPU ordinal (implies --device cuda)");
+  app.add_option("--gpu", o.gpu_text, "GPU ordinal (implies --device cuda), or all: one child "
+                                      "worker per visible GPU");
   app.add_option("--device", o.device, "cuda, cpu or sim")
       ->check(CLI::IsMember({"cuda", "cpu", "sim"}));
   app.add_option("--sim-workers", o.sim_workers,
@@ -218,20 +321,68 @@ int main(int argc, char** argv) {
   app.add_option("--execution-log", o.execution_log,
                  "Append 'job_id,attempt,event,worker' per job start/finish/revoke/abort to this "
                  "file (fault tests; env KB_EXECUTION_LOG)");
+  app.add_option("--http-bind", o.http_bind,
+                 "HOST:PORT for /healthz and /metrics (port 0: any free port; off: none)")
+      ->capture_default_str();
+  app.add_option("--log-format", o.log_format, "text or json (env KB_LOG_FORMAT)")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn or error")
+      ->capture_default_str();
+  bool check_config = false;
+  app.add_flag("--check-config", check_config, "Check the config file, environment and flags, then exit");
   CLI11_PARSE(app, argc, argv);
+  const bool gpu_flag = !o.gpu_text.empty();
+  if (kb::Status s = config_schema(o).apply(o.config, app.count("--config") > 0, kb::keys_given(app));
+      !s.is_ok()) {
+    std::fprintf(stderr, "kb-worker: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (check_config) {
+    std::printf("kb-worker: configuration ok\n");
+    return 0;
+  }
+  const bool all_gpus = o.gpu_text == "all";
+  if (kb::Status s = kb::logging::init(all_gpus ? "kb-worker-gpus" : "kb-worker",
+                                   kb::logging::parse_format(o.log_format).value(), o.log_level);
+      !s.is_ok()) {
+    std::fprintf(stderr, "kb-worker: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (!o.gpu_text.empty() && !all_gpus) {
+    try {
+      o.gpu = std::stoi(o.gpu_text);
+    } catch (const std::exception&) {
+      KB_LOG_ERROR("--gpu '{}': expected a GPU index or all", o.gpu_text);
+      return 2;
+    }
+  }
   if (o.coordinator.empty()) {
-    std::fprintf(stderr, "kb-worker: --coordinator (or KB_COORDINATOR) is required\n");
+    KB_LOG_ERROR("--coordinator (or KB_COORDINATOR, or coordinator: in {}) is required", o.config);
     return 2;
   }
   if (o.curve_key.empty() != o.coordinator_key.empty()) {
-    std::fprintf(stderr, "kb-worker: --curve-key and --coordinator-key go together\n");
+    KB_LOG_ERROR("--curve-key and --coordinator-key go together");
     return 2;
   }
-  if (gpu->count() > 0) o.device = "cuda";
+  if (gpu_flag) o.device = "cuda";  // --gpu implies cuda; a file's gpu: does not override device:
   if (o.sim_workers > 1 && o.device != "sim") {
-    std::fprintf(stderr, "kb-worker: --sim-workers needs --device sim\n");
+    KB_LOG_ERROR("--sim-workers needs --device sim");
     return 2;
   }
+  if (all_gpus) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    auto count = kb::visible_gpu_count(visible ? std::optional<std::string>(visible) : std::nullopt);
+    if (!count.is_ok() || count.value() == 0) {
+      KB_LOG_ERROR("--gpu all: no GPU visible (CUDA_VISIBLE_DEVICES={}, /dev/nvidiaN)",
+                   visible ? visible : "unset");
+      return 1;
+    }
+    KB_LOG_INFO("--gpu all: {} GPU(s) visible; one child worker each", count.value());
+    return kb::run_gpu_children(fs::read_symlink("/proc/self/exe").string(),
+                                std::vector<std::string>(argv + 1, argv + argc), count.value(),
+                                {o.name, o.state_dir, o.http_bind});
+  }
+  if (o.device == "sim") kb::WorkerMetrics::global().set_job_log_level(spdlog::level::debug);
   if (o.name.empty())
     o.name = hostname() + "-" + (o.device == "cuda" ? "gpu" + std::to_string(o.gpu) : o.device);
   if (o.state_dir.empty()) {
@@ -241,8 +392,7 @@ int main(int argc, char** argv) {
   }
   auto identity = describe(o);
   if (!identity.is_ok()) {
-    std::fprintf(stderr, "kb-worker: cannot describe the %s device: %s\n", o.device.c_str(),
-                 identity.status().message().c_str());
+    KB_LOG_ERROR("cannot describe the {} device: {}", o.device, identity.status().message());
     return 1;
   }
   struct sigaction action {};
@@ -253,22 +403,32 @@ int main(int argc, char** argv) {
   try {
     zmq::context_t context;
     std::vector<std::unique_ptr<kb::WorkerSession>> sessions;
+    std::vector<std::string> state_dirs;
     for (int i = 0; i < o.sim_workers; ++i) {
       const std::string name = o.sim_workers > 1 ? o.name + "-" + std::to_string(i) : o.name;
       const fs::path state =
           o.sim_workers > 1 ? fs::path(o.state_dir) / name : fs::path(o.state_dir);
       auto session = make_session(context, o, identity.value(), name, state);
       if (!session.is_ok()) {
-        std::fprintf(stderr, "kb-worker: %s\n", session.status().message().c_str());
+        KB_LOG_ERROR("{}", session.status().message());
         return 1;
       }
       sessions.push_back(std::move(session).value());
+      state_dirs.push_back(state.string());
     }
-    std::fprintf(stderr, "kb-worker: %d session(s) of %s to %s\n", o.sim_workers, o.name.c_str(),
-                 o.coordinator.c_str());
+    HttpServer http;
+    if (o.http_bind != "off") {
+      const std::string uuid = identity.value()["device"].value("uuid", std::string());
+      if (kb::Status s = http.start(o.http_bind, state_dirs, o.device == "cuda" ? uuid : "");
+          !s.is_ok()) {
+        KB_LOG_ERROR("{}", s.message());
+        return 2;
+      }
+    }
+    KB_LOG_INFO("{} session(s) of {} to {}", o.sim_workers, o.name, o.coordinator);
     run_loop(sessions);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kb-worker: %s\n", e.what());
+    KB_LOG_ERROR("{}", e.what());
     return 1;
   }
   return 0;

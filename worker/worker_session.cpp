@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/log.h"
 #include "common/zmq_messaging.h"
+#include "worker/worker_metrics.h"
 
 namespace kb {
 namespace {
@@ -19,7 +21,7 @@ double steady_ms(SteadyClock::time_point t) {
 }
 
 void log(const std::string& name, const std::string& text) {
-  std::fprintf(stderr, "kb-worker[%s]: %s\n", name.c_str(), text.c_str());
+  KB_LOG_WARN("{}: {}", name, text);
 }
 
 int64_t int_field(const nlohmann::json& body, const char* name, int64_t fallback) {
@@ -224,6 +226,7 @@ void WorkerSession::on_job(const nlohmann::json& body, SteadyClock::time_point n
     return;
   }
   job->epoch = epoch_;
+  if (config_.needs_packs) WorkerMetrics::global().pack_lookup(packs_.path_of(job->pack).has_value());
   held_.push_back(std::move(job).value());
   request_missing_packs(now);
   start_next_job(now);
@@ -323,6 +326,7 @@ void WorkerSession::start_next_job(SteadyClock::time_point now) {
     held_.erase(it);
     job.pack_path = *path;
     log_execution(job, "start");
+    WorkerMetrics::global().job_started(config_.name, job.job_id, job.attempt, job.problem);
     runner_->start(job, now);
     running_ = std::move(job);
     ++stats_.jobs_started;
@@ -333,6 +337,9 @@ void WorkerSession::start_next_job(SteadyClock::time_point now) {
 void WorkerSession::finish_job(const JobSpec& job, JobOutcome outcome,
                                SteadyClock::time_point now) {
   const JobKey key{job.job_id, job.attempt};
+  WorkerMetrics::global().job_finished(
+      config_.name, job.job_id, job.attempt, to_string(outcome.result.status),
+      std::chrono::duration<double>(outcome.finished_at - outcome.started_at).count());
   nlohmann::json result = to_json(outcome.result);
   // The job's span on this worker's steady clock: stored with the result, it is how the fleet
   // benchmark (tools/fleet_bench.cpp) measures dispatch gaps and makespan.
