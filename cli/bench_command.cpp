@@ -32,6 +32,8 @@ struct BenchOptions {
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
+  double trace_fraction = 1.0;  // kb-executor --trace-fraction
+  bool no_launch_trace = false;
   double time_cap = 0;  // 0: 15 s per job on the GPU, 3 s on the CPU device (correctness runs)
   double timeout = 600;
   bool aa = false;
@@ -46,6 +48,8 @@ std::vector<std::string> executor_args(const BenchOptions& o, const std::string&
                                 "--gpu", std::to_string(o.gpu), "--trials", std::to_string(o.trials),
                                 "--time-cap", std::to_string(o.time_cap), "--problems-dir", o.problems_dir};
   if (o.aa) a.push_back("--aa");
+  if (o.trace_fraction < 1) a.insert(a.end(), {"--trace-fraction", std::to_string(o.trace_fraction)});
+  if (o.no_launch_trace) a.push_back("--no-launch-trace");
   if (!o.export_dir.empty()) {
     a.push_back("--export");
     a.push_back(o.export_dir);
@@ -63,6 +67,12 @@ std::string fmt_ms(double ms) {
   return b;
 }
 
+// The status column: an unverified result (weaker than the fleet's policy) never reads `ok`.
+std::string status_label(const JobResult& r) {
+  if (!r.verified && r.status == JobStatus::kOk) return "unverified";
+  return to_string(r.status);
+}
+
 void print_row(const JobResult& r) {
   char speedup[48] = "        -";
   if (r.speedup.speedup > 0 && r.custom.summary.median > 0) {
@@ -70,15 +80,16 @@ void print_row(const JobResult& r) {
                   std::isfinite(r.speedup.ci_high) ? r.speedup.ci_high : 0.0);
   }
   std::printf("%-7s %-16s %9.2e %s %s  %-26s %8.2f %8.1f %7.2f  %s\n", r.problem_id.c_str(),
-              to_string(r.status).c_str(), r.errors.max_abs_error, fmt_ms(r.reference.summary.median).c_str(),
+              status_label(r).c_str(), r.errors.max_abs_error, fmt_ms(r.reference.summary.median).c_str(),
               fmt_ms(r.custom.summary.median).c_str(), speedup, r.custom_tflops, r.custom_gbps,
               r.custom_over_floor, r.stop_reason.c_str());
 }
 
 void print_summary(const std::vector<JobResult>& results, const std::string& device) {
-  int ok = 0, faster = 0;
+  int ok = 0, faster = 0, unverified = 0;
   double log_sum = 0;
   for (const JobResult& r : results) {
+    unverified += !r.verified;
     if (r.status != JobStatus::kOk) continue;
     ++ok;
     faster += r.speedup.speedup > 1.0;
@@ -89,6 +100,10 @@ void print_summary(const std::vector<JobResult>& results, const std::string& dev
               "geomean speedup over correct = %s   [device: %s]\n",
               ok, results.size(), n > 0 ? faster / n : 0.0,
               ok ? std::to_string(std::exp(log_sum / ok)).c_str() : "-", device.c_str());
+  if (unverified > 0) {
+    std::printf("%d results are unverified (fewer than 3 correctness trials, or the launch trace off): the "
+                "fleet refuses such jobs.\n", unverified);
+  }
   if (device == "cpu") {
     std::printf("CPU device: reference = golden model in double, custom = the same algorithm in fp32; "
                 "times are CPU times at the small preset, not GPU figures.\n");
@@ -123,7 +138,7 @@ void run_bench(BenchOptions o) {
     JobResult r = run_executor_process({o.executor, executor_args(o, id, o.seed), o.timeout, id, o.preset, o.device});
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
     std::fprintf(stderr, "[%zu/%zu] %-7s %-16s %7.1f s  %s\n", i + 1, ids->size(), id.c_str(),
-                 to_string(r.status).c_str(), secs, r.message.substr(0, 100).c_str());
+                 status_label(r).c_str(), secs, (r.verified ? r.message : r.unverified_reason).substr(0, 100).c_str());
     r.overhead_ms["wall"] = secs * 1e3;
     results.push_back(std::move(r));
   }
@@ -162,6 +177,12 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--time-cap", o->time_cap, "Timing cap per job, seconds (default: 15 on cuda, 3 on cpu)");
   bench->add_option("--timeout", o->timeout, "Deadline per job process, seconds")->capture_default_str();
   bench->add_flag("--aa", o->aa, "A/A: time each reference against itself");
+  bench->add_option("--trace-fraction", o->trace_fraction,
+                    "Share of timing rounds traced (1: all, samples kept; 0.25..1: random rounds, their "
+                    "samples discarded)")
+      ->check(CLI::Range(0.25, 1.0))->capture_default_str();
+  bench->add_flag("--no-launch-trace", o->no_launch_trace,
+                  "Skip the launch trace (for a profiler holding CUPTI); results are labelled unverified");
   bench->add_flag("--json", o->json, "Print all results as JSON");
   bench->add_option("--export", o->export_dir,
                     "Write each correctness trial's inputs, parameters and both outputs as .npy here");

@@ -13,6 +13,7 @@
 #include "cli/fleet_options.h"
 #include "cli/pack_file.h"
 #include "cli/watch_command.h"
+#include "common/job_result.h"
 #include "common/spec_loader.h"
 
 namespace kb::cli {
@@ -29,6 +30,7 @@ struct SubmitOptions {
   double time_cap = 0;  // 0: the worker's default
   double job_timeout = 0;  // 0: the coordinator derives it
   int max_attempts = 3;
+  int trials = -1;  // correctness trials per job; -1: the worker's default
   bool wait = false;
 };
 
@@ -108,6 +110,7 @@ nlohmann::json submit_body(const SubmitOptions& o, const RunContent& content, co
       {"seed", o.seed}, {"max_attempts", o.max_attempts}};
   if (!content.suite.empty()) body["suite"] = content.suite;
   if (o.time_cap > 0) body["time_cap_s"] = o.time_cap;
+  if (o.trials >= 0) body["trials"] = o.trials;
   if (o.job_timeout > 0) body["job_timeout_s"] = o.job_timeout;
   if (!content.sim_jobs.empty()) body["sim_jobs"] = content.sim_jobs;
   if (!o.commit.empty()) body["commit_sha"] = o.commit;
@@ -153,6 +156,12 @@ nlohmann::json submit_run(FleetClient& client, const SubmitOptions& o, nlohmann:
 }
 
 void run_submit(SubmitOptions o) {
+  // The fleet's verification policy (docs/verification.md): its verdicts need >= 3 trials.
+  if (o.trials >= 0 && o.trials < kMinVerifiedTrials) {
+    fail(kExitUsage, "--trials " + std::to_string(o.trials) + ": the fleet runs at least " +
+                         std::to_string(kMinVerifiedTrials) + " correctness trials per job (kb bench runs fewer "
+                         "locally, labelled unverified)");
+  }
   const RunContent content = resolve_content(o);
   const FleetConfig config = resolve_or_fail(o.fleet, o.wait ? Needs::kBoth : Needs::kCoordinator);
   const std::optional<PackFile> pack = load_pack(o, !content.sim_jobs.empty());
@@ -256,6 +265,7 @@ void add_submit_command(CLI::App& app) {
                      "A job running longer than this many seconds ends as `timeout` (default: from "
                      "its predicted time and the time cap, at least 55 s)")
       ->check(CLI::PositiveNumber);
+  submit->add_option("--trials", o->trials, "Correctness trials per job, >= 3 (default: the worker's)");
   submit->add_option("--max-attempts", o->max_attempts, "Leases per job before it fails")
       ->check(CLI::Range(1, 10))->capture_default_str();
   submit->add_option("--sim-jobs", o->sim_jobs, "Sim jobs for the benchmark: N:MS or a file of ms values");

@@ -88,7 +88,9 @@ nlohmann::json to_json(const JobResult& r) {
                    {"relative_half_width", finite_or_null(r.speedup.relative_half_width)}}},
       {"flops", r.flops}, {"min_bytes", r.min_bytes}, {"custom_tflops", r.custom_tflops},
       {"custom_gbps", r.custom_gbps}, {"floor_ms", r.floor_ms}, {"custom_over_floor", r.custom_over_floor},
-      {"reference_over_floor", r.reference_over_floor},
+      {"reference_over_floor", r.reference_over_floor}, {"hard_floor_ms", r.hard_floor_ms},
+      {"custom_over_hard_floor", r.custom_over_hard_floor}, {"verified", r.verified},
+      {"unverified_reason", r.unverified_reason}, {"traced_rounds", r.traced_rounds},
       {"environment", r.environment}, {"overhead_ms", r.overhead_ms},
   };
 }
@@ -127,6 +129,11 @@ JobResult job_result_from_json(const nlohmann::json& j) {
   r.floor_ms = j.value("floor_ms", 0.0);
   r.custom_over_floor = j.value("custom_over_floor", 0.0);
   r.reference_over_floor = j.value("reference_over_floor", 0.0);
+  r.hard_floor_ms = j.value("hard_floor_ms", 0.0);
+  r.custom_over_hard_floor = j.value("custom_over_hard_floor", 0.0);
+  r.verified = j.value("verified", true);
+  r.unverified_reason = j.value("unverified_reason", "");
+  r.traced_rounds = j.value("traced_rounds", 0);
   r.environment = j.value("environment", nlohmann::json::object());
   r.overhead_ms = j.value("overhead_ms", nlohmann::json::object());
   return r;

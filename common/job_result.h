@@ -32,6 +32,10 @@ enum class JobStatus {
   kTimeout,         // the executor process ran past its deadline (set by the supervisor)
 };
 
+// The fleet's verification policy (docs/verification.md): a job with fewer correctness trials,
+// or without the launch trace, is `unverified`; the coordinator refuses runs that ask for it.
+inline constexpr int kMinVerifiedTrials = 3;
+
 std::string to_string(JobStatus status);
 // kRuntimeError for an unknown name.
 JobStatus job_status_from_string(const std::string& name);
@@ -68,7 +72,17 @@ struct JobResult {
 
   double flops = 0, min_bytes = 0;
   double custom_tflops = 0, custom_gbps = 0;
+  // The fp32 roofline (fp32 FMA peak, measured copy bandwidth): a goal, which tensor cores beat.
   double floor_ms = 0, custom_over_floor = 0, reference_over_floor = 0;
+  // The hard physical floor (worker/physical_floor.h: nominal peak DRAM bandwidth, 3xTF32
+  // tensor-core math): a custom median below it is `implausible`. 0: no floor (CPU device).
+  double hard_floor_ms = 0, custom_over_hard_floor = 0;
+
+  // Whether the job ran under the fleet's verification policy (>= 3 correctness trials, launch
+  // trace on); `kb bench` labels other results `unverified`, and the fleet refuses such jobs.
+  bool verified = true;
+  std::string unverified_reason;
+  int traced_rounds = 0;  // timing rounds run under the launch trace (their samples may be discarded)
 
   nlohmann::json environment;  // GPU, clocks, versions, pack
   nlohmann::json overhead_ms;  // spawn, init, pack load, generation, ...

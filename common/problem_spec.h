@@ -77,6 +77,13 @@ struct Tolerance {
   double rtol = 1e-4;
 };
 
+// What the executor demands of a custom beyond the tolerance (spec field `verification`).
+struct VerificationPolicy {
+  // Own kernels (namespace kb, not the eager ops) must carry at least this share of a custom
+  // call's GPU time, else the job is `library_dominated`.
+  double own_kernel_share_min = 0.5;
+};
+
 struct Preset {
   std::string name;
   Dims dims;
@@ -98,6 +105,7 @@ struct ProblemSpec {
   std::vector<GraphNode> graph;
   std::string output;  // name of the graph tensor that is the model's output
   Tolerance tolerance;
+  VerificationPolicy verification;
 
   const Preset* find_preset(const std::string& preset_name) const;
   const GraphNode* find_node(const std::string& node_name) const;

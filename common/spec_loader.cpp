@@ -16,7 +16,7 @@ namespace {
 
 const std::set<std::string> kTopLevelFields = {
     "id", "name", "level", "family", "init_inputs", "notes", "dims", "presets", "inputs",
-    "parameters", "graph", "output", "tolerance", "source"};
+    "parameters", "graph", "output", "tolerance", "source", "verification"};
 const std::set<std::string> kFamilies = {"matmul", "conv", "conv_transpose", "loss",
                                          "activation", "network", "attention"};
 const std::map<std::string, InputGenerator> kGenerators = {
@@ -156,7 +156,7 @@ void read_header(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
     std::string key = kv.first.Scalar();
     if (!kTopLevelFields.count(key)) {
       r.error(key, "unknown field (expected one of id, name, level, family, init_inputs, notes, "
-                   "dims, presets, inputs, parameters, graph, output, tolerance, source)");
+                   "dims, presets, inputs, parameters, graph, output, tolerance, source, verification)");
     }
   }
   spec.id = r.text(r.require(doc, "id", "id"), "id");
@@ -411,6 +411,25 @@ void read_tolerance(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   }
 }
 
+// verification: {own_kernel_share_min: 0.5} — the executor's per-problem thresholds.
+void read_verification(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
+  YAML::Node v = doc["verification"];
+  if (!v) return;
+  if (!v.IsMap()) {
+    r.error("verification", "expected {own_kernel_share_min}, got " + describe(v));
+    return;
+  }
+  for (const auto& kv : v) {
+    if (kv.first.Scalar() != "own_kernel_share_min") {
+      r.error("verification." + kv.first.Scalar(), "unknown field (expected own_kernel_share_min)");
+    }
+  }
+  if (!v["own_kernel_share_min"]) return;
+  auto share = r.number(v["own_kernel_share_min"], "verification.own_kernel_share_min");
+  if (share && (*share < 0 || *share > 1)) r.error("verification.own_kernel_share_min", "expected a number in [0, 1]");
+  if (share) spec.verification.own_kernel_share_min = *share;
+}
+
 // Every declared dim must be used by some shape or attribute, and only declared dims may be.
 void check_dim_usage(SpecReader& r, const ProblemSpec& spec) {
   std::set<std::string> used;
@@ -471,6 +490,7 @@ std::shared_ptr<ProblemSpec> parse(SpecReader& r, const std::string& yaml_text, 
   read_params(r, doc, *spec);
   read_graph(r, doc, *spec);
   read_tolerance(r, doc, *spec);
+  read_verification(r, doc, *spec);
   check_dim_usage(r, *spec);
   return spec;
 }

@@ -2,6 +2,7 @@
 // ERROR carrying the request's request_id (schemas/protocol.md).
 #include <random>
 
+#include "common/job_result.h"
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
 #include "coordinator/coordinator.h"
@@ -71,6 +72,13 @@ Result<SubmitRequest> parse_submit(const nlohmann::json& body, const ProblemCata
     job_timeout_s = t->get<double>();
   }
   run.config = {{"seed", seed}, {"time_cap_s", time_cap_s}};
+  if (auto t = body.find("trials"); t != body.end()) {  // the verification policy (docs/verification.md)
+    if (!t->is_number_integer() || t->get<int64_t>() < kMinVerifiedTrials || t->get<int64_t>() > 1000) {
+      return Status::invalid_argument("trials: the fleet runs " + std::to_string(kMinVerifiedTrials) +
+                                      "..1000 correctness trials per job");
+    }
+    run.config["trials"] = t->get<int64_t>();
+  }
   if (job_timeout_s > 0) run.config["job_timeout_s"] = job_timeout_s;
   std::vector<std::optional<std::string>> models;
   for (const std::string& m : run.gpu_models) models.push_back(m);

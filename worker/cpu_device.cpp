@@ -97,12 +97,27 @@ class CpuDevice final : public ExecutionDevice {
     return h;
   }
 
+  Result<uint64_t> output_hash(Slot slot) override {
+    const auto& out = outputs_[static_cast<int>(slot)];
+    uint64_t h = 14695981039346656037ull;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
+    for (size_t i = 0; i < out.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    return h;
+  }
+  Status stash_reference() override {
+    stash_ = outputs_[static_cast<int>(Slot::kReference)];
+    return poison_output(Slot::kReference);
+  }
+  Result<std::vector<float>> read_stash() override { return stash_; }
+
   Status begin_trace() override { return Status::ok(); }
   Result<LaunchTrace> end_trace() override { return LaunchTrace{}; }
   void sample_clocks() override {}
   nlohmann::json clock_report() const override { return {{"available", false}}; }
   double peak_flops() const override { return 1e9; }
   double peak_bytes_per_s() const override { return 1e10; }
+  // No hard floor: CPU runs are for correctness, and the golden model sets no speed to beat.
+  PhysicalPeaks floor_peaks() const override { return {}; }
 
  private:
   static kb_tensor_v1 view(float* data, const Shape& shape) {
@@ -119,6 +134,7 @@ class CpuDevice final : public ExecutionDevice {
   const KernelPack& pack_;
   kb_instance_v1* instances_[2] = {nullptr, nullptr};
   std::vector<float> outputs_[2];
+  std::vector<float> stash_;  // the reference output of the current timed pair
   Shape output_shape_;
   std::vector<HostSet> sets_;
 };

@@ -1,5 +1,6 @@
 // The CUDA execution device: one GPU, one job stream, device-generated inputs, CUDA-event timing
-// with a cold L2 before every sample, CUPTI launch tracing, NVML clock sampling.
+// with a cold L2 before every sample, CUPTI launch tracing of every call, on-device hashes and
+// comparisons (against the reference slot or a private copy of it), NVML clock sampling.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -87,20 +88,30 @@ class CudaDevice final : public ExecutionDevice {
   Result<std::vector<float>> read_output(Slot slot) override;
   Result<uint64_t> input_hash(int set) override;
   Result<ErrorStats> compare_slots(const Tolerance& tolerance) override {
-    const DeviceBuffer& ref = outputs_[static_cast<int>(Slot::kReference)];
-    const DeviceBuffer& custom = outputs_[static_cast<int>(Slot::kCustom)];
-    return compare_on_device(ref.data, custom.data, element_count(ref.shape), tolerance.atol,
-                             tolerance.rtol, compare_scratch_, stream_);
+    return compare_with(outputs_[static_cast<int>(Slot::kReference)], tolerance);
   }
+  Result<uint64_t> output_hash(Slot slot) override;
+  Status stash_reference() override;
+  Result<std::vector<float>> read_stash() override { return read_buffer(stash_); }
+  Result<ErrorStats> compare_with_stash(const Tolerance& tolerance) override { return compare_with(stash_, tolerance); }
   Status begin_trace() override { return tracer_.begin(); }
   Result<LaunchTrace> end_trace() override { return tracer_.end(stream_); }
   void sample_clocks() override { clocks_->sample(); }
   nlohmann::json clock_report() const override { return clocks_->report(); }
   double peak_flops() const override { return peak_flops_; }
   double peak_bytes_per_s() const override { return peak_bytes_; }
+  PhysicalPeaks floor_peaks() const override { return floor_peaks_; }
 
  private:
   Status allocate(DeviceBuffer& b, const Shape& shape);
+  Result<std::vector<float>> read_buffer(const DeviceBuffer& b);
+  Result<uint64_t> hash_buffers(const std::vector<const DeviceBuffer*>& buffers);
+  // The custom output against `expected` (the reference slot or the stash), on the GPU.
+  Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance) {
+    const DeviceBuffer& custom = outputs_[static_cast<int>(Slot::kCustom)];
+    return compare_on_device(expected.data, custom.data, element_count(expected.shape), tolerance.atol,
+                             tolerance.rtol, compare_scratch_, stream_);
+  }
   void describe_device(const cudaDeviceProp& prop);
 
   const KernelPack& pack_;
@@ -114,10 +125,12 @@ class CudaDevice final : public ExecutionDevice {
   std::unique_ptr<GpuClocks> clocks_;
   kb_instance_v1* instances_[2] = {nullptr, nullptr};
   DeviceBuffer outputs_[2];
+  DeviceBuffer stash_;  // the reference output of the current timed pair; no variant sees it
   Shape output_shape_;
   std::vector<InputSet> sets_;
   nlohmann::json environment_;
   double peak_flops_ = 0, peak_bytes_ = 0;
+  PhysicalPeaks floor_peaks_;
 };
 
 Status CudaDevice::init() {
@@ -149,6 +162,7 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal_);
   peak_flops_ = h200 ? 6.7e13 : prop.multiProcessorCount * 128.0 * 2.0 * clock_khz * 1e3;
   peak_bytes_ = h200 ? 4.3e12 : 3.35e12;
+  floor_peaks_ = nominal_peaks(name, prop.multiProcessorCount);
   environment_ = {
       {"device", "cuda"}, {"gpu", {{"ordinal", ordinal_}, {"name", name}, {"uuid", uuid},
                                    {"memory_bytes", prop.totalGlobalMem}, {"sm_count", prop.multiProcessorCount},
@@ -159,6 +173,8 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
       {"pack", {{"path", pack_.path()}, {"commit", pack_.table().commit}, {"build", pack_.table().build_info}}},
       {"peaks", {{"fp32_flops", peak_flops_}, {"dram_bytes_per_s", peak_bytes_},
                  {"source", h200 ? "H200 figures of PROBLEMS.md" : "nominal from SM count and clock"}}},
+      {"hard_floor_peaks", {{"dram_bytes_per_s", floor_peaks_.dram_bytes_per_s},
+                            {"math_flops_3xtf32", floor_peaks_.math_flops}, {"source", floor_peaks_.source}}},
   };
 }
 
@@ -170,6 +186,7 @@ CudaDevice::~CudaDevice() {
     if (b.data) KB_CUDA_WARN(cudaFree(b.data));
   };
   for (DeviceBuffer& b : outputs_) release(b);
+  release(stash_);
   for (InputSet& s : sets_) {
     for (DeviceBuffer& b : s.inputs) release(b);
     for (DeviceBuffer& b : s.params) release(b);
@@ -202,6 +219,7 @@ CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstan
   if (Status s = allocate(outputs_[static_cast<int>(slot)], output_shape_); !s.is_ok()) {
     return {KB_PACK_ERROR, s.message()};
   }
+  if (Status s = allocate(stash_, output_shape_); !s.is_ok()) return {KB_PACK_ERROR, s.message()};
   std::vector<kb_dim_v1> dims;
   for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
   char error[4096] = "";
@@ -241,8 +259,11 @@ Status CudaDevice::run(Slot slot, int set) {
   for (const DeviceBuffer& b : s.params) par.push_back(view(b));
   kb_tensor_v1 out = view(outputs_[static_cast<int>(slot)]);
   char error[4096] = "";
+  // Whatever this thread launches until close_call() is the call's (launch_tracer.h).
+  tracer_.open_call(slot);
   int32_t code = pack_.table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
                                    par.data(), static_cast<int32_t>(par.size()), &out, stream_, error, sizeof error);
+  tracer_.close_call();
   if (code != KB_PACK_OK) return Status::internal(error);
   KB_CUDA_TRY(cudaGetLastError());
   return Status::ok();
@@ -259,8 +280,9 @@ Result<double> CudaDevice::run_timed(Slot slot, int set) {
   return static_cast<double>(ms);
 }
 
-Result<std::vector<float>> CudaDevice::read_output(Slot slot) {
-  const DeviceBuffer& b = outputs_[static_cast<int>(slot)];
+Result<std::vector<float>> CudaDevice::read_output(Slot slot) { return read_buffer(outputs_[static_cast<int>(slot)]); }
+
+Result<std::vector<float>> CudaDevice::read_buffer(const DeviceBuffer& b) {
   std::vector<float> host(static_cast<size_t>(element_count(b.shape)));
   KB_CUDA_TRY(cudaMemcpyAsync(host.data(), b.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_));
   KB_TRY(synchronize());
@@ -268,18 +290,33 @@ Result<std::vector<float>> CudaDevice::read_output(Slot slot) {
 }
 
 Result<uint64_t> CudaDevice::input_hash(int set) {
+  std::vector<const DeviceBuffer*> buffers;
+  for (const auto* group : {&sets_.at(set).inputs, &sets_.at(set).params}) {
+    for (const DeviceBuffer& b : *group) buffers.push_back(&b);
+  }
+  return hash_buffers(buffers);
+}
+
+Result<uint64_t> CudaDevice::output_hash(Slot slot) { return hash_buffers({&outputs_[static_cast<int>(slot)]}); }
+
+Result<uint64_t> CudaDevice::hash_buffers(const std::vector<const DeviceBuffer*>& buffers) {
   KB_CUDA_TRY(cudaMemsetAsync(hash_, 0, sizeof *hash_, stream_));
   uint64_t salt = 0;
-  for (const auto* group : {&sets_.at(set).inputs, &sets_.at(set).params}) {
-    for (const DeviceBuffer& b : *group) {
-      KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(b.data), element_count(b.shape), salt, hash_, stream_));
-      salt += 0x100000000ull;
-    }
+  for (const DeviceBuffer* b : buffers) {
+    KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(b->data), element_count(b->shape), salt, hash_, stream_));
+    salt += 0x100000000ull;
   }
   unsigned long long value = 0;
   KB_CUDA_TRY(cudaMemcpyAsync(&value, hash_, sizeof value, cudaMemcpyDeviceToHost, stream_));
   KB_TRY(synchronize());
   return static_cast<uint64_t>(value);
+}
+
+Status CudaDevice::stash_reference() {
+  const DeviceBuffer& ref = outputs_[static_cast<int>(Slot::kReference)];
+  KB_CUDA_TRY(cudaMemcpyAsync(stash_.data, ref.data, static_cast<size_t>(element_count(ref.shape)) * sizeof(float),
+                              cudaMemcpyDeviceToDevice, stream_));
+  return poison_output(Slot::kReference);
 }
 
 }  // namespace

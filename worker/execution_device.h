@@ -3,10 +3,12 @@
 // The executor (executor.h) holds the policy — correctness trials, what to compare, the A B B A
 // timing rounds and when to stop — and drives an ExecutionDevice, which holds the mechanics:
 // buffers, input generation, running a pack variant, timing one call (with a cold L2 on the GPU),
-// hashing inputs, tracing the launches of a call, reading clocks.
+// hashing inputs and outputs, a private copy of the reference output, tracing the launches of
+// every call, reading clocks.
 //
 // Two slots hold the two implementations being compared: kReference and kCustom. Input sets are
-// numbered from 0; the executor decides how many to rotate among (max_input_sets()).
+// numbered from 0; the executor decides how many to rotate among (max_input_sets()) and
+// regenerates a set's contents before every timed pair of calls.
 //
 // Ownership: a device owns its buffers and pack instances; it borrows the KernelPack.
 // Thread safety: one thread.
@@ -23,6 +25,7 @@
 #include "common/status.h"
 #include "common/tensor_generator.h"
 #include "worker/kernel_pack.h"
+#include "worker/physical_floor.h"
 #include "worker/verification.h"
 
 namespace kb {
@@ -35,13 +38,29 @@ struct CreateOutcome {
   std::string message;
 };
 
-// The kernels and copies one call launched, from a device-side trace.
+// The GPU work of one call of a pack variant (one run() or run_timed() inside a trace), from
+// device-side activity records attributed to the call through the launching API call's
+// correlation id.
+struct CallTrace {
+  Slot slot = Slot::kCustom;
+  int own_kernels = 0;      // kernels of kbfleet's own code (namespace kb, not kb::eager)
+  int library_kernels = 0;  // everything else: cuDNN, cuBLAS, our eager ops, ...
+  double own_gpu_ms = 0;    // GPU time of the own kernels
+  double total_gpu_ms = 0;  // GPU time of every kernel, copy and memset of the call
+  // Activities of the call that ran on a stream other than the job stream (the legacy and
+  // per-thread default streams included) or ended after the call's last job-stream work, each
+  // named: "kernel kb::side_kernel on stream 13 (job stream 7)".
+  std::vector<std::string> foreign;
+  std::vector<std::string> kernel_names;  // the first few, for the result
+};
+
+// Everything launched between begin_trace() and end_trace().
 struct LaunchTrace {
   bool available = false;  // false where tracing is not possible (CPU device, no CUPTI)
-  int own_kernels = 0;       // kernels of kbfleet's own code (namespace kb)
-  int library_kernels = 0;   // everything else: cuDNN, cuBLAS, ...
-  int foreign_stream_activities = 0;  // kernels/copies/memsets on another stream
-  std::vector<std::string> kernel_names;
+  std::vector<CallTrace> calls;  // one per run()/run_timed() in the window, in call order
+  // Activities no call of the executor thread launched: launched by another host thread (a
+  // thread a variant left behind, a host callback), or not attributable to any API call. Named.
+  std::vector<std::string> stray;
 };
 
 class ExecutionDevice {
@@ -81,8 +100,25 @@ class ExecutionDevice {
   }
   // A hash over every input and parameter of set `set`.
   virtual Result<uint64_t> input_hash(int set) = 0;
+  // A hash over the slot's output buffer (the timing checks hash the reference output around
+  // every custom call: a custom that writes there is caught).
+  virtual Result<uint64_t> output_hash(Slot slot) = 0;
+  // Copies the reference output into a private buffer no variant is ever given, then poisons the
+  // reference slot: the custom call that follows can neither read the reference's answer nor
+  // change the copy it is judged against.
+  virtual Status stash_reference() = 0;
+  virtual Result<std::vector<float>> read_stash() = 0;
+  // The custom output against the stashed reference output (same rule as compare_slots).
+  virtual Result<ErrorStats> compare_with_stash(const Tolerance& tolerance) {
+    Result<std::vector<float>> ref = read_stash();
+    if (!ref.is_ok()) return ref.status();
+    Result<std::vector<float>> custom = read_output(Slot::kCustom);
+    if (!custom.is_ok()) return custom.status();
+    return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()), tolerance);
+  }
 
-  // Traces everything launched between begin_trace() and end_trace() (which synchronizes).
+  // Traces everything launched between begin_trace() and end_trace() (which synchronizes),
+  // attributing each activity to the run()/run_timed() call during which it was launched.
   virtual Status begin_trace() = 0;
   virtual Result<LaunchTrace> end_trace() = 0;
 
@@ -90,10 +126,13 @@ class ExecutionDevice {
   // range seen and whether the device throttled.
   virtual void sample_clocks() = 0;
   virtual nlohmann::json clock_report() const = 0;
-  // Peak rates for the roofline floor: fp32 FLOP/s and DRAM bytes/s (measured or nominal, with
-  // where they came from in environment()).
+  // Peak rates for the fp32 roofline figure: fp32 FMA FLOP/s and DRAM bytes/s (measured or
+  // nominal, with where they came from in environment()).
   virtual double peak_flops() const = 0;
   virtual double peak_bytes_per_s() const = 0;
+  // The hard physical floor's rates (worker/physical_floor.h): the nominal peak DRAM bandwidth
+  // and the fastest math a variant may use (3xTF32 on tensor cores). 0: no floor (CPU device).
+  virtual PhysicalPeaks floor_peaks() const = 0;
 };
 
 std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack);

@@ -1,16 +1,26 @@
 // The executor: runs one job — one problem, one preset (or dims), one seed — on an
-// ExecutionDevice and returns its JobResult. The policy of DESIGN.md lives here:
+// ExecutionDevice and returns its JobResult. The policy of DESIGN.md and docs/verification.md
+// lives here:
 //
 //  1. Correctness trials (default 5), each with fresh inputs (trial t of the run's seed): run the
-//     reference; fill the custom output with NaN; hash the inputs; run the custom variant (the
-//     first trial traced); check the inputs are unchanged; compare outputs.
-//  2. The trace of the custom call: at least one kernel of our own (no_custom_kernel otherwise),
-//     nothing on another stream (foreign_stream).
-//  3. Timing: warm-up (>= 3 calls and >= 200 ms per variant), then rounds A B B A (A reference,
-//     B custom), each sample timed alone with a cold L2, input sets rotated; stop when the
+//     reference; fill the custom output with NaN; hash the inputs; run the custom variant under
+//     the launch trace; check the inputs are unchanged; check the trace; compare outputs.
+//  2. The trace of every traced custom call: work only on the job stream and nothing launched by
+//     another host thread (foreign_stream), a kernel of our own (no_custom_kernel), own kernels
+//     carrying >= the spec's share of the call's GPU time (library_dominated).
+//  3. Timing: warm-up (>= 3 calls and >= 200 ms per variant), then rounds of two pairs, A B on
+//     fresh contents c1 and B A on fresh contents c2 (A reference, B custom; every pair's inputs
+//     and parameters regenerated on the device with a trial key never used before, off the
+//     clock), each sample timed alone with a cold L2. Every timed custom call is checked as the
+//     trials check it: poisoned output, input hash, reference-output hash, output compared with
+//     the reference's on the same contents (a private copy when the reference ran first, its
+//     slot poisoned), and its launches traced (every round, or a random fraction of rounds whose
+//     samples are discarded). The first failure ends the job, naming its round. Stop when the
 //     speedup's 95% CI is within ±1% after >= 10 rounds, or at the time cap.
-//  4. The outputs of the last timed calls are compared again (state-dependent tricks fail).
-//  5. Derived figures: TFLOP/s, GB/s, the ratio to the roofline floor.
+//  4. Derived figures: TFLOP/s, GB/s, the fp32 roofline ratio, the hard physical floor — a
+//     custom median below it is `implausible`.
+//  5. The result is labelled unverified when the config is weaker than the fleet's policy
+//     (< 3 correctness trials, or the launch trace off).
 //
 // A problem without a custom variant still gets its reference timed (status not_implemented).
 // With `aa` the reference is timed against a second instance of itself (an A/A check).
@@ -40,7 +50,14 @@ struct ExecutorConfig {
   // Nsight Compute, which needs CUPTI for itself, can run the job. Recorded in the result's
   // environment ("launch_trace": "disabled"); never the default.
   bool no_launch_trace = false;
+  // The share of timing rounds run under the launch trace. 1 (the default): every round, its
+  // samples kept. In [0.25, 1): a seeded random choice of rounds, whose samples are discarded, so
+  // that tracing costs the kept samples nothing.
+  double trace_fraction = 1.0;
 };
+
+// The least share of rounds a job may trace (kMinVerifiedTrials: common/job_result.h).
+inline constexpr double kMinTraceFraction = 0.25;
 
 struct JobRequest {
   std::shared_ptr<const ProblemSpec> spec;

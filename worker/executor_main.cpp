@@ -136,6 +136,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-launch-trace", o.config.no_launch_trace,
                "Skip the launch trace (own-kernel and side-stream checks) so that a profiler such as "
                "ncu can hold CUPTI; recorded in the result");
+  app.add_option("--trace-fraction", o.config.trace_fraction,
+                 "Share of timing rounds run under the launch trace: 1 traces every round and keeps its "
+                 "samples; in [0.25, 1) a seeded random choice of rounds is traced and their samples discarded")
+      ->check(CLI::Range(kb::kMinTraceFraction, 1.0))->capture_default_str();
   app.add_option("--export", o.config.export_dir, "Write each correctness trial's inputs and outputs (.npy) here");
   app.add_option("--output", o.output, "Write the JSON here instead of stdout");
   app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");

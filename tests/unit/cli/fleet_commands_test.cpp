@@ -98,6 +98,8 @@ TEST_F(FleetCommandsTest, MalformedArgumentsExitWithTwo) {
   EXPECT_EQ(kb({"runs", "--last", "0", "--db", "postgresql://x/y"}).code, kExitUsage);
   EXPECT_EQ(kb({"results"}).code, kExitUsage);
   EXPECT_EQ(kb({"submit", "--max-attempts", "0"}).code, kExitUsage);
+  EXPECT_USAGE_ERROR(kb({"submit", "smoke", "--trials", "0", "--coordinator", "tcp://127.0.0.1:1"}),
+                     "at least 3 correctness trials");
   EXPECT_USAGE_ERROR(kb({"submit", "--sim-jobs", "0:5", "--coordinator", "tcp://127.0.0.1:1"}), "N:MS");
   EXPECT_USAGE_ERROR(kb({"submit", "smoke", "--sim-jobs", "3:5", "--coordinator", "tcp://127.0.0.1:1"}),
                      "leave out the problems");

@@ -36,6 +36,11 @@ JobResult full_result() {
   r.floor_ms = 0.01;
   r.custom_over_floor = 112.5;
   r.reference_over_floor = 200;
+  r.hard_floor_ms = 0.004;
+  r.custom_over_hard_floor = 281.25;
+  r.verified = false;
+  r.unverified_reason = "2 correctness trials (the fleet requires >= 3)";
+  r.traced_rounds = 9;
   r.environment = {{"gpu", "H200"}, {"clocks", {{"sm_mhz_min", 1980}}}};
   r.overhead_ms = {{"spawn", 3.5}, {"job", 120.0}};
   return r;
@@ -85,6 +90,11 @@ TEST(JobResultJson, FullResultRoundTrips) {
   EXPECT_DOUBLE_EQ(back.floor_ms, r.floor_ms);
   EXPECT_DOUBLE_EQ(back.custom_over_floor, r.custom_over_floor);
   EXPECT_DOUBLE_EQ(back.reference_over_floor, r.reference_over_floor);
+  EXPECT_DOUBLE_EQ(back.hard_floor_ms, r.hard_floor_ms);
+  EXPECT_DOUBLE_EQ(back.custom_over_hard_floor, r.custom_over_hard_floor);
+  EXPECT_EQ(back.verified, r.verified);
+  EXPECT_EQ(back.unverified_reason, r.unverified_reason);
+  EXPECT_EQ(back.traced_rounds, r.traced_rounds);
   EXPECT_EQ(back.environment, r.environment);
   EXPECT_EQ(back.overhead_ms, r.overhead_ms);
   // And nothing is lost that the field list above forgot.

@@ -238,6 +238,24 @@ TEST(SpecLoader, NegativeTolerance) {
   EXPECT_TRUE(has_error(errors_of(text), "tolerance.rtol", "expected a number >= 0"));
 }
 
+TEST(SpecLoader, VerificationOwnKernelShareDefaultsToHalfAndCanBeSet) {
+  auto plain = parse_problem_spec(kRelu, kFile);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  EXPECT_DOUBLE_EQ(plain.value()->verification.own_kernel_share_min, 0.5);
+  const std::string tol = "tolerance: {atol: 1.0e-4, rtol: 1.0e-4}";
+  auto set = parse_problem_spec(edit(kRelu, tol, tol + "\nverification: {own_kernel_share_min: 0.25}"), kFile);
+  ASSERT_TRUE(set.is_ok()) << set.status().to_string();
+  EXPECT_DOUBLE_EQ(set.value()->verification.own_kernel_share_min, 0.25);
+}
+
+TEST(SpecLoader, VerificationShareOutsideZeroToOneOrAnUnknownKey) {
+  const std::string tol = "tolerance: {atol: 1.0e-4, rtol: 1.0e-4}";
+  EXPECT_TRUE(has_error(errors_of(edit(kRelu, tol, tol + "\nverification: {own_kernel_share_min: 1.5}")),
+                        "verification.own_kernel_share_min", "expected a number in [0, 1]"));
+  EXPECT_TRUE(has_error(errors_of(edit(kRelu, tol, tol + "\nverification: {share: 0.5}")), "verification.share",
+                        "unknown field (expected own_kernel_share_min)"));
+}
+
 TEST(SpecLoader, StrideThatIsNotAList) {
   std::string text = edit(kConv, "stride: [1, 1]", "stride: 3");
   EXPECT_TRUE(has_error(errors_of(text), "graph[0].stride",

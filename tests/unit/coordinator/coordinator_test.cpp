@@ -265,6 +265,12 @@ TEST_F(CoordinatorTest, SubmitChecksProblemsPresetsAndPacks) {
   EXPECT_EQ(expect(c, MessageType::kError).body["code"], "bad_request");
   send(c, MessageType::kSubmit, {{"problems", "L1_003"}, {"preset", "no-such"}, {"pack", hash}});
   EXPECT_EQ(expect(c, MessageType::kError).body["code"], "bad_request");
+  // The verification policy: fewer than 3 correctness trials is refused.
+  send(c, MessageType::kSubmit, {{"problems", "L1_003"}, {"preset", "small"}, {"pack", hash}, {"trials", 0}}, bytes);
+  Message few = expect(c, MessageType::kError);
+  EXPECT_EQ(few.body["code"], "bad_request");
+  EXPECT_NE(few.body["message"].get<std::string>().find("trials: the fleet runs 3..1000"), std::string::npos)
+      << few.body.dump();
   send(c, MessageType::kSubmit,
        {{"problems", "kernelbench22"}, {"preset", "small"}, {"pack", hash}, {"gpu_models", {"A", "B"}}}, bytes);
   Message ok = expect(c, MessageType::kReply);

@@ -1,59 +1,23 @@
 // The executor's policy against a fault-injecting in-memory device (fake_execution_device.h):
-// every verdict of DESIGN.md's Verification section, the timing loop's samples, rotation and
-// stopping, the post-timing re-check, not_implemented and A/A jobs. L1_003 (bmm) at the small
-// preset is the problem throughout.
+// the correctness trials' verdicts, the timing loop's samples, rotation and stopping, derived
+// figures, not_implemented and A/A jobs. The timing phase's per-call checks and the policy label
+// are in executor_timing_test.cpp. L1_003 (bmm) at the small preset is the problem throughout.
 #include "worker/executor.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "common/spec_loader.h"
-#include "tests/unit/worker/fake_execution_device.h"
+#include "tests/unit/worker/executor_fixture.h"
 
 namespace kb {
 namespace {
 
 using fake::Call;
-
-std::shared_ptr<const ProblemSpec> bmm_spec() {
-  static const Result<ProblemCatalog> kCatalog = load_problem_catalog(default_problems_dir());
-  if (!kCatalog.is_ok()) return nullptr;
-  auto it = kCatalog.value().problems.find("L1_003");
-  return it == kCatalog.value().problems.end() ? nullptr : it->second;
-}
-
-class ExecutorTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    spec_ = bmm_spec();
-    ASSERT_NE(spec_, nullptr) << "L1_003 is missing from " << default_problems_dir();
-    std::ifstream in(spec_->file);
-    std::stringstream text;
-    text << in.rdbuf();
-    request_.spec = spec_;
-    request_.spec_yaml = text.str();
-    request_.preset = "small";
-    request_.seed = 1234;
-    request_.config.warmup_ms = 0;  // the fake's calls take no time; three calls warm it up
-  }
-
-  JobResult run() { return execute_job(device_, request_); }
-  void set_custom(fake::Implementation impl) { device_.variants[KB_VARIANT_CUSTOM].run = std::move(impl); }
-
-  // Elements of L1_003 small: batch 3 x M 17 x N 19.
-  static constexpr int64_t kOutputs = 3 * 17 * 19;
-
-  std::shared_ptr<const ProblemSpec> spec_;
-  JobRequest request_;
-  fake::Device device_;
-};
 
 // ---- Success --------------------------------------------------------------------------------
 
@@ -81,6 +45,9 @@ TEST_F(ExecutorTest, CorrectAndTwiceAsFastIsOkWithASpeedupOfTwo) {
   EXPECT_GE(r.speedup.ci_high, 2.0);
   EXPECT_LE(r.speedup.relative_half_width, 0.01);
   EXPECT_EQ(device_.clock_samples, r.rounds);
+  EXPECT_EQ(r.traced_rounds, r.rounds);  // every round traced, its samples kept
+  EXPECT_TRUE(r.verified);
+  EXPECT_EQ(r.unverified_reason, "");
   EXPECT_EQ(r.environment["device"], "fake");
   EXPECT_EQ(r.environment["clocks"]["fake"], true);
 }
@@ -97,24 +64,31 @@ TEST_F(ExecutorTest, DerivedFiguresUseTheProblemCostAndTheDevicePeaks) {
   EXPECT_DOUBLE_EQ(r.reference_over_floor, r.reference.summary.median / floor_ms);
   EXPECT_DOUBLE_EQ(r.custom_tflops, r.flops / (r.custom.summary.median * 1e-3) / 1e12);
   EXPECT_DOUBLE_EQ(r.custom_gbps, r.min_bytes / (r.custom.summary.median * 1e-3) / 1e9);
+  // The hard floor: bytes at the nominal DRAM peak, FLOPs at the 3xTF32 peak (the fake's 2e11, 2e12).
+  EXPECT_DOUBLE_EQ(r.hard_floor_ms, 1e3 * std::max(r.min_bytes / 2e11, r.flops / 2e12));
+  EXPECT_DOUBLE_EQ(r.custom_over_hard_floor, r.custom.summary.median / r.hard_floor_ms);
 }
 
 TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
   JobResult r = run();
   ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
-  // Trials 0..4 on set 0, then the timing sets from trial 1000 on.
+  // Trials 0..4 on set 0, the warm-up contents (trial 1000), then one new trial per timed pair,
+  // the pairs rotating over the three input sets.
   std::vector<std::string> generated = device_.logged("generate");
-  ASSERT_EQ(generated.size(), 5u + 3u);
+  ASSERT_EQ(generated.size(), 5u + 1u + 2u * static_cast<size_t>(r.rounds));
   for (int t = 0; t < 5; ++t) EXPECT_EQ(generated[t], "generate 0 trial " + std::to_string(t));
   EXPECT_EQ(generated[5], "generate 0 trial 1000");
-  EXPECT_EQ(generated[7], "generate 2 trial 1002");
+  EXPECT_EQ(generated[6], "generate 0 trial 1001");
+  EXPECT_EQ(generated[8], "generate 2 trial 1003");
+  EXPECT_EQ(generated[9], "generate 0 trial 1004");
   for (const GeneratorKey& key : device_.generated) EXPECT_EQ(key.seed, 1234u);
-  // Each trial: reference, poison, hash, custom, hash; the first custom call traced.
+  // Each trial: reference, poison, hash, custom (traced), hash.
   const std::vector<std::string> first_trial(device_.log.begin() + 3, device_.log.begin() + 11);
   EXPECT_EQ(first_trial, (std::vector<std::string>{"run reference 0", "poison custom", "hash 0", "begin_trace",
                                                    "run custom 0", "end_trace", "hash 0", "generate 0 trial 1"}));
-  EXPECT_EQ(device_.logged("poison custom").size(), 5u);
-  EXPECT_EQ(device_.logged("begin_trace").size(), 1u);
+  // Every trial and every timed round is traced; every custom call, timed or not, is poisoned.
+  EXPECT_EQ(device_.logged("begin_trace").size(), 5u + static_cast<size_t>(r.rounds));
+  EXPECT_EQ(device_.logged("poison custom").size(), 5u + 2u * static_cast<size_t>(r.rounds));
 }
 
 TEST_F(ExecutorTest, WarmsUpBothVariantsBeforeTiming) {
@@ -122,7 +96,7 @@ TEST_F(ExecutorTest, WarmsUpBothVariantsBeforeTiming) {
   ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
   auto first_timed = std::find_if(device_.log.begin(), device_.log.end(),
                                   [](const std::string& e) { return e.rfind("time", 0) == 0; });
-  auto last_generate = std::find(device_.log.begin(), device_.log.end(), "generate 2 trial 1002");
+  auto last_generate = std::find(device_.log.begin(), device_.log.end(), "generate 0 trial 1000");
   ASSERT_NE(last_generate, device_.log.end());
   int reference_warmups = 0, custom_warmups = 0;
   for (auto it = last_generate; it != first_timed; ++it) {
@@ -161,12 +135,19 @@ TEST_F(ExecutorTest, InputSetsAreCappedByConfigAndDevice) {
   device_.input_sets = 16;
   request_.config.max_input_sets = 2;
   ASSERT_EQ(run().status, JobStatus::kOk);
-  EXPECT_EQ(device_.logged("generate").size(), 5u + 2u);
+  std::set<std::string> sets;
+  for (const std::string& e : device_.logged("time")) sets.insert(e.substr(e.rfind(' ') + 1));
+  EXPECT_EQ(sets, (std::set<std::string>{"0", "1"}));
 }
 
+// The CPU device: no trace, but no custom GPU code either; its results stay verified (labelled cpu).
 TEST_F(ExecutorTest, TraceUnavailableIsNotAFailure) {
-  device_.trace = LaunchTrace{};  // the CPU device
-  EXPECT_EQ(run().status, JobStatus::kOk);
+  device_.trace_available = false;
+  request_.config.trace_fraction = 0.5;
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kOk);
+  EXPECT_TRUE(r.verified);
+  EXPECT_EQ(r.traced_rounds, 0);
 }
 
 // ---- Stopping -------------------------------------------------------------------------------
@@ -275,7 +256,7 @@ TEST_F(ExecutorTest, InputMutationInALaterTrialIsCaught) {
   EXPECT_EQ(r.correctness_trials, 2);
 }
 
-TEST_F(ExecutorTest, RightOnlyOnTheFirstCallIsCaughtAfterTiming) {
+TEST_F(ExecutorTest, RightOnlyOnTheFirstCallIsCaughtInTheFirstTimedRound) {
   request_.config.correctness_trials = 1;
   set_custom([](Call& c) {
     Status s = fake::bmm(c);
@@ -287,12 +268,12 @@ TEST_F(ExecutorTest, RightOnlyOnTheFirstCallIsCaughtAfterTiming) {
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kMismatch);
   EXPECT_EQ(r.correctness_trials, 1);
-  EXPECT_EQ(r.message.rfind("after timing: ", 0), 0u) << r.message;
+  EXPECT_EQ(r.message.rfind("timed round 0: ", 0), 0u) << r.message;
   EXPECT_EQ(r.errors.mismatches, kOutputs);
-  EXPECT_FALSE(r.custom.samples_ms.empty());  // it was timed before it was caught
+  EXPECT_TRUE(r.custom.samples_ms.empty());  // the round it failed in keeps no samples
 }
 
-TEST_F(ExecutorTest, RightOnlyDuringTheTrialsIsCaughtAfterTiming) {
+TEST_F(ExecutorTest, RightOnlyDuringTheTrialsIsCaughtInTheFirstTimedRound) {
   set_custom([](Call& c) {
     Status s = fake::bmm(c);
     if (c.index >= 5) c.output[0] += 1.0f;
@@ -301,46 +282,65 @@ TEST_F(ExecutorTest, RightOnlyDuringTheTrialsIsCaughtAfterTiming) {
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kMismatch);
   EXPECT_EQ(r.correctness_trials, 5);
-  EXPECT_EQ(r.message.rfind("after timing: ", 0), 0u) << r.message;
+  EXPECT_EQ(r.message.rfind("timed round 0: ", 0), 0u) << r.message;
   EXPECT_EQ(r.errors.first_mismatch_index, 0);
 }
 
 // ---- Launch trace ---------------------------------------------------------------------------
 
+CallTrace nothing_launched(Slot slot, int) {
+  CallTrace t;
+  t.slot = slot;
+  return t;
+}
+
+CallTrace library_only(Slot slot, int) {
+  CallTrace t;
+  t.slot = slot;
+  t.library_kernels = 2;
+  t.total_gpu_ms = 1.0;
+  t.kernel_names = {"sm90_xmma_gemm", "cublasLt::splitKreduce"};
+  return t;
+}
+
 TEST_F(ExecutorTest, OnlyLibraryKernelsIsNoCustomKernel) {
-  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 2, .foreign_stream_activities = 0,
-                   .kernel_names = {"sm90_xmma_gemm", "cublasLt::splitKreduce"}};
+  device_.trace_call = library_only;
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kNoCustomKernel);
-  EXPECT_NE(r.message.find("2 library kernels"), std::string::npos) << r.message;
-  EXPECT_EQ(r.custom_kernels, device_.trace.kernel_names);
+  EXPECT_EQ(r.message, "correctness trial 0: the custom call launched 2 library kernels and none of its own");
+  EXPECT_EQ(r.custom_kernels, library_only(Slot::kCustom, 0).kernel_names);
   EXPECT_TRUE(r.custom.samples_ms.empty());
 }
 
 // --no-launch-trace (for profilers that need CUPTI): no trace is taken, so the own-kernel check
-// cannot fail the job, and the result says the trace was disabled.
+// cannot fail the job, and the result says the trace was disabled and is unverified.
 TEST_F(ExecutorTest, NoLaunchTraceSkipsTheTraceAndSaysSo) {
-  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 0, .foreign_stream_activities = 0,
-                   .kernel_names = {}};
+  device_.trace_call = nothing_launched;
   request_.config.no_launch_trace = true;
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kOk) << r.message;
   EXPECT_EQ(std::count(device_.log.begin(), device_.log.end(), "begin_trace"), 0);
   EXPECT_EQ(r.environment.value("launch_trace", ""), "disabled");
+  EXPECT_EQ(r.traced_rounds, 0);
+  EXPECT_FALSE(r.verified);
+  EXPECT_EQ(r.unverified_reason, "launch trace disabled");
 }
 
 TEST_F(ExecutorTest, NothingLaunchedIsNoCustomKernel) {
-  device_.trace = {.available = true, .own_kernels = 0, .library_kernels = 0, .foreign_stream_activities = 0,
-                   .kernel_names = {}};
+  device_.trace_call = nothing_launched;
   EXPECT_EQ(run().status, JobStatus::kNoCustomKernel);
 }
 
 TEST_F(ExecutorTest, WorkOnAnotherStreamIsForeignStream) {
-  device_.trace = {.available = true, .own_kernels = 1, .library_kernels = 0, .foreign_stream_activities = 3,
-                   .kernel_names = {"kb::bmm_kernel"}};
+  device_.trace_call = [](Slot slot, int index) {
+    CallTrace t = fake::honest_trace(slot, index);
+    t.foreign = {"kernel kb::side_kernel on stream 13 (job stream 7)", "memset on stream 13 (job stream 7)"};
+    return t;
+  };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kForeignStream);
-  EXPECT_NE(r.message.find("3 kernels or copies"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message, "correctness trial 0: 2 activities of the custom call ran off the job stream or after the "
+                       "call; first: kernel kb::side_kernel on stream 13 (job stream 7)");
 }
 
 // ---- Errors and missing variants ------------------------------------------------------------
@@ -349,21 +349,22 @@ TEST_F(ExecutorTest, AnErrorFromTheCustomCallIsRuntimeErrorWithItsMessage) {
   set_custom([](Call&) { return Status::internal("an illegal memory access was encountered"); });
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kRuntimeError);
-  EXPECT_EQ(r.message, "custom: an illegal memory access was encountered");
+  EXPECT_EQ(r.message, "correctness trial 0: custom: an illegal memory access was encountered");
   EXPECT_EQ(r.correctness_trials, 0);
 }
 
 TEST_F(ExecutorTest, AnErrorDuringTimingIsRuntimeError) {
   set_custom([](Call& c) {
-    if (c.index >= 5 + 3) return Status::internal("launch failed");  // after trials and warm-up
+    if (c.index >= kFirstTimedCall) return Status::internal("launch failed");
     return fake::bmm(c);
   });
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kRuntimeError);
-  EXPECT_NE(r.message.find("launch failed"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message, "timed round 0: custom: launch failed");
   EXPECT_EQ(r.correctness_trials, 5);
-  EXPECT_EQ(r.reference.samples_ms.size(), 1u);  // round 0 stopped at its first custom sample
+  EXPECT_TRUE(r.reference.samples_ms.empty());  // round 0 stopped at its first custom sample
   EXPECT_TRUE(r.custom.samples_ms.empty());
+  EXPECT_EQ(device_.logged("begin_trace").size(), device_.logged("end_trace").size());  // the trace was ended
 }
 
 TEST_F(ExecutorTest, AReferenceErrorIsRuntimeError) {

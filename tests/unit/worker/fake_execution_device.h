@@ -3,8 +3,9 @@
 // Inputs and parameters come from the real host generator. Each variant's "implementation" is a
 // small function over host vectors, so that a test states its fault in one lambda: a wrong value,
 // an unwritten element, a write into an input, a failing call, state kept between calls. What
-// create() answers, what the launch trace shows and how long a timed call takes (a seeded model,
-// not a clock) are plain fields. Every call is logged for tests of the executor's protocol.
+// create() answers, what the launch trace shows for each call (and what it finds outside any
+// call), the hard floor's rates and how long a timed call takes (a seeded model, not a clock) are
+// plain fields. Every call is logged for tests of the executor's protocol.
 //
 // Thread safety: one thread, like any ExecutionDevice.
 #pragma once
@@ -29,6 +30,9 @@ struct Call {
   std::vector<HostTensor<float>>& params;
   std::vector<float>& output;              // the slot's output buffer, as the last call left it
   int index;                               // calls of this slot before this one
+  int set;                                 // the input set: stands for the inputs' addresses
+  // The reference slot's output buffer, as a custom that found its address would see it.
+  std::vector<float>& reference_output;
 };
 using Implementation = std::function<Status(Call&)>;
 
@@ -60,15 +64,31 @@ inline Status bmm(Call& c) {
   return Status::ok();
 }
 
+// What an honest call's trace shows: one kernel, of our own for the custom.
+inline CallTrace honest_trace(Slot slot, int) {
+  CallTrace t;
+  t.slot = slot;
+  (slot == Slot::kCustom ? t.own_kernels : t.library_kernels) = 1;
+  t.own_gpu_ms = slot == Slot::kCustom ? 1.0 : 0.0;
+  t.total_gpu_ms = 1.0;
+  t.kernel_names = {slot == Slot::kCustom ? "kb::bmm_kernel" : "sm90_xmma_gemm"};
+  return t;
+}
+
 class Device final : public ExecutionDevice {
  public:
   std::map<int32_t, Variant> variants = {
       {KB_VARIANT_REFERENCE, {.create = {}, .run = bmm, .ms = 2.0}},
       {KB_VARIANT_CUSTOM, {.create = {}, .run = bmm, .ms = 1.0}},
   };
-  // What end_trace() reports for the traced custom call.
-  LaunchTrace trace = {.available = true, .own_kernels = 1, .library_kernels = 0,
-                       .foreign_stream_activities = 0, .kernel_names = {"kb::bmm_kernel"}};
+  // The trace: whether there is one (false: the CPU device), what each traced call of a slot
+  // shows (`index` counts that slot's calls, like Call::index), and what a trace finds outside
+  // any call (`trace` counts the traces taken, from 0).
+  bool trace_available = true;
+  std::function<CallTrace(Slot, int index)> trace_call = honest_trace;
+  std::function<std::vector<std::string>(int trace)> stray = [](int) { return std::vector<std::string>{}; };
+  // The hard floor's rates (L1_003 small: 18132 bytes, 63954 FLOPs: a floor of ~9e-5 ms).
+  PhysicalPeaks floor = {2e11, 2e12, "fake"};
   int input_sets = 3;
   double timing_noise = 0.005;
   // Seeded, so timing tests are deterministic. A test that asserts its interval covers the truth
@@ -76,7 +96,8 @@ class Device final : public ExecutionDevice {
   std::mt19937_64 rng{1};
 
   // What happened, in order: "create custom 1", "generate 0 trial 3", "run reference 0",
-  // "time custom 2", "poison custom", "hash 0", "begin_trace", "end_trace", "synchronize".
+  // "time custom 2", "poison custom", "hash 0", "hash output reference", "stash", "begin_trace",
+  // "end_trace", "synchronize".
   std::vector<std::string> log;
   std::vector<GeneratorKey> generated;
   int clock_samples = 0;
@@ -139,29 +160,43 @@ class Device final : public ExecutionDevice {
   Result<uint64_t> input_hash(int set) override {
     log.push_back("hash " + std::to_string(set));
     uint64_t h = 14695981039346656037ull;
-    auto mix = [&h](const std::vector<HostTensor<float>>& tensors) {
-      for (const auto& t : tensors) {
-        const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
-        for (size_t i = 0; i < t.data.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-      }
-    };
-    mix(sets_.at(static_cast<size_t>(set)).inputs);
-    mix(sets_.at(static_cast<size_t>(set)).params);
+    for (const auto* group : {&sets_.at(static_cast<size_t>(set)).inputs, &sets_.at(static_cast<size_t>(set)).params}) {
+      for (const auto& t : *group) h = hash_floats(t.data, h);
+    }
     return h;
   }
 
+  Result<uint64_t> output_hash(Slot slot) override {
+    log.push_back("hash output " + name(slot));
+    return hash_floats(slots_[index(slot)].output);
+  }
+  Status stash_reference() override {
+    log.push_back("stash");
+    stash_ = slots_[index(Slot::kReference)].output;
+    auto& out = slots_[index(Slot::kReference)].output;
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    return Status::ok();
+  }
+  Result<std::vector<float>> read_stash() override { return stash_; }
+
   Status begin_trace() override {
     log.push_back("begin_trace");
+    tracing_ = true;
+    traced_ = LaunchTrace{};
+    traced_.available = trace_available;
     return Status::ok();
   }
   Result<LaunchTrace> end_trace() override {
     log.push_back("end_trace");
-    return trace;
+    tracing_ = false;
+    if (trace_available) traced_.stray = stray(traces_++);
+    return trace_available ? traced_ : LaunchTrace{};
   }
   void sample_clocks() override { ++clock_samples; }
   nlohmann::json clock_report() const override { return {{"fake", true}, {"samples", clock_samples}}; }
   double peak_flops() const override { return 1e12; }
   double peak_bytes_per_s() const override { return 1e11; }
+  PhysicalPeaks floor_peaks() const override { return floor; }
 
   // How many times the slot's variant has run (timed or not).
   int calls(Slot slot) const { return slots_[index(slot)].calls; }
@@ -185,18 +220,28 @@ class Device final : public ExecutionDevice {
   };
 
   static int index(Slot slot) { return static_cast<int>(slot); }
+  static uint64_t hash_floats(const std::vector<float>& data, uint64_t h = 14695981039346656037ull) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+    for (size_t i = 0; i < data.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    return h;
+  }
   static std::string name(Slot slot) { return slot == Slot::kReference ? "reference" : "custom"; }
 
   Status call(Slot slot, int set) {
     SlotState& s = slots_[index(slot)];
     if (s.variant < 0) return Status::failed_precondition("fake: " + name(slot) + " was not created");
     InputSet& in = sets_.at(static_cast<size_t>(set));
-    Call c{*problem_, in.inputs, in.params, s.output, s.calls++};
+    if (tracing_) traced_.calls.push_back(trace_call(slot, s.calls));
+    Call c{*problem_, in.inputs, in.params, s.output, s.calls++, set, slots_[index(Slot::kReference)].output};
     return variants.at(s.variant).run(c);
   }
 
   SlotState slots_[2];
+  std::vector<float> stash_;
   std::vector<InputSet> sets_;
+  bool tracing_ = false;
+  int traces_ = 0;
+  LaunchTrace traced_;
   const ProblemInstance* problem_ = nullptr;
 };
 

@@ -1,0 +1,63 @@
+// Private to the executor (executor.cpp: creation, correctness trials, figures, policy;
+// executor_timing.cpp: the timing phase and its per-call checks): one job's state and steps.
+//
+// Thread safety: one thread.
+#pragma once
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "worker/executor.h"
+
+namespace kb::detail {
+
+class Job {
+ public:
+  Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem, JobResult& result);
+
+  // Each step returns false when the job has its verdict and must stop.
+  bool create_variants();
+  bool check_correctness();
+  bool time_variants();
+  bool check_floor();
+  void derive_figures();
+
+ private:
+  // One timed pair of calls on fresh contents: milliseconds of each variant.
+  struct PairTimes {
+    double reference_ms = 0, custom_ms = 0;
+  };
+
+  bool fail(JobStatus status, const std::string& message);
+  bool fail_error(const std::string& where, const Status& status);
+  bool judge_errors(const ErrorStats& errors, const std::string& where);
+  // `trial`: the correctness trial whose tensors are exported when the config asks.
+  bool compare_trial_outputs(int trial);
+  bool check_custom_call(const CallTrace& call, const std::string& where);
+  bool check_trace(const LaunchTrace& trace, const std::string& where);
+
+  bool prepare_timing();
+  Status warm_up(Slot slot);
+  bool timed_round(int round, bool traced, bool keep);
+  bool timed_pair(int round, bool reference_first, PairTimes& times);
+  bool timed_reference_pair(int round, bool reference_first, PairTimes& times);
+  bool timed_custom_pair(int round, bool reference_first, PairTimes& times);
+  bool next_round_traced();
+  GeneratorKey next_timing_key();
+
+  ExecutionDevice& device_;
+  const JobRequest& request_;
+  const ProblemInstance& problem_;
+  JobResult& result_;
+  bool has_custom_ = false;
+  int input_sets_ = 1;
+  int pairs_ = 0;                // timed pairs so far: the next pair's input set rotates with it
+  uint32_t next_timing_trial_ = 0;
+  bool trace_unavailable_ = false;  // the device cannot trace (the CPU device)
+  std::mt19937_64 trace_rng_;
+  std::vector<double> round_ratios_;
+};
+
+}  // namespace kb::detail
