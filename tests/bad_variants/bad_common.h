@@ -6,6 +6,11 @@
 // The data it moves goes through small kernels of its own, in namespace kb::bad, which the
 // executor's launch tracer counts as "own" kernels (their mangled names start with _ZN2kb).
 //
+// HonestWork adds a ballast kernel of our own after the reference, so that most of the call's GPU
+// time is ours: the launch accounting then sees an own-kernel custom (never library_dominated),
+// and a bad variant built on it is caught for its trick alone. The controls honest_ballast and
+// own_kl_div show that HonestWork, and a kernel of our own, pass.
+//
 // Ownership: DeviceScratch owns its device memory; make_reference hands over the Implementation.
 // Thread safety: one thread at a time, like an Implementation.
 #pragma once
@@ -14,6 +19,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "common/problem_spec.h"
 #include "common/status.h"
@@ -52,5 +59,47 @@ inline unsigned blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 4096 ? 4096 : b));
 }
+
+// The "after the trials" tricks switch on at this call: the executor's correctness trials (3 in
+// tests/gpu, up to 5 with robustness trials in the fleet) all come before it, warm-up and timing
+// after it.
+constexpr int kUntimedCalls = 16;
+
+// Spins one warp on the GPU's global timer for `ns` nanoseconds: GPU time of our own that does
+// nothing.
+Status ballast(int64_t ns, cudaStream_t stream);
+
+// dst[i] = value for i < n, by a kernel of our own.
+Status fill(float* dst, int64_t n, float value, cudaStream_t stream);
+
+// The reference's work followed by ballast ~3x as long as the reference (measured once in setup on
+// zero-filled tensors), all on the job stream.
+class HonestWork {
+ public:
+  Status setup(const ProblemInstance& p, cudaStream_t stream);
+  Status run(const ImplArgs& args, cudaStream_t stream);
+  int64_t ballast_ns() const { return ballast_ns_; }
+
+ private:
+  std::unique_ptr<Implementation> reference_;
+  int64_t ballast_ns_ = 0;
+};
+
+// A copy of one call's tensors that outlives the call (ImplArgs' spans point into the caller's
+// frame), for work that a variant does later.
+struct OwnedArgs {
+  std::vector<DeviceTensor> inputs, params;
+  DeviceTensor output;
+
+  static OwnedArgs of(const ImplArgs& args);
+  ImplArgs view() const { return {inputs, params, output}; }
+};
+
+// The bases of the device allocations of exactly `bytes` found within 256 MiB of `near` (by
+// cuMemGetAddressRange, reached through the runtime's driver entry points), leaving out the bases
+// in `exclude`; sorted by address. This is how a variant finds buffers of the executor that it was
+// never given, e.g. the reference's output: the reference and the custom share one process.
+Status find_allocations_of_size(const void* near, size_t bytes, std::span<const void* const> exclude,
+                                std::vector<float*>& found);
 
 }  // namespace kb::bad
