@@ -94,6 +94,11 @@ class ExecutionDevice {
   // where they came from in environment()).
   virtual double peak_flops() const = 0;
   virtual double peak_bytes_per_s() const = 0;
+
+  // A device that runs the pack's golden model (KB_VARIANT_CPU_GOLDEN) for the robustness trials
+  // (worker/robustness_trials.h); nullptr where there is none to compare against (this default,
+  // and the CPU device, whose reference already is the golden model).
+  virtual std::unique_ptr<ExecutionDevice> make_golden_device() const { return nullptr; }
 };
 
 std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "worker/robustness_trials.h"
 #include "worker/trial_export.h"
 #include "worker/verification.h"
 
@@ -256,6 +257,7 @@ JobResult execute_job(ExecutionDevice& device, const JobRequest& request) {
   if (!job.create_variants() || !job.check_correctness()) return result;
   job.time_variants();
   if (result.status == JobStatus::kOk) job.check_after_timing();
+  run_robustness_trials(device, request, result);  // worker/robustness_trials.h
   job.derive_figures();
   result.environment["clocks"] = device.clock_report();
   if (request.config.no_launch_trace) result.environment["launch_trace"] = "disabled";
