@@ -56,6 +56,29 @@ VariantTiming timing_from(const nlohmann::json& j) {
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 double finite_or_inf(const nlohmann::json& j) { return j.is_number() ? j.get<double>() : INFINITY; }
 
+nlohmann::json robustness_json(const std::vector<RobustnessTrial>& trials) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RobustnessTrial& t : trials) {
+    out.push_back({{"kind", t.kind}, {"preset", t.preset}, {"ref_err", finite_or_null(t.ref_err)},
+                   {"custom_err", finite_or_null(t.custom_err)}, {"ref_excess", finite_or_null(t.ref_excess)},
+                   {"custom_excess", finite_or_null(t.custom_excess)}, {"verdict", t.verdict}, {"note", t.note}});
+  }
+  return out;
+}
+
+std::vector<RobustnessTrial> robustness_from(const nlohmann::json& j) {
+  std::vector<RobustnessTrial> out;
+  if (!j.is_array()) return out;
+  for (const nlohmann::json& t : j) {
+    out.push_back({t.value("kind", ""), t.value("preset", ""), finite_or_inf(t.value("ref_err", nlohmann::json())),
+                   finite_or_inf(t.value("custom_err", nlohmann::json())),
+                   finite_or_inf(t.value("ref_excess", nlohmann::json())),
+                   finite_or_inf(t.value("custom_excess", nlohmann::json())), t.value("verdict", ""),
+                   t.value("note", "")});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string to_string(JobStatus status) {
@@ -73,7 +96,7 @@ JobStatus job_status_from_string(const std::string& name) {
 }
 
 nlohmann::json to_json(const JobResult& r) {
-  return {
+  nlohmann::json j = {
       {"problem_id", r.problem_id}, {"preset", r.preset}, {"dims", r.dims},
       {"device_kind", r.device_kind}, {"status", to_string(r.status)}, {"message", r.message},
       {"correctness_trials", r.correctness_trials},
@@ -92,7 +115,10 @@ nlohmann::json to_json(const JobResult& r) {
       {"custom_over_hard_floor", r.custom_over_hard_floor}, {"verified", r.verified},
       {"unverified_reason", r.unverified_reason}, {"traced_rounds", r.traced_rounds},
       {"environment", r.environment}, {"overhead_ms", r.overhead_ms},
+      {"robustness", robustness_json(r.robustness)},
   };
+  if (!r.robustness_note.empty()) j["robustness_note"] = r.robustness_note;
+  return j;
 }
 
 JobResult job_result_from_json(const nlohmann::json& j) {
@@ -136,6 +162,8 @@ JobResult job_result_from_json(const nlohmann::json& j) {
   r.traced_rounds = j.value("traced_rounds", 0);
   r.environment = j.value("environment", nlohmann::json::object());
   r.overhead_ms = j.value("overhead_ms", nlohmann::json::object());
+  r.robustness = robustness_from(j.value("robustness", nlohmann::json()));
+  r.robustness_note = j.value("robustness_note", "");
   return r;
 }
 

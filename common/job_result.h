@@ -48,6 +48,19 @@ struct ErrorStats {
   int64_t non_finite = 0;  // custom non-finite where the reference is finite
 };
 
+// One robustness trial (worker/robustness_trials.h): reference and custom on moved inputs or
+// parameters, each against the golden model. Errors are maxima over the output; an "excess" is
+// max |v - golden| / (atol + rtol |golden|), so > 1 is outside the spec's tolerance. Infinite
+// (a non-finite output where the golden model is finite) is written as null in JSON.
+struct RobustnessTrial {
+  std::string kind;    // "shift", "scale", "centered", "random_affine"
+  std::string preset;  // where it ran: the spec's `robust` preset, else `small`
+  double ref_err = 0, custom_err = 0;
+  double ref_excess = 0, custom_excess = 0;
+  std::string verdict;  // "pass", "fragile", "ill_conditioned", "marginal"
+  std::string note;     // e.g. "ill-conditioned for shift: ..."
+};
+
 struct VariantTiming {
   std::vector<double> samples_ms;
   SampleSummary summary;
@@ -64,6 +77,8 @@ struct JobResult {
   int correctness_trials = 0;
   ErrorStats errors;  // worst over the trials and the post-timing check
   std::vector<std::string> custom_kernels;  // kernel names launched by the custom call
+  std::vector<RobustnessTrial> robustness;  // after timing; empty when none ran
+  std::string robustness_note;              // why none ran, when that is not obvious
 
   VariantTiming reference, custom;
   int rounds = 0;

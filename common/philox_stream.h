@@ -82,6 +82,13 @@ KB_HD float fmul(float a, float b) {
   return a * b;
 #endif
 }
+KB_HD float fadd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
 KB_HD float fsub(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fsub_rn(a, b);
@@ -122,6 +129,9 @@ KB_HD float symmetric_uniform(const StreamKey& k, uint64_t i, float bound) {
   float u = uniform(k, i);
   return fmul(bound, fsub(fmul(2.0f, u), 1.0f));
 }
+
+// A robustness distribution's move of a drawn value: scale * x + shift, two roundings (never fused).
+KB_HD float affine(float x, float scale, float shift) { return fadd(fmul(scale, x), shift); }
 
 // --- deterministic transcendentals in double ------------------------------------------------------
 constexpr double kLn2Hi = 6.93147180369123816490e-01;  // ln 2 split so that k*kLn2Hi is exact

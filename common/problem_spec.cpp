@@ -90,6 +90,32 @@ std::string shape_to_string(const Shape& shape) {
   return s + ")";
 }
 
+const std::vector<Distribution>& robustness_distributions() {
+  static const std::vector<Distribution> kAll = {Distribution::kShift, Distribution::kScale,
+                                                 Distribution::kCentered, Distribution::kRandomAffine};
+  return kAll;
+}
+
+std::string to_string(Distribution d) {
+  switch (d) {
+    case Distribution::kDefault: return "default";
+    case Distribution::kShift: return "shift";
+    case Distribution::kScale: return "scale";
+    case Distribution::kCentered: return "centered";
+    case Distribution::kRandomAffine: return "random_affine";
+  }
+  return "default";
+}
+
+Result<Distribution> distribution_from_string(const std::string& name) {
+  for (Distribution d : {Distribution::kDefault, Distribution::kShift, Distribution::kScale,
+                         Distribution::kCentered, Distribution::kRandomAffine}) {
+    if (to_string(d) == name) return d;
+  }
+  return Status::invalid_argument("unknown distribution '" + name +
+                                  "' (expected shift, scale, centered or random_affine)");
+}
+
 const Preset* ProblemSpec::find_preset(const std::string& preset_name) const {
   for (const Preset& p : presets) {
     if (p.name == preset_name) return &p;

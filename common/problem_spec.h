@@ -47,6 +47,20 @@ enum class ParamInit {
   kNormal,          // torch.randn
 };
 
+// A robustness distribution: how a robustness trial moves the spec's inputs or parameters away
+// from their defaults (common/tensor_generator.h has the exact math). kDefault is the spec itself.
+enum class Distribution {
+  kDefault,
+  kShift,         // every input x -> x + 100 (uniform inputs in [100, 101))
+  kScale,         // every input x -> 1000 x
+  kCentered,      // every input x -> x - 0.5 (uniform inputs in [-0.5, 0.5))
+  kRandomAffine,  // parameters initialized to ones -> U[0.5, 1.5), to zeros -> U[-0.5, 0.5)
+};
+// The robustness kinds, in trial order (every Distribution but kDefault).
+const std::vector<Distribution>& robustness_distributions();
+std::string to_string(Distribution d);  // "default", "shift", "scale", "centered", "random_affine"
+Result<Distribution> distribution_from_string(const std::string& name);
+
 struct TensorDecl {
   std::string name;
   std::vector<ShapeExpr> shape;
@@ -106,6 +120,8 @@ struct ProblemSpec {
   std::string output;  // name of the graph tensor that is the model's output
   Tolerance tolerance;
   VerificationPolicy verification;
+  // robustness.skip: kinds whose trials do not apply (e.g. a shift of probability inputs).
+  std::vector<Distribution> robustness_skip;
 
   const Preset* find_preset(const std::string& preset_name) const;
   const GraphNode* find_node(const std::string& node_name) const;

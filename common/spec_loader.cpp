@@ -16,7 +16,7 @@ namespace {
 
 const std::set<std::string> kTopLevelFields = {
     "id", "name", "level", "family", "init_inputs", "notes", "dims", "presets", "inputs",
-    "parameters", "graph", "output", "tolerance", "source", "verification"};
+    "parameters", "graph", "output", "tolerance", "robustness", "source", "verification"};
 const std::set<std::string> kFamilies = {"matmul", "conv", "conv_transpose", "loss",
                                          "activation", "network", "attention"};
 const std::map<std::string, InputGenerator> kGenerators = {
@@ -156,7 +156,7 @@ void read_header(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
     std::string key = kv.first.Scalar();
     if (!kTopLevelFields.count(key)) {
       r.error(key, "unknown field (expected one of id, name, level, family, init_inputs, notes, "
-                   "dims, presets, inputs, parameters, graph, output, tolerance, source, verification)");
+                   "dims, presets, inputs, parameters, graph, output, tolerance, robustness, source, verification)");
     }
   }
   spec.id = r.text(r.require(doc, "id", "id"), "id");
@@ -430,6 +430,32 @@ void read_verification(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) 
   if (share) spec.verification.own_kernel_share_min = *share;
 }
 
+// robustness: {skip: [kind, ...]}: robustness trials that do not apply to this problem.
+void read_robustness(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
+  YAML::Node rob = doc["robustness"];
+  if (!rob) return;
+  if (!rob.IsMap()) {
+    r.error("robustness", "expected {skip: [kind, ...]}, got " + describe(rob));
+    return;
+  }
+  for (const auto& kv : rob) {
+    if (kv.first.Scalar() != "skip") r.error("robustness." + kv.first.Scalar(), "unknown field (expected skip)");
+  }
+  const std::vector<std::string> names = r.name_list(rob["skip"], "robustness.skip");
+  for (size_t i = 0; i < names.size(); ++i) {
+    Result<Distribution> d = distribution_from_string(names[i]);
+    const std::string field = "robustness.skip[" + std::to_string(i) + "]";
+    if (!d.is_ok() || d.value() == Distribution::kDefault) {
+      r.error(field, "expected shift, scale, centered or random_affine, got '" + names[i] + "'");
+    } else if (std::find(spec.robustness_skip.begin(), spec.robustness_skip.end(), d.value()) !=
+               spec.robustness_skip.end()) {
+      r.error(field, "'" + names[i] + "' is listed twice");
+    } else {
+      spec.robustness_skip.push_back(d.value());
+    }
+  }
+}
+
 // Every declared dim must be used by some shape or attribute, and only declared dims may be.
 void check_dim_usage(SpecReader& r, const ProblemSpec& spec) {
   std::set<std::string> used;
@@ -491,6 +517,7 @@ std::shared_ptr<ProblemSpec> parse(SpecReader& r, const std::string& yaml_text, 
   read_graph(r, doc, *spec);
   read_tolerance(r, doc, *spec);
   read_verification(r, doc, *spec);
+  read_robustness(r, doc, *spec);
   check_dim_usage(r, *spec);
   return spec;
 }

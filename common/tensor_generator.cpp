@@ -35,6 +35,17 @@ const Shape& param_shape(const ProblemInstance& instance, const std::string& nam
   return instance.shape_of(name);
 }
 
+// An input's move under a robustness distribution (see GeneratorKey).
+void move_input(Distribution d, TensorRecipe& r) {
+  switch (d) {
+    case Distribution::kShift: r.post_shift = 100.0f; break;
+    case Distribution::kScale: r.post_scale = 1000.0f; break;
+    case Distribution::kCentered: r.post_shift = -0.5f; break;
+    default: return;
+  }
+  r.moved = true;
+}
+
 }  // namespace
 
 uint32_t tensor_stream_id(const std::string& problem_id, const std::string& tensor_name) {
@@ -61,6 +72,7 @@ TensorRecipe input_recipe(const ProblemInstance& instance, size_t index, Generat
       r.scale = philox::uniform(stream_key(instance, decl.name + "#scale", key), 0);
       break;
   }
+  move_input(key.distribution, r);
   return r;
 }
 
@@ -85,6 +97,13 @@ TensorRecipe param_recipe(const ProblemInstance& instance, size_t index, Generat
     case ParamInit::kOnes: r.kind = RecipeKind::kConstant; r.value = 1.0f; break;
     case ParamInit::kZeros: r.kind = RecipeKind::kConstant; r.value = 0.0f; break;
     case ParamInit::kNormal: r.kind = RecipeKind::kNormal; break;
+  }
+  const bool affine = decl.init == ParamInit::kOnes || decl.init == ParamInit::kZeros;
+  if (key.distribution == Distribution::kRandomAffine && affine) {
+    r.kind = RecipeKind::kSymmetricUniform;  // U(-0.5, 0.5), then + 1 for ones
+    r.bound = 0.5f;
+    r.moved = true;
+    r.post_shift = decl.init == ParamInit::kOnes ? 1.0f : 0.0f;
   }
   return r;
 }
@@ -115,6 +134,9 @@ HostTensor<float> realize(const TensorRecipe& r) {
       }
       break;
     }
+  }
+  if (r.moved) {
+    for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::affine(t.data[i], r.post_scale, r.post_shift);
   }
   return t;
 }

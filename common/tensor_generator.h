@@ -16,9 +16,17 @@
 
 namespace kb {
 
+// Which values: the run's seed, the trial, and the distribution (kDefault: the spec's own). A
+// robustness distribution draws the same random words as kDefault and then moves them:
+//   shift, scale, centered: every input x -> a x + b (a = 1, b = 100; a = 1000, b = 0;
+//                           a = 1, b = -0.5), parameters unchanged;
+//   random_affine:          parameters initialized to ones -> 1 + U(-0.5, 0.5), to zeros ->
+//                           U(-0.5, 0.5) (norm gamma/beta, attention and other zero biases),
+//                           inputs and every other parameter unchanged.
 struct GeneratorKey {
   uint64_t seed = 0;
   uint32_t trial = 0;
+  Distribution distribution = Distribution::kDefault;
 };
 
 // The 32-bit stream id of one tensor of one problem: FNV-1a of "<problem id>/<tensor name>".
@@ -41,6 +49,10 @@ struct TensorRecipe {
   float bound = 0;   // kSymmetricUniform
   float value = 0;   // kConstant
   float scale = 1;   // kSoftmaxRows: uniform draw of stream "<tensor>#scale" when scaled, else 1
+  // A robustness distribution's move: each element x -> philox::affine(x, post_scale,
+  // post_shift). Off (the spec's values, untouched) unless `moved`.
+  bool moved = false;
+  float post_scale = 1, post_shift = 0;
 };
 
 TensorRecipe input_recipe(const ProblemInstance& instance, size_t index, GeneratorKey key);

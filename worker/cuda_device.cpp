@@ -101,6 +101,7 @@ class CudaDevice final : public ExecutionDevice {
   double peak_flops() const override { return peak_flops_; }
   double peak_bytes_per_s() const override { return peak_bytes_; }
   PhysicalPeaks floor_peaks() const override { return floor_peaks_; }
+  std::unique_ptr<ExecutionDevice> make_golden_device() const override { return make_cpu_device(pack_); }
 
  private:
   Status allocate(DeviceBuffer& b, const Shape& shape);

@@ -133,6 +133,11 @@ class ExecutionDevice {
   // The hard physical floor's rates (worker/physical_floor.h): the nominal peak DRAM bandwidth
   // and the fastest math a variant may use (3xTF32 on tensor cores). 0: no floor (CPU device).
   virtual PhysicalPeaks floor_peaks() const = 0;
+
+  // A device that runs the pack's golden model (KB_VARIANT_CPU_GOLDEN) for the robustness trials
+  // (worker/robustness_trials.h); nullptr where there is none to compare against (this default,
+  // and the CPU device, whose reference already is the golden model).
+  virtual std::unique_ptr<ExecutionDevice> make_golden_device() const { return nullptr; }
 };
 
 std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack);

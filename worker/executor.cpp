@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "worker/executor_job.h"
+#include "worker/robustness_trials.h"
 #include "worker/trial_export.h"
 #include "worker/verification.h"
 
@@ -207,8 +208,8 @@ JobResult execute_job(ExecutionDevice& device, const JobRequest& request) {
   detail::Job job(device, request, problem.value(), result);
   if (!job.create_variants() || !job.check_correctness()) return result;
   const bool timed = job.time_variants();
-  // Robustness trials (worker/robustness_trials.h) belong here, after timing and before the
-  // figures: a `fragile` verdict overrides an `ok` one, and a timing failure needs none.
+  // Robustness trials after timing and before the figures: a `fragile` verdict overrides `ok`.
+  if (timed && result.status == JobStatus::kOk) run_robustness_trials(device, request, result);
   job.derive_figures();
   if (timed) job.check_floor();
   result.environment["clocks"] = device.clock_report();

@@ -10,17 +10,24 @@
 // Design, two kernels:
 //  1. the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh) without the
 //     conv bias (the plane mean absorbs it), storing y into the output, and its kStats epilogue:
-//     each CTA (128 channels x 128 pixels of one image) writes the fp32 (sum, sum of squares) of
-//     each channel over its pixels to a (N, C_out, pixel tiles) workspace: no atomics,
-//     deterministic.
-//  2. normalize_planes_kernel: one CTA per (n, c) plane combines the plane's 125 tile sums in
-//     double (mean, E[y^2] - mean^2; mean/std ~1.2 here, so the subtraction costs < 1 digit of
-//     the double), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
+//     each CTA (128 channels x 128 pixels of one image) writes the fp32 (mean, M2) of each
+//     channel over its pixels to a (N, C_out, pixel tiles) workspace: no atomics,
+//     deterministic. The tile statistics are formed about a pilot value and merged with Chan's
+//     update (conv2d_core.cuh), never as raw sums of y and y^2.
+//  2. normalize_planes_kernel: one CTA per (n, c) plane combines the plane's 125 tile (mean, M2)
+//     in double: sum n_t mean_t and sum (M2_t + n_t mean_t^2), then mean and E[y^2] - mean^2 in
+//     double, which costs 2 log10(mean/std) of double's 16 digits (the tile statistics carry no
+//     such loss), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
 //
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
 // -> ~5.2 ms (1.9x over the peer).
 // Accuracy: InstanceNorm divides the conv error by the plane's std (~0.17 here): conv error
-// ~1e-6 -> ~1e-5 on the output vs 1e-4 allowed.
+// ~1e-6 -> ~1e-5 on the output vs 1e-4 allowed. The statistics do not depend on the inputs'
+// offset: before (one-pass fp32 sums of y and y^2) inputs in [100, 101) put the custom 1.7e-2
+// from the reference (a plane mean of hundreds of stds: E[y^2] - mean^2 in fp32 kept no
+// digit); with the shifted tile moments the remaining error is the conv's own (3xTF32 ~ fp32:
+// ~1e-7 of |y| ~ the plane mean, divided by the std), which the fp32 reference shares:
+// tests/gpu/robustness_test.cu measures both against the golden model.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -57,16 +64,17 @@ __device__ double block_sum(double v, double* red) {
 
 // One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out, tiles).
 __global__ void __launch_bounds__(kNormThreads)
-    normalize_planes_kernel(float* y, const float2* stats, int tiles, int hw, float eps,
-                            float inv_divisor, bool vec) {
+    normalize_planes_kernel(float* y, const float2* stats, int tiles, int tile_pixels, int hw,
+                            float eps, float inv_divisor, bool vec) {
   __shared__ double red[2][kNormWarps];
   __shared__ float coef[2];  // mean, scale
   const int64_t plane = blockIdx.x;
   double s = 0.0, q = 0.0;
-  for (int i = threadIdx.x; i < tiles; i += kNormThreads) {
+  for (int i = threadIdx.x; i < tiles; i += kNormThreads) {  // tile i: (mean, M2) of n_t pixels
     const float2 v = stats[plane * tiles + i];
-    s += v.x;
-    q += v.y;
+    const double n_t = min(tile_pixels, hw - i * tile_pixels), mean_t = v.x;
+    s += n_t * mean_t;
+    q += v.y + n_t * mean_t * mean_t;
   }
   s = block_sum(s, red[0]);
   q = block_sum(q, red[1]);
@@ -115,7 +123,7 @@ class ConvInstanceNorm final : public Implementation {
                      stream));
     const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
-        y, stats_, g.pix_tiles(), g.hw_out(), eps_, inv_divisor_, vec);
+        y, stats_, g.pix_tiles(), conv2d_tf32x3::kBN, g.hw_out(), eps_, inv_divisor_, vec);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }

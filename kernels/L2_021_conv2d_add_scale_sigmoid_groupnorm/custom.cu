@@ -13,12 +13,21 @@
 // S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
 // before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared
 // loads per 576 FFMA), then t = (acc + bias) * scale, g = 1 / (1 + expf(-t)), written with
-// 8-byte stores; per-channel sums of g and g^2 (fp32 per thread, warp shuffles, double in shared
-// memory) go to partials[n][task][group]. The conv bias starts the accumulator: the
+// 8-byte stores; per-channel sums of g - pilot and (g - pilot)^2 (fp32 per thread and warp, pilot
+// = a warp-uniform value of the channel), turned into raw sums in double once per warp (shared
+// atomics), go to partials[n][task][group]. The conv bias starts the accumulator: the
 // same math, one rounding of a different order (|err| ~1e-7, ~15x after GroupNorm: << 1e-4).
 // N task (n, channel, part of the plane): (g - mean) * rstd * gamma + beta, float4 when aligned.
 // Other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared memory) run the
 // generic kernels: one thread per output element, block-per-group statistics, in place.
+//
+// Accuracy of the statistics: fp32 sums of g and g^2 (before) lose 2 log10(mean/std) digits, all
+// of them when the sigmoid saturates (inputs in [100, 101): g ~ 1, std << 1). About a pilot
+// near the data the fp32 sums carry only their own rounding (~1e-7 of n std^2), and the raw
+// sums rebuilt in double (sum g = s1 + n p, sum g^2 = s2 + 2 p s1 + n p^2) lose those digits in
+// double instead. Where the group std is far below sqrt(eps) (saturated groups) the fp32 sigmoid
+// itself (1 - g rounded) dominates, for the reference as much: tests/gpu/robustness_test.cu
+// measures both against the golden model.
 //
 // Ladder (H200, full preset; fp32 floor 0.62 ms):
 //   v1 one-launch ticket pipeline, S (conv) and N (normalize) tasks interleaved, lag 3 phases
@@ -219,15 +228,26 @@ __device__ void conv_block(const Geometry& g, const SmemLayout& s, int cq, int c
 }
 
 // Sums of a warp into s.chan[o] (double, shared atomics); lane values must be warp-wide.
-__device__ __forceinline__ void warp_sum_into(double2* dst, float s1, float s2) {
+// s1, s2: a lane's sums of g - pilot and (g - pilot)^2 over n values (pilot warp-uniform); the
+// raw sums of g and g^2 are formed in double from the warp's totals.
+__device__ __forceinline__ void warp_sum_into(double2* dst, float s1, float s2, float n, float pilot) {
   for (int off = kWarp / 2; off > 0; off /= 2) {
     s1 += __shfl_xor_sync(0xffffffffu, s1, off);
     s2 += __shfl_xor_sync(0xffffffffu, s2, off);
+    n += __shfl_xor_sync(0xffffffffu, n, off);
   }
   if (threadIdx.x % kWarp == 0) {
-    atomicAdd(&dst->x, static_cast<double>(s1));
-    atomicAdd(&dst->y, static_cast<double>(s2));
+    const double p = pilot, d1 = s1;
+    atomicAdd(&dst->x, fma(n, p, d1));
+    atomicAdd(&dst->y, fma(n * p, p, fma(2.0 * p, d1, static_cast<double>(s2))));
   }
+}
+
+// A value near channel q's outputs, the same in every lane: lane 0's first output, by fast
+// intrinsics (any value near the data serves; the sums about it are exact in form).
+__device__ __forceinline__ float warp_pilot(float acc0, float conv_bias, float bias, float scale) {
+  const float t = (acc0 + conv_bias + bias) * scale;
+  return __shfl_sync(0xffffffffu, __fdividef(1.0f, 1.0f + __expf(-t)), 0);
 }
 
 // One thread slot: activation, pre-norm store and sums of its 2 x 4 x 8 outputs.
@@ -236,6 +256,19 @@ __device__ void slot_epilogue(const Buffers& b, const Geometry& g, const SmemLay
                               float (&acc)[kTileRows][kQuad][kCols]) {
   const float4 bc = s.epi[cq * 3], bi = s.epi[cq * 3 + 1], ns = s.epi[cq * 3 + 2];
   const int64_t col0 = kCols * cg;
+  // cq is warp-uniform (col_groups_pad % 32 == 0). One group for the quad: fold it, one pilot.
+  const int64_t o0 = kQuad * cq;
+  const bool fold = o0 / g.cpg == (o0 + kQuad - 1) / g.cpg && o0 + kQuad <= g.c_out;
+  float pilot[kQuad];
+#pragma unroll
+  for (int q = 0; q < kQuad; ++q) {  // constant indices only: acc stays in registers
+    pilot[q] = warp_pilot(acc[0][q][0], lane_of(bc, q), lane_of(bi, q), lane_of(ns, q));
+    if (fold) pilot[q] = pilot[0];
+  }
+  // In-range outputs of one channel of this slot (a channel past C_out is never summed).
+  const int64_t rows_in = g.ho - r0 < kTileRows ? g.ho - r0 : kTileRows;
+  const int64_t cols_in = g.wo - col0 < kCols ? (g.wo > col0 ? g.wo - col0 : 0) : kCols;
+  const float count = static_cast<float>(rows_in * cols_in);
   float s1[kQuad], s2[kQuad];
 #pragma unroll
   for (int q = 0; q < kQuad; ++q) {
@@ -256,20 +289,19 @@ __device__ void slot_epilogue(const Buffers& b, const Geometry& g, const SmemLay
           if (ok0) dst[j] = a0;
           if (ok1) dst[j + 1] = a1;
         }
-        const float v0 = ok0 ? a0 : 0.0f, v1 = ok1 ? a1 : 0.0f;
+        const float v0 = ok0 ? a0 - pilot[q] : 0.0f, v1 = ok1 ? a1 - pilot[q] : 0.0f;
         s1[q] += v0 + v1;
         s2[q] = fmaf(v0, v0, fmaf(v1, v1, s2[q]));
       }
     }
   }
-  // cq is warp-uniform (col_groups_pad % 32 == 0). One group for the quad: fold it first.
-  const int64_t o0 = kQuad * cq;
-  if (o0 / g.cpg == (o0 + kQuad - 1) / g.cpg && o0 + kQuad <= g.c_out) {
-    warp_sum_into(&s.chan[o0], (s1[0] + s1[1]) + (s1[2] + s1[3]), (s2[0] + s2[1]) + (s2[2] + s2[3]));
+  if (fold) {
+    warp_sum_into(&s.chan[o0], (s1[0] + s1[1]) + (s1[2] + s1[3]), (s2[0] + s2[1]) + (s2[2] + s2[3]),
+                  kQuad * count, pilot[0]);
   } else {
 #pragma unroll
     for (int q = 0; q < kQuad; ++q)
-      if (o0 + q < g.c_out) warp_sum_into(&s.chan[o0 + q], s1[q], s2[q]);
+      if (o0 + q < g.c_out) warp_sum_into(&s.chan[o0 + q], s1[q], s2[q], count, pilot[q]);
   }
 }
 

@@ -10,9 +10,10 @@
 // (c, kd, kh) tap, whose 3 kw weights come in one float4.
 //
 // Design: recompute, never materialize y. Three launches (group_norm_pipeline/pipeline.cuh):
-//   stats_kernel:     conv + bias + swish, per-task per-(n, group) sums of s and s^2 (fp32 per
-//                     thread and group, warp sums in fp32, double across warps) to its own
-//                     partials slot; nothing else written;
+//   stats_kernel:     conv + bias + swish, per-task per-(n, group) sums of s and s^2 to its own
+//                     partials slot (fp32 sums of s - pilot and (s - pilot)^2 per thread and
+//                     warp, pilot = a warp-uniform value of the group; raw sums rebuilt in double
+//                     per warp, double across warps); nothing else written;
 //   coefficients:     one warp per (n, group) folds the tasks' partials -> coef[n][o];
 //   normalize_kernel: the same conv + swish, then s * scale + shift, hardswish, stores.
 // Both big launches are persistent grid-stride loops (weights staged once per block).
@@ -22,6 +23,11 @@
 // Stores are scalar, the warp's even and odd columns filling the same 256 bytes.
 // Any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out) runs the
 // generic kernels: one thread per output element, one block per (n, group) for the statistics.
+//
+// Accuracy of the statistics: raw fp32 sums of s and s^2 (before) lose 2 log10(mean/std) digits
+// of the group variance, which matters once the inputs move (x in [100, 101): conv outputs of
+// ~100 sum|w| with a spread of ~1). About a pilot near the data the fp32 sums keep fp32's
+// relative accuracy on n std^2, and the mean^2 cancellation happens in double (16 digits).
 //
 // Ladder (H200, full preset; floor 0.240 ms):
 //   v1 one-launch ticket pipeline, S and N tasks interleaved, lag 5 phases
@@ -178,7 +184,7 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
   float* dst = b.out + n * g.c_out * g.plane() + row0;  // channel o's rows: dst + o * plane
 #pragma unroll 1
   for (int grp = 0; grp < static_cast<int>(g.groups); ++grp) {
-    float s1 = 0.0f, s2 = 0.0f;
+    float s1 = 0.0f, s2 = 0.0f, pilot = 0.0f;  // sums of s - pilot, (s - pilot)^2
 #pragma unroll 1
     for (int o = grp * cpg; o < (grp + 1) * cpg; ++o, dst += g.plane()) {
       float acc[kRows][2];
@@ -209,21 +215,28 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
           if (k < rows_ok && odd_ok) __stcs(dst + k * row_step + 1, hardswish(t1));
         }
       } else {
+        // Lane 0's first value of the group's first channel (row 0 and column 2 q0 exist).
+        if (o == grp * cpg) pilot = __shfl_sync(0xffffffffu, swish(acc[0][0]), 0);
 #pragma unroll
         for (int k = 0; k < kRows; ++k) {
-          const float v0 = k < rows_ok && even_ok ? swish(acc[k][0]) : 0.0f;
-          const float v1 = k < rows_ok && odd_ok ? swish(acc[k][1]) : 0.0f;
+          const float v0 = k < rows_ok && even_ok ? swish(acc[k][0]) - pilot : 0.0f;
+          const float v1 = k < rows_ok && odd_ok ? swish(acc[k][1]) - pilot : 0.0f;
           s1 += v0 + v1;
           s2 = fmaf(v0, v0, fmaf(v1, v1, s2));
         }
       }
     }
-    if constexpr (!kNormalize) {  // the warp's sums of this group
+    if constexpr (!kNormalize) {  // the warp's sums of this group: raw sums in double
+      float n = static_cast<float>(cpg * rows_ok * ((even_ok ? 1 : 0) + (odd_ok ? 1 : 0)));
       for (int off = kWarp / 2; off > 0; off /= 2) {
         s1 += __shfl_xor_sync(0xffffffffu, s1, off);
         s2 += __shfl_xor_sync(0xffffffffu, s2, off);
+        n += __shfl_xor_sync(0xffffffffu, n, off);
       }
-      if (lane == 0) s.part[warp * g.groups + grp] = make_double2(s1, s2);
+      const double p = pilot, d1 = s1;
+      if (lane == 0)
+        s.part[warp * g.groups + grp] =
+            make_double2(fma(n, p, d1), fma(n * p, p, fma(2.0 * p, d1, static_cast<double>(s2))));
     }
   }
 }

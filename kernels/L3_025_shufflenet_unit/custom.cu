@@ -7,6 +7,15 @@
 // 1.45 GB minimum DRAM traffic; floor 2.24 ms in fp32 FMA (3xTF32 ~0.92 ms of tensor work).
 // Reference 11.1 ms, best peer 9.22 ms, goal <= 3.59 ms. Plain TF32 fails the 1e-4 budget.
 //
+// Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):
+// every BatchNorm's moments are formed about a value near the data, never as raw fp32 sums of y
+// and y^2: B about shift[r] (the row's value at pixel (0, 0)), C about each thread's first value
+// (raw sums rebuilt in double), and D's Gram is of z = BN2(d2), which BN2 has already centred
+// and scaled (mean beta2, std gamma2: with gamma/beta of the random-affine trials |mean|/std
+// <= 1, so E[y^2] - mean^2 costs < 1 digit). What remains under shifted or scaled inputs is the
+// 1x1 convs' own rounding relative to |Wx| (3xTF32 ~ fp32), which BN then divides by the
+// channel std, as the fp32 reference does: tests/gpu/robustness_test.cu measures both.
+//
 // Design (all statistics in double, no plain TF32):
 //  A. prep: Wcat = [W_sc; W1 as a dense (mid, C_in) block-diagonal] (M = C_out + mid rows), and
 //     shift[r] = (Wcat x)[r] at pixel (0, 0) (moments of Y - shift: no cancellation).
@@ -122,7 +131,10 @@ __global__ void __launch_bounds__(kSmallThreads)
   for (int t = 0; t < 9; ++t) wk[t] = w2[c * 9 + t];
   const float2 ss = ss1[c];
   const int h = static_cast<int>(g.h), w = static_cast<int>(g.w);
-  float s1 = 0.0f, s2 = 0.0f;  // <= kDwChunk / kSmallThreads values per thread
+  // Sums of d - pilot and (d - pilot)^2, pilot = the thread's first value: no fp32 cancellation
+  // whatever the channel's mean; the raw sums are rebuilt in double before the block sum.
+  float s1 = 0.0f, s2 = 0.0f, pilot = 0.0f;  // <= kDwChunk / kSmallThreads values per thread
+  int count = 0;
   for (int64_t e = lo + threadIdx.x; e < hi; e += kSmallThreads) {
     const int i = static_cast<int>(e / w), j = static_cast<int>(e % w);
     float acc = 0.0f;
@@ -139,10 +151,13 @@ __global__ void __launch_bounds__(kSmallThreads)
       }
     }
     d2[plane_idx * g.plane + e] = acc;
-    s1 += acc;
-    s2 = fmaf(acc, acc, s2);
+    if (count++ == 0) pilot = acc;
+    const float d = acc - pilot;
+    s1 += d;
+    s2 = fmaf(d, d, s2);
   }
-  const double2 m = block_sum2(make_double2(s1, s2));
+  const double p = pilot, d1 = s1, n = count;
+  const double2 m = block_sum2(make_double2(fma(n, p, d1), fma(n * p, p, fma(2.0 * p, d1, double{s2}))));
   if (threadIdx.x == 0) {
     atomicAdd(&moments2[c].x, m.x);
     atomicAdd(&moments2[c].y, m.y);

@@ -60,6 +60,7 @@ static_assert(kBM * kBK / 4 == 4 * kThreads, "vector weight path: 4 chunks per t
 static_assert(kBM * kBK == 16 * kThreads && kGatherCopies == 16, "scalar paths: 16 floats each");
 static_assert((kMaxSmemBytes + 1024) * 2 <= 228 * 1024, "two CTAs per SM");
 static_assert(kWarpsN * kBM * 2 * 4 <= kSmemBytes, "the stats reduction reuses the stages");
+static_assert(2 * kMmaTilesN == 8, "a thread's columns in a tile row: 8 consecutive ones");
 
 // ---- shared-memory layouts (element index within one stage), as in L1_003 ----
 
@@ -203,7 +204,7 @@ struct ConvArgs {
   int table_ints;      // ints of the table the gather reads (K_pad, or 3 K_pad with padding)
   bool table_in_smem;  // copy them to shared memory first (table_ints * 4 <= kMaxSmemTableBytes)
   float* y;            // (N, C_out, Ho*Wo)
-  float2* stats;       // (N, C_out, pix_tiles): (sum, sum of squares) of each tile; kStats only
+  float2* stats;       // (N, C_out, pix_tiles): (mean, M2) of each tile's pixels; kStats only
   int64_t x_image;     // C_in*H*W
   int c_out, k, h, w_in, wo, hw_out;
   int sh, sw, ph, pw;
@@ -327,27 +328,50 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
 }
 
 // ---- epilogue ----
-// An epilogue Epi provides: `static constexpr bool kStats` (reduce per-(n, co) tile sums of the
-// values it returns into ConvArgs::stats), `Row row(int co)` (per-channel constants) and
+// An epilogue Epi provides: `static constexpr bool kStats` (reduce per-(n, co) tile statistics of
+// the values it returns into ConvArgs::stats), `Row row(int co)` (per-channel constants) and
 // `float operator()(const Row&, float conv)` (conv = the raw sum, no conv bias).
+//
+// Statistics (kStats) never form raw sums of v and v^2: with a plane mean far from zero (inputs
+// in [100, 101)) E[v^2] - mean^2 in fp32 loses every digit. A thread sums v - pilot and
+// (v - pilot)^2 over its 8 columns of a row (pilot = its first value there), turns them into
+// (mean, M2 = sum (v - mean)^2), and threads, warps and tiles merge (count, mean, M2) with Chan's
+// update; the counts follow from the tile geometry. Same stores, shuffles and shared memory as
+// raw sums: only how partials are formed and merged changes.
 
 using Acc = float[kMmaTilesM][kMmaTilesN][4];
 using RowSums = float[kMmaTilesM][2];
 
-// Applies epi and stores the tile y[n][co0 + row][p0 + col]; sums/sqs: a thread's row sums.
+// Values of a thread's row that are in range: its 8 columns from c_col(warp_n, lane, 0) on.
+__device__ __forceinline__ float thread_row_count(int cols, int warp_n, int lane) {
+  return static_cast<float>(min(max(cols - c_col(warp_n, lane, 0), 0), 2 * kMmaTilesN));
+}
+
+// Chan et al.'s merge of two (count, mean, M2) partials; m = (mean, M2).
+__device__ __forceinline__ float2 merge_moments(float na, float2 a, float nb, float2 b) {
+  if (nb == 0.0f) return a;
+  if (na == 0.0f) return b;
+  const float wb = nb / (na + nb), d = b.x - a.x;
+  return make_float2(fmaf(d, wb, a.x), a.y + b.y + d * d * (na * wb));
+}
+
+// Applies epi and stores the tile y[n][co0 + row][p0 + col]; means/m2s: a thread's row
+// statistics (kStats).
 template <class Epi>
 __device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, float* y_tile,
                                            int co0, int rows, int cols, int warp_m, int warp_n,
-                                           int lane, const Acc& acc, RowSums& sums, RowSums& sqs) {
+                                           int lane, const Acc& acc, RowSums& means, RowSums& m2s) {
+  const float count = thread_row_count(cols, warp_n, lane);
 #pragma unroll
   for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      sums[mt][half] = sqs[mt][half] = 0.0f;
+      means[mt][half] = m2s[mt][half] = 0.0f;
       const int row = c_row(warp_m, lane, mt, half);
       if (row >= rows) continue;
       const typename Epi::Row r = epi.row(co0 + row);
       float* y_row = y_tile + int64_t{row} * p.hw_out;
+      float pilot = 0.0f, s = 0.0f, q = 0.0f;  // sums of v - pilot, (v - pilot)^2
 #pragma unroll
       for (int vec = 0; vec < 2; ++vec) {
         const int col = c_col(warp_n, lane, vec);
@@ -355,9 +379,13 @@ __device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, fl
 #pragma unroll
         for (int nt = 0; nt < kMmaTilesN; ++nt) {
           v[nt] = epi(r, acc[mt][nt][2 * half + vec]);
-          if (Epi::kStats && col + nt < cols) {
-            sums[mt][half] += v[nt];
-            sqs[mt][half] += v[nt] * v[nt];
+          if (Epi::kStats) {
+            if (vec == 0 && nt == 0) pilot = v[0];  // in range whenever any column is
+            if (col + nt < cols) {
+              const float d = v[nt] - pilot;
+              s += d;
+              q = fmaf(d, d, q);
+            }
           }
         }
         if (p.vec_y) {
@@ -369,40 +397,52 @@ __device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, fl
             if (col + nt < cols) y_row[col + nt] = v[nt];
         }
       }
+      if (Epi::kStats && count > 0.0f) {
+        const float mean_d = s / count;
+        means[mt][half] = pilot + mean_d;
+        m2s[mt][half] = fmaxf(fmaf(-s, mean_d, q), 0.0f);
+      }
     }
 }
 
-// stats[n][co0 + row][pt] = (sum, sum of squares) over the tile; deterministic order. red: the
-// (no longer used) pipeline stages.
+// stats[n][co0 + row][pt] = (mean, M2) over the tile's pixels, merged in a fixed order
+// (deterministic). red: the (no longer used) pipeline stages.
 __device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, const TileCoord& tc,
-                                             int co0, int rows, int warp_m, int warp_n, int lane,
-                                             RowSums& sums, RowSums& sqs) {
+                                             int co0, int rows, int cols, int warp_m, int warp_n,
+                                             int lane, RowSums& means, RowSums& m2s) {
   __syncthreads();  // every warp is done with the stages
 #pragma unroll
   for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      float s = sums[mt][half], q = sqs[mt][half];
-      s += __shfl_xor_sync(0xffffffffu, s, 1);  // the 4 lanes of a row (t = lane % 4)
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-      q += __shfl_xor_sync(0xffffffffu, q, 1);
-      q += __shfl_xor_sync(0xffffffffu, q, 2);
+      float n = thread_row_count(cols, warp_n, lane);
+      float2 m = make_float2(means[mt][half], m2s[mt][half]);
+#pragma unroll
+      for (int off = 1; off < 4; off *= 2) {  // the 4 lanes of a row (t = lane % 4)
+        const float n_b = __shfl_xor_sync(0xffffffffu, n, off);
+        const float2 m_b = make_float2(__shfl_xor_sync(0xffffffffu, m.x, off),
+                                       __shfl_xor_sync(0xffffffffu, m.y, off));
+        m = merge_moments(n, m, n_b, m_b);
+        n += n_b;
+      }
       if ((lane & 3) == 0) {
         const int row = c_row(warp_m, lane, mt, half);
-        red[(warp_n * kBM + row) * 2] = s;
-        red[(warp_n * kBM + row) * 2 + 1] = q;
+        red[(warp_n * kBM + row) * 2] = m.x;
+        red[(warp_n * kBM + row) * 2 + 1] = m.y;
       }
     }
   __syncthreads();
   const int row = threadIdx.x;
   if (row < kBM && row < rows) {
-    float s = 0.0f, q = 0.0f;
+    float n = 0.0f;
+    float2 m = make_float2(0.0f, 0.0f);
 #pragma unroll
-    for (int wn = 0; wn < kWarpsN; ++wn) {
-      s += red[(wn * kBM + row) * 2];
-      q += red[(wn * kBM + row) * 2 + 1];
+    for (int wn = 0; wn < kWarpsN; ++wn) {  // warp wn holds columns [32 wn, 32 wn + 32)
+      const float n_b = static_cast<float>(min(max(cols - wn * kWarpTileN, 0), kWarpTileN));
+      m = merge_moments(n, m, n_b, make_float2(red[(wn * kBM + row) * 2], red[(wn * kBM + row) * 2 + 1]));
+      n += n_b;
     }
-    p.stats[(int64_t{tc.n} * p.c_out + co0 + row) * p.pix_tiles + tc.pt] = make_float2(s, q);
+    p.stats[(int64_t{tc.n} * p.c_out + co0 + row) * p.pix_tiles + tc.pt] = m;
   }
 }
 
@@ -470,9 +510,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   cp_async_wait<0>();  // only empty groups can be pending here
 
   float* y_tile = p.y + (int64_t{tc.n} * p.c_out + co0) * p.hw_out + p0;
-  RowSums sums, sqs;
-  store_tile(p, epi, y_tile, co0, rows, cols, warp_m, warp_n, lane, acc, sums, sqs);
-  if constexpr (Epi::kStats) reduce_stats(p, smem, tc, co0, rows, warp_m, warp_n, lane, sums, sqs);
+  RowSums means, m2s;
+  store_tile(p, epi, y_tile, co0, rows, cols, warp_m, warp_n, lane, acc, means, m2s);
+  if constexpr (Epi::kStats) reduce_stats(p, smem, tc, co0, rows, cols, warp_m, warp_n, lane, means, m2s);
 }
 
 // ---- host side ----

@@ -29,6 +29,8 @@ struct Case {
   uint64_t seed = 7;
   uint32_t trial = 0;
   std::string expected_npy;  // PyTorch's output, for fixture cases
+  Distribution distribution = Distribution::kDefault;  // robustness trials move the values
+  GeneratorKey key() const { return GeneratorKey{seed, trial, distribution}; }
 };
 
 inline const ProblemCatalog& catalog() {
@@ -104,7 +106,7 @@ inline std::vector<float> run_variant(const Case& c, const ProblemInstance& p, V
   EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   std::vector<float> got;
   {
-    CaseTensors tensors(p, GeneratorKey{c.seed, c.trial}, stream);
+    CaseTensors tensors(p, c.key(), stream);
     DeviceTensor out = tensors.output(p.output_shape(), stream);
     std::unique_ptr<Implementation> impl = factory();
     Status s = impl->setup(p, stream);

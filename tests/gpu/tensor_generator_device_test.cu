@@ -32,8 +32,8 @@ std::vector<TensorRecipe> recipes_of(const ProblemInstance& inst, GeneratorKey k
   return out;
 }
 
-// The host's value of element i, computed alone (no need to realize a multi-GB tensor).
-float host_element(const TensorRecipe& r, uint64_t i) {
+// The host's value of element i before a robustness move.
+float drawn_element(const TensorRecipe& r, uint64_t i) {
   switch (r.kind) {
     case RecipeKind::kUniform: return philox::uniform(r.key, i);
     case RecipeKind::kSymmetricUniform: return philox::symmetric_uniform(r.key, i, r.bound);
@@ -46,6 +46,12 @@ float host_element(const TensorRecipe& r, uint64_t i) {
     }
   }
   return 0;
+}
+
+// The host's value of element i, computed alone (no need to realize a multi-GB tensor).
+float host_element(const TensorRecipe& r, uint64_t i) {
+  const float v = drawn_element(r, i);
+  return r.moved ? philox::affine(v, r.post_scale, r.post_shift) : v;
 }
 
 ProblemCatalog catalog() {
@@ -71,6 +77,29 @@ TEST(DeviceGenerator, SmallPresetsBitIdentical) {
     }
   }
   std::printf("compared %zu elements bit for bit (small presets, 2 trials)\n", elements);
+}
+
+// Every robustness distribution (shifted, scaled, centered inputs; random affine parameters) at
+// the small presets in full: the moved values are bit-identical too, and something moved.
+TEST(DeviceGenerator, RobustnessDistributionsBitIdentical) {
+  ProblemCatalog cat = catalog();
+  for (Distribution d : robustness_distributions()) {
+    size_t elements = 0, moved = 0;
+    for (const auto& [id, spec] : cat.problems) {
+      ProblemInstance inst = ProblemInstance::create(spec, "small").value();
+      for (const TensorRecipe& r : recipes_of(inst, GeneratorKey{0x0b5e55ed, 11, d})) {
+        HostTensor<float> host = realize(r);
+        std::vector<float> device = realize_on_gpu(r);
+        ASSERT_EQ(host.data.size(), device.size());
+        EXPECT_EQ(std::memcmp(host.data.data(), device.data(), device.size() * sizeof(float)), 0)
+            << id << " " << to_string(d) << ": host and device differ (stream " << r.key.stream << ")";
+        elements += device.size();
+        if (r.moved) moved += device.size();
+      }
+    }
+    EXPECT_GT(moved, 0u) << to_string(d);
+    std::printf("%s: compared %zu elements bit for bit (%zu moved)\n", to_string(d).c_str(), elements, moved);
+  }
 }
 
 TEST(DeviceGenerator, FullPresetsSampledBitIdentical) {

@@ -43,6 +43,9 @@ JobResult full_result() {
   r.traced_rounds = 9;
   r.environment = {{"gpu", "H200"}, {"clocks", {{"sm_mhz_min", 1980}}}};
   r.overhead_ms = {{"spawn", 3.5}, {"job", 120.0}};
+  r.robustness = {{"shift", "small", 2e-5, 3e-2, 0.2, 150, "fragile", ""},
+                  {"scale", "small", 0.2, 0.25, 9, 11, "ill_conditioned", "ill-conditioned for scale: ..."}};
+  r.robustness_note = "random_affine: no parameter initialized to ones or zeros";
   return r;
 }
 
@@ -97,6 +100,14 @@ TEST(JobResultJson, FullResultRoundTrips) {
   EXPECT_EQ(back.traced_rounds, r.traced_rounds);
   EXPECT_EQ(back.environment, r.environment);
   EXPECT_EQ(back.overhead_ms, r.overhead_ms);
+  ASSERT_EQ(back.robustness.size(), 2u);
+  EXPECT_EQ(back.robustness[1].kind, "scale");
+  EXPECT_EQ(back.robustness[1].preset, "small");
+  EXPECT_DOUBLE_EQ(back.robustness[0].custom_err, 3e-2);
+  EXPECT_DOUBLE_EQ(back.robustness[1].ref_excess, 9);
+  EXPECT_EQ(back.robustness[0].verdict, "fragile");
+  EXPECT_EQ(back.robustness[1].note, r.robustness[1].note);
+  EXPECT_EQ(back.robustness_note, r.robustness_note);
   // And nothing is lost that the field list above forgot.
   EXPECT_EQ(to_json(back), to_json(r));
 }
@@ -117,6 +128,17 @@ TEST(JobResultJson, UnboundedIntervalIsNullAndComesBackInfinite) {
   EXPECT_TRUE(std::isinf(back.speedup.ci_high));
   EXPECT_GT(back.speedup.ci_high, 0);
   EXPECT_TRUE(std::isinf(back.speedup.relative_half_width));
+}
+
+TEST(JobResultJson, InfiniteRobustnessErrorsAreNull) {
+  JobResult r = full_result();
+  r.robustness[0].custom_err = r.robustness[0].custom_excess = INFINITY;
+  const std::string text = to_json(r).dump();
+  EXPECT_EQ(text.find("inf"), std::string::npos);
+  const JobResult back = job_result_from_json(nlohmann::json::parse(text));
+  EXPECT_TRUE(std::isinf(back.robustness[0].custom_err));
+  EXPECT_TRUE(std::isinf(back.robustness[0].custom_excess));
+  EXPECT_DOUBLE_EQ(back.robustness[0].ref_err, 2e-5);
 }
 
 TEST(JobResultJson, DefaultResultRoundTrips) {

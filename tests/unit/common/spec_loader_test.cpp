@@ -254,6 +254,22 @@ TEST(SpecLoader, VerificationShareOutsideZeroToOneOrAnUnknownKey) {
                         "verification.own_kernel_share_min", "expected a number in [0, 1]"));
   EXPECT_TRUE(has_error(errors_of(edit(kRelu, tol, tol + "\nverification: {share: 0.5}")), "verification.share",
                         "unknown field (expected own_kernel_share_min)"));
+TEST(SpecLoader, RobustnessSkipListsTheKindsThatDoNotApply) {
+  std::string text = edit(kRelu, "source:", "robustness: {skip: [shift, random_affine]}\nsource:");
+  Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
+  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  EXPECT_EQ(spec.value()->robustness_skip,
+            (std::vector<Distribution>{Distribution::kShift, Distribution::kRandomAffine}));
+  EXPECT_TRUE(parse_problem_spec(kRelu, kFile).value()->robustness_skip.empty());
+}
+
+TEST(SpecLoader, RobustnessSkipOfAnUnknownOrRepeatedKind) {
+  std::string text = edit(kRelu, "source:", "robustness: {skip: [shift, warp, shift]}\nsource:");
+  EXPECT_TRUE(has_error(errors_of(text), "robustness.skip[1]",
+                        "expected shift, scale, centered or random_affine, got 'warp'"));
+  EXPECT_TRUE(has_error(errors_of(text), "robustness.skip[2]", "'shift' is listed twice"));
+  text = edit(kRelu, "source:", "robustness: {only: [shift]}\nsource:");
+  EXPECT_TRUE(has_error(errors_of(text), "robustness.only", "unknown field (expected skip)"));
 }
 
 TEST(SpecLoader, StrideThatIsNotAList) {

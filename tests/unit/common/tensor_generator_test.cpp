@@ -206,6 +206,61 @@ TEST(TensorGenerator, OnesAndZeros) {
   for (float v : zeros.data) ASSERT_EQ(bits(v), 0u);  // +0.0, not -0.0
 }
 
+// ---- robustness distributions ---------------------------------------------------------------
+
+GeneratorKey moved_key(Distribution d) { return GeneratorKey{42, 0, d}; }
+
+TEST(TensorGenerator, ShiftScaleAndCenteredMoveEveryInputAndNoParameter) {
+  ProblemInstance inst = probe();
+  const HostTensor<float> u = generate_input(inst, kU, kKey);
+  const HostTensor<float> n = generate_input(inst, kN, kKey);
+  const struct {
+    Distribution d;
+    float a, b, lo, hi;
+  } kCases[] = {{Distribution::kShift, 1, 100, 100, 101},
+                {Distribution::kScale, 1000, 0, 0, 1000},
+                {Distribution::kCentered, 1, -0.5f, -0.5f, 0.5f}};
+  for (const auto& c : kCases) {
+    const HostTensor<float> mu = generate_input(inst, kU, moved_key(c.d));
+    const HostTensor<float> mn = generate_input(inst, kN, moved_key(c.d));
+    for (size_t i = 0; i < u.data.size(); ++i) {
+      ASSERT_EQ(mu.data[i], c.a * u.data[i] + c.b) << to_string(c.d) << " element " << i;
+      ASSERT_EQ(mn.data[i], c.a * n.data[i] + c.b) << to_string(c.d) << " element " << i;
+      ASSERT_GE(mu.data[i], c.lo);
+      ASSERT_LT(mu.data[i], c.hi);
+    }
+    for (size_t p = 0; p < inst.spec().params.size(); ++p) {
+      EXPECT_TRUE(same_bits(generate_param(inst, p, kKey), generate_param(inst, p, moved_key(c.d))))
+          << to_string(c.d) << " param " << p;
+    }
+  }
+}
+
+TEST(TensorGenerator, RandomAffineDrawsOnesAndZerosAroundTheirDefaults) {
+  ProblemInstance inst = probe();
+  const GeneratorKey key = moved_key(Distribution::kRandomAffine);
+  const HostTensor<float> gamma = generate_param(inst, kNormWeight, key);
+  const HostTensor<float> beta = generate_param(inst, kNormBias, key);
+  EXPECT_GE(*std::min_element(gamma.data.begin(), gamma.data.end()), 0.5f);
+  EXPECT_LT(*std::max_element(gamma.data.begin(), gamma.data.end()), 1.5f);
+  EXPECT_LT(max_abs(beta), 0.5);
+  EXPECT_GT(max_abs(beta), 0.49);  // 1000 draws: the whole range, not a constant
+  EXPECT_NEAR(mean(gamma), 1.0, 0.03);
+  EXPECT_NEAR(mean(beta), 0.0, 0.03);
+  for (Param p : {kCtWeight, kCtBias, kInProj, kExtra}) {
+    EXPECT_TRUE(same_bits(generate_param(inst, p, kKey), generate_param(inst, p, key))) << "param " << p;
+  }
+  for (size_t i = 0; i < inst.spec().inputs.size(); ++i) {
+    EXPECT_TRUE(same_bits(generate_input(inst, i, kKey), generate_input(inst, i, key))) << "input " << i;
+  }
+}
+
+TEST(TensorGenerator, TheDefaultDistributionMovesNothing) {
+  ProblemInstance inst = probe();
+  for (size_t i = 0; i < inst.spec().inputs.size(); ++i) EXPECT_FALSE(input_recipe(inst, i, kKey).moved);
+  for (size_t i = 0; i < inst.spec().params.size(); ++i) EXPECT_FALSE(param_recipe(inst, i, kKey).moved);
+}
+
 // ---- softmax inputs ------------------------------------------------------------------------
 
 void expect_softmax_rows(const HostTensor<float>& t) {
