@@ -28,6 +28,8 @@ Status error_reply_status(const nlohmann::json& body) {
   const std::string code = body.value("code", std::string());
   if (code == "bad_request") return Status::invalid_argument(message);
   if (code == "unknown_pack") return Status::not_found(message);
+  // Our key's role may not do this (docs/security.md): say so, not "internal".
+  if (code == "forbidden") return Status::failed_precondition(message);
   return Status::internal(message);
 }
 
@@ -87,7 +89,8 @@ Status FleetClient::check_monitor() {
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
       return Status::failed_precondition(
           "the coordinator at " + endpoint_ + " refused our CURVE key: add our public key (the " +
-          "`public:` line of our key file, or its .pub) to the coordinator's --allow-keys file");
+          "`public:` line of our key file, or its .pub), with a name, to the coordinator's allow-list "
+          "of our role (submitters.txt or admins.txt; workers.txt for a worker)");
     }
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
       return Status::failed_precondition(

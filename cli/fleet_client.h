@@ -7,6 +7,7 @@
 //   - no answer in time: "coordinator at X did not answer within 5 s (...)"      kIoError
 //   - the CURVE handshake failed (our key not allowed, wrong server key)           kFailedPrecondition
 //   - ERROR {code: bad_request | unknown_pack}                                     kInvalidArgument / kNotFound
+//   - ERROR {code: forbidden}: our key's role may not (docs/security.md)            kFailedPrecondition
 //   - ERROR of another code ("unavailable": the database is down, ...)              kInternal
 //
 // Thread safety: one FleetClient per thread (it owns a ZeroMQ socket).

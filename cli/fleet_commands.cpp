@@ -154,15 +154,19 @@ void run_keygen(const std::string& prefix, bool force, bool json) {
   }
   auto keys = curve::generate_key_pair();
   if (!keys.is_ok()) fail(kExitFailure, keys.status().message());
-  if (Status s = curve::write_key_file(key_file, keys.value()); !s.is_ok()) fail(kExitFailure, s.message());
-  if (Status s = curve::write_public_key_file(public_file, keys.value()); !s.is_ok()) fail(kExitFailure, s.message());
+  // Created with O_EXCL and mode 0600 (curve_keys.h): never readable by others, even briefly.
+  if (Status s = curve::write_key_file(key_file, keys.value(), force); !s.is_ok()) fail(kExitFailure, s.message());
+  if (Status s = curve::write_public_key_file(public_file, keys.value(), force); !s.is_ok()) {
+    fail(kExitFailure, s.message());
+  }
   if (json) {
     print_json({{"public_key", keys->public_key}, {"key_file", key_file}, {"public_file", public_file}});
     return;
   }
   std::printf("wrote %s (key pair, mode 0600: keep it secret) and %s (public key)\n"
               "public key: %s\n"
-              "coordinator: --curve-secret-key its .key, and this public key in its --allow-keys file;\n"
+              "coordinator: --curve-secret-key its .key; this public key goes, with a name, into the\n"
+              "allow-list of its role (--allow-dir DIR: workers.txt, submitters.txt or admins.txt);\n"
               "workers and clients: --curve-key their .key and --coordinator-key the coordinator's .pub\n",
               key_file.c_str(), public_file.c_str(), keys->public_key.c_str());
 }

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 
 #include "cli/results_reader.h"
 #include "coordinator/regression_store.h"
@@ -68,12 +69,17 @@ HistoryPoint point_from_row(const pqxx::row& row) {
   return p;
 }
 
-std::string time_bounds(const std::optional<double>& from_s, const std::optional<double>& until_s,
-                        const std::string& time_expr) {
-  std::string sql;
-  if (from_s) sql += " AND " + time_expr + " >= to_timestamp(" + std::to_string(*from_s) + ")";
-  if (until_s) sql += " AND " + time_expr + " <= to_timestamp(" + std::to_string(*until_s) + ")";
-  return sql;
+// Series-time bounds as SQL over bound parameters $from and $until (numbers of the query's
+// parameter list): an absent bound is passed as NaN, which the SQL reads as "no bound".
+std::string time_bounds(int from_param, int until_param, const std::string& time_expr) {
+  const std::string from = "$" + std::to_string(from_param), until = "$" + std::to_string(until_param);
+  return " AND (" + from + "::float8 = 'NaN' OR " + time_expr + " >= to_timestamp(" + from +
+         "::float8)) AND (" + until + "::float8 = 'NaN' OR " + time_expr + " <= to_timestamp(" +
+         until + "::float8))";
+}
+
+double bound_or_nan(const std::optional<double>& bound) {
+  return bound ? *bound : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace
@@ -100,14 +106,17 @@ Result<std::vector<HistoryPoint>> HistoryReader::series_points(const HistoryQuer
                                                                const std::string& gpu_model,
                                                                const std::string& preset) {
   pqxx::read_transaction txn(connection_->conn, "history");
+  // Only fixed SQL text is concatenated (the variant is custom|reference, checked); every value
+  // is a bound parameter.
   const std::string sql =
-      "SELECT " + point_columns(q.variant) + " FROM results r WHERE r.problem_id = " +
-      txn.quote(q.problem) + " AND r.gpu_model = " + txn.quote(gpu_model) +
-      " AND r.preset = " + txn.quote(preset) + " AND r.device_kind <> 'sim'" +
-      time_bounds(q.from_s, q.until_s, kSeriesTime) + " ORDER BY " + kSeriesTime +
-      " DESC, r.id DESC LIMIT " + std::to_string(q.last);
+      "SELECT " + point_columns(q.variant) + " FROM results r WHERE r.problem_id = $1"
+      " AND r.gpu_model = $2 AND r.preset = $3 AND r.device_kind <> 'sim'" +
+      time_bounds(4, 5, kSeriesTime) + " ORDER BY " + kSeriesTime + " DESC, r.id DESC LIMIT $6";
   std::vector<HistoryPoint> points;
-  for (const pqxx::row& row : txn.exec(sql)) points.push_back(point_from_row(row));
+  for (const pqxx::row& row : txn.exec_params(sql, q.problem, gpu_model, preset, bound_or_nan(q.from_s),
+                                              bound_or_nan(q.until_s), q.last)) {
+    points.push_back(point_from_row(row));
+  }
   return std::vector<HistoryPoint>(points.rbegin(), points.rend());
 }
 
@@ -121,11 +130,11 @@ Result<std::vector<Series>> HistoryReader::history(const HistoryQuery& q) {
       keys.emplace_back(q.gpu_model, q.preset);
     } else {
       pqxx::read_transaction txn(connection_->conn, "history_series");
-      std::string sql = "SELECT DISTINCT gpu_model, preset FROM results WHERE problem_id = " +
-                        txn.quote(q.problem) + " AND device_kind <> 'sim'";
-      if (!q.gpu_model.empty()) sql += " AND gpu_model = " + txn.quote(q.gpu_model);
-      if (!q.preset.empty()) sql += " AND preset = " + txn.quote(q.preset);
-      for (const pqxx::row& row : txn.exec(sql + " ORDER BY 1, 2")) {
+      const char* sql =
+          "SELECT DISTINCT gpu_model, preset FROM results WHERE problem_id = $1 AND "
+          "device_kind <> 'sim' AND ($2 = '' OR gpu_model = $2) AND ($3 = '' OR preset = $3) "
+          "ORDER BY 1, 2";
+      for (const pqxx::row& row : txn.exec_params(sql, q.problem, q.gpu_model, q.preset)) {
         keys.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
       }
     }
@@ -145,9 +154,9 @@ Result<std::string> HistoryReader::resolve_commit(const std::string& prefix) {
   if (!is_sha_prefix(prefix)) return Status::invalid_argument("not a commit SHA: '" + prefix + "'");
   try {
     pqxx::read_transaction txn(connection_->conn, "resolve_commit");
-    const pqxx::result r = txn.exec(
-        "SELECT DISTINCT commit_sha FROM results WHERE commit_sha LIKE " + txn.quote(prefix + "%") +
-        " ORDER BY 1 LIMIT 3");
+    const pqxx::result r = txn.exec_params(
+        "SELECT DISTINCT commit_sha FROM results WHERE commit_sha LIKE $1 ORDER BY 1 LIMIT 3",
+        prefix + "%");
     if (r.empty()) return Status::not_found("no results for commit " + prefix);
     for (const pqxx::row& row : r) {
       if (row[0].as<std::string>() == prefix) return prefix;
@@ -167,28 +176,34 @@ Result<std::vector<HistoryPoint>> HistoryReader::results_at(const std::string& s
                                                             const std::string& gpu_model,
                                                             const std::string& variant) {
   if (auto v = variant_prefix(variant); !v.is_ok()) return v.status();
-  std::string where;
+  // Exactly one of run / sha selects the results; both are bound parameters. (The SHA comes
+  // back from the database, so it is data, never SQL: a stored "abc1' OR ''='" once turned
+  // `kb compare` into a comparison of the head run with itself.)
+  int64_t run = 0;
+  std::string sha;
   if (selector.rfind("run:", 0) == 0) {
     char* end = nullptr;
-    const long long run = std::strtoll(selector.c_str() + 4, &end, 10);
-    if (end == selector.c_str() + 4 || *end) {
+    run = std::strtoll(selector.c_str() + 4, &end, 10);
+    if (end == selector.c_str() + 4 || *end || run <= 0) {
       return Status::invalid_argument("bad run selector '" + selector + "' (run:N)");
     }
-    where = "r.run_id = " + std::to_string(run);
   } else {
-    auto sha = resolve_commit(selector);
-    if (!sha.is_ok()) return sha.status();
-    where = "r.commit_sha = '" + sha.value() + "'";  // checked alphanumeric
+    auto resolved = resolve_commit(selector);
+    if (!resolved.is_ok()) return resolved.status();
+    sha = resolved.value();
   }
   try {
     pqxx::read_transaction txn(connection_->conn, "results_at");
-    if (!gpu_model.empty()) where += " AND r.gpu_model = " + txn.quote(gpu_model);
     const std::string sql = "SELECT DISTINCT ON (r.problem_id, r.gpu_model, r.preset) " +
-                            point_columns(variant) + " FROM results r WHERE " + where +
+                            point_columns(variant) +
+                            " FROM results r WHERE (CASE WHEN $1::bigint > 0 THEN r.run_id = $1"
+                            " ELSE r.commit_sha = $2 END) AND ($3 = '' OR r.gpu_model = $3)"
                             " AND r.device_kind <> 'sim' ORDER BY r.problem_id, r.gpu_model, "
                             "r.preset, r.created_at DESC, r.id DESC";
     std::vector<HistoryPoint> points;
-    for (const pqxx::row& row : txn.exec(sql)) points.push_back(point_from_row(row));
+    for (const pqxx::row& row : txn.exec_params(sql, run, sha, gpu_model)) {
+      points.push_back(point_from_row(row));
+    }
     if (points.empty()) return Status::not_found("no results for " + selector);
     return points;
   } catch (const std::exception& e) {
@@ -199,9 +214,9 @@ Result<std::vector<HistoryPoint>> HistoryReader::results_at(const std::string& s
 Result<double> HistoryReader::commit_time(const std::string& sha) {
   try {
     pqxx::read_transaction txn(connection_->conn, "commit_time");
-    const pqxx::result r = txn.exec(
+    const pqxx::result r = txn.exec_params(
         "SELECT extract(epoch FROM min(" + std::string(kSeriesTime) +
-        "))::float8 FROM results r WHERE r.commit_sha = " + txn.quote(sha));
+        "))::float8 FROM results r WHERE r.commit_sha = $1", sha);
     if (r[0][0].is_null()) return Status::not_found("no results for commit " + sha);
     return r[0][0].as<double>();
   } catch (const std::exception& e) {
@@ -217,13 +232,13 @@ Result<std::vector<RegressionRow>> HistoryReader::regressions(const RegressionFi
         "COALESCE(g.commit_sha, ''), g.state, g.median_ms, g.baseline_ms, g.ratio, g.bound, "
         "g.p_value, g.adjusted_p, g.slow_points, extract(epoch FROM g.created_at)::float8, "
         "extract(epoch FROM g.updated_at)::float8 "
-        "FROM regressions g JOIN results r ON r.id = g.result_id WHERE true";
-    if (!f.since.empty()) sql += " AND g.created_at >= " + txn.quote(f.since) + "::timestamptz";
-    if (!f.gpu_model.empty()) sql += " AND g.gpu_model = " + txn.quote(f.gpu_model);
-    if (f.run_id) sql += " AND r.run_id = " + std::to_string(*f.run_id);
-    sql += time_bounds(f.from_s, f.until_s, kSeriesTime);
+        "FROM regressions g JOIN results r ON r.id = g.result_id "
+        "WHERE g.created_at >= COALESCE(NULLIF($1, '')::timestamptz, '-infinity') AND ($2 = '' OR g.gpu_model = $2) "
+        "AND ($3::bigint = 0 OR r.run_id = $3)" +
+        time_bounds(4, 5, kSeriesTime) + " ORDER BY g.created_at DESC, g.id DESC";
     std::vector<RegressionRow> rows;
-    for (const pqxx::row& row : txn.exec(sql + " ORDER BY g.created_at DESC, g.id DESC")) {
+    for (const pqxx::row& row : txn.exec_params(sql, f.since, f.gpu_model, f.run_id.value_or(0),
+                                                bound_or_nan(f.from_s), bound_or_nan(f.until_s))) {
       RegressionRow g;
       g.id = row[0].as<int64_t>();
       g.result_id = row[1].as<int64_t>();

@@ -270,7 +270,7 @@ void add_submit_command(CLI::App& app) {
       ->check(CLI::Range(1, 10))->capture_default_str();
   submit->add_option("--sim-jobs", o->sim_jobs, "Sim jobs for the benchmark: N:MS or a file of ms values");
   submit->add_option("--problems-dir", o->problems_dir, "Directory of problem specs")->capture_default_str();
-  submit->add_option("--submitted-by", o->submitted_by, "Who submits (default: $USER@host)");
+  submit->add_option("--submitted-by", o->submitted_by, "Who submits, on a coordinator without keys (default: $USER@host); with keys it is the key's name");
   submit->add_flag("--wait", o->wait, "Follow the run until it is done, then print the results table");
   add_fleet_options(submit, o->fleet, Needs::kBoth);
   submit->callback([o] { run_submit(*o); });

@@ -6,7 +6,7 @@
 //   public: <40 Z85 characters>
 //   secret: <40 Z85 characters>
 // A public-key file (what is given to the other side) holds only the `public:` line.
-// Allow-list format: one Z85 public key per line, optionally followed by a name; '#' comments.
+// The coordinator's allow-lists (one file per role) are read by coordinator/access_control.h.
 //
 // Without keys, the coordinator binds to loopback only (coordinator/); these helpers only
 // configure sockets.
@@ -32,12 +32,15 @@ bool curve_available();  // libzmq was built with CURVE (libsodium)
 Result<KeyPair> generate_key_pair();
 // Reads a key file; the secret line is optional only when require_secret is false.
 Result<KeyPair> load_key_file(const std::string& path, bool require_secret);
-Status write_key_file(const std::string& path, const KeyPair& keys);  // public + secret, 0600
-Status write_public_key_file(const std::string& path, const KeyPair& keys);
-// Public key -> name (the name is "" when the line has none).
-Result<std::map<std::string, std::string>> load_allow_list(const std::string& path);
+bool is_z85_key(const std::string& text);  // 40 characters that decode to 32 bytes
+// Public + secret. The file is created with O_EXCL and mode 0600 (never readable by others, not
+// even for an instant); an existing file is an error unless `replace`, which unlinks it first.
+Status write_key_file(const std::string& path, const KeyPair& keys, bool replace = false);
+Status write_public_key_file(const std::string& path, const KeyPair& keys, bool replace = false);
 
-void configure_server(zmq::socket_t& socket, const KeyPair& server_keys);
+// `zap_domain` names the socket to the ZAP handler, which admits different roles on each.
+void configure_server(zmq::socket_t& socket, const KeyPair& server_keys,
+                      const std::string& zap_domain);
 void configure_client(zmq::socket_t& socket, const KeyPair& own_keys,
                       const std::string& server_public_key);
 

@@ -1,6 +1,7 @@
 #include "common/wire_protocol.h"
 
 #include <array>
+#include <cstdio>
 #include <utility>
 
 namespace kb::wire {
@@ -80,6 +81,15 @@ DecodeResult reject(DecodeError error, std::string detail) {
 }
 
 }  // namespace
+
+bool software_compatible(const std::string& a, const std::string& b) {
+  auto parts = [](const std::string& v, int* major, int* minor) {
+    return std::sscanf(v.c_str(), "%d.%d", major, minor) == 2;
+  };
+  int a_major = 0, a_minor = 0, b_major = 0, b_minor = 0;
+  if (!parts(a, &a_major, &a_minor) || !parts(b, &b_major, &b_minor)) return false;
+  return a_major == b_major && (a_major != 0 || a_minor == b_minor);
+}
 
 std::string_view to_string(MessageType type) { return info_of(type).name; }
 

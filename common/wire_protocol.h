@@ -26,6 +26,12 @@
 namespace kb::wire {
 
 inline constexpr std::string_view kProtocolTag = "KBF1";
+// READY's "protocol": the message set and fields this build speaks. A coordinator refuses a worker
+// of another protocol version, naming both (schemas/protocol.md, Versions).
+inline constexpr int kProtocolVersion = 1;
+// kbfleet software versions ("MAJOR.MINOR.PATCH") that may share a fleet: same MAJOR, and same
+// MINOR while MAJOR is 0.
+bool software_compatible(const std::string& a, const std::string& b);
 inline constexpr size_t kMaxBodyBytes = size_t{1} << 20;      // 1 MiB of JSON
 inline constexpr size_t kMaxPayloadBytes = size_t{256} << 20;  // 256 MiB: a kernel pack
 

@@ -11,6 +11,7 @@
 
 #include <zmq.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,8 +28,18 @@ void configure_socket(zmq::socket_t& socket, int high_water_mark = 100000);
 bool send_message(zmq::socket_t& socket, const Message& message,
                   const std::string& routing_id = {});
 
+// Sends `message` with `payload` as its payload frame without copying the bytes: ZeroMQ keeps a
+// reference to them until the frame has gone out, so many queued sends of one pack share one
+// buffer (the coordinator's PACK replies). message.payload must be empty.
+bool send_message_shared(zmq::socket_t& socket, const Message& message,
+                         std::shared_ptr<const std::string> payload,
+                         const std::string& routing_id = {});
+
 struct ReceivedMessage {
   std::string routing_id;  // ROUTER only
+  // The ZAP User-Id libzmq attached to the connection ("" without CURVE): the coordinator's
+  // roles come from here (coordinator/access_control.h), never from the body.
+  std::string user_id;
   DecodeResult decoded;
 };
 

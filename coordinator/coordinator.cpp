@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "common/curve_keys.h"
+#include "common/sha256.h"
 #include "common/zmq_messaging.h"
 
 namespace kb::coord {
@@ -18,20 +20,7 @@ namespace {
 
 constexpr std::chrono::milliseconds kTickPeriod{100};  // lease deadlines are checked this often
 
-bool is_loopback_host(std::string host) {
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 }  // namespace
-
-bool is_loopback_endpoint(const std::string& endpoint) {
-  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
-  if (endpoint.rfind("tcp://", 0) != 0) return false;
-  const std::string rest = endpoint.substr(6);
-  const size_t colon = rest.rfind(':');
-  return colon != std::string::npos && is_loopback_host(rest.substr(0, colon));
-}
 
 Coordinator::Coordinator(CoordinatorConfig config)
     : config_(std::move(config)),
@@ -41,7 +30,8 @@ Coordinator::Coordinator(CoordinatorConfig config)
       tick_timer_(io_),
       heartbeat_timer_(io_),
       drain_timer_(io_),
-      scheduler_(config_.scheduler, clock_) {}
+      scheduler_(config_.scheduler, clock_),
+      pack_ledger_(config_.pack_quota) {}
 
 Coordinator::~Coordinator() {
   io_.stop();
@@ -73,25 +63,27 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
   KB_TRY(c->open_sockets());
   KB_TRY(c->write_endpoints_file());
   c->db_ = std::make_unique<DbThread>(std::move(store), c->config_.db);
+  if (std::vector<ProblemRow> rows = c->catalog_rows(); !rows.empty()) {
+    c->db_->submit([rows = std::move(rows)](JobStore& s) { return s.store_problems(rows); },
+                   [](const Status& status) {
+                     if (!status.is_ok()) {
+                       std::fprintf(stderr, "kb-coordinator: storing the problem catalog: %s\n",
+                                    status.to_string().c_str());
+                     }
+                   });
+  }
   c->start();
   return c;
 }
 
 Status Coordinator::open_sockets() {
-  const bool curve = !config_.curve_secret_key_file.empty() || !config_.allow_keys_file.empty();
-  if (curve && (config_.curve_secret_key_file.empty() || config_.allow_keys_file.empty())) {
-    return Status::invalid_argument("--curve-secret-key and --allow-keys go together");
+  const bool curve = !config_.curve_secret_key_file.empty() || config_.allow_lists.any();
+  if (curve && (config_.curve_secret_key_file.empty() || !config_.allow_lists.any())) {
+    return Status::invalid_argument("--curve-secret-key and the allow-lists (--allow-dir or "
+                                    "--allow-workers/--allow-submitters/--allow-admins) go together");
   }
-  if (!curve) {
-    for (const std::string& bind : {config_.workers_bind, config_.clients_bind,
-                                    "tcp://" + config_.http_bind}) {
-      if (!is_loopback_endpoint(bind)) {
-        return Status::invalid_argument(
-            "refusing to bind " + bind + " without CURVE keys: only loopback addresses are "
-            "allowed unless --curve-secret-key and --allow-keys are given");
-      }
-    }
-  }
+  KB_TRY(check_binds({config_.workers_bind, config_.clients_bind, config_.http_bind, curve,
+                      !config_.http_token.empty()}));
   try {
     for (zmq::socket_t* s : {&workers_, &clients_}) {
       wire::configure_socket(*s);
@@ -101,11 +93,11 @@ Status Coordinator::open_sockets() {
       if (!curve::curve_available()) return Status::failed_precondition("libzmq lacks CURVE");
       auto keys = curve::load_key_file(config_.curve_secret_key_file, /*require_secret=*/true);
       if (!keys.is_ok()) return keys.status();
-      auto allowed = curve::load_allow_list(config_.allow_keys_file);
+      auto allowed = load_allow_lists(config_.allow_lists);
       if (!allowed.is_ok()) return allowed.status();
       zap_ = std::make_unique<ZapHandler>(zmq_context_, std::move(allowed.value()));
-      curve::configure_server(workers_, keys.value());
-      curve::configure_server(clients_, keys.value());
+      curve::configure_server(workers_, keys.value(), kWorkersDomain);
+      curve::configure_server(clients_, keys.value(), kClientsDomain);
     }
     workers_.bind(config_.workers_bind);
     clients_.bind(config_.clients_bind);
@@ -115,11 +107,26 @@ Status Coordinator::open_sockets() {
     return Status::io_error(std::string("binding the coordinator's sockets: ") + e.what());
   }
   auto http = HttpEndpoint::bind(io_, config_.http_bind,
-                                 [this](const std::string& target) { return on_http(target); });
+                                 [this](const std::string& target) { return on_http(target); },
+                                 config_.http_token);
   if (!http.is_ok()) return http.status();
   http_ = std::move(http.value());
   endpoints_.http = http_->address();
   return Status::ok();
+}
+
+std::vector<ProblemRow> Coordinator::catalog_rows() {
+  std::vector<ProblemRow> rows;
+  if (!catalog_) return rows;
+  for (const auto& [id, spec] : catalog_->problems) {
+    std::ifstream in(spec->file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    ProblemRow row{id, spec->name, spec->family, text.str(), sha256_hex(text.str()), spec->level};
+    spec_hashes_[id] = row.spec_hash;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 Status Coordinator::write_endpoints_file() const {
@@ -163,6 +170,7 @@ void Coordinator::start() {
     signals_->async_wait([this](const boost::system::error_code& error, int) {
       if (!error) begin_drain();
     });
+    watch_sighup();
   }
   on_tick();
   on_heartbeat_timer();
@@ -175,6 +183,10 @@ int Coordinator::run() {
 
 void Coordinator::request_stop() {
   asio::post(io_, [this] { begin_drain(); });
+}
+
+void Coordinator::request_reload() {
+  asio::post(io_, [this] { reload_allow_lists(); });
 }
 
 void Coordinator::post_to_loop(std::function<void()> f) { asio::post(io_, std::move(f)); }
@@ -192,7 +204,13 @@ void Coordinator::send_to_client(const std::string& routing_id, const wire::Mess
 }
 
 void Coordinator::flush_outbox() {
-  for (const OutgoingMessage& m : scheduler_.take_messages()) send_to_worker(m.routing_id, m.message);
+  for (OutgoingMessage& m : scheduler_.take_messages()) {
+    if (m.message.type == wire::MessageType::kJob) {  // the spec the job was scheduled against
+      auto hash = spec_hashes_.find(m.message.body.value("problem", std::string()));
+      if (hash != spec_hashes_.end()) m.message.body["spec_hash"] = hash->second;
+    }
+    send_to_worker(m.routing_id, m.message);
+  }
 }
 
 // One batch on the database thread at a time; everything that happens meanwhile goes into the
@@ -328,6 +346,31 @@ void Coordinator::on_heartbeat_timer() {
   heartbeat_timer_.async_wait([this](const boost::system::error_code& error) {
     if (!error) on_heartbeat_timer();
   });
+}
+
+void Coordinator::watch_sighup() {
+  if (!hangup_) hangup_.emplace(io_, SIGHUP);
+  hangup_->async_wait([this](const boost::system::error_code& error, int) {
+    if (error) return;
+    reload_allow_lists();
+    watch_sighup();
+  });
+}
+
+// New handshakes see the new lists; a list that fails to load leaves the old ones in force.
+void Coordinator::reload_allow_lists() {
+  if (!zap_) {
+    std::fprintf(stderr, "kb-coordinator: SIGHUP: no allow-lists to reload (no CURVE keys)\n");
+    return;
+  }
+  auto allowed = load_allow_lists(config_.allow_lists);
+  if (!allowed.is_ok()) {
+    std::fprintf(stderr, "kb-coordinator: SIGHUP: allow-lists not reloaded, the old ones stay: %s\n",
+                 allowed.status().to_string().c_str());
+    return;
+  }
+  zap_->reload(std::move(allowed.value()));
+  std::fprintf(stderr, "kb-coordinator: SIGHUP: allow-lists reloaded, %zu keys\n", zap_->keys());
 }
 
 void Coordinator::begin_drain() {

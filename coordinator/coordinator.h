@@ -11,9 +11,15 @@
 // dispatching, DISCONNECTs the workers ("draining"), waits for the database thread (bounded by
 // drain_timeout) and returns 0.
 //
-// Errors: create() returns kInvalidArgument for bad flags (a non-loopback bind without keys, a
-// bad key file), kIoError for a bind that fails, and the store's Status when loading fails. Bad
-// network input is never an error: it is dropped and counted (/metrics).
+// Trust (docs/security.md, access_control.h): each message's role and name come from the CURVE
+// key's ZAP User-Id; the allow-lists are re-read on SIGHUP (a bad file keeps the old lists).
+// SUBMIT and pack uploads need a submitter or admin key (per-submitter pack quota), unsafe job
+// options an admin key, CANCEL the run's submitter or an admin; READY must use the worker key's
+// own name, and a name whose session is alive cannot be taken over.
+//
+// Errors: create() returns kInvalidArgument for bad flags (a bind refused by bind_policy.h, a
+// bad key file or allow-list), kIoError for a bind that fails, and the store's Status when
+// loading fails. Bad network input is never an error: it is dropped and counted (/metrics).
 //
 // Thread safety: create() and run() from one thread; request_stop() from any thread.
 #pragma once
@@ -34,7 +40,10 @@
 #include <vector>
 
 #include "common/spec_loader.h"
+#include "coordinator/access_control.h"
+#include "coordinator/bind_policy.h"
 #include "coordinator/db_thread.h"
+#include "coordinator/pack_quota.h"
 #include "coordinator/http_endpoint.h"
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
@@ -49,7 +58,10 @@ struct CoordinatorConfig {
   std::string clients_bind = "tcp://127.0.0.1:*";
   std::string http_bind = "127.0.0.1:0";
   std::string endpoints_file;  // "" = none
-  std::string curve_secret_key_file, allow_keys_file;  // both or neither
+  std::string curve_secret_key_file;  // with allow_lists, or neither
+  AllowListFiles allow_lists;
+  std::string http_token;              // "" = none (then HTTP must be on loopback)
+  PackQuota pack_quota;
   std::string problems_dir;    // the catalog for SUBMIT; "" = default_problems_dir()
   SchedulerConfig scheduler;
   std::chrono::milliseconds drain_timeout{10'000};
@@ -61,8 +73,8 @@ struct CoordinatorEndpoints {
   std::string workers, clients, http;  // "tcp://127.0.0.1:PORT", ..., "127.0.0.1:PORT"
 };
 
-// True for tcp:// on 127.0.0.0/8, ::1 or localhost, and for ipc:// and inproc://.
-bool is_loopback_endpoint(const std::string& endpoint);
+// This build's kbfleet version ("0.1.0"): a worker's must be wire::software_compatible with it.
+const char* coordinator_version();
 
 class Coordinator {
  public:
@@ -72,6 +84,7 @@ class Coordinator {
 
   int run();
   void request_stop();
+  void request_reload();  // what SIGHUP does: re-read the allow-lists (from any thread)
   const CoordinatorEndpoints& endpoints() const { return endpoints_; }
 
  private:
@@ -80,11 +93,12 @@ class Coordinator {
     int attempt = 0;
   };
   struct Session {  // what a RESULT row needs from the worker that sent it
-    std::string gpu_model, device_kind;
+    std::string gpu_model, device_kind, name;
   };
 
   explicit Coordinator(CoordinatorConfig config);
   Status open_sockets();
+  std::vector<ProblemRow> catalog_rows();  // also fills spec_hashes_
   Status write_endpoints_file() const;
   void start();
 
@@ -107,14 +121,20 @@ class Coordinator {
   void on_tick();
   void on_heartbeat_timer();
   void begin_drain();
+  void watch_sighup();
+  void reload_allow_lists();
   void check_drained(std::chrono::steady_clock::time_point deadline);
   HttpResponse on_http(const std::string& target);
   void post_to_loop(std::function<void()> f);  // from the database thread
 
   // coordinator_workers.cpp
   size_t receive_from_workers(size_t max);
-  void on_worker_message(const std::string& routing_id, wire::Message message);
-  void on_ready(const std::string& routing_id, const nlohmann::json& body);
+  void on_worker_message(const std::string& routing_id, const Peer& peer, wire::Message message);
+  void on_ready(const std::string& routing_id, const Peer& peer, const nlohmann::json& body);
+  // Why this READY is refused ("" = accepted): another key's name, a live session's name, a
+  // protocol or software version this coordinator does not speak.
+  std::string refuse_ready(const std::string& routing_id, const Peer& peer,
+                           const WorkerIdentity& identity, const nlohmann::json& body) const;
   void on_registered(const std::string& routing_id, const WorkerIdentity& identity,
                      const std::vector<InFlight>& in_flight, int64_t worker_id);
   void on_result(const std::string& routing_id, const nlohmann::json& body);
@@ -125,11 +145,13 @@ class Coordinator {
 
   // coordinator_clients.cpp
   size_t receive_from_clients(size_t max);
-  void on_client_message(const std::string& routing_id, wire::Message message);
-  void on_submit(const std::string& routing_id, wire::Message message);
+  void on_client_message(const std::string& routing_id, const Peer& peer, wire::Message message);
+  void on_submit(const std::string& routing_id, const Peer& peer, wire::Message message);
   void on_query(const std::string& routing_id, const nlohmann::json& body);
-  void on_cancel(const std::string& routing_id, const nlohmann::json& body);
-  void on_worker_control(const std::string& routing_id, const nlohmann::json& body);
+  void on_cancel(const std::string& routing_id, const Peer& peer, const nlohmann::json& body);
+  void cancel_run(const std::string& routing_id, int64_t run_id,
+                  std::shared_ptr<const nlohmann::json> request);
+  void on_worker_control(const std::string& routing_id, const Peer& peer, const nlohmann::json& body);
   void reply(const std::string& routing_id, const nlohmann::json& request, nlohmann::json body);
   void reply_error(const std::string& routing_id, const nlohmann::json& request,
                    const std::string& code, const std::string& message);
@@ -143,7 +165,7 @@ class Coordinator {
   std::unique_ptr<ZmqReadiness> workers_ready_, clients_ready_, zap_ready_;
   std::unique_ptr<HttpEndpoint> http_;
   boost::asio::steady_timer tick_timer_, heartbeat_timer_, drain_timer_;
-  std::optional<boost::asio::signal_set> signals_;
+  std::optional<boost::asio::signal_set> signals_, hangup_;
   CoordinatorEndpoints endpoints_;
 
   Scheduler scheduler_;
@@ -152,6 +174,7 @@ class Coordinator {
   std::optional<ProblemCatalog> catalog_;
   std::string epoch_;  // the database's (JobStore::database_epoch), sent in WELCOME
   std::string catalog_error_;
+  std::map<std::string, std::string> spec_hashes_;  // problem id -> sha256 of its spec file
 
   std::map<int64_t, Session> sessions_;  // worker id -> identity of its current session
   std::set<std::string> registering_;    // routing ids whose READY is on the database thread
@@ -161,6 +184,7 @@ class Coordinator {
   bool draining_ = false;
   std::list<std::pair<std::string, std::shared_ptr<const std::string>>> pack_cache_;  // MRU first
   std::map<std::string, std::vector<std::string>> pack_waiters_;  // hash -> routing ids
+  PackQuotaLedger pack_ledger_;
 };
 
 }  // namespace kb::coord

@@ -35,8 +35,11 @@ Result<SubmitRequest> parse_submit(const nlohmann::json& body, const ProblemCata
                                    const std::string& catalog_error) {
   SubmitRequest req;
   NewRun& run = req.run;
-  run.submitted_by = get_string(body, "submitted_by", "unknown");
   run.commit_sha = get_string(body, "commit_sha");
+  // Stored and later matched by `kb compare`: only a SHA, never text that could be read as SQL.
+  if (!run.commit_sha.empty() && !is_commit_sha(run.commit_sha)) {
+    return Status::invalid_argument("commit_sha: expected 7 to 64 lowercase hex digits");
+  }
   run.branch = get_string(body, "branch");
   if (std::string t = get_string(body, "commit_time"); !t.empty()) run.commit_time = t;
   run.pack_hash = get_string(body, "pack");
@@ -182,6 +185,7 @@ bool is_from_client(wire::MessageType type) {
          type == T::kWorkerControl;
 }
 
+
 }  // namespace
 
 size_t Coordinator::receive_from_clients(size_t max) {
@@ -193,22 +197,29 @@ size_t Coordinator::receive_from_clients(size_t max) {
       metrics_.count_dropped(received->decoded.error);
       continue;
     }
-    on_client_message(received->routing_id, std::move(received->decoded.message));
+    // The ZAP handler admits only submitter and admin keys here; checked again per message.
+    const std::optional<Peer> peer = peer_from_user_id(received->user_id);
+    if (!peer || peer->role == Role::kWorker || (zap_ && !peer->authenticated)) {
+      metrics_.count_dropped(kDropForbidden);
+      continue;
+    }
+    on_client_message(received->routing_id, *peer, std::move(received->decoded.message));
   }
   maybe_flush_batch();
   return n;
 }
 
-void Coordinator::on_client_message(const std::string& routing_id, wire::Message message) {
+void Coordinator::on_client_message(const std::string& routing_id, const Peer& peer,
+                                    wire::Message message) {
   using T = wire::MessageType;
   if (!is_from_client(message.type)) {
     metrics_.count_dropped(kDropWrongDirection);
     return;
   }
-  if (message.type == T::kSubmit) return on_submit(routing_id, std::move(message));
+  if (message.type == T::kSubmit) return on_submit(routing_id, peer, std::move(message));
   if (message.type == T::kQuery) return on_query(routing_id, message.body);
-  if (message.type == T::kWorkerControl) return on_worker_control(routing_id, message.body);
-  on_cancel(routing_id, message.body);
+  if (message.type == T::kWorkerControl) return on_worker_control(routing_id, peer, message.body);
+  on_cancel(routing_id, peer, message.body);
 }
 
 void Coordinator::reply(const std::string& routing_id, const nlohmann::json& request,
@@ -229,9 +240,14 @@ void Coordinator::reply_error(const std::string& routing_id, const nlohmann::jso
   send_to_client(routing_id, m);
 }
 
-void Coordinator::on_submit(const std::string& routing_id, wire::Message message) {
+void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
+                            wire::Message message) {
   const nlohmann::json& body = message.body;
   if (draining_) return reply_error(routing_id, body, "unavailable", "the coordinator is draining");
+  if (const std::string why = refused_job_option(peer, body); !why.empty()) {
+    metrics_.count_dropped(kDropForbidden);
+    return reply_error(routing_id, body, "forbidden", why);
+  }
   Result<SubmitRequest> parsed =
       parse_submit(body, catalog_ ? &*catalog_ : nullptr, catalog_error_);
   if (!parsed.is_ok()) {
@@ -239,7 +255,18 @@ void Coordinator::on_submit(const std::string& routing_id, wire::Message message
     return reply_error(routing_id, body, ours ? "unavailable" : "bad_request",
                        parsed.status().message());
   }
+  if (!message.payload.empty()) {
+    const std::string why = pack_ledger_.admit(peer.name, peer.role == Role::kAdmin,
+                                               message.payload.size(), std::chrono::steady_clock::now());
+    if (!why.empty()) {
+      metrics_.count_dropped(kDropForbidden);
+      return reply_error(routing_id, body, "forbidden", why);
+    }
+  }
   auto req = std::make_shared<SubmitRequest>(std::move(parsed.value()));
+  // With keys, the key's name: a body's "submitted_by" is ignored. Without keys (loopback, one
+  // trusted machine) the CLI's $USER@host is kept as a label.
+  req->run.submitted_by = peer.authenticated ? peer.name : get_string(body, "submitted_by", peer.name);
   req->payload = std::move(message.payload);
   auto out = std::make_shared<SubmitOutcome>();
   auto request = std::make_shared<const nlohmann::json>(body);
@@ -290,15 +317,46 @@ void Coordinator::on_query(const std::string& routing_id, const nlohmann::json& 
       });
 }
 
-void Coordinator::on_cancel(const std::string& routing_id, const nlohmann::json& body) {
+// Two steps: the run's submitter (may this peer cancel it?), then, on the loop, the scheduler
+// forgets the run's jobs before the store cancels them, so that nothing is dispatched meanwhile.
+void Coordinator::on_cancel(const std::string& routing_id, const Peer& peer,
+                            const nlohmann::json& body) {
   const nlohmann::json& id = body["run_id"];
   if (!id.is_number_integer() || id.get<int64_t>() <= 0) {
     return reply_error(routing_id, body, "bad_request", "CANCEL run_id: expected a positive integer");
   }
   const int64_t run_id = id.get<int64_t>();
+  auto owner = std::make_shared<std::string>();
+  auto request = std::make_shared<const nlohmann::json>(body);
+  db_->submit(
+      [run_id, owner](JobStore& store) -> Status {
+        Result<std::string> r = store.run_submitter(run_id);
+        if (!r.is_ok()) return r.status();
+        *owner = r.value();
+        return Status::ok();
+      },
+      [this, routing_id, run_id, owner, request, peer](const Status& status) {
+        post_to_loop([this, routing_id, run_id, owner, request, peer, status] {
+          if (status.code() == StatusCode::kNotFound) {
+            return reply_error(routing_id, *request, "bad_request", "no run " + std::to_string(run_id));
+          }
+          if (!status.is_ok()) return reply_error(routing_id, *request, "unavailable", status.message());
+          if (!may_cancel(peer, *owner)) {
+            metrics_.count_dropped(kDropForbidden);
+            return reply_error(routing_id, *request, "forbidden",
+                               "run " + std::to_string(run_id) + " was submitted by '" + *owner +
+                                   "': only they or an admin may cancel it (you are " +
+                                   to_string(peer.role) + " '" + peer.name + "')");
+          }
+          cancel_run(routing_id, run_id, request);
+        });
+      });
+}
+
+void Coordinator::cancel_run(const std::string& routing_id, int64_t run_id,
+                             std::shared_ptr<const nlohmann::json> request) {
   scheduler_.cancel(run_id);  // first, so that nothing of the run is dispatched meanwhile
   auto cancelled = std::make_shared<size_t>(0);
-  auto request = std::make_shared<const nlohmann::json>(body);
   db_->submit(
       [run_id, cancelled](JobStore& store) -> Status {
         Result<std::vector<int64_t>> r = store.cancel_run(run_id);
@@ -322,7 +380,14 @@ void Coordinator::on_cancel(const std::string& routing_id, const nlohmann::json&
 namespace kb::coord {
 
 // `kb workers --drain/--resume/--release NAME` (an admin's: see docs/security.md for the roles).
-void Coordinator::on_worker_control(const std::string& routing_id, const nlohmann::json& body) {
+void Coordinator::on_worker_control(const std::string& routing_id, const Peer& peer,
+                                    const nlohmann::json& body) {
+  if (peer.role != Role::kAdmin) {
+    metrics_.count_dropped(kDropForbidden);
+    return reply_error(routing_id, body, "forbidden",
+                       "kb workers --drain/--resume/--release is for admins (you are " +
+                           to_string(peer.role) + " '" + peer.name + "')");
+  }
   const std::string action = body["action"].get<std::string>();
   const std::string worker = body["worker"].get<std::string>();
   if (worker.empty() || worker.size() > 200) {

@@ -1,15 +1,20 @@
-// kb-coordinator: applies the schema migrations, loads the open jobs and serves workers and
-// clients until SIGTERM/SIGINT (coordinator.h). Flags: schemas/protocol.md and README.
+// kb-coordinator: applies the schema migrations, takes the database's coordinator lock, loads the
+// open jobs and serves workers and clients until SIGTERM/SIGINT (coordinator.h); SIGHUP re-reads
+// the allow-lists. `--migrate` only applies the migrations (run it once with an admin URL; the
+// runtime role then needs no CREATEROLE: docs/security.md). Flags: schemas/protocol.md, README.
 // Configuration: /etc/kbfleet/coordinator.yaml (or --config), the environment, flags (common/
 // config_file.h; keys in deploy/README.md).
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "common/config_file.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/instance_lock.h"
 #include "coordinator/migrations.h"
 #include "coordinator/pg_job_store.h"
 
@@ -38,6 +43,16 @@ kb::ConfigSchema config_schema(Settings& s, kb::coord::CoordinatorConfig& c) {
       .choice("log_format", &s.log_format, {"text", "json"}, "KB_LOG_FORMAT")
       .choice("log_level", &s.log_level, {"trace", "debug", "info", "warn", "error"});
   return schema;
+}
+
+// The token's first line; "" (and a message) when the file cannot be read or is empty.
+std::string read_token(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.size() < 16) std::fprintf(stderr, "kb-coordinator: %s: expected a token of 16+ characters\n", path.c_str());
+  return token.size() < 16 ? "" : token;
 }
 
 }  // namespace
@@ -70,7 +85,21 @@ int main(int argc, char** argv) {
   app.add_option("--http-bind", config.http_bind, "HOST:PORT for /healthz and /metrics")->capture_default_str();
   app.add_option("--endpoints-file", config.endpoints_file, "Write the bound endpoints here (JSON)");
   app.add_option("--curve-secret-key", config.curve_secret_key_file, "Coordinator key file (CURVE)")->check(CLI::ExistingFile);
-  app.add_option("--allow-keys", config.allow_keys_file, "Allowed worker/client public keys")->check(CLI::ExistingFile);
+  std::string allow_dir, http_token_file;
+  bool migrate_only = false;
+  app.add_option("--allow-dir", allow_dir, "Allow-lists per role: DIR/workers.txt, submitters.txt, admins.txt")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--allow-workers", config.allow_lists.workers, "Worker keys: '<Z85 key> <worker name>' a line")->check(CLI::ExistingFile);
+  app.add_option("--allow-submitters", config.allow_lists.submitters, "Submitter keys: '<Z85 key> <name>' a line")->check(CLI::ExistingFile);
+  app.add_option("--allow-admins", config.allow_lists.admins, "Admin keys: '<Z85 key> <name>' a line")->check(CLI::ExistingFile);
+  app.add_option("--http-token-file", http_token_file, "Bearer token for /metrics and /healthz (needed off loopback)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--pack-max-bytes", config.pack_quota.max_pack_bytes, "Largest pack upload")->capture_default_str();
+  app.add_option("--pack-uploads-per-hour", config.pack_quota.uploads_per_hour, "Pack uploads per submitter per hour")
+      ->capture_default_str()->check(CLI::Range(0, 100000));
+  app.add_option("--pack-bytes-per-hour", config.pack_quota.bytes_per_hour, "Pack bytes per submitter per hour")
+      ->capture_default_str();
+  app.add_flag("--migrate", migrate_only, "Apply the schema migrations and exit (with an admin URL)");
   app.add_option("--heartbeat-ms", heartbeat_ms, "Heartbeat interval")->capture_default_str()->check(CLI::Range(50, 60000));
   app.add_option("--liveness", config.scheduler.liveness, "Heartbeats missed before a worker is lost")
       ->capture_default_str()->check(CLI::Range(2, 100));
@@ -94,6 +123,28 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kb-coordinator: %s\n", s.message().c_str());
     return 2;
   }
+  if (!allow_dir.empty()) {
+    const kb::coord::AllowListFiles in_dir = kb::coord::allow_list_files_in(allow_dir);
+    for (auto [flag, dir_file] : {std::pair{&config.allow_lists.workers, in_dir.workers},
+                                  std::pair{&config.allow_lists.submitters, in_dir.submitters},
+                                  std::pair{&config.allow_lists.admins, in_dir.admins}}) {
+      if (flag->empty()) *flag = dir_file;
+    }
+    if (!config.allow_lists.any()) {
+      std::fprintf(stderr, "kb-coordinator: --allow-dir %s has none of workers.txt, submitters.txt, admins.txt\n",
+                   allow_dir.c_str());
+      return 2;
+    }
+  }
+  if (!http_token_file.empty() && (config.http_token = read_token(http_token_file)).empty()) return 2;
+  // Before touching the database: a refused bind is a usage error (Coordinator::create checks again).
+  const bool curve = !config.curve_secret_key_file.empty() || config.allow_lists.any();
+  if (kb::Status binds = kb::coord::check_binds({config.workers_bind, config.clients_bind,
+                                                 config.http_bind, curve, !config.http_token.empty()});
+      !binds.is_ok()) {
+    std::fprintf(stderr, "kb-coordinator: %s\n", binds.message().c_str());
+    return 2;
+  }
   config.scheduler.heartbeat = std::chrono::milliseconds(heartbeat_ms);
   config.scheduler.lease_grace = std::chrono::milliseconds(lease_grace_ms);
   if (db_url.empty()) {
@@ -107,6 +158,12 @@ int main(int argc, char** argv) {
   }
   KB_LOG_INFO("{} migrations applied, {} present", migrated->applied.size(),
               migrated->skipped.size());
+  if (migrate_only) return 0;
+  auto lock = kb::coord::InstanceLock::acquire(db_url);
+  if (!lock.is_ok()) {
+    std::fprintf(stderr, "kb-coordinator: %s\n", lock.status().message().c_str());
+    return 3;
+  }
   auto store = kb::coord::PgJobStore::open(db_url);
   if (!store.is_ok()) {
     KB_LOG_ERROR("{}", store.status().to_string());
@@ -117,7 +174,14 @@ int main(int argc, char** argv) {
     KB_LOG_ERROR("{}", coordinator.status().to_string());
     return coordinator.status().code() == kb::StatusCode::kInvalidArgument ? 2 : 1;
   }
+  Coordinator* running = coordinator.value().get();
+  lock.value()->watch(std::chrono::seconds(2), [running](const std::string& why) {
+    std::fprintf(stderr, "kb-coordinator: lost the database's coordinator lock: %s\n", why.c_str());
+    running->request_stop();
+  });
   const auto& e = coordinator.value()->endpoints();
   KB_LOG_INFO("workers {}, clients {}, http {}", e.workers, e.clients, e.http);
-  return coordinator.value()->run();
+  const int code = coordinator.value()->run();
+  lock.value().reset();  // joins the watcher before the coordinator it may stop goes away
+  return code;
 }

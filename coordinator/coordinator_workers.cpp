@@ -1,5 +1,6 @@
 // The workers' side of the coordinator: READY/WELCOME, HEARTBEAT, REQUEST, RESULT/ACK, BYE and
 // PACK_REQUEST/PACK (schemas/protocol.md).
+#include <algorithm>
 #include <cstdio>
 
 #include "common/zmq_messaging.h"
@@ -68,6 +69,37 @@ std::vector<LeaseToken> parse_tokens(const nlohmann::json& body, const char* key
 
 }  // namespace
 
+const char* coordinator_version() { return KB_VERSION; }
+
+std::string Coordinator::refuse_ready(const std::string& routing_id, const Peer& peer,
+                                      const WorkerIdentity& identity,
+                                      const nlohmann::json& body) const {
+  const nlohmann::json protocol = body.value("protocol", nlohmann::json());
+  if (protocol != wire::kProtocolVersion) {
+    return "protocol version " + (protocol.is_null() ? std::string("(none)") : protocol.dump()) +
+           " is not this coordinator's " + std::to_string(wire::kProtocolVersion);
+  }
+  const std::string software = string_field(identity.software, "kbfleet");
+  if (!wire::software_compatible(software, KB_VERSION)) {
+    return "worker kbfleet " + (software.empty() ? std::string("(none)") : software) +
+           " is incompatible with coordinator kbfleet " + KB_VERSION +
+           " (same major and minor version needed)";
+  }
+  if (peer.authenticated && identity.name != peer.name) {
+    return "this key belongs to worker '" + peer.name + "', not '" + identity.name + "'";
+  }
+  // With keys only: without them (one trusted machine) a restarted worker takes its name over at
+  // once, as the fault tests' kill-and-restart expects.
+  for (const auto& [worker_id, session] : sessions_) {
+    if (!zap_ || session.name != identity.name) continue;
+    const std::string current = scheduler_.routing_id_of(worker_id);
+    if (!current.empty() && current != routing_id) {
+      return "worker name '" + identity.name + "' is in use by a live session";
+    }
+  }
+  return "";
+}
+
 size_t Coordinator::receive_from_workers(size_t max) {
   size_t n = 0;
   for (; n < max; ++n) {
@@ -77,19 +109,28 @@ size_t Coordinator::receive_from_workers(size_t max) {
       metrics_.count_dropped(received->decoded.error);
       continue;
     }
-    on_worker_message(received->routing_id, std::move(received->decoded.message));
+    // The ZAP handler admits only worker keys here; checked again per message. Without CURVE the
+    // peer is the local admin, which may act as any worker.
+    const std::optional<Peer> peer = peer_from_user_id(received->user_id);
+    const bool curve_peer = peer && peer->authenticated;
+    if (!peer || (curve_peer && peer->role != Role::kWorker) || (zap_ && !curve_peer)) {
+      metrics_.count_dropped(kDropForbidden);
+      continue;
+    }
+    on_worker_message(received->routing_id, *peer, std::move(received->decoded.message));
   }
   maybe_flush_batch();
   return n;
 }
 
-void Coordinator::on_worker_message(const std::string& routing_id, wire::Message message) {
+void Coordinator::on_worker_message(const std::string& routing_id, const Peer& peer,
+                                    wire::Message message) {
   using T = wire::MessageType;
   if (!is_from_worker(message.type)) {
     metrics_.count_dropped(kDropWrongDirection);
     return;
   }
-  if (message.type == T::kReady) return on_ready(routing_id, message.body);
+  if (message.type == T::kReady) return on_ready(routing_id, peer, message.body);
   if (registering_.count(routing_id)) return;  // its WELCOME is on the way
   if (message.type == T::kResult) return on_result(routing_id, message.body);
   if (!scheduler_.heard(routing_id)) {
@@ -114,12 +155,19 @@ void Coordinator::disconnect(const std::string& routing_id, const std::string& r
   send_to_worker(routing_id, m);
 }
 
-void Coordinator::on_ready(const std::string& routing_id, const nlohmann::json& body) {
+void Coordinator::on_ready(const std::string& routing_id, const Peer& peer,
+                           const nlohmann::json& body) {
   if (draining_) return disconnect(routing_id, "draining");
   std::optional<WorkerIdentity> identity = parse_identity(body);
   if (!identity) {
     metrics_.count_dropped(wire::DecodeError::kMissingField);
     return disconnect(routing_id, "bad READY: needs worker (a name) and device.kind cuda|cpu|sim");
+  }
+  if (const std::string why = refuse_ready(routing_id, peer, *identity, body); !why.empty()) {
+    metrics_.count_dropped(kDropForbidden);
+    std::fprintf(stderr, "kb-coordinator: READY from %s refused: %s\n", identity->name.c_str(),
+                 why.c_str());
+    return disconnect(routing_id, why);
   }
   if (!registering_.insert(routing_id).second) return;  // a repeat while the first is pending
   auto worker_id = std::make_shared<int64_t>(0);
@@ -149,7 +197,13 @@ void Coordinator::on_ready(const std::string& routing_id, const nlohmann::json& 
 void Coordinator::on_registered(const std::string& routing_id, const WorkerIdentity& identity,
                                 const std::vector<InFlight>& in_flight, int64_t worker_id) {
   if (draining_) return disconnect(routing_id, "draining");
-  sessions_[worker_id] = Session{identity.gpu_model, identity.device_kind};
+  // A READY for the same name may have passed refuse_ready while this one was on the database.
+  if (const std::string current = scheduler_.routing_id_of(worker_id);
+      zap_ && !current.empty() && current != routing_id) {
+    metrics_.count_dropped(kDropForbidden);
+    return disconnect(routing_id, "worker name '" + identity.name + "' is in use by a live session");
+  }
+  sessions_[worker_id] = Session{identity.gpu_model, identity.device_kind, identity.name};
   wire::Message welcome;
   welcome.type = wire::MessageType::kWelcome;
   welcome.body = {{"worker_id", worker_id},
@@ -235,6 +289,8 @@ void Coordinator::on_pack_request(const std::string& routing_id, const std::stri
     }
   }
   std::vector<std::string>& waiters = pack_waiters_[hash];
+  // One pending answer per worker and pack, however often it asks while the load is pending.
+  if (std::find(waiters.begin(), waiters.end(), routing_id) != waiters.end()) return;
   waiters.push_back(routing_id);
   if (waiters.size() > 1) return;  // already being loaded
   auto bytes = std::make_shared<std::string>();
@@ -262,15 +318,20 @@ void Coordinator::on_pack_request(const std::string& routing_id, const std::stri
       });
 }
 
+// The payload frame shares the cached bytes (wire::send_message_shared): a hundred workers asking
+// for one pack queue a hundred small headers and one copy of the pack, not a hundred copies.
 void Coordinator::reply_pack(const std::string& routing_id, const std::string& hash) {
   wire::Message m;
   m.type = wire::MessageType::kPack;
   m.body = {{"pack", hash}};
   if (!pack_cache_.empty() && pack_cache_.front().first == hash) {
-    m.payload = *pack_cache_.front().second;
-  } else {
-    m.body["missing"] = true;  // the worker reports its job as runtime_error
+    if (!wire::send_message_shared(workers_, m, pack_cache_.front().second, routing_id)) {
+      metrics_.count_dropped(kDropSendFailed);
+    }
+    workers_ready_->notify_sent();
+    return;
   }
+  m.body["missing"] = true;  // the worker reports its job as runtime_error
   send_to_worker(routing_id, m);
 }
 

@@ -19,8 +19,8 @@ constexpr std::chrono::seconds kRequestTimeout{10};
 // One connection: read a request, answer it, close.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpEndpoint::Handler& handler)
-      : stream_(std::move(socket)), handler_(handler) {}
+  Session(tcp::socket socket, const HttpEndpoint::Handler& handler, const std::string& token)
+      : stream_(std::move(socket)), handler_(handler), token_(token) {}
 
   void start() {
     stream_.expires_after(kRequestTimeout);
@@ -32,7 +32,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_read(beast::error_code error) {
     if (error) return;
     HttpResponse answer;
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
+    if (!token_.empty() && !authorized()) {
+      answer = {401, "text/plain; charset=utf-8", "unauthorized: send Authorization: Bearer TOKEN\n"};
+    } else if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
       answer = {405, "text/plain; charset=utf-8", "method not allowed\n"};
     } else {
       answer = handler_(std::string(request_.target()));
@@ -49,8 +51,19 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Compares in time independent of where the first difference is.
+  bool authorized() const {
+    const auto it = request_.find(http::field::authorization);
+    if (it == request_.end()) return false;
+    const std::string given(it->value()), expected = "Bearer " + token_;
+    unsigned char diff = given.size() == expected.size() ? 0 : 1;
+    for (size_t i = 0; i < given.size() && i < expected.size(); ++i) diff |= given[i] ^ expected[i];
+    return diff == 0;
+  }
+
   beast::tcp_stream stream_;
   const HttpEndpoint::Handler& handler_;
+  const std::string& token_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
@@ -71,11 +84,12 @@ bool split_host_port(const std::string& host_port, std::string* host, uint16_t* 
   return error == std::errc() && end == last;
 }
 
-HttpEndpoint::HttpEndpoint(asio::io_context& io, Handler handler)
-    : io_(io), acceptor_(io), handler_(std::move(handler)) {}
+HttpEndpoint::HttpEndpoint(asio::io_context& io, Handler handler, std::string token)
+    : io_(io), acceptor_(io), handler_(std::move(handler)), token_(std::move(token)) {}
 
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind(asio::io_context& io,
-                                                       const std::string& host_port, Handler handler) {
+                                                       const std::string& host_port, Handler handler,
+                                                       std::string token) {
   std::string host;
   uint16_t port = 0;
   if (!split_host_port(host_port, &host, &port)) {
@@ -85,7 +99,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind(asio::io_context& io,
   beast::error_code error;
   const asio::ip::address address = asio::ip::make_address(host, error);
   if (error) return Status::invalid_argument("--http-bind '" + host_port + "': not an IP address");
-  std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint(io, std::move(handler)));
+  std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint(io, std::move(handler), std::move(token)));
   tcp::acceptor& acceptor = endpoint->acceptor_;
   const tcp::endpoint where(address, port);
   acceptor.open(where.protocol(), error);
@@ -108,7 +122,7 @@ void HttpEndpoint::accept() {
     if (error) {
       if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     } else {
-      std::make_shared<Session>(std::move(socket), handler_)->start();
+      std::make_shared<Session>(std::move(socket), handler_, token_)->start();
     }
     accept();
   });

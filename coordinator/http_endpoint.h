@@ -1,6 +1,7 @@
 // The coordinator's HTTP endpoint (Boost.Beast, HTTP/1.1, one request per connection): GET
-// /healthz and /metrics, answered by a handler on the event loop. Plain text; no TLS, no auth —
-// it binds loopback unless the operator configures CURVE (coordinator.h) and chooses otherwise.
+// /healthz and /metrics, answered by a handler on the event loop. Plain text, no TLS. It binds
+// loopback unless a bearer token is configured (bind_policy.h); with a token every request must
+// carry `Authorization: Bearer TOKEN` or gets 401.
 //
 // Thread safety: none; runs on the io_context's thread.
 #pragma once
@@ -29,19 +30,21 @@ class HttpEndpoint {
 
   // `host_port`: "127.0.0.1:0" (port 0 = any free port; see port()).
   static Result<std::unique_ptr<HttpEndpoint>> bind(boost::asio::io_context& io,
-                                                   const std::string& host_port, Handler handler);
+                                                   const std::string& host_port, Handler handler,
+                                                   std::string token = {});
   void start();
   void stop();
   std::string address() const;  // "127.0.0.1:PORT"
   uint16_t port() const;
 
  private:
-  HttpEndpoint(boost::asio::io_context& io, Handler handler);
+  HttpEndpoint(boost::asio::io_context& io, Handler handler, std::string token);
   void accept();
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::acceptor acceptor_;
   Handler handler_;
+  std::string token_;  // "" = none required
 };
 
 // Splits "HOST:PORT" ("[::1]:0" for IPv6); false when it is not of that form.

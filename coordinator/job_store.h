@@ -134,6 +134,13 @@ struct Batch {
   }
 };
 
+// One problem of the coordinator's catalog, as the problems table keeps it: JOB carries spec_hash
+// so that a worker can tell that its spec is the one the coordinator scheduled (version skew).
+struct ProblemRow {
+  std::string id, name, family, spec_yaml, spec_hash;  // spec_hash: sha256 hex of spec_yaml
+  int level = 0;
+};
+
 struct BatchOutcome {
   // Per entry of batch.results, in order: true when this call inserted the row, false when a
   // result for the job already existed (a duplicate delivery; still acknowledged).
@@ -154,6 +161,12 @@ class JobStore {
   // Workers.
   virtual Result<int64_t> upsert_worker(const WorkerIdentity& worker) = 0;  // -> workers.id
 
+  // The catalog the coordinator serves (insert or update by id). Stores without one ignore it.
+  virtual Status store_problems(const std::vector<ProblemRow>& problems) {
+    (void)problems;
+    return Status::ok();
+  }
+
   // Packs (by content hash).
   virtual Result<bool> has_pack(const std::string& hash) = 0;
   virtual Status store_pack(const PackInfo& info, const std::string& bytes) = 0;  // idempotent
@@ -161,6 +174,8 @@ class JobStore {
 
   // Runs: inserts the run and its jobs (state queued, attempt 0) in one transaction.
   virtual Result<std::vector<JobRecord>> create_run(const NewRun& run, int64_t* run_id) = 0;
+  // The run's submitted_by (the submitter key's name): who may cancel it. kNotFound if no run.
+  virtual Result<std::string> run_submitter(int64_t run_id) = 0;
   // Marks the run cancelled and its queued/leased jobs cancelled; returns the cancelled job ids.
   virtual Result<std::vector<int64_t>> cancel_run(int64_t run_id) = 0;
 

@@ -25,7 +25,7 @@ Metrics::Metrics() {
   for (int e = 0; e <= static_cast<int>(wire::DecodeError::kMissingField); ++e) {
     dropped_[std::string(wire::to_string(static_cast<wire::DecodeError>(e)))] = 0;
   }
-  for (std::string_view reason : {kDropUnknownPeer, kDropWrongDirection, kDropSendFailed}) {
+  for (std::string_view reason : {kDropUnknownPeer, kDropWrongDirection, kDropSendFailed, kDropForbidden}) {
     dropped_[std::string(reason)] = 0;
   }
   for (const char* reason : {"unknown_job", "not_leased", "not_holder", "stale_lease", "mismatch",

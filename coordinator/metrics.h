@@ -4,7 +4,7 @@
 // Exposed (all prefixed kb_): queue_depth, jobs_leased, workers{state=busy|idle|lost},
 // jobs_completed_total, jobs_failed_total, results_stored_total, jobs_per_second,
 // results_per_second (over the last kRateWindow), dropped_messages_total{reason=...} (one per wire
-// DecodeError kind, plus unknown_peer, wrong_direction, send_failed), auth_rejected_total,
+// DecodeError kind, plus unknown_peer, wrong_direction, send_failed, forbidden), auth_rejected_total,
 // db_batches_total, db_batch_seconds (sum, count), db_up, regressions_open (flagged or confirmed,
 // not cleared) and regressions_flagged_total (points flagged since start).
 //
@@ -28,6 +28,8 @@ namespace kb::coord {
 inline constexpr std::string_view kDropUnknownPeer = "unknown_peer";
 inline constexpr std::string_view kDropWrongDirection = "wrong_direction";
 inline constexpr std::string_view kDropSendFailed = "send_failed";
+// A request its key's role may not make (access_control.h), or a READY under another's name.
+inline constexpr std::string_view kDropForbidden = "forbidden";
 
 struct DbStats {
   bool up = true;

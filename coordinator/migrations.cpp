@@ -42,9 +42,12 @@ std::string checksum_of(pqxx::work& txn, const std::string& sql) {
       .as<std::string>();
 }
 
-// version -> checksum of what the database has applied. Creates the table on first use.
+// version -> checksum of what the database has applied. Creates the table on first use only: a
+// runtime role (kb_runtime, schemas/0003_roles.sql) may not CREATE, even "IF NOT EXISTS".
 std::map<int, std::string> applied_versions(pqxx::work& txn) {
-  txn.exec(kCreateTable);
+  if (txn.exec("SELECT to_regclass('schema_migrations') IS NULL")[0][0].as<bool>()) {
+    txn.exec(kCreateTable);
+  }
   std::map<int, std::string> applied;
   for (const auto& row : txn.exec("SELECT version, checksum FROM schema_migrations")) {
     applied[row[0].as<int>()] = row[1].as<std::string>();

@@ -210,6 +210,37 @@ Result<std::vector<JobRecord>> PgJobStore::create_run(const NewRun& run, int64_t
   }
 }
 
+Status PgJobStore::store_problems(const std::vector<ProblemRow>& problems) {
+  KB_TRY(require_connection());
+  try {
+    pqxx::work txn(conn_->conn);
+    for (const ProblemRow& p : problems) {
+      txn.exec_params(
+          "INSERT INTO problems (id, name, level, family, spec_yaml, spec_hash) "
+          "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET name = $2, level = $3, "
+          "family = $4, spec_yaml = $5, spec_hash = $6, updated_at = now() "
+          "WHERE problems.spec_hash <> $6",
+          p.id, p.name, p.level, p.family, p.spec_yaml, p.spec_hash);
+    }
+    txn.commit();
+    return Status::ok();
+  } catch (...) {
+    return current_pg_status("store problems");
+  }
+}
+
+Result<std::string> PgJobStore::run_submitter(int64_t run_id) {
+  KB_TRY(require_connection());
+  try {
+    pqxx::read_transaction txn(conn_->conn);
+    const pqxx::result r = txn.exec_params("SELECT submitted_by FROM runs WHERE id = $1", run_id);
+    if (r.empty()) return Status::not_found("no run " + std::to_string(run_id));
+    return r[0][0].as<std::string>();
+  } catch (...) {
+    return current_pg_status("run " + std::to_string(run_id));
+  }
+}
+
 Result<std::vector<int64_t>> PgJobStore::cancel_run(int64_t run_id) {
   KB_TRY(require_connection());
   try {

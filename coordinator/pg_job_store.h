@@ -55,6 +55,8 @@ class PgJobStore final : public JobStore {
   Result<std::string> load_pack(const std::string& hash) override;
 
   Result<std::vector<JobRecord>> create_run(const NewRun& run, int64_t* run_id) override;
+  Result<std::string> run_submitter(int64_t run_id) override;
+  Status store_problems(const std::vector<ProblemRow>& problems) override;
   Result<std::vector<int64_t>> cancel_run(int64_t run_id) override;
   Result<std::vector<JobRecord>> load_open_jobs() override;
   Result<double> predicted_wall_ms(const std::string& problem_id, const std::string& preset,

@@ -4,8 +4,14 @@
 
 namespace kb::coord {
 
-ZapHandler::ZapHandler(zmq::context_t& context, std::map<std::string, std::string> allowed_keys)
-    : socket_(context, zmq::socket_type::rep), allowed_(std::move(allowed_keys)) {
+bool role_admitted(const std::string& domain, Role role) {
+  if (domain == kWorkersDomain) return role == Role::kWorker;
+  if (domain == kClientsDomain) return role == Role::kSubmitter || role == Role::kAdmin;
+  return false;
+}
+
+ZapHandler::ZapHandler(zmq::context_t& context, AllowLists allowed)
+    : socket_(context, zmq::socket_type::rep), allowed_(std::move(allowed)) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.bind(kZapEndpoint);
 }
@@ -38,9 +44,11 @@ bool ZapHandler::answer_one() {
       char z85[41] = {};
       zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(frames[6].data()), 32);
       auto it = allowed_.find(z85);
-      if (it != allowed_.end()) {
+      if (it != allowed_.end() && !role_admitted(frames[2], it->second.role)) {
+        text = std::string("a ") + to_string(it->second.role) + " key is not admitted here";
+      } else if (it != allowed_.end()) {
         code = "200", text = "OK";
-        user = it->second.empty() ? std::string(z85) : it->second;
+        user = user_id_of(it->second);
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "cli/compare_table.h"
 #include "cli/report_builder.h"
@@ -111,6 +112,37 @@ TEST_F(HistoryReaderTest, CompareReportsTheKnownChangeAndSameOnAA) {
   EXPECT_EQ(reader_->results_at("run:999", "", "custom").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(reader_->results_at("run:x", "", "custom").status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// The second-order SQL injection of issue 13 (item 6): a run stored before SUBMIT validated SHAs,
+// with commit "abc1' OR ''='". `kb compare abc1 def0` resolved the prefix to that stored text and
+// pasted it into SQL, so the base matched every row and the head was compared with itself.
+TEST_F(HistoryReaderTest, CompareWithAnInjectedStoredCommitDoesNotCompareTheHeadWithItself) {
+  KB_REQUIRE_TEST_DB(db);
+  populate(db.url());
+  const std::string injected = "abc1' OR ''='";
+  std::vector<SyntheticPoint> points;
+  for (const auto& [sha, ms, index] : {std::tuple{injected, 1.0, 40}, std::tuple{std::string("def0"), 1.04, 41}}) {
+    SyntheticPoint p;
+    p.problem = "P1";
+    p.commit_sha = sha;
+    p.commit_time_s = kT0 + index * 60;
+    for (int i = 0; i < 50; ++i) p.custom_samples_ms.push_back(ms * (1 + 0.001 * (i % 5)));
+    p.reference_samples_ms = std::vector<double>(50, 2.0);
+    points.push_back(p);
+  }
+  kb::testing::insert_synthetic_results(*conn_, points);
+  auto base = reader_->results_at("abc1", "", "custom");
+  ASSERT_TRUE(base.is_ok()) << base.status().to_string();
+  ASSERT_EQ(base->size(), 1u);  // only the base run's point, not the newest of every series
+  EXPECT_EQ(base->front().commit_sha, injected);
+  EXPECT_NEAR(*base->front().median_ms, 1.002, 1e-9);
+  auto head = reader_->results_at("def0", "", "custom");
+  ASSERT_TRUE(head.is_ok()) << head.status().to_string();
+  const auto rows = compare_results(base.value(), head.value(), {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NE(rows[0].verdict, "same");
+  EXPECT_NEAR(rows[0].change.ratio, 1.04, 0.001);
 }
 
 TEST_F(HistoryReaderTest, RegressionsAndReport) {

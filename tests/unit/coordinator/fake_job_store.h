@@ -74,6 +74,13 @@ class FakeJobStore final : public JobStore {
     }
     return jobs;
   }
+  Result<std::string> run_submitter(int64_t run_id) override {
+    std::lock_guard lock(mutex_);
+    if (down) return outage();
+    auto it = runs_.find(run_id);
+    if (it == runs_.end()) return Status::not_found("no run");
+    return it->second.submitted_by;
+  }
   Result<std::vector<int64_t>> cancel_run(int64_t run_id) override {
     std::lock_guard lock(mutex_);
     if (down) return outage();
@@ -121,6 +128,23 @@ class FakeJobStore final : public JobStore {
   bool has_pack_bytes(const std::string& hash) const {
     std::lock_guard lock(mutex_);
     return packs_.count(hash) > 0;
+  }
+  size_t run_count() const {
+    std::lock_guard lock(mutex_);
+    return runs_.size();
+  }
+  size_t worker_count() const {
+    std::lock_guard lock(mutex_);
+    return workers_.size();
+  }
+  std::string submitted_by(int64_t run_id) const {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run_id);
+    return it == runs_.end() ? "" : it->second.submitted_by;
+  }
+  bool is_cancelled(int64_t run_id) const {
+    std::lock_guard lock(mutex_);
+    return cancelled_.count(run_id) > 0;
   }
   void add_pack(const std::string& hash, const std::string& bytes) {
     std::lock_guard lock(mutex_);

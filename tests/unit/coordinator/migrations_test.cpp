@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "tests/support/postgres_test_db.h"
@@ -136,6 +137,64 @@ TEST(Migrations, ConcurrentCoordinatorsApplyOnce) {
     applied += static_cast<int>(report->applied.size());
   }
   EXPECT_EQ(applied, static_cast<int>(all_versions().size()));
+}
+
+// `url` connecting as `user` (libpq reads a query-string user after the authority's).
+std::string as_user(const std::string& url, const std::string& user) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + "user=" + user;
+}
+
+// Login roles are cluster-wide: unique names, dropped when the test ends.
+struct LoginRoles {
+  std::string admin_url, runtime, reader;
+  LoginRoles(std::string url, const std::string& suffix)
+      : admin_url(std::move(url)), runtime("kbt_rt_" + suffix), reader("kbt_ro_" + suffix) {
+    pqxx::connection conn(admin_url);
+    pqxx::nontransaction txn(conn);
+    txn.exec("CREATE ROLE " + runtime + " LOGIN IN ROLE kb_runtime");
+    txn.exec("CREATE ROLE " + reader + " LOGIN IN ROLE kb_readonly");
+  }
+  ~LoginRoles() {
+    try {
+      pqxx::connection conn(admin_url);
+      pqxx::nontransaction txn(conn);
+      txn.exec("DROP ROLE IF EXISTS " + runtime);
+      txn.exec("DROP ROLE IF EXISTS " + reader);
+    } catch (const std::exception&) {
+    }
+  }
+};
+
+// schemas/0003_roles.sql: once migrated by an admin, the coordinator's runtime role starts with no
+// DDL or CREATEROLE, and the CLI's read-only role reads no pack bytes and no table added later.
+TEST(Migrations, RuntimeRoleNeedsNoDdlAndReadOnlyRoleSeesNoPackBytesNorLaterTables) {
+  KB_REQUIRE_TEST_DB(db);
+  ASSERT_TRUE(apply_migrations(db.url(), default_schemas_dir()).is_ok());
+  LoginRoles roles(db.url(), std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
+  {
+    pqxx::connection conn(db.url());
+    pqxx::nontransaction txn(conn);
+    txn.exec("INSERT INTO packs (hash, bytes, size_bytes) VALUES ('h1', '\\x00', 1)");
+  }
+  Result<MigrationReport> again = apply_migrations(as_user(db.url(), roles.runtime), default_schemas_dir());
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_TRUE(again->applied.empty());
+  {
+    pqxx::connection conn(as_user(db.url(), roles.runtime));
+    pqxx::nontransaction txn(conn);
+    EXPECT_FALSE(txn.exec1("SELECT rolcreaterole FROM pg_roles WHERE rolname = current_user")[0].as<bool>());
+    EXPECT_EQ(txn.exec1("SELECT count(*) FROM packs WHERE bytes IS NOT NULL")[0].as<int>(), 1);
+    EXPECT_THROW(txn.exec("CREATE TABLE runtime_made (x int)"), pqxx::sql_error);
+  }
+  {
+    pqxx::connection admin(db.url());
+    pqxx::nontransaction(admin).exec("CREATE TABLE added_later (x int)");
+  }
+  pqxx::connection conn(as_user(db.url(), roles.reader));
+  EXPECT_EQ(pqxx::nontransaction(conn).exec1("SELECT count(*) FROM pack_catalog")[0].as<int>(), 1);
+  EXPECT_EQ(pqxx::nontransaction(conn).exec1("SELECT count(*) FROM results")[0].as<int>(), 0);
+  EXPECT_THROW(pqxx::nontransaction(conn).exec("SELECT bytes FROM packs"), pqxx::insufficient_privilege);
+  EXPECT_THROW(pqxx::nontransaction(conn).exec("SELECT * FROM added_later"), pqxx::insufficient_privilege);
 }
 
 TEST(Migrations, UnreachableDatabaseIsAnIoError) {
