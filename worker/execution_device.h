@@ -8,7 +8,11 @@
 // Two slots hold the two implementations being compared: kReference and kCustom. Input sets are
 // numbered from 0; the executor decides how many to rotate among (max_input_sets()).
 //
-// Ownership: a device owns its buffers and pack instances; it borrows the KernelPack.
+// Two packs (DESIGN.md "Kernels and the kernel pack"): the reference slot's variant is created from
+// the trusted reference pack, the custom slot's from the candidate pack; a candidate that exports
+// a reference variant is never asked for it.
+//
+// Ownership: a device owns its buffers and pack instances; it borrows both KernelPacks.
 // Thread safety: one thread.
 #pragma once
 
@@ -96,8 +100,11 @@ class ExecutionDevice {
   virtual double peak_bytes_per_s() const = 0;
 };
 
-std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack);
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference, const KernelPack& candidate);
 // Fails when CUDA is not built in or GPU `ordinal` does not exist.
-Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& pack, int ordinal);
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& reference,
+                                                          const KernelPack& candidate, int ordinal);
+// The "pack" entry of environment(): path, sha256, commit and build of a loaded pack.
+nlohmann::json pack_environment(const KernelPack& pack);
 
 }  // namespace kb
