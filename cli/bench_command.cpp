@@ -14,6 +14,7 @@
 #include "common/job_result.h"
 #include "common/spec_loader.h"
 #include "worker/executor_process.h"
+#include "worker/kernel_pack.h"
 
 namespace kb::cli {
 namespace {
@@ -24,7 +25,8 @@ struct BenchOptions {
   std::string problems = "kernelbench22";
   std::string device = "auto";
   std::string preset;
-  std::string pack;
+  std::string pack;            // the candidate pack: its custom variants are judged
+  std::string reference_pack;  // the trusted reference pack (pinned by PATH.sha256)
   std::string executor;
   std::string problems_dir;
   std::string json_path;
@@ -43,7 +45,7 @@ struct BenchOptions {
 bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
 
 std::vector<std::string> executor_args(const BenchOptions& o, const std::string& id, uint64_t seed) {
-  std::vector<std::string> a = {"--pack", o.pack, "--problem", id, "--preset", o.preset,
+  std::vector<std::string> a = {"--pack", o.pack, "--reference-pack", o.reference_pack, "--problem", id, "--preset", o.preset,
                                 "--seed", std::to_string(seed), "--device", o.device,
                                 "--gpu", std::to_string(o.gpu), "--trials", std::to_string(o.trials),
                                 "--time-cap", std::to_string(o.time_cap), "--problems-dir", o.problems_dir};
@@ -126,16 +128,28 @@ void run_bench(BenchOptions o) {
   if (o.time_cap <= 0) o.time_cap = o.device == "cuda" ? 15 : 3;
   if (o.pack.empty()) o.pack = default_pack_path();  // cli/pack_file.h: KB_PACK_PATH, beside kb
   if (o.pack.empty()) o.pack = "libkbpack.so";        // the dynamic loader's search path
+  if (o.reference_pack.empty()) o.reference_pack = default_reference_pack_path();  // worker/kernel_pack.h
+  if (o.reference_pack.empty()) {
+    std::fprintf(stderr, "kb: no reference pack (libkbref.so) found: pass --reference-pack or set KB_REFERENCE_PACK\n");
+    throw CLI::RuntimeError(2);
+  }
   if (o.executor.empty()) o.executor = default_executor_path();
   if (o.seed == 0) o.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
-  std::fprintf(stderr, "kb bench: %zu problems on %s, preset %s, pack %s\n", ids->size(), o.device.c_str(),
-               o.preset.c_str(), o.pack.c_str());
+  std::fprintf(stderr, "kb bench: %zu problems on %s, preset %s, pack %s, reference pack %s\n", ids->size(),
+               o.device.c_str(), o.preset.c_str(), o.pack.c_str(), o.reference_pack.c_str());
   std::vector<JobResult> results;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < ids->size(); ++i) {
     const std::string& id = ids.value()[i];
     const auto job_start = std::chrono::steady_clock::now();
-    JobResult r = run_executor_process({o.executor, executor_args(o, id, o.seed), o.timeout, id, o.preset, o.device});
+    ExecutorLaunch launch;
+    launch.executable = o.executor;
+    launch.args = executor_args(o, id, o.seed);
+    launch.timeout_s = o.timeout;
+    launch.problem_id = id;
+    launch.preset = o.preset;
+    launch.device_kind = o.device;
+    JobResult r = run_executor_process(launch);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
     std::fprintf(stderr, "[%zu/%zu] %-7s %-16s %7.1f s  %s\n", i + 1, ids->size(), id.c_str(),
                  status_label(r).c_str(), secs, (r.verified ? r.message : r.unverified_reason).substr(0, 100).c_str());
@@ -145,6 +159,7 @@ void run_bench(BenchOptions o) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json || !o.json_path.empty()) {
     nlohmann::json all = {{"device", o.device}, {"preset", o.preset}, {"seed", o.seed}, {"pack", o.pack},
+                          {"reference_pack", o.reference_pack},
                           {"wall_s", total}, {"results", nlohmann::json::array()}};
     for (const JobResult& r : results) all["results"].push_back(to_json(r));
     if (!o.json_path.empty()) std::ofstream(o.json_path) << all.dump(1) << "\n";
@@ -168,7 +183,11 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--device", o->device, "cuda, cpu or auto")->check(CLI::IsMember({"auto", "cuda", "cpu"}))
       ->capture_default_str();
   bench->add_option("--preset", o->preset, "Size preset (default: full on cuda, small on cpu)");
-  bench->add_option("--pack", o->pack, "Kernel pack (default: $KB_PACK_PATH or the build's libkbpack.so)");
+  bench->add_option("--pack", o->pack,
+                    "Candidate pack with the custom variants (default: $KB_PACK_PATH or the build's libkbpack.so)");
+  bench->add_option("--reference-pack", o->reference_pack,
+                    "Trusted reference pack (default: $KB_REFERENCE_PACK or the build's libkbref.so; checked "
+                    "against PACK.sha256)");
   bench->add_option("--executor", o->executor, "kb-executor binary (default: beside kb)");
   bench->add_option("--problems-dir", o->problems_dir, "Directory of problem specs")->capture_default_str();
   bench->add_option("--seed", o->seed, "Run seed (default: a fresh secret one)");

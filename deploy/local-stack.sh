@@ -94,10 +94,10 @@ fi
 
 if [[ $mode == tree && -z $bin_dir ]]; then
   if [[ ! -x ${KB[0]} || ! -x ${COORD[0]} || ! -x ${WORKER[0]} || ! -x $build/worker/kb-executor ||
-        ! -f $build/kernels/libkbpack.so ]]; then
+        ! -f $build/kernels/libkbpack.so || ! -f $build/kernels/libkbref.so ]]; then
     say "building kbfleet in $build"
     cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build "$build" -j "$(nproc)" --target kb kb-coordinator kb-worker kb-executor kbpack
+    cmake --build "$build" -j "$(nproc)" --target kb kb-coordinator kb-worker kb-executor kbpack kbref
   fi
 fi
 for prog in "${KB[-1]}" "${COORD[-1]}" "${WORKER[-1]}"; do

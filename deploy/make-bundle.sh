@@ -11,7 +11,7 @@
 #
 # usage: deploy/make-bundle.sh OUT_DIR BINARY...
 #   e.g. deploy/make-bundle.sh /tmp/kbfleet build/cli/kb build/coordinator/kb-coordinator \
-#          build/worker/kb-worker build/worker/kb-executor build/kernels/libkbpack.so
+#          build/worker/kb-worker build/worker/kb-executor build/kernels/libkbpack.so build/kernels/libkbref.so
 # env: KB_PG_BIN (default /usr/lib/postgresql/15/bin): the PostgreSQL to bundle.
 set -euo pipefail
 
@@ -34,6 +34,8 @@ with_stack=0
 for bin in "$@"; do
   [[ $bin == *.so ]] && dest=lib || dest=bin
   cp -L "$bin" "$out/$dest/"
+  # The reference pack travels with its pin (docs/sandbox.md).
+  if [[ -f $bin.sha256 ]]; then cp -L "$bin.sha256" "$out/$dest/"; fi
   strip --strip-debug "$out/$dest/$(basename "$bin")"
   copy_deps "$bin" "$out/lib"
   [[ $(basename "$bin") == kb-coordinator ]] && with_stack=1

@@ -1,5 +1,10 @@
 // The kernel pack's entry point: kb_pack_v1() exposes the golden models and (when built with CUDA)
 // the registered reference and custom implementations through the C ABI of pack_abi.h.
+//
+// One source, two kinds of pack (pack_abi.h), chosen by KB_PACK_ROLE at compile time:
+//   KB_PACK_ROLE_REFERENCE  the trusted reference pack: `reference` and `cpu_golden` only;
+//   KB_PACK_ROLE_CANDIDATE  a candidate pack: `custom` and `cpu_fp32` (the CPU device's custom).
+// Every other variant reads as not implemented, so a pack answers only for its own slot.
 #include "kernels/pack_abi.h"
 
 #include <algorithm>
@@ -25,7 +30,21 @@ struct kb_instance_v1 {
 #endif
 };
 
+#define KB_PACK_ROLE_REFERENCE 1
+#define KB_PACK_ROLE_CANDIDATE 2
+#ifndef KB_PACK_ROLE
+#error "KB_PACK_ROLE must be KB_PACK_ROLE_REFERENCE or KB_PACK_ROLE_CANDIDATE"
+#endif
+
 namespace {
+
+// Whether this pack's role offers `variant` at all.
+bool role_offers(int32_t variant) {
+  if (KB_PACK_ROLE == KB_PACK_ROLE_REFERENCE) {
+    return variant == KB_VARIANT_REFERENCE || variant == KB_VARIANT_CPU_GOLDEN;
+  }
+  return variant == KB_VARIANT_CUSTOM || variant == KB_VARIANT_CPU_FP32;
+}
 
 int32_t report(int32_t code, const std::string& message, char* error, size_t error_len) {
   if (error && error_len) std::snprintf(error, error_len, "%s", message.c_str());
@@ -58,6 +77,7 @@ const char* problem_id(int32_t index) {
 }
 
 int has_variant(const char* problem_id, int32_t variant) {
+  if (!role_offers(variant)) return 0;
   switch (variant) {
     case KB_VARIANT_CPU_GOLDEN:
     case KB_VARIANT_CPU_FP32: return kb::find_cpu_model(problem_id) != nullptr;
@@ -90,6 +110,12 @@ int32_t create_gpu(kb_instance_v1& inst, void* stream, char* error, size_t error
 
 int32_t create_instance(const char* spec_yaml, const char* spec_file, const kb_dim_v1* dims, int32_t num_dims,
                int32_t variant, void* stream, kb_instance_v1** out, char* error, size_t error_len) {
+  if (!role_offers(variant)) {
+    return report(KB_PACK_NOT_IMPLEMENTED,
+                  KB_PACK_ROLE == KB_PACK_ROLE_REFERENCE ? "the reference pack holds no custom variants"
+                                                         : "a candidate pack holds only custom variants",
+                  error, error_len);
+  }
   auto spec = kb::parse_problem_spec(spec_yaml, spec_file ? spec_file : "<spec>");
   if (!spec.is_ok()) return report(KB_PACK_ERROR, spec.status().message(), error, error_len);
   kb::Dims bound;

@@ -17,18 +17,18 @@ struct HostSet {
 
 class CpuDevice final : public ExecutionDevice {
  public:
-  explicit CpuDevice(const KernelPack& pack) : pack_(pack) {}
+  CpuDevice(const KernelPack& reference, const KernelPack& candidate) : packs_{&reference, &candidate} {}
   ~CpuDevice() override {
-    for (kb_instance_v1* inst : instances_) {
-      if (inst) pack_.table().destroy(inst);
+    for (int slot = 0; slot < 2; ++slot) {
+      if (instances_[slot]) packs_[slot]->table().destroy(instances_[slot]);
     }
   }
 
   std::string kind() const override { return "cpu"; }
   nlohmann::json environment() const override {
     return {{"device", "cpu"}, {"threads", std::thread::hardware_concurrency()},
-            {"pack", {{"path", pack_.path()}, {"commit", pack_.table().commit},
-                      {"build", pack_.table().build_info}}},
+            {"pack", pack_environment(pack(Slot::kCustom))},
+            {"reference_pack", pack_environment(pack(Slot::kReference))},
             {"peaks", "nominal 1 GFLOP/s and 10 GB/s per core (CPU runs are for correctness)"}};
   }
   int32_t pack_variant(Slot slot) const override {
@@ -42,7 +42,7 @@ class CpuDevice final : public ExecutionDevice {
     for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
     char error[2048] = "";
     kb_instance_v1* inst = nullptr;
-    int32_t code = pack_.table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
+    int32_t code = pack(slot).table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
                                         static_cast<int32_t>(dims.size()), variant, nullptr, &inst,
                                         error, sizeof error);
     instances_[static_cast<int>(slot)] = inst;
@@ -65,7 +65,7 @@ class CpuDevice final : public ExecutionDevice {
     std::vector<kb_tensor_v1> in = views(sets_.at(set).inputs), par = views(sets_.at(set).params);
     kb_tensor_v1 out = view(outputs_[static_cast<int>(slot)].data(), output_shape_);
     char error[2048] = "";
-    int32_t code = pack_.table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
+    int32_t code = pack(slot).table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
                                      par.data(), static_cast<int32_t>(par.size()), &out, nullptr, error, sizeof error);
     return code == KB_PACK_OK ? Status::ok() : Status::internal(error);
   }
@@ -120,6 +120,8 @@ class CpuDevice final : public ExecutionDevice {
   PhysicalPeaks floor_peaks() const override { return {}; }
 
  private:
+  // The reference slot runs the trusted reference pack, the custom slot the candidate pack.
+  const KernelPack& pack(Slot slot) const { return *packs_[static_cast<int>(slot)]; }
   static kb_tensor_v1 view(float* data, const Shape& shape) {
     kb_tensor_v1 t{data, static_cast<int32_t>(shape.size()), {}};
     for (size_t d = 0; d < shape.size(); ++d) t.shape[d] = shape[d];
@@ -131,7 +133,7 @@ class CpuDevice final : public ExecutionDevice {
     return out;
   }
 
-  const KernelPack& pack_;
+  const KernelPack* packs_[2];  // by slot
   kb_instance_v1* instances_[2] = {nullptr, nullptr};
   std::vector<float> outputs_[2];
   std::vector<float> stash_;  // the reference output of the current timed pair
@@ -141,8 +143,13 @@ class CpuDevice final : public ExecutionDevice {
 
 }  // namespace
 
-std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack) {
-  return std::make_unique<CpuDevice>(pack);
+nlohmann::json pack_environment(const KernelPack& pack) {
+  return {{"path", pack.path()}, {"sha256", pack.sha256()}, {"commit", pack.table().commit},
+          {"build", pack.table().build_info}};
+}
+
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference, const KernelPack& candidate) {
+  return std::make_unique<CpuDevice>(reference, candidate);
 }
 
 }  // namespace kb

@@ -61,7 +61,8 @@ kb_tensor_v1 view(const DeviceBuffer& b) {
 
 class CudaDevice final : public ExecutionDevice {
  public:
-  CudaDevice(const KernelPack& pack, int ordinal) : pack_(pack), ordinal_(ordinal) {}
+  CudaDevice(const KernelPack& reference, const KernelPack& candidate, int ordinal)
+      : packs_{&reference, &candidate}, ordinal_(ordinal) {}
   ~CudaDevice() override;
 
   Status init();
@@ -101,7 +102,7 @@ class CudaDevice final : public ExecutionDevice {
   double peak_flops() const override { return peak_flops_; }
   double peak_bytes_per_s() const override { return peak_bytes_; }
   PhysicalPeaks floor_peaks() const override { return floor_peaks_; }
-  std::unique_ptr<ExecutionDevice> make_golden_device() const override { return make_cpu_device(pack_); }
+  std::unique_ptr<ExecutionDevice> make_golden_device() const override { return make_cpu_device(pack(Slot::kReference), pack(Slot::kReference)); }
 
  private:
   Status allocate(DeviceBuffer& b, const Shape& shape);
@@ -115,7 +116,9 @@ class CudaDevice final : public ExecutionDevice {
   }
   void describe_device(const cudaDeviceProp& prop);
 
-  const KernelPack& pack_;
+  // The reference slot runs the trusted reference pack, the custom slot the candidate pack.
+  const KernelPack& pack(Slot slot) const { return *packs_[static_cast<int>(slot)]; }
+  const KernelPack* packs_[2];  // by slot
   int ordinal_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -171,7 +174,8 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
                                    {"l2_bytes", prop.l2CacheSize}}},
       {"driver_version", software["driver"]}, {"cuda_runtime_version", software["cuda_runtime"]},
       {"cudnn_version", software["cudnn"]}, {"cublas_version", software["cublas"]},
-      {"pack", {{"path", pack_.path()}, {"commit", pack_.table().commit}, {"build", pack_.table().build_info}}},
+      {"pack", pack_environment(pack(Slot::kCustom))},
+      {"reference_pack", pack_environment(pack(Slot::kReference))},
       {"peaks", {{"fp32_flops", peak_flops_}, {"dram_bytes_per_s", peak_bytes_},
                  {"source", h200 ? "H200 figures of PROBLEMS.md" : "nominal from SM count and clock"}}},
       {"hard_floor_peaks", {{"dram_bytes_per_s", floor_peaks_.dram_bytes_per_s},
@@ -180,8 +184,8 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
 }
 
 CudaDevice::~CudaDevice() {
-  for (kb_instance_v1* inst : instances_) {
-    if (inst) pack_.table().destroy(inst);
+  for (int slot = 0; slot < 2; ++slot) {
+    if (instances_[slot]) packs_[slot]->table().destroy(instances_[slot]);
   }
   auto release = [](DeviceBuffer& b) {
     if (b.data) KB_CUDA_WARN(cudaFree(b.data));
@@ -225,7 +229,7 @@ CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstan
   for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
   char error[4096] = "";
   kb_instance_v1* inst = nullptr;
-  int32_t code = pack_.table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
+  int32_t code = pack(slot).table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
                                       static_cast<int32_t>(dims.size()), variant, stream_, &inst, error,
                                       sizeof error);
   instances_[static_cast<int>(slot)] = inst;
@@ -262,7 +266,7 @@ Status CudaDevice::run(Slot slot, int set) {
   char error[4096] = "";
   // Whatever this thread launches until close_call() is the call's (launch_tracer.h).
   tracer_.open_call(slot);
-  int32_t code = pack_.table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
+  int32_t code = pack(slot).table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
                                    par.data(), static_cast<int32_t>(par.size()), &out, stream_, error, sizeof error);
   tracer_.close_call();
   if (code != KB_PACK_OK) return Status::internal(error);
@@ -334,8 +338,9 @@ Result<nlohmann::json> describe_cuda_device(int ordinal) {
                         {"software", software_versions()}};
 }
 
-Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& pack, int ordinal) {
-  auto device = std::make_unique<CudaDevice>(pack, ordinal);
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& reference,
+                                                          const KernelPack& candidate, int ordinal) {
+  auto device = std::make_unique<CudaDevice>(reference, candidate, ordinal);
   if (Status s = device->init(); !s.is_ok()) return s;
   return std::unique_ptr<ExecutionDevice>(std::move(device));
 }

@@ -10,7 +10,11 @@
 // numbered from 0; the executor decides how many to rotate among (max_input_sets()) and
 // regenerates a set's contents before every timed pair of calls.
 //
-// Ownership: a device owns its buffers and pack instances; it borrows the KernelPack.
+// Two packs (DESIGN.md "Kernels and the kernel pack"): the reference slot's variant is created from
+// the trusted reference pack, the custom slot's from the candidate pack; a candidate that exports
+// a reference variant is never asked for it.
+//
+// Ownership: a device owns its buffers and pack instances; it borrows both KernelPacks.
 // Thread safety: one thread.
 #pragma once
 
@@ -140,8 +144,11 @@ class ExecutionDevice {
   virtual std::unique_ptr<ExecutionDevice> make_golden_device() const { return nullptr; }
 };
 
-std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& pack);
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference, const KernelPack& candidate);
 // Fails when CUDA is not built in or GPU `ordinal` does not exist.
-Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& pack, int ordinal);
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& reference,
+                                                          const KernelPack& candidate, int ordinal);
+// The "pack" entry of environment(): path, sha256, commit and build of a loaded pack.
+nlohmann::json pack_environment(const KernelPack& pack);
 
 }  // namespace kb

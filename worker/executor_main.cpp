@@ -2,10 +2,21 @@
 // `kb bench` spawn one per job, so that a crash, an illegal address or a hang in a kernel ends
 // this process only; they turn that into a `crashed` or `timeout` result and go on.
 //
+// Two packs (DESIGN.md "Kernels and the kernel pack"): --reference-pack, the trusted reference
+// pack (default: the installation's libkbref.so), checked against its pin (--reference-sha256, else
+// the PATH.sha256 written at build time), and --pack, the candidate pack whose custom variants are
+// judged (checked against --pack-sha256 when given: the worker names cached packs by hash). Each
+// is re-hashed from the bytes that are then loaded (worker/kernel_pack.h).
+//
+// --output-fd N writes the result to an inherited descriptor (the worker's unlinked mkstemp file),
+// so that a sandboxed executor needs no writable path outside its private /tmp.
+//
 // `kb-executor --describe --device cuda --gpu N` (or `--device cpu`) prints the device's identity
 // (worker/device_identity.h) instead of running a job: kb-worker asks this process, so that the
 // worker itself never loads CUDA and survives a broken driver.
 #include <CLI/CLI.hpp>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -27,9 +38,10 @@ double ms_since(Clock::time_point t) {
 }
 
 struct Options {
-  std::string pack, problem, preset, dims, device = "cuda", output, problems_dir;
+  std::string pack, pack_sha256, reference_pack, reference_sha256, problem, preset, dims, device = "cuda",
+      output, problems_dir;
   uint64_t seed = 0;
-  int gpu = 0;
+  int gpu = 0, output_fd = -1;
   bool describe = false;
   kb::ExecutorConfig config;
 };
@@ -51,6 +63,19 @@ kb::JobResult failed(const Options& o, kb::JobStatus status, const std::string& 
   return r;
 }
 
+// The reference pack, only with the hash it is pinned to.
+kb::Result<kb::KernelPack> open_reference_pack(const Options& o) {
+  const std::string path = o.reference_pack.empty() ? kb::default_reference_pack_path() : o.reference_pack;
+  if (path.empty()) return kb::Status::not_found("no libkbref.so found; pass --reference-pack");
+  std::string pin = o.reference_sha256;
+  if (pin.empty()) {
+    auto recorded = kb::read_pack_pin(path);
+    if (!recorded.is_ok()) return recorded.status();
+    pin = recorded.value();
+  }
+  return kb::KernelPack::open(path, pin);
+}
+
 kb::JobResult run(const Options& o) {
   Clock::time_point start = Clock::now();
   auto catalog = kb::load_problem_catalog(o.problems_dir);
@@ -58,15 +83,17 @@ kb::JobResult run(const Options& o) {
   auto it = catalog->problems.find(o.problem);
   if (it == catalog->problems.end()) return failed(o, kb::JobStatus::kUnsupported, "no problem " + o.problem);
   Clock::time_point pack_start = Clock::now();
-  auto pack = kb::KernelPack::open(o.pack);
+  auto reference = open_reference_pack(o);
+  if (!reference.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, "reference pack: " + reference.status().message());
+  auto pack = kb::KernelPack::open(o.pack, o.pack_sha256);
   if (!pack.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, pack.status().message());
   const double pack_ms = ms_since(pack_start);
   Clock::time_point init_start = Clock::now();
   std::unique_ptr<kb::ExecutionDevice> device;
   if (o.device == "cpu") {
-    device = kb::make_cpu_device(pack.value());
+    device = kb::make_cpu_device(reference.value(), pack.value());
   } else {
-    auto cuda = kb::make_cuda_device(pack.value(), o.gpu);
+    auto cuda = kb::make_cuda_device(reference.value(), pack.value(), o.gpu);
     if (!cuda.is_ok()) {
       // The device, not the kernel: the worker reports an infrastructure failure (job_runner.h).
       kb::JobResult r = failed(o, kb::JobStatus::kRuntimeError, cuda.status().message());
@@ -88,7 +115,14 @@ kb::JobResult run(const Options& o) {
 }
 
 void write_output(const Options& o, const std::string& json) {
-  if (o.output.empty()) {
+  if (o.output_fd >= 0) {
+    size_t done = 0;
+    while (done < json.size()) {
+      const ssize_t n = write(o.output_fd, json.data() + done, json.size() - done);
+      if (n <= 0) break;  // the worker then sees a short result and reports it
+      done += static_cast<size_t>(n);
+    }
+  } else if (o.output.empty()) {
     std::fputs(json.c_str(), stdout);
   } else {
     std::ofstream(o.output) << json;
@@ -120,7 +154,12 @@ int main(int argc, char** argv) {
   o.problems_dir = kb::default_problems_dir();
   CLI::App app{"kb-executor: run one kbfleet job and write its result as JSON"};
   app.add_flag("--describe", o.describe, "Print the device's identity (JSON) and exit");
-  auto* pack = app.add_option("--pack", o.pack, "Kernel pack (.so)");
+  auto* pack = app.add_option("--pack", o.pack, "Candidate kernel pack (.so): the custom variants");
+  app.add_option("--pack-sha256", o.pack_sha256, "Load --pack only when its bytes have this sha256");
+  app.add_option("--reference-pack", o.reference_pack,
+                 "Trusted reference pack (default: $KB_REFERENCE_PACK or the installation's libkbref.so)");
+  app.add_option("--reference-sha256", o.reference_sha256,
+                 "The reference pack's pin (default: the hash recorded in REFERENCE_PACK.sha256)");
   auto* problem = app.add_option("--problem", o.problem, "Problem id");
   app.add_option("--preset", o.preset, "Size preset")->default_val("full");
   app.add_option("--dims", o.dims, "Dims NAME=INT,... instead of a preset");
@@ -142,6 +181,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(kb::kMinTraceFraction, 1.0))->capture_default_str();
   app.add_option("--export", o.config.export_dir, "Write each correctness trial's inputs and outputs (.npy) here");
   app.add_option("--output", o.output, "Write the JSON here instead of stdout");
+  app.add_option("--output-fd", o.output_fd, "Write the JSON to this inherited file descriptor");
   app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");
   CLI11_PARSE(app, argc, argv);
   if (o.describe) return describe(o);

@@ -6,11 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -27,26 +26,70 @@ JobResult bare_result(const ExecutorLaunch& launch, JobStatus status, const std:
   return r;
 }
 
-std::string temp_result_path() {
-  static std::atomic<int> counter{0};
-  return (std::filesystem::temp_directory_path() /
-          ("kb-result-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json"))
-      .string();
+// An anonymous result file: mkstemp (O_EXCL, mode 0600, an unpredictable name), unlinked at once.
+int make_result_file(std::string* error) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string name = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/kb-result-XXXXXX";
+  const int fd = mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) {
+    *error = "mkstemp " + name + ": " + std::strerror(errno);
+    return -1;
+  }
+  unlink(name.c_str());
+  return fd;
 }
 
-std::string read_and_remove(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
-  return text.str();
+std::string read_result_file(int fd) {
+  std::string text;
+  char buf[65536];
+  off_t offset = 0;
+  ssize_t n;
+  while ((n = pread(fd, buf, sizeof buf, offset)) > 0) {
+    text.append(buf, static_cast<size_t>(n));
+    offset += n;
+  }
+  return text;
 }
 
-// fork + exec rather than posix_spawn: the child must set PR_SET_PDEATHSIG before it execs. A
+// What the child inherits: the result file and the read-only files of fd_args.
+struct ChildFiles {
+  std::vector<int> fds;
+  ~ChildFiles() {
+    for (int fd : fds) close(fd);
+  }
+};
+
+// The full command line, opening fd_args' files into `files`; false (with `error`) when one
+// cannot be opened.
+bool build_command(const ExecutorLaunch& launch, int output_fd, ChildFiles& files,
+                   std::vector<std::string>* argv, std::string* error) {
+  std::vector<std::string> command = launch.args;
+  command.insert(command.begin(), launch.executable);
+  const bool sandboxed = launch.sandbox.mode != SandboxMode::kOff;
+  for (const auto& [flag, path] : launch.fd_args) {
+    if (!sandboxed) {
+      command.insert(command.end(), {flag, path});
+      continue;
+    }
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      *error = "cannot open " + path + ": " + std::strerror(errno);
+      return false;
+    }
+    files.fds.push_back(fd);
+    command.insert(command.end(), {flag, "/proc/self/fd/" + std::to_string(fd)});
+  }
+  command.insert(command.end(), {"--output-fd", std::to_string(output_fd)});
+  *argv = sandbox_argv(launch.sandbox, command);
+  return true;
+}
+
+// fork + exec rather than posix_spawn: the child must set PR_SET_PDEATHSIG, its rlimits and its
+// uid before it execs, and clear close-on-exec on exactly the descriptors it inherits. A
 // close-on-exec pipe carries exec's errno back, so a missing executable is known at once.
 // Between fork and exec the child makes only async-signal-safe calls.
-pid_t spawn_child(std::vector<std::string> args, std::string* error) {
+pid_t spawn_child(std::vector<std::string> args, const std::vector<int>& inherit, const SandboxConfig& sandbox,
+                  std::string* error) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -64,7 +107,8 @@ pid_t spawn_child(std::vector<std::string> args, std::string* error) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    execvp(argv[0], argv.data());
+    for (int fd : inherit) fcntl(fd, F_SETFD, 0);
+    if (apply_sandbox_identity(sandbox)) execvp(argv[0], argv.data());
     const int err = errno;
     (void)!write(pipe_fds[1], &err, sizeof err);
     _exit(127);
@@ -90,25 +134,31 @@ pid_t spawn_child(std::vector<std::string> args, std::string* error) {
   return pid;
 }
 
+// Starts `launch` with a fresh result file; returns the pid (-1 and `error` on failure) and the
+// result file's descriptor in `output_fd` (owned by the caller when >= 0).
+pid_t start(const ExecutorLaunch& launch, int* output_fd, std::string* error) {
+  *output_fd = make_result_file(error);
+  if (*output_fd < 0) return -1;
+  ChildFiles files;
+  std::vector<std::string> argv;
+  if (!build_command(launch, *output_fd, files, &argv, error)) return -1;
+  std::vector<int> inherit = files.fds;
+  inherit.push_back(*output_fd);
+  return spawn_child(std::move(argv), inherit, launch.sandbox, error);
+}
+
 }  // namespace
 
 ExecutorProcess::ExecutorProcess(ExecutorLaunch launch) : launch_(std::move(launch)) {
-  output_ = temp_result_path();
-  std::error_code ec;
-  std::filesystem::remove(output_,
-                          ec);  // a file left by an orphan of an earlier process is not ours
-  std::vector<std::string> args = launch_.args;
-  args.insert(args.begin(), launch_.executable);
-  args.push_back("--output");
-  args.push_back(output_);
   deadline_ = std::chrono::steady_clock::now() +
               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                   std::chrono::duration<double>(launch_.timeout_s));
-  pid_ = spawn_child(std::move(args), &spawn_error_);
+  pid_ = start(launch_, &output_fd_, &spawn_error_);
 }
 
 ExecutorProcess::~ExecutorProcess() {
   kill();
+  if (output_fd_ >= 0) close(output_fd_);
 }
 
 void ExecutorProcess::kill() {
@@ -116,8 +166,6 @@ void ExecutorProcess::kill() {
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
-    std::error_code ec;
-    std::filesystem::remove(output_, ec);
   }
   done_ = true;
 }
@@ -140,7 +188,7 @@ std::optional<JobResult> ExecutorProcess::poll() {
 
 JobResult ExecutorProcess::finish(int status) {
   done_ = true;
-  const std::string text = read_and_remove(output_);
+  const std::string text = read_result_file(output_fd_);
   if (WIFSIGNALED(status)) {
     return bare_result(launch_, JobStatus::kCrashed,
                        std::string("the executor died of signal ") + strsignal(WTERMSIG(status)));
@@ -171,12 +219,14 @@ JobResult run_executor_process(const ExecutorLaunch& launch) {
 Result<std::string> run_for_output(const ExecutorLaunch& launch) {
   // The same supervision as a job, with the output read as text rather than as a JobResult.
   std::string error;
-  std::vector<std::string> args = launch.args;
-  args.insert(args.begin(), launch.executable);
-  const std::string output = temp_result_path();
-  args.push_back("--output");
-  args.push_back(output);
-  const pid_t pid = spawn_child(std::move(args), &error);
+  int output_fd = -1;
+  const pid_t pid = start(launch, &output_fd, &error);
+  struct CloseOutput {
+    int fd;
+    ~CloseOutput() {
+      if (fd >= 0) close(fd);
+    }
+  } close_output{output_fd};
   if (pid <= 0)
     return Status::failed_precondition("cannot start " + launch.executable + ": " + error);
   const auto deadline =
@@ -186,12 +236,11 @@ Result<std::string> run_for_output(const ExecutorLaunch& launch) {
     if (std::chrono::steady_clock::now() >= deadline) {
       ::kill(-pid, SIGKILL);
       waitpid(pid, &status, 0);
-      read_and_remove(output);
       return Status::failed_precondition(launch.executable + " did not answer within its deadline");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  std::string text = read_and_remove(output);
+  std::string text = read_result_file(output_fd);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
     return Status::failed_precondition(launch.executable + " failed (wait status " +
                                        std::to_string(status) + ")");

@@ -5,6 +5,13 @@
 // The child runs in its own process group (a kill reaches its children) and gets SIGKILL when
 // the thread that started it dies (PR_SET_PDEATHSIG): a kill -9 of the worker ends its job too.
 //
+// The result comes back through a file made with mkstemp and unlinked at once (no name anyone can
+// guess or race for), passed to the child as an inherited descriptor (`--output-fd N`). Files
+// named in `fd_args` go in the same way, opened read-only by this process (`--pack
+// /proc/self/fd/N`), so a sandboxed child reads the packs without seeing the worker's state dir.
+// With a sandbox (worker/sandbox.h) the child is `bwrap ... kb-executor ...`, with its rlimits and
+// uid set between fork and exec.
+//
 // Two forms: ExecutorProcess is non-blocking (start, then poll() from an event loop until it
 // returns the result); run_executor_process() blocks until the result.
 //
@@ -18,16 +25,22 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/job_result.h"
 #include "common/status.h"
+#include "worker/sandbox.h"
 
 namespace kb {
 
 struct ExecutorLaunch {
   std::string executable;         // path of kb-executor
-  std::vector<std::string> args;  // its arguments (without --output, which this adds)
+  std::vector<std::string> args;  // its arguments (without --output-fd, which this adds)
+  // {flag, path}: path opened read-only here and passed as `flag /proc/self/fd/N` under a
+  // sandbox, as `flag path` without one.
+  std::vector<std::pair<std::string, std::string>> fd_args;
+  SandboxConfig sandbox;
   double timeout_s = 600;
   std::string problem_id, preset, device_kind;  // for the result when the child gives none
 };
@@ -55,7 +68,7 @@ class ExecutorProcess {
   JobResult finish(int wait_status);
 
   ExecutorLaunch launch_;
-  std::string output_;
+  int output_fd_ = -1;  // the unlinked result file
   pid_t pid_ = -1;
   std::string spawn_error_;
   std::chrono::steady_clock::time_point deadline_;
@@ -64,7 +77,7 @@ class ExecutorProcess {
 
 JobResult run_executor_process(const ExecutorLaunch& launch);
 
-// Runs `executable args... --output FILE` within launch.timeout_s and returns FILE's text (for
+// Runs `executable args... --output-fd N` within launch.timeout_s and returns what it wrote (for
 // `kb-executor --describe`); an error when it cannot start, dies, exits non-zero, times out or
 // writes nothing.
 Result<std::string> run_for_output(const ExecutorLaunch& launch);

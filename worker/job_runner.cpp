@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "worker/worker_metrics.h"
+#include "worker/pack_cache.h"
 
 namespace kb {
 namespace {
@@ -56,9 +57,16 @@ double child_timeout_s(const JobSpec& job) {
 ExecutorLaunch ExecutorJobRunner::launch_for(const JobSpec& job) const {
   ExecutorLaunch launch;
   launch.executable = config_.executable;
-  launch.args = {"--pack",   job.pack_path, "--problem", job.problem,
-                 "--preset", job.preset,    "--seed",    std::to_string(job.seed),
+  launch.args = {"--problem", job.problem, "--preset", job.preset, "--seed", std::to_string(job.seed),
                  "--device", config_.device};
+  // The cached pack is named by its hash: the executor re-hashes the bytes it loads.
+  if (PackCache::is_valid_hash(job.pack)) launch.args.insert(launch.args.end(), {"--pack-sha256", job.pack});
+  launch.fd_args.emplace_back("--pack", job.pack_path);
+  if (!config_.reference_pack.empty()) launch.fd_args.emplace_back("--reference-pack", config_.reference_pack);
+  if (!config_.reference_sha256.empty()) {
+    launch.args.insert(launch.args.end(), {"--reference-sha256", config_.reference_sha256});
+  }
+  launch.sandbox = config_.sandbox;
   if (config_.device == "cuda") {
     launch.args.insert(launch.args.end(), {"--gpu", std::to_string(config_.gpu)});
   }
@@ -73,6 +81,17 @@ ExecutorLaunch ExecutorJobRunner::launch_for(const JobSpec& job) const {
   launch.preset = job.preset;
   launch.device_kind = config_.device;
   return launch;
+}
+
+// A failure under the sandbox says so, since a kernel that reaches for the network or writes
+// outside /tmp fails there and nowhere else.
+void ExecutorJobRunner::note_sandbox(JobResult& result) const {
+  if (config_.sandbox.mode == SandboxMode::kOff) return;
+  if (!result.environment.is_object()) result.environment = nlohmann::json::object();
+  result.environment["sandbox"] = describe_sandbox(config_.sandbox);
+  if (result.status == JobStatus::kRuntimeError || result.status == JobStatus::kCrashed) {
+    result.message += " [sandbox: no network; only /tmp is writable; the worker's files are hidden]";
+  }
 }
 
 void ExecutorJobRunner::start(const JobSpec& job, SteadyClock::time_point now) {
@@ -96,6 +115,7 @@ std::optional<JobOutcome> ExecutorJobRunner::poll(SteadyClock::time_point now) {
     infra = "device: " + result->message;
   }
   process_.reset();
+  note_sandbox(*result);
   return JobOutcome{std::move(*result), started_at_, SteadyClock::now(), std::move(infra)};
 }
 

@@ -1,7 +1,9 @@
 // Runs one job at a time for a worker session, without blocking its event loop: start(), then
 // poll() from the loop until it returns the outcome.
 //
-//   ExecutorJobRunner  a kb-executor child per job (worker/executor_process.h): crash, hang and
+//   ExecutorJobRunner  a kb-executor child per job (worker/executor_process.h), sandboxed as the
+//                      config says (worker/sandbox.h), with the reference pack and the job's
+//                      candidate pack, each checked against its hash before it loads: crash, hang and
 //                      runtime errors become the job's result; the child's timeout is the job's
 //                      deadline less a margin, so the worker reports `timeout` before the
 //                      coordinator's lease ends. A child that cannot be spawned, or whose device
@@ -76,6 +78,10 @@ struct ExecutorRunnerConfig {
   std::string device = "cpu";  // "cuda" or "cpu"
   int gpu = 0;
   std::string problems_dir;  // "" = the executor's default
+  // The trusted reference pack and its pin (checked by the worker at start, re-checked by every
+  // executor before it loads the pack); "" = the executor's default and the pin beside it.
+  std::string reference_pack, reference_sha256;
+  SandboxConfig sandbox;  // around every job's executor (it loads the job's candidate pack)
 };
 
 // The child's timeout for a job: its deadline less 5 s, at least 10 s (600 s with no deadline).
@@ -94,6 +100,8 @@ class ExecutorJobRunner : public JobRunner {
   ExecutorLaunch launch_for(const JobSpec& job) const;
 
  private:
+  void note_sandbox(JobResult& result) const;
+
   ExecutorRunnerConfig config_;
   std::unique_ptr<ExecutorProcess> process_;
   SteadyClock::time_point started_at_, last_poll_;

@@ -1,14 +1,63 @@
 #include "worker/pack_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 
 #include "common/sha256.h"
 
 namespace kb {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+Status errno_status(const std::string& what) { return Status::io_error(what + ": " + std::strerror(errno)); }
+
+Status write_synced(const fs::path& path, std::string_view bytes) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_status("cannot create " + path.string());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status s = errno_status("cannot write " + path.string());
+      close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    Status s = errno_status("cannot fsync " + path.string());
+    close(fd);
+    return s;
+  }
+  if (close(fd) != 0) return errno_status("cannot close " + path.string());
+  return Status::ok();
+}
+
+}  // namespace
+
+Status make_private_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::io_error("cannot create " + dir.string() + ": " + ec.message());
+  if (chmod(dir.c_str(), 0700) != 0) return errno_status("cannot chmod 0700 " + dir.string());
+  return Status::ok();
+}
+
+Status sync_dir(const fs::path& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open " + dir.string());
+  const int rc = fsync(fd);
+  Status s = rc == 0 ? Status::ok() : errno_status("cannot fsync " + dir.string());
+  close(fd);
+  return s;
+}
 
 bool PackCache::is_valid_hash(std::string_view hash) {
   if (hash.size() != 64) return false;
@@ -33,19 +82,17 @@ Result<std::string> PackCache::store(const std::string& hash, std::string_view b
   if (actual != hash) {
     return Status::invalid_argument("pack " + hash + " arrived with sha256 " + actual);
   }
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) return Status::io_error("cannot create " + dir_.string() + ": " + ec.message());
+  if (Status s = make_private_dir(dir_); !s.is_ok()) return s;
   const fs::path file = file_of(hash);
   fs::path temp = file;
   temp += ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) return Status::io_error("cannot write " + temp.string());
-  }
+  // Durable before visible: the bytes reach the disk before the rename publishes the name, and
+  // the directory entry after it, so a crash leaves the old state or the whole pack.
+  if (Status s = write_synced(temp, bytes); !s.is_ok()) return s;
+  std::error_code ec;
   fs::rename(temp, file, ec);
   if (ec) return Status::io_error("cannot rename " + temp.string() + ": " + ec.message());
+  if (Status s = sync_dir(dir_); !s.is_ok()) return s;
   return file.string();
 }
 

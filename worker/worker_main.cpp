@@ -5,6 +5,12 @@
 // benchmark's simulated fleet (256 workers in one process: one zmq_poll over their sockets,
 // sim jobs end on timers, no thread per job).
 //
+// Candidate code is sandboxed: each kb-executor child runs under bubblewrap (--sandbox, default
+// auto; worker/sandbox.h, docs/sandbox.md) with the trusted reference pack (--reference-pack,
+// default the installation's libkbref.so) checked against its pin before the worker starts and
+// again by every executor. The state dir is created 0700; without --state-dir it is
+// $XDG_STATE_HOME/kbfleet/worker-NAME or ~/.local/state/kbfleet/worker-NAME, never /tmp.
+//
 // SIGTERM/SIGINT drains: the held (prefetched) jobs go back to the coordinator at once (BYE
 // {draining}), the running job finishes (up to its timeout) and its result is delivered, then
 // BYE {final} tells the coordinator the worker is gone, and it exits 0. A second signal kills the
@@ -26,17 +32,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <sstream>
 #include <vector>
 
 #include "common/config_file.h"
 #include "common/log.h"
+#include "common/sha256.h"
+#include "common/spec_loader.h"
 #include "coordinator/http_endpoint.h"
 #include "worker/executor_process.h"
 #include "worker/gpu_children.h"
+#include "worker/kernel_pack.h"
 #include "worker/nvml_gauges.h"
+#include "worker/pack_cache.h"
+#include "worker/sandbox.h"
 #include "worker/worker_metrics.h"
 #include "worker/worker_session.h"
 
@@ -61,10 +74,14 @@ void on_signal(int) {
 
 struct Options {
   std::string coordinator, device = "cuda", name, state_dir, executor, problems_dir, curve_key,
-                           coordinator_key, execution_log, config = kDefaultConfig, gpu_text,
+                           coordinator_key, execution_log, reference_pack, sandbox_mode = "auto", config = kDefaultConfig, gpu_text,
                            http_bind = "127.0.0.1:0", log_format = "text", log_level = "info";
   int gpu = 0, sim_workers = 1;
+  int64_t sandbox_uid = -1;
+  uint64_t sandbox_memory_mb = 0;
   bool sim_fsync = false;
+  std::string reference_sha256;  // the pin, checked at start
+  kb::SandboxConfig sandbox;
 };
 
 std::string hostname() {
@@ -90,6 +107,7 @@ kb::Result<nlohmann::json> describe(const Options& o) {
   launch.args = {"--describe", "--device", o.device};
   if (o.device == "cuda") launch.args.insert(launch.args.end(), {"--gpu", std::to_string(o.gpu)});
   launch.timeout_s = kDescribeTimeoutS;
+  launch.sandbox = o.sandbox;  // so that a sandbox that cannot run the executor fails here
   kb::Result<std::string> text = kb::run_for_output(launch);
   if (!text.is_ok()) return text.status();
   nlohmann::json identity = nlohmann::json::parse(text.value(), nullptr, false);
@@ -102,8 +120,8 @@ kb::Result<nlohmann::json> describe(const Options& o) {
 
 std::unique_ptr<kb::JobRunner> make_runner(const Options& o) {
   if (o.device == "sim") return std::make_unique<kb::SimJobRunner>();
-  return std::make_unique<kb::ExecutorJobRunner>(
-      kb::ExecutorRunnerConfig{o.executor, o.device, o.gpu, o.problems_dir});
+  return std::make_unique<kb::ExecutorJobRunner>(kb::ExecutorRunnerConfig{
+      o.executor, o.device, o.gpu, o.problems_dir, o.reference_pack, o.reference_sha256, o.sandbox});
 }
 
 kb::Result<std::unique_ptr<kb::WorkerSession>> make_session(zmq::context_t& context,
@@ -132,6 +150,68 @@ kb::Result<std::unique_ptr<kb::WorkerSession>> make_session(zmq::context_t& cont
   return std::make_unique<kb::WorkerSession>(context, std::move(config), make_runner(o),
                                              std::move(spool).value(),
                                              kb::PackCache(state / "packs"));
+}
+
+// The state dir: --state-dir, else under $XDG_STATE_HOME or ~/.local/state; never a shared /tmp.
+kb::Result<fs::path> state_dir_of(const Options& o) {
+  if (!o.state_dir.empty()) return fs::path(o.state_dir);
+  const std::string leaf = "kbfleet/worker-" + o.name;
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg == '/') return fs::path(xdg) / leaf;
+  if (const char* home = std::getenv("HOME"); home && *home == '/') return fs::path(home) / ".local/state" / leaf;
+  return kb::Status::failed_precondition(
+      "no state dir: pass --state-dir, or set HOME or XDG_STATE_HOME (the worker keeps its results "
+      "spool and pack cache there, and will not fall back to a shared /tmp)");
+}
+
+// The reference pack and its pin: the file must hash to the sha256 recorded beside it.
+kb::Status pin_reference_pack(Options& o) {
+  if (o.reference_pack.empty()) o.reference_pack = kb::default_reference_pack_path();
+  if (o.reference_pack.empty()) {
+    return kb::Status::not_found("no reference pack (libkbref.so) found: pass --reference-pack or set KB_REFERENCE_PACK");
+  }
+  auto pin = kb::read_pack_pin(o.reference_pack);
+  if (!pin.is_ok()) return pin.status();
+  std::ifstream in(o.reference_pack, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string actual = kb::sha256_hex(bytes.str());
+  if (actual != pin.value()) {
+    return kb::Status::failed_precondition("reference pack " + o.reference_pack + " has sha256 " + actual +
+                                           " but is pinned to " + pin.value() + ": refusing to start");
+  }
+  o.reference_sha256 = pin.value();
+  return kb::Status::ok();
+}
+
+// The sandbox around the executors: hides $HOME, the state dir and the key files; exposes the
+// executor and the problem specs read-only; the packs go in as descriptors.
+kb::Status configure_sandbox(Options& o, const fs::path& state) {
+  std::string bwrap;
+  auto mode = kb::resolve_sandbox_mode(o.sandbox_mode, &bwrap);
+  if (!mode.is_ok()) return mode.status();
+  kb::SandboxConfig& c = o.sandbox;
+  c.mode = mode.value();
+  if (c.mode == kb::SandboxMode::kOff) return kb::Status::ok();
+  c.bwrap = bwrap;
+  c.gpu = o.device == "cuda" ? o.gpu : -1;
+  c.uid = o.sandbox_uid;
+  std::error_code ec;
+  auto canonical = [&ec](const std::string& p) { return fs::weakly_canonical(p, ec).string(); };
+  if (const char* home = std::getenv("HOME"); home && *home == '/' && canonical(home) != "/") {
+    c.hidden_dirs.push_back(canonical(home));
+  }
+  c.hidden_dirs.push_back(canonical(state.string()));
+  for (const std::string& key : {o.curve_key, o.coordinator_key}) {
+    if (!key.empty()) c.hidden_files.push_back(canonical(key));
+  }
+  c.read_only_paths = {canonical(o.executor),
+                       canonical(o.problems_dir.empty() ? kb::default_problems_dir() : o.problems_dir)};
+  const uint64_t memory_mb = o.sandbox_memory_mb
+                                 ? o.sandbox_memory_mb
+                                 : static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                       static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 2 >> 20;
+  c.limits.data_bytes = memory_mb << 20;
+  return kb::Status::ok();
 }
 
 // 256 sessions hold 2 descriptors each and more while reconnecting.
@@ -330,6 +410,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool check_config = false;
   app.add_flag("--check-config", check_config, "Check the config file, environment and flags, then exit");
+  app.add_option("--reference-pack", o.reference_pack,
+                 "Trusted reference pack (default: $KB_REFERENCE_PACK or the installation's libkbref.so; "
+                 "must match the sha256 in PACK.sha256)");
+  app.add_option("--sandbox", o.sandbox_mode, "Run each job's executor under bubblewrap: off, bwrap or auto "
+                 "(bwrap when installed)")
+      ->check(CLI::IsMember({"off", "bwrap", "auto"}))->capture_default_str();
+  app.add_option("--sandbox-uid", o.sandbox_uid,
+                 "When running as root: the unprivileged uid (and gid) the sandboxed executor runs as")
+      ->check(CLI::Range(int64_t{1}, int64_t{4294967294}));
+  app.add_option("--sandbox-memory-mb", o.sandbox_memory_mb,
+                 "RLIMIT_DATA of the sandboxed executor (default: half of physical memory)");
   CLI11_PARSE(app, argc, argv);
   const bool gpu_flag = !o.gpu_text.empty();
   if (kb::Status s = config_schema(o).apply(o.config, app.count("--config") > 0, kb::keys_given(app));
@@ -385,10 +476,25 @@ int main(int argc, char** argv) {
   if (o.device == "sim") kb::WorkerMetrics::global().set_job_log_level(spdlog::level::debug);
   if (o.name.empty())
     o.name = hostname() + "-" + (o.device == "cuda" ? "gpu" + std::to_string(o.gpu) : o.device);
-  if (o.state_dir.empty()) {
-    const char* home = std::getenv("HOME");
-    o.state_dir =
-        (fs::path(home ? home : "/tmp") / ".local/state/kbfleet" / ("worker-" + o.name)).string();
+  auto state_dir = state_dir_of(o);
+  if (!state_dir.is_ok()) {
+    std::fprintf(stderr, "kb-worker: %s\n", state_dir.status().message().c_str());
+    return 2;
+  }
+  o.state_dir = state_dir->string();
+  if (kb::Status s = kb::make_private_dir(o.state_dir); !s.is_ok()) {
+    std::fprintf(stderr, "kb-worker: %s\n", s.message().c_str());
+    return 1;
+  }
+  if (o.device != "sim") {
+    kb::Status s = pin_reference_pack(o);
+    if (s.is_ok()) s = configure_sandbox(o, o.state_dir);
+    if (!s.is_ok()) {
+      std::fprintf(stderr, "kb-worker: %s\n", s.message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "kb-worker: reference pack %s (sha256 %s); sandbox %s\n", o.reference_pack.c_str(),
+                 o.reference_sha256.substr(0, 12).c_str(), kb::describe_sandbox(o.sandbox).c_str());
   }
   auto identity = describe(o);
   if (!identity.is_ok()) {

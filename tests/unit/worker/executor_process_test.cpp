@@ -55,7 +55,7 @@ class ExecutorProcessTest : public ::testing::Test {
   }
 
   // Writes an executable /bin/sh script; its first argument is always `side` (a file it may use
-  // to tell the test what it saw), then the supervisor's --output PATH.
+  // to tell the test what it saw), then the supervisor's --output-fd N (written as /proc/self/fd/N).
   ExecutorLaunch script(const std::string& name, const std::string& body, double timeout_s = 10) {
     const fs::path path = dir_ / name;
     {
@@ -64,7 +64,7 @@ class ExecutorProcessTest : public ::testing::Test {
           << "side=\"$1\"\n"
           << "out=\n"
           << "prev=\n"
-          << "for a in \"$@\"; do if [ \"$prev\" = --output ]; then out=\"$a\"; fi; prev=\"$a\"; done\n"
+          << "for a in \"$@\"; do if [ \"$prev\" = --output-fd ]; then out=/proc/self/fd/$a; fi; prev=\"$a\"; done\n"
           << body << "\n";
     }
     fs::permissions(path, fs::perms::owner_all);
@@ -105,13 +105,13 @@ JSON)");
   EXPECT_DOUBLE_EQ(r.speedup.speedup, 1.9);
   EXPECT_EQ(r.reference.samples_ms, (std::vector<double>{2.0, 2.1}));
 
-  // The arguments arrive in order, --output last; the result file is removed afterwards.
+  // The arguments arrive in order, --output-fd last: a descriptor of a file that has no name.
   std::vector<std::string> args = read_lines(side());
   ASSERT_EQ(args.size(), 5u);
   EXPECT_EQ(args[1], "--problem");
   EXPECT_EQ(args[2], "two words");
-  EXPECT_EQ(args[3], "--output");
-  EXPECT_FALSE(fs::exists(args[4])) << args[4];
+  EXPECT_EQ(args[3], "--output-fd");
+  EXPECT_GT(std::stoi(args[4]), 2);
 }
 
 TEST_F(ExecutorProcessTest, ChildReportedFailureIsPassedThrough) {

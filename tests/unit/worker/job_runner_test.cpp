@@ -97,7 +97,7 @@ class ExecutorJobRunnerTest : public ::testing::Test {
     const fs::path path = dir_ / "fake-executor.sh";
     std::ofstream(path)
         << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"" << (dir_ / "args.txt").string() << "\"\n"
-        << "out=\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = --output ]; then out=\"$a\"; fi; "
+        << "out=\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = --output-fd ]; then out=/proc/self/fd/$a; fi; "
            "prev=\"$a\"; done\n"
         << body << "\n";
     fs::permissions(path, fs::perms::owner_all);
@@ -129,7 +129,7 @@ class ExecutorJobRunnerTest : public ::testing::Test {
 TEST_F(ExecutorJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
   ExecutorJobRunner runner(
       {script("echo '{\"status\": \"mismatch\", \"message\": \"2 of 9\"}' > \"$out\""), "cuda", 3,
-       "/problems"});
+       "/problems", "", "", {}});
   std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->result.status, JobStatus::kMismatch);
@@ -138,16 +138,14 @@ TEST_F(ExecutorJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
   std::ifstream in(dir_ / "args.txt");
   std::string all, line;
   while (std::getline(in, line)) all += line + " ";
-  EXPECT_NE(
-      all.find(
-          "--pack /cache/abc.so --problem L1_003 --preset small --seed 77 --device cuda --gpu 3"),
-      std::string::npos)
+  EXPECT_NE(all.find("--problem L1_003 --preset small --seed 77 --device cuda --gpu 3"), std::string::npos)
       << all;
+  EXPECT_NE(all.find("--pack /cache/abc.so"), std::string::npos) << all;
   EXPECT_NE(all.find("--problems-dir /problems"), std::string::npos) << all;
 }
 
 TEST_F(ExecutorJobRunnerTest, ACrashIsTheJobsResult) {
-  ExecutorJobRunner runner({script("ulimit -c 0\nkill -SEGV $$"), "cpu", 0, ""});
+  ExecutorJobRunner runner({script("ulimit -c 0\nkill -SEGV $$"), "cpu", 0, "", "", "", {}});
   std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->result.status, JobStatus::kCrashed);
@@ -156,7 +154,7 @@ TEST_F(ExecutorJobRunnerTest, ACrashIsTheJobsResult) {
 }
 
 TEST_F(ExecutorJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
-  ExecutorJobRunner runner({script("sleep 60"), "cpu", 0, ""});
+  ExecutorJobRunner runner({script("sleep 60"), "cpu", 0, "", "", "", {}});
   JobSpec j = job();
   ExecutorLaunch launch = runner.launch_for(j);
   EXPECT_DOUBLE_EQ(launch.timeout_s, 600.0);  // no deadline given
@@ -176,7 +174,7 @@ TEST_F(ExecutorJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
 
 TEST_F(ExecutorJobRunnerTest, AbortKillsTheChild) {
   ExecutorJobRunner runner(
-      {script("echo $$ > \"" + (dir_ / "pid").string() + "\"\nsleep 60"), "cpu", 0, ""});
+      {script("echo $$ > \"" + (dir_ / "pid").string() + "\"\nsleep 60"), "cpu", 0, "", "", "", {}});
   runner.start(job(), SteadyClock::now());
   for (int i = 0; i < 200 && !fs::exists(dir_ / "pid"); ++i)
     std::this_thread::sleep_for(milliseconds(10));

@@ -1,11 +1,15 @@
-// The kernel pack through its C ABI, as a worker sees it: dlopen, version, problem table, and a
-// CPU variant created and run from a spec document.
+// The kernel packs through their C ABI, as a worker sees them: the hash check before dlopen,
+// version, problem table, the split between the reference pack (golden, reference) and a
+// candidate pack (custom, cpu_fp32), and a CPU variant created and run from a spec document.
 #include "worker/kernel_pack.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "common/sha256.h"
 
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
@@ -14,13 +18,77 @@
 namespace kb {
 namespace {
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The reference pack, loaded only with its pin (libkbref.so.sha256, written at build time).
 const KernelPack& pack() {
+  static const KernelPack* kPack = [] {
+    Result<std::string> pin = read_pack_pin(KB_REF_PACK_PATH);
+    EXPECT_TRUE(pin.is_ok()) << pin.status().message();
+    Result<KernelPack> p = KernelPack::open(KB_REF_PACK_PATH, pin.is_ok() ? pin.value() : "");
+    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
+  }();
+  return *kPack;
+}
+
+const KernelPack& candidate() {
   static const KernelPack* kPack = [] {
     Result<KernelPack> p = KernelPack::open(KB_PACK_PATH);
     EXPECT_TRUE(p.is_ok()) << p.status().message();
     return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
   }();
   return *kPack;
+}
+
+TEST(KernelPack, RefusesBytesThatDoNotHashToTheExpectedSha256BeforeLoading) {
+  const std::filesystem::path copy = std::filesystem::temp_directory_path() / "kb-tampered-pack-test.so";
+  std::string bytes = file_bytes(KB_PACK_PATH);
+  const std::string honest_hash = sha256_hex(bytes);
+  bytes[bytes.size() / 2] ^= 0x01;  // changed after the hash was taken, as a tampered cache file
+  std::ofstream(copy, std::ios::binary) << bytes;
+  Result<KernelPack> p = KernelPack::open(copy.string(), honest_hash);
+  std::filesystem::remove(copy);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(p.status().message().find("refused, not loaded"), std::string::npos) << p.status().message();
+}
+
+TEST(KernelPack, LoadsWithTheRightHashAndRecordsIt) {
+  const std::string hash = sha256_hex(file_bytes(KB_PACK_PATH));
+  Result<KernelPack> p = KernelPack::open(KB_PACK_PATH, hash);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->sha256(), hash);
+}
+
+TEST(KernelPack, TheReferencePackMatchesItsPin) {
+  EXPECT_EQ(pack().sha256(), read_pack_pin(KB_REF_PACK_PATH).value());
+}
+
+// Two instances: the reference pack and a candidate are separate libraries, and each answers
+// only for its own slot, so a candidate can never stand in for the reference.
+TEST(KernelPack, ReferenceAndCandidatePacksEachOfferOnlyTheirOwnSlots) {
+  EXPECT_NE(&pack().table(), &candidate().table());
+  for (const char* id : {"L1_003", "L2_093"}) {
+    EXPECT_EQ(pack().table().has_variant(id, KB_VARIANT_CPU_GOLDEN), 1) << id;
+    EXPECT_EQ(pack().table().has_variant(id, KB_VARIANT_CPU_FP32), 0) << id;
+    EXPECT_EQ(pack().table().has_variant(id, KB_VARIANT_CUSTOM), 0) << id;
+    EXPECT_EQ(candidate().table().has_variant(id, KB_VARIANT_CPU_FP32), 1) << id;
+    EXPECT_EQ(candidate().table().has_variant(id, KB_VARIANT_CPU_GOLDEN), 0) << id;
+    EXPECT_EQ(candidate().table().has_variant(id, KB_VARIANT_REFERENCE), 0) << id;
+  }
+  kb_instance_v1* inst = nullptr;
+  char error[256] = "";
+  EXPECT_EQ(candidate().table().create("id: L1_003\n", "x.yaml", nullptr, 0, KB_VARIANT_CPU_GOLDEN, nullptr,
+                                       &inst, error, sizeof error),
+            KB_PACK_NOT_IMPLEMENTED);
+  EXPECT_EQ(inst, nullptr);
+  EXPECT_NE(std::string(error).find("only custom variants"), std::string::npos) << error;
 }
 
 TEST(KernelPack, RefusesAFileThatIsNotAPack) {

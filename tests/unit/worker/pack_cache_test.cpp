@@ -64,5 +64,27 @@ TEST_F(PackCacheTest, NamesThatAreNotHashesNeverBecomePaths) {
   EXPECT_FALSE(cache.store("../x", "bytes").is_ok());
 }
 
+// The cache is private: its directory 0700 and each pack 0600, whatever the umask.
+TEST_F(PackCacheTest, DirectoryAndFilesArePrivate) {
+  PackCache cache(root_ / "packs");
+  const std::string bytes = "pack bytes";
+  Result<std::string> path = cache.store(sha256_hex(bytes), bytes);
+  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  EXPECT_EQ(fs::status(root_ / "packs").permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(path.value()).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  // No temp file is left beside it.
+  int entries = 0;
+  for (const auto& entry : fs::directory_iterator(root_ / "packs")) entries += entry.is_regular_file();
+  EXPECT_EQ(entries, 1);
+}
+
+TEST_F(PackCacheTest, MakePrivateDirTightensAnExistingDirectory) {
+  fs::create_directories(root_ / "state");
+  fs::permissions(root_ / "state", fs::perms::all);
+  ASSERT_TRUE(make_private_dir(root_ / "state").is_ok());
+  EXPECT_EQ(fs::status(root_ / "state").permissions() & fs::perms::all, fs::perms::owner_all);
+}
+
 }  // namespace
 }  // namespace kb

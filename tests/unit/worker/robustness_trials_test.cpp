@@ -28,13 +28,19 @@ std::string yaml_of(const ProblemSpec& spec) {
   return text.str();
 }
 
+const KernelPack& open_pack(const char* path) {
+  Result<KernelPack> p = KernelPack::open(path);
+  EXPECT_TRUE(p.is_ok()) << p.status().message();
+  return *new KernelPack(std::move(p).value());  // lives for the test binary
+}
+// The trusted reference pack (golden, reference) and the candidate pack (custom, cpu_fp32).
+const KernelPack& reference_pack() {
+  static const KernelPack& kPack = open_pack(KB_REF_PACK_PATH);
+  return kPack;
+}
 const KernelPack& pack() {
-  static const KernelPack* kPack = [] {
-    Result<KernelPack> p = KernelPack::open(KB_PACK_PATH);
-    EXPECT_TRUE(p.is_ok()) << p.status().message();
-    return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
-  }();
-  return *kPack;
+  static const KernelPack& kPack = open_pack(KB_PACK_PATH);
+  return kPack;
 }
 
 // The largest |input| of a call: 1 on U[0, 1), ~101 shifted, ~1000 scaled.
@@ -68,7 +74,7 @@ class RobustnessTrialsTest : public ::testing::Test {
   }
   JobResult run() {
     JobResult r;
-    std::unique_ptr<ExecutionDevice> golden = make_cpu_device(pack());
+    std::unique_ptr<ExecutionDevice> golden = make_cpu_device(reference_pack(), pack());
     run_robustness_trials(device_, *golden, request_, r);
     return r;
   }
@@ -222,8 +228,8 @@ TEST_F(RobustnessTrialsTest, TheExecutorsEntryNeedsAGoldenModel) {
 // The CPU device end to end (golden model against its fp32 twin): random affine norm parameters.
 TEST_F(RobustnessTrialsTest, RandomAffineParametersOnTheCpuDevice) {
   use("L2_021", {Distribution::kShift, Distribution::kScale, Distribution::kCentered});
-  std::unique_ptr<ExecutionDevice> cpu = make_cpu_device(pack());
-  std::unique_ptr<ExecutionDevice> golden = make_cpu_device(pack());
+  std::unique_ptr<ExecutionDevice> cpu = make_cpu_device(reference_pack(), pack());
+  std::unique_ptr<ExecutionDevice> golden = make_cpu_device(reference_pack(), pack());
   JobResult r;
   run_robustness_trials(*cpu, *golden, request_, r);
   ASSERT_EQ(r.robustness.size(), 1u) << r.robustness_note;
