@@ -385,7 +385,7 @@ void Coordinator::on_worker_control(const std::string& routing_id, const Peer& p
   if (peer.role != Role::kAdmin) {
     metrics_.count_dropped(kDropForbidden);
     return reply_error(routing_id, body, "forbidden",
-                       "kb workers --drain/--resume/--release is for admins (you are " +
+                       std::string("kb workers --drain/--resume/--release is for admins (you are ") +
                            to_string(peer.role) + " '" + peer.name + "')");
   }
   const std::string action = body["action"].get<std::string>();

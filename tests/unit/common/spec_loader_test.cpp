@@ -254,6 +254,8 @@ TEST(SpecLoader, VerificationShareOutsideZeroToOneOrAnUnknownKey) {
                         "verification.own_kernel_share_min", "expected a number in [0, 1]"));
   EXPECT_TRUE(has_error(errors_of(edit(kRelu, tol, tol + "\nverification: {share: 0.5}")), "verification.share",
                         "unknown field (expected own_kernel_share_min)"));
+}
+
 TEST(SpecLoader, RobustnessSkipListsTheKindsThatDoNotApply) {
   std::string text = edit(kRelu, "source:", "robustness: {skip: [shift, random_affine]}\nsource:");
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
