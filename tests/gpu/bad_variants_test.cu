@@ -130,26 +130,6 @@ bool any_own_kernel(const JobResult& r) {
 
 // Beyond the status, what each trick leaves in the result (so that the expected status cannot come
 // from an unrelated failure, e.g. a variant whose honest part is wrong).
-void expect_input_mutated(const JobResult& r) {
-  EXPECT_EQ(r.correctness_trials, 0);
-  EXPECT_EQ(r.errors.mismatches, 0) << "the inputs are checked before the outputs are compared";
-}
-
-void expect_last_rows_unwritten(const JobResult& r) {
-  const Shape out = small_output_shape("L2_001");  // (N, C_out, H_out, W_out)
-  const int64_t unwritten = out[0] * out[1] * out[3];
-  EXPECT_EQ(r.correctness_trials, 0);
-  EXPECT_EQ(r.errors.non_finite, unwritten) << "exactly the NaN-poisoned last rows";
-  EXPECT_EQ(r.errors.mismatches, unwritten);
-  EXPECT_EQ(r.errors.first_mismatch_index, (out[2] - 1) * out[3]);
-}
-
-void expect_second_trial_stale(const JobResult& r) {
-  EXPECT_EQ(r.correctness_trials, 1) << "the first call is honest and must pass";
-  EXPECT_EQ(r.errors.non_finite, 0);
-  EXPECT_GT(r.errors.mismatches, 0);
-}
-
 void expect_library_kernels_only(const JobResult& r) {
   EXPECT_EQ(r.correctness_trials, 0);
   EXPECT_FALSE(r.custom_kernels.empty()) << "the trace must have seen cuBLAS's kernel";
@@ -215,15 +195,27 @@ void expect_memo_never_hit(const JobResult& r) {
   EXPECT_LT(r.speedup.speedup, 1.0);
 }
 
-// Caught at the first trial: the reference's buffer was written during the custom's call.
+// Caught in the trials (H200: at the fourth, once its scan found the reference's buffer): the
+// reference's buffer was written during the custom's call, and the message says so.
 void expect_reference_buffer_guarded(const JobResult& r) {
-  EXPECT_EQ(r.correctness_trials, 0);
+  EXPECT_LT(r.correctness_trials, quick_config().correctness_trials);
+  EXPECT_NE(r.message.find("reference"), std::string::npos) << r.message;
 }
 
-// Every element copied from the poisoned reference slot: the whole output is NaN.
-void expect_reference_poison_copied(const JobResult& r) {
+// What it copies is not the answer for these contents (the reference slot is poisoned or holds
+// another call's output; the private copy was not found): nearly every element is wrong at trial 0
+// (H200: 15,113 of 15,120).
+void expect_reference_copy_wrong(const JobResult& r) {
   EXPECT_EQ(r.correctness_trials, 0);
-  EXPECT_EQ(r.errors.non_finite, element_count(small_output_shape("L1_070")));
+  EXPECT_GT(r.errors.mismatches, element_count(small_output_shape("L1_070")) / 2);
+}
+
+// Built on the reference's library work with a sliver of its own: under the issue-12 rule the
+// first traced trial already says library_dominated, before its own trick is played (that trick is
+// covered by the issue-12 variants and the fake-device tests of worker/executor_timing).
+void expect_library_dominated_first(const JobResult& r) {
+  EXPECT_EQ(r.correctness_trials, 0);
+  EXPECT_FALSE(r.message.empty());
 }
 
 void expect_bf16_sized_errors(const JobResult& r) {
@@ -244,11 +236,11 @@ struct BadCase {
 
 std::vector<BadCase> bad_cases() {
   return {
-      {"writes_its_input", "L2_031", JobStatus::kInputMutated, &expect_input_mutated},
-      // NaN where the reference is finite is non_finite, which verdict_of() ranks before mismatch.
-      {"skips_last_row", "L2_001", JobStatus::kNonFinite, &expect_last_rows_unwritten},
-      {"returns_first_output", "L2_021", JobStatus::kMismatch, &expect_second_trial_stale},
-      {"caches_by_input_pointer", "L1_054", JobStatus::kMismatch, &expect_second_trial_stale},
+      // Session-1 variants built on the reference's cuDNN work: library_dominated comes first now.
+      {"writes_its_input", "L2_031", JobStatus::kLibraryDominated, &expect_library_dominated_first},
+      {"skips_last_row", "L2_001", JobStatus::kLibraryDominated, &expect_library_dominated_first},
+      {"returns_first_output", "L2_021", JobStatus::kLibraryDominated, &expect_library_dominated_first},
+      {"caches_by_input_pointer", "L1_054", JobStatus::kLibraryDominated, &expect_library_dominated_first},
       {"cublas_only", "L1_003", JobStatus::kNoCustomKernel, &expect_library_kernels_only},
       {"side_stream", "L1_075", JobStatus::kForeignStream, &expect_own_kernel_elsewhere},
       {"tf32_conv", "L2_017", JobStatus::kMismatch, &expect_tf32_sized_errors},
@@ -259,13 +251,16 @@ std::vector<BadCase> bad_cases() {
       {"skips_repeated_input", "L2_091", JobStatus::kNonFinite, &expect_poison_left_in_timing},
       {"private_stream_after_trials", "L2_060", JobStatus::kForeignStream, &expect_caught_after_the_trials},
       {"legacy_stream_after_trials", "L2_034", JobStatus::kForeignStream, &expect_caught_after_the_trials},
-      {"host_thread_launch", "L3_013", JobStatus::kForeignStream, &expect_caught_after_the_trials},
+      // The late launch lands after the per-call check, which finds the output still poisoned.
+      {"host_thread_launch", "L3_013", JobStatus::kNonFinite, &expect_caught_after_the_trials},
       {"zeroes_inputs_when_timed", "L2_007", JobStatus::kInputMutated, &expect_inputs_guarded_in_timing},
       {"clobbers_reference_output", "L1_079", JobStatus::kInputMutated, &expect_reference_buffer_guarded},
-      {"copies_reference_output", "L1_070", JobStatus::kNonFinite, &expect_reference_poison_copied},
+      {"copies_reference_output", "L1_070", JobStatus::kMismatch, &expect_reference_copy_wrong},
       {"library_with_token_kernel", "L3_031", JobStatus::kLibraryDominated, &expect_library_work_right},
       {"bf16_operands", "L1_081", JobStatus::kMismatch, &expect_bf16_sized_errors},
-      {"stale_weights_when_timed", "L3_025", JobStatus::kMismatch, &expect_stale_answer_in_timing},
+      // Its cached reference instance runs cuDNN on the stream it was created with: caught at the
+      // first traced trial, before the stale weights are reused (the fake-device tests cover that).
+      {"stale_weights_when_timed", "L3_025", JobStatus::kForeignStream, &expect_library_dominated_first},
       {"no_kernel_when_timed", "L1_073", JobStatus::kMismatch, &expect_stale_answer_in_timing},
       {"honest_ballast", "L2_010", JobStatus::kOk, &expect_clean_pass},
       {"own_kl_div", "L1_098", JobStatus::kOk, &expect_clean_pass},
