@@ -131,6 +131,13 @@ class CoordinatorTest : public ::testing::Test {
     return welcome.body.value("worker_id", int64_t{0});
   }
   std::string metrics() { return http_get(coordinator_->endpoints().http, "/metrics"); }
+  // A RESULT for `job` echoing its lease token, problem and preset.
+  static Json result_for(const Message& job, Json result = {{"status", "ok"}}) {
+    result["problem_id"] = job.body["problem"];
+    result["preset"] = job.body["preset"];
+    return {{"job_id", job.body["job_id"]}, {"attempt", job.body["attempt"]},
+            {"lease_id", job.body["lease_id"]}, {"result", result}, {"wall_ms", 12.5}};
+  }
 
   zmq::context_t context_;
   std::vector<JobRecord> open_jobs_;
