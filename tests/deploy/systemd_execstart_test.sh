@@ -59,8 +59,11 @@ curl -sf "$coord_http/healthz" >/dev/null || fail "coordinator /healthz"
 wait_for 10 "worker /healthz" curl -sf "$worker_http/healthz"
 curl -sf "$coord_http/metrics" | promtool check metrics || fail "promtool on the coordinator's /metrics"
 curl -sf "$worker_http/metrics" | promtool check metrics || fail "promtool on the worker's /metrics"
-curl -sf "$worker_http/metrics" | grep -q '^kb_worker_sessions{state="registered"} 1$' ||
-  fail "the worker's /metrics does not show its registered session"
+# The worker publishes its session states every 500 ms: give it a few periods after registering.
+worker_shows_registered() {
+  curl -sf "$worker_http/metrics" | grep -q '^kb_worker_sessions{state="registered"} 1$'
+}
+wait_for 5 "the worker's /metrics to show its registered session" worker_shows_registered
 
 kill -TERM "${pids[@]}"
 for pid in "${pids[@]}"; do
