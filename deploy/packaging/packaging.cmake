@@ -14,6 +14,9 @@ include(GNUInstallDirs)
 set(KB_PKG_DIR ${PROJECT_SOURCE_DIR}/deploy/packaging/debian)
 
 install(TARGETS kb-worker kb-executor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT worker)
+# The trusted reference pack and its pin, byte for byte (install(TARGETS) would rewrite its RPATH and
+# so its sha256): kb-worker finds it at ../lib/libkbref.so from its own directory.
+install(FILES $<TARGET_FILE:kbref> $<TARGET_FILE:kbref>.sha256 DESTINATION lib COMPONENT worker)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/kb-worker@.service
         DESTINATION lib/systemd/system COMPONENT worker)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/config/worker.yaml DESTINATION /etc/kbfleet COMPONENT worker)
