@@ -493,8 +493,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kb-worker: %s\n", s.message().c_str());
       return 1;
     }
-    std::fprintf(stderr, "kb-worker: reference pack %s (sha256 %s); sandbox %s\n", o.reference_pack.c_str(),
-                 o.reference_sha256.substr(0, 12).c_str(), kb::describe_sandbox(o.sandbox).c_str());
+    KB_LOG_INFO("reference pack {} (sha256 {}); sandbox {}", o.reference_pack,
+                o.reference_sha256.substr(0, 12), kb::describe_sandbox(o.sandbox));
   }
   auto identity = describe(o);
   if (!identity.is_ok()) {

@@ -2,6 +2,7 @@
 // spooled results, drain and BYE, and the execution log.
 #include <cstdio>
 
+#include "common/log.h"
 #include "common/zmq_messaging.h"
 #include "worker/worker_session.h"
 
@@ -11,7 +12,7 @@ namespace {
 using wire::MessageType;
 
 void log(const std::string& name, const std::string& text) {
-  std::fprintf(stderr, "kb-worker[%s]: %s\n", name.c_str(), text.c_str());
+  KB_LOG_WARN("{}: {}", name, text);
 }
 
 nlohmann::json token_of(const JobSpec& job) {
