@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kbfleet needs to build, test and run. Idempotent: does nothing
 # when every package is already installed. Needs root (CI runs as root) or sudo.
+#
+# usage: deploy/install-deps.sh [PACKAGE...]   (default: the build, test and run packages below;
+#        deploy/install-test-deps.sh passes the deployment tests' own list)
 set -euo pipefail
 
 packages=(
@@ -9,6 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev librandom123-dev libgtest-dev
   postgresql-15 python3 bubblewrap
 )
+[ $# -eq 0 ] || packages=("$@")
 
 missing=()
 for p in "${packages[@]}"; do
