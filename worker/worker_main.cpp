@@ -365,6 +365,7 @@ kb::ConfigSchema config_schema(Options& o) {
       .text("curve_key", &o.curve_key, "KB_CURVE_KEY")
       .text("coordinator_key", &o.coordinator_key, "KB_COORDINATOR_KEY")
       .text("execution_log", &o.execution_log, "KB_EXECUTION_LOG")
+      .choice("sandbox", &o.sandbox_mode, {"off", "bwrap", "auto"}, "KB_SANDBOX")
       .text("http_bind", &o.http_bind)
       .choice("log_format", &o.log_format, {"text", "json"}, "KB_LOG_FORMAT")
       .choice("log_level", &o.log_level, {"trace", "debug", "info", "warn", "error"});

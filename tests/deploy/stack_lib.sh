@@ -48,6 +48,9 @@ cpu_executor_shim() {  # cpu_executor_shim PATH: a kb-executor that turns --devi
 exec "$real" "\${@/#cuda/cpu}"
 SHIM
   chmod +x "$1"
+  # The shim execs a kb-executor that the sandbox does not mount (a build tree may sit under /tmp,
+  # which is private inside it): workers that use the shim run without the sandbox.
+  export KB_SANDBOX=off
 }
 
 wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds
