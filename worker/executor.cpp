@@ -1,6 +1,7 @@
 #include "worker/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -174,6 +175,22 @@ namespace kb {
 
 namespace {
 
+// Wall time of the job's phases, in milliseconds, into JobResult::overhead_ms (where the suite's
+// seconds go: `kb bench --json-out` keeps them per job).
+class PhaseClock {
+ public:
+  explicit PhaseClock(nlohmann::json& into) : into_(into), last_(std::chrono::steady_clock::now()) {}
+  void lap(const std::string& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    into_[phase] = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  nlohmann::json& into_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 // The fleet's policy (docs/verification.md). The CPU device has no launch trace, but runs no
 // custom GPU code either: its results are correctness-only and labelled `cpu`, not unverified.
 void label_policy(const ExecutorConfig& c, JobResult& result) {
@@ -206,10 +223,17 @@ JobResult execute_job(ExecutionDevice& device, const JobRequest& request) {
   }
   result.dims = problem->dims();
   detail::Job job(device, request, problem.value(), result);
-  if (!job.create_variants() || !job.check_correctness()) return result;
+  PhaseClock phases(result.overhead_ms);
+  const bool checked = job.create_variants() && job.check_correctness();
+  phases.lap("correctness");
+  if (!checked) return result;
   const bool timed = job.time_variants();
+  phases.lap("timing");
   // Robustness trials after timing and before the figures: a `fragile` verdict overrides `ok`.
-  if (timed && result.status == JobStatus::kOk) run_robustness_trials(device, request, result);
+  if (timed && result.status == JobStatus::kOk) {
+    run_robustness_trials(device, request, result);
+    phases.lap("robustness");
+  }
   job.derive_figures();
   if (timed) job.check_floor();
   result.environment["clocks"] = device.clock_report();

@@ -25,6 +25,20 @@ class Job {
   void derive_figures();
 
  private:
+  // Wall time the timing phase spent per kind of step, in ms (JobResult::overhead_ms
+  // "timing_*"): what the checks around the timed calls cost, and where a suite's seconds go.
+  struct TimingCosts {
+    double generate = 0, calls = 0, trace = 0, clocks = 0;  // checks: the rest of "timing"
+  };
+  // Runs f() and adds its wall time to `into`.
+  template <class F>
+  static auto costed(double& into, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    auto value = f();
+    into += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return value;
+  }
+
   // One timed pair of calls on fresh contents: milliseconds of each variant.
   struct PairTimes {
     double reference_ms = 0, custom_ms = 0;
@@ -46,6 +60,8 @@ class Job {
   bool timed_custom_pair(int round, bool reference_first, PairTimes& times);
   bool next_round_traced();
   GeneratorKey next_timing_key();
+  int round_set(int round) const;
+  Result<double> timed_call(Slot slot, int set);
 
   ExecutionDevice& device_;
   const JobRequest& request_;
@@ -53,11 +69,11 @@ class Job {
   JobResult& result_;
   bool has_custom_ = false;
   int input_sets_ = 1;
-  int pairs_ = 0;                // timed pairs so far: the next pair's input set rotates with it
   uint32_t next_timing_trial_ = 0;
   bool trace_unavailable_ = false;  // the device cannot trace (the CPU device)
   std::mt19937_64 trace_rng_;
   std::vector<double> round_ratios_;
+  TimingCosts costs_;
 };
 
 }  // namespace kb::detail

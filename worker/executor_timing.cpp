@@ -41,6 +41,17 @@ class TraceGuard {
 
 }  // namespace
 
+// Both pairs of a round run in the same input set (regenerated in place between them), and the
+// sets rotate by round. A set's placement changes call times by ~0.1% (addresses, pages), and
+// rotating by pair put every A B pair in the even sets and every B A pair in the odd ones: the
+// round ratio then carried that placement difference, and A/A intervals of +-0.05% missed 1.0 by
+// up to 0.14% (2026-12-01, 5 of 22). In one set, the round's two orders cancel it.
+int Job::round_set(int round) const { return round % input_sets_; }
+
+Result<double> Job::timed_call(Slot slot, int set) {
+  return costed(costs_.calls, [&] { return device_.run_timed(slot, set); });
+}
+
 GeneratorKey Job::next_timing_key() { return GeneratorKey{request_.seed, next_timing_trial_++}; }
 
 Status Job::warm_up(Slot slot) {
@@ -71,15 +82,18 @@ bool Job::prepare_timing() {
 // The reference alone (not_implemented) or against itself (A/A): fresh contents, no checks.
 bool Job::timed_reference_pair(int round, bool reference_first, PairTimes& times) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
-  const int set = pairs_++ % input_sets_;
-  if (Status s = device_.generate(set, problem_, next_timing_key()); !s.is_ok()) return fail_error(where, s);
-  Result<double> first = device_.run_timed(Slot::kReference, set);
+  const int set = round_set(round);
+  if (Status s = costed(costs_.generate, [&] { return device_.generate(set, problem_, next_timing_key()); });
+      !s.is_ok()) {
+    return fail_error(where, s);
+  }
+  Result<double> first = timed_call(Slot::kReference, set);
   if (!first.is_ok()) return fail_error(where + "reference: ", first.status());
   if (!request_.config.aa) {
     times.reference_ms = first.value();
     return true;
   }
-  Result<double> second = device_.run_timed(Slot::kReference, set);
+  Result<double> second = timed_call(Slot::kReference, set);
   if (!second.is_ok()) return fail_error(where + "reference: ", second.status());
   times.reference_ms = reference_first ? first.value() : second.value();
   times.custom_ms = reference_first ? second.value() : first.value();
@@ -92,13 +106,16 @@ bool Job::timed_reference_pair(int round, bool reference_first, PairTimes& times
 // and the reference slot hashed; after it, its output compared with the reference's.
 bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
-  const int set = pairs_++ % input_sets_;
-  if (Status s = device_.generate(set, problem_, next_timing_key()); !s.is_ok()) return fail_error(where, s);
+  const int set = round_set(round);
+  if (Status s = costed(costs_.generate, [&] { return device_.generate(set, problem_, next_timing_key()); });
+      !s.is_ok()) {
+    return fail_error(where, s);
+  }
   Result<uint64_t> inputs_before = device_.input_hash(set);
   if (!inputs_before.is_ok()) return fail_error(where, inputs_before.status());
   Status s = Status::ok();
   if (reference_first) {
-    Result<double> ms = device_.run_timed(Slot::kReference, set);
+    Result<double> ms = timed_call(Slot::kReference, set);
     if (!ms.is_ok()) return fail_error(where + "reference: ", ms.status());
     times.reference_ms = ms.value();
     s = device_.stash_reference();
@@ -110,7 +127,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   Result<uint64_t> reference_before = device_.output_hash(Slot::kReference);
   if (!reference_before.is_ok()) return fail_error(where, reference_before.status());
 
-  Result<double> ms = device_.run_timed(Slot::kCustom, set);
+  Result<double> ms = timed_call(Slot::kCustom, set);
   if (!ms.is_ok()) return fail_error(where + "custom: ", ms.status());
   times.custom_ms = ms.value();
 
@@ -125,7 +142,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
     return fail(JobStatus::kInputMutated, where + "the custom call wrote into the reference's output buffer");
   }
   if (!reference_first) {
-    Result<double> ref_ms = device_.run_timed(Slot::kReference, set);
+    Result<double> ref_ms = timed_call(Slot::kReference, set);
     if (!ref_ms.is_ok()) return fail_error(where + "reference: ", ref_ms.status());
     times.reference_ms = ref_ms.value();
   }
@@ -153,13 +170,13 @@ bool Job::next_round_traced() {
 bool Job::timed_round(int round, bool traced, bool keep) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
   if (traced) {
-    if (Status s = device_.begin_trace(); !s.is_ok()) return fail_error(where, s);
+    if (Status s = costed(costs_.trace, [&] { return device_.begin_trace(); }); !s.is_ok()) return fail_error(where, s);
   }
   TraceGuard guard(device_, traced);
   PairTimes ab, ba;
   if (!timed_pair(round, true, ab) || !timed_pair(round, false, ba)) return false;
   if (traced) {
-    Result<LaunchTrace> trace = guard.end();
+    Result<LaunchTrace> trace = costed(costs_.trace, [&] { return guard.end(); });
     if (!trace.is_ok()) return fail_error(where, trace.status());
     if (!check_trace(trace.value(), where)) return false;
     if (trace.value().available) ++result_.traced_rounds;
@@ -186,7 +203,10 @@ bool Job::time_variants() {
     const bool traced = force_trace || next_round_traced();
     const bool keep = !(traced && discard_traced);
     if (!timed_round(round, traced, keep)) return false;
-    device_.sample_clocks();
+    costed(costs_.clocks, [&] {
+      device_.sample_clocks();
+      return 0;
+    });
     if (keep) ++result_.rounds;
     double half_width = INFINITY;
     if (has_custom_ && !round_ratios_.empty()) {
@@ -206,6 +226,10 @@ bool Job::time_variants() {
     }
   }
   result_.stop_reason = to_string(stop);
+  result_.overhead_ms["timing_generate"] = costs_.generate;
+  result_.overhead_ms["timing_calls"] = costs_.calls;
+  result_.overhead_ms["timing_trace"] = costs_.trace;
+  result_.overhead_ms["timing_clocks"] = costs_.clocks;
   result_.reference.summary = summarize(result_.reference.samples_ms);
   result_.custom.summary = summarize(result_.custom.samples_ms);
   return true;
