@@ -54,7 +54,7 @@ set(CPACK_DEBIAN_COMMON_PACKAGE_CONTROL_EXTRA ${KB_PKG_DIR}/common/postinst)
 set(CPACK_COMPONENT_COMMON_DESCRIPTION "kbfleet problem specs, migrations and system user")
 
 # The libraries every daemon links (libzmq pulls libsodium for CURVE).
-set(KB_DEB_BASE "libc6, libstdc++6, libgcc-s1, libzmq5, libyaml-cpp0.7, libspdlog1.10, libfmt9")
+set(KB_DEB_BASE "libc6, libstdc++6, libgcc-s1, libzmq5, libyaml-cpp0.7, libspdlog1.10, libfmt9, libssl3")
 set(CPACK_DEBIAN_WORKER_PACKAGE_NAME kbfleet-worker)
 set(CPACK_DEBIAN_WORKER_PACKAGE_DEPENDS "kbfleet-common (= ${PROJECT_VERSION}), ${KB_DEB_BASE}")
 set(CPACK_DEBIAN_WORKER_PACKAGE_RECOMMENDS "bubblewrap")
