@@ -13,6 +13,7 @@
 #include "cli/pack_file.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"
+#include "worker/executor.h"
 #include "worker/executor_process.h"
 #include "worker/kernel_pack.h"
 
@@ -34,7 +35,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
-  double trace_fraction = 1.0;  // kb-executor --trace-fraction
+  double trace_fraction = kMinTraceFraction;  // kb-executor --trace-fraction
   bool no_launch_trace = false;
   double time_cap = 0;  // 0: 15 s per job on the GPU, 3 s on the CPU device (correctness runs)
   double timeout = 600;
@@ -50,7 +51,7 @@ std::vector<std::string> executor_args(const BenchOptions& o, const std::string&
                                 "--gpu", std::to_string(o.gpu), "--trials", std::to_string(o.trials),
                                 "--time-cap", std::to_string(o.time_cap), "--problems-dir", o.problems_dir};
   if (o.aa) a.push_back("--aa");
-  if (o.trace_fraction < 1) a.insert(a.end(), {"--trace-fraction", std::to_string(o.trace_fraction)});
+  a.insert(a.end(), {"--trace-fraction", std::to_string(o.trace_fraction)});
   if (o.no_launch_trace) a.push_back("--no-launch-trace");
   if (!o.export_dir.empty()) {
     a.push_back("--export");

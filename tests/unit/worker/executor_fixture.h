@@ -34,6 +34,9 @@ class ExecutorTest : public ::testing::Test {
     request_.preset = "small";
     request_.seed = 1234;
     request_.config.warmup_ms = 0;  // the fake's calls take no time; three calls warm it up
+    // Every round traced, so that each check's round is known; the tests of --trace-fraction
+    // (the default, 0.25) set it themselves.
+    request_.config.trace_fraction = 1;
   }
 
   JobResult run() { return execute_job(device_, request_); }
