@@ -94,8 +94,10 @@ SpeedupEstimate estimate_speedup(const std::vector<double>& reference_samples,
   if (static_cast<int>(logs.size()) < kMinRoundsForInterval) return e;
   const auto [low, high] = median_interval(logs);
   // The interval's length, centred on the point: for a symmetric law the median is the centre of
-  // [low, high] on average, and centring it makes the point the printed interval's centre.
-  const double half = 0.5 * (high - low);
+  // [low, high] on average, and centring it makes the point the printed interval's centre. The
+  // method's resolution is added in quadrature (independent error sources).
+  const double resolution = std::log1p(kTimingResolution);
+  const double half = std::hypot(0.5 * (high - low), resolution);
   e.ci_low = std::exp(m - half);
   e.ci_high = std::exp(m + half);
   e.relative_half_width = std::expm1(half);

@@ -5,8 +5,8 @@
 // gives one ratio r_i = reference time / custom time of that round (pairing cancels slow drifts
 // such as clock changes). One estimator gives both the point and the interval, on the log scale:
 //   point    = exp(m), m = median of log r_i;
-//   interval = exp(m ± h), 2h = U - L, where [L, U] is the sign-test (order-statistic) 95%
-//              interval of the median of log r_i: [x_(k), x_(n+1-k)] with the largest k whose
+//   interval = exp(m ± h), h = sqrt(((U - L) / 2)^2 + log(1 + kTimingResolution)^2), where
+//              [L, U] is the sign-test (order-statistic) 95% interval of the median of log r_i: [x_(k), x_(n+1-k)] with the largest k whose
 //              coverage 1 - 2 P(Binomial(n, 1/2) < k) is >= 95%, interpolated towards
 //              [x_(k+1), x_(n-k)] (Hettmansperger & Sheather 1986) to bring the coverage to ~95%;
 //   relative_half_width = exp(h) - 1, the number the stopping rule compares with its target.
@@ -22,6 +22,12 @@
 // - Cost: the median is 2/pi (64%) as efficient as the mean under Gaussian noise, so a job needs
 //   ~1.5x the rounds of the old t interval to reach the same width when the noise is Gaussian;
 //   with outliers it needs fewer.
+// - The method's resolution, kTimingResolution, is added to the half-width in quadrature: the
+//   same kernel timed against itself (A/A) on the H200 lands up to 0.25% from 1 while its
+//   sign-test interval is +-0.1-0.2% wide (placement and order effects the rounds do not average
+//   away; 3 of 47 A/A intervals missed 1.0 without it, 2026-12-01, docs/aa-h200-*.json). "Time
+//   the same version twice; a difference smaller than that spread is noise" (METHOD.md): no
+//   speedup interval is narrower than +-0.25%.
 // Coverage by simulation (tests/unit/common/statistics_test.cpp, 1000 runs each): 93-96% under
 // lognormal noise and A/A at 10-60 rounds, 94-99% with 10% of the samples slowed 1.2-3x.
 // With fewer than 6 rounds no pair of order statistics reaches 95% (2/2^n > 0.05): unbounded.
@@ -53,6 +59,9 @@ struct SpeedupEstimate {
 
 // The smallest number of rounds that gives a bounded interval.
 inline constexpr int kMinRoundsForInterval = 6;
+
+// The timing method's resolution as a relative half-width (see above).
+inline constexpr double kTimingResolution = 0.0025;
 
 // `round_ratios`: reference/custom per round (or per pair); non-positive or non-finite ratios are
 // left out. The sample vectors only say whether both variants were timed at all (either empty:

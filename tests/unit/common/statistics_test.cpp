@@ -78,13 +78,19 @@ TEST(TQuantile975, DofBelowOneIsClampedToOne) {
   EXPECT_DOUBLE_EQ(t_quantile_975(0), t_quantile_975(1));
 }
 
-TEST(EstimateSpeedup, NoiselessTwiceAsFastHasAPointInterval) {
+// Noiseless rounds: the interval is the method's resolution alone, +-0.25%.
+TEST(EstimateSpeedup, NoiselessTwiceAsFastIsKnownToTheMethodsResolution) {
   std::vector<double> ref(20, 2.0), custom(20, 1.0), ratios(10, 2.0);
   SpeedupEstimate e = estimate_speedup(ref, custom, ratios);
   EXPECT_DOUBLE_EQ(e.speedup, 2.0);
-  EXPECT_DOUBLE_EQ(e.ci_low, 2.0);
-  EXPECT_DOUBLE_EQ(e.ci_high, 2.0);
-  EXPECT_DOUBLE_EQ(e.relative_half_width, 0.0);
+  EXPECT_DOUBLE_EQ(e.ci_low, 2.0 / (1 + kTimingResolution));
+  EXPECT_DOUBLE_EQ(e.ci_high, 2.0 * (1 + kTimingResolution));
+  EXPECT_NEAR(e.relative_half_width, kTimingResolution, 1e-15);
+}
+
+// The statistical half-width h and the resolution r combine as sqrt(h^2 + r^2) on the log scale.
+double with_resolution(double statistical_half) {
+  return std::hypot(statistical_half, std::log1p(kTimingResolution));
 }
 
 std::vector<double> ratios_from_log_offsets(double centre, const std::vector<double>& offsets) {
@@ -99,14 +105,15 @@ TEST(EstimateSpeedup, TenRoundsInterpolateBetweenTheSignTestRanks) {
   // lambda = (n - k) I / (k + (n - 2k) I) = 0.65767; sorted log offsets
   // {-0.09, -0.03, -0.02, -0.01, 0, 0, 0.01, 0.02, 0.05, 0.5}: median 0,
   // L = lambda x_(3) + (1 - lambda) x_(2) = -0.023423, U = lambda x_(8) + (1 - lambda) x_(9) = 0.030270,
-  // h = (U - L) / 2 = 0.026847, centred on the median.
+  // h = (U - L) / 2 = 0.026847, centred on the median (with the resolution in quadrature).
   const std::vector<double> ratios =
       ratios_from_log_offsets(2.0, {0.5, -0.09, 0.05, -0.03, 0.0, 0.0, 0.02, -0.01, 0.01, -0.02});
   SpeedupEstimate e = estimate_speedup({2.0}, {1.0}, ratios);
+  const double h = with_resolution(0.026847);
   EXPECT_NEAR(e.speedup, 2.0, 1e-12);
-  EXPECT_NEAR(std::log(e.ci_low / 2.0), -0.026847, 1e-5);
-  EXPECT_NEAR(std::log(e.ci_high / 2.0), 0.026847, 1e-5);
-  EXPECT_NEAR(e.relative_half_width, std::expm1(0.026847), 1e-5);
+  EXPECT_NEAR(std::log(e.ci_low / 2.0), -h, 1e-5);
+  EXPECT_NEAR(std::log(e.ci_high / 2.0), h, 1e-5);
+  EXPECT_NEAR(e.relative_half_width, std::expm1(h), 1e-5);
 }
 
 TEST(EstimateSpeedup, SixRoundsAreTheFewestWithABoundedInterval) {
@@ -116,8 +123,8 @@ TEST(EstimateSpeedup, SixRoundsAreTheFewestWithABoundedInterval) {
   const std::vector<double> six = ratios_from_log_offsets(3.0, {-0.02, -0.01, 0.0, 0.0, 0.01, 0.04});
   SpeedupEstimate e = estimate_speedup({3.0}, {1.0}, six);
   EXPECT_NEAR(e.speedup, 3.0, 1e-12);
-  EXPECT_NEAR(std::log(e.ci_high / 3.0), 0.022857, 1e-5);
-  EXPECT_NEAR(std::log(e.ci_low / 3.0), -0.022857, 1e-5);
+  EXPECT_NEAR(std::log(e.ci_high / 3.0), with_resolution(0.022857), 1e-5);
+  EXPECT_NEAR(std::log(e.ci_low / 3.0), -with_resolution(0.022857), 1e-5);
   const std::vector<double> five(six.begin(), six.begin() + 5);
   SpeedupEstimate f = estimate_speedup({3.0}, {1.0}, five);
   EXPECT_NEAR(f.speedup, 3.0, 1e-12);
@@ -140,7 +147,7 @@ TEST(EstimateSpeedup, NonPositiveAndNonFiniteRatiosAreLeftOut) {
   ratios.push_back(NAN);
   SpeedupEstimate e = estimate_speedup({1.5}, {1.0}, ratios);
   EXPECT_DOUBLE_EQ(e.speedup, 1.5);
-  EXPECT_DOUBLE_EQ(e.ci_high, 1.5);
+  EXPECT_DOUBLE_EQ(e.ci_high, 1.5 * (1 + kTimingResolution));
 }
 
 // Regression (issue 12): "219.493x [72.394, 90.660]": a few huge rounds pulled the old point (the
