@@ -66,6 +66,13 @@ void add_gpu_nodes(int gpu, std::vector<std::string>& argv) {
   }
 }
 
+// `path` with every symbolic link resolved (as far as it exists).
+std::string resolved(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : real.string();
+}
+
 }  // namespace
 
 Result<SandboxMode> resolve_sandbox_mode(const std::string& option, std::string* bwrap_path) {
@@ -97,11 +104,17 @@ std::vector<std::string> sandbox_argv(const SandboxConfig& config, const std::ve
                                    "--die-with-parent",
                                    "--cap-drop", "ALL"};
   // Order matters: hide first, then expose what the job needs (bwrap creates the mount points
-  // inside the hiding tmpfs), then make the hiding tmpfs read-only.
-  for (const std::string& file : config.hidden_files) argv.insert(argv.end(), {"--ro-bind-try", "/dev/null", file});
-  for (const std::string& dir : config.hidden_dirs) argv.insert(argv.end(), {"--tmpfs", dir});
-  for (const std::string& path : config.read_only_paths) argv.insert(argv.end(), {"--ro-bind", path, path});
-  for (const std::string& dir : config.hidden_dirs) argv.insert(argv.end(), {"--remount-ro", dir});
+  // inside the hiding tmpfs), then make the hiding tmpfs read-only. Paths are resolved first: bwrap
+  // cannot mount at a path through a symbolic link ("Can't mkdir parents"), and hiding the real
+  // file hides every link to it as well.
+  for (const std::string& file : config.hidden_files) {
+    argv.insert(argv.end(), {"--ro-bind-try", "/dev/null", resolved(file)});
+  }
+  for (const std::string& dir : config.hidden_dirs) argv.insert(argv.end(), {"--tmpfs", resolved(dir)});
+  for (const std::string& path : config.read_only_paths) {
+    argv.insert(argv.end(), {"--ro-bind", resolved(path), resolved(path)});
+  }
+  for (const std::string& dir : config.hidden_dirs) argv.insert(argv.end(), {"--remount-ro", resolved(dir)});
   if (config.gpu >= 0) add_gpu_nodes(config.gpu, argv);
   argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp", "--"});
   argv.insert(argv.end(), command.begin(), command.end());

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -87,6 +91,25 @@ TEST(Sandbox, OnlyTheJobsGpuNodes) {
   cpu.gpu = -1;
   const std::vector<std::string> cpu_argv = sandbox_argv(cpu, {"kb-executor"});
   EXPECT_EQ(find_triple(cpu_argv, "--dev-bind-try", "/dev/nvidiactl", "/dev/nvidiactl"), -1);
+}
+
+// bwrap cannot mount at a path through a symbolic link ("Can't mkdir parents"): a key or state
+// dir reached through one (a /work/x -> /data/x checkout, /etc/kbfleet -> ...) is hidden at its
+// real path, which also hides it under every link to it.
+TEST(Sandbox, PathsThroughSymbolicLinksAreHiddenAtTheirRealPath) {
+  const std::filesystem::path base = std::filesystem::temp_directory_path() / ("kb-sandbox-link-" + std::to_string(getpid()));
+  std::filesystem::create_directories(base / "real" / "keys");
+  std::ofstream(base / "real" / "keys" / "worker.key") << "secret\n";
+  std::filesystem::create_directory_symlink(base / "real", base / "link");
+  SandboxConfig c = config();
+  c.hidden_files = {(base / "link" / "keys" / "worker.key").string()};
+  c.hidden_dirs = {(base / "link" / "keys").string()};
+  const std::vector<std::string> argv = sandbox_argv(c, {"kb-executor"});
+  const std::string real = std::filesystem::canonical(base / "real").string();
+  EXPECT_GE(find_triple(argv, "--ro-bind-try", "/dev/null", real + "/keys/worker.key"), 0);
+  EXPECT_GE(find_triple(argv, "--tmpfs", real + "/keys", "--ro-bind"), 0);
+  EXPECT_FALSE(has(argv, (base / "link" / "keys" / "worker.key").string()));
+  std::filesystem::remove_all(base);
 }
 
 TEST(Sandbox, ModeOptionResolves) {
