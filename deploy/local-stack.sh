@@ -8,6 +8,8 @@
 #   --suite S        suite or comma-separated problem ids (default: kernelbench22)
 #   --device D       auto (default), cuda or cpu: which workers to start
 #   --workers N      CPU workers to start when there is no GPU (default: 1)
+#   --gpu-all        one `kb-worker --gpu all` (a child worker per visible GPU under one parent,
+#                    the way a packaged node runs) instead of one kb-worker per GPU
 #   --time-cap S     timing cap per job in seconds (default: 15 on GPUs, 3 on the CPU)
 #   --state DIR      keep the cluster, logs and worker state here (default: a new temp dir,
 #                    removed at the end when the run succeeded); reusing DIR reuses the database
@@ -25,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 say() { echo "local-stack: $*" >&2; }
 die() { say "$1"; exit "${2:-1}"; }
 
-preset="" suite=kernelbench22 device=auto cpu_workers=1 time_cap="" state="" keep=0 bin_dir=""
+preset="" suite=kernelbench22 device=auto cpu_workers=1 time_cap="" state="" keep=0 bin_dir="" gpu_all=0
 submit_extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -33,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --suite) suite=${2:?--suite needs a value}; shift 2 ;;
     --device) device=${2:?--device needs auto, cuda or cpu}; shift 2 ;;
     --workers) cpu_workers=${2:?--workers needs a count}; shift 2 ;;
+    --gpu-all) gpu_all=1; shift ;;
     --time-cap) time_cap=${2:?--time-cap needs seconds}; shift 2 ;;
     --state) state=${2:?--state needs a directory}; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -200,7 +203,9 @@ start_worker() {  # start_worker NAME ARGS...
     >"$state/worker-$name.log" 2>&1 &
   echo $! >> "$state/workers.pids"
 }
-if [[ $gpus -gt 0 ]]; then
+if [[ $gpus -gt 0 && $gpu_all == 1 ]]; then
+  start_worker local-gpu --gpu all
+elif [[ $gpus -gt 0 ]]; then
   for ((i = 0; i < gpus; i++)); do start_worker "local-gpu$i" --gpu "$i"; done
 else
   for ((i = 0; i < cpu_workers; i++)); do start_worker "local-cpu$i" --device cpu; done
