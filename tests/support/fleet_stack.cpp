@@ -38,6 +38,24 @@ std::string faulty_pack_path() { return KB_TEST_FAULTY_PACK_PATH; }
 std::string source_dir() { return KB_TEST_SOURCE_DIR; }
 std::string problems_dir() { return source_dir() + "/problems"; }
 
+std::map<int64_t, int> read_execution_log(const std::string& path, const std::string& event,
+                                          const std::string& worker) {
+  std::map<int64_t, int> n;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string job, attempt, what, who;
+    std::getline(fields, job, ',');
+    std::getline(fields, attempt, ',');
+    std::getline(fields, what, ',');
+    std::getline(fields, who, ',');
+    if (job.empty() || what != event || (!worker.empty() && who != worker)) continue;
+    ++n[std::stoll(job)];
+  }
+  return n;
+}
+
 std::string make_work_dir(const std::string& prefix) {
   std::random_device random;
   const fs::path dir = fs::temp_directory_path() /
@@ -214,20 +232,7 @@ std::optional<std::chrono::milliseconds> FleetStack::wait_for_value(
 
 std::map<int64_t, int> FleetStack::executions(const std::string& event,
                                               const std::string& worker) const {
-  std::map<int64_t, int> n;
-  std::ifstream in(execution_log());
-  std::string line;
-  while (std::getline(in, line)) {
-    std::stringstream fields(line);
-    std::string job, attempt, what, who;
-    std::getline(fields, job, ',');
-    std::getline(fields, attempt, ',');
-    std::getline(fields, what, ',');
-    std::getline(fields, who, ',');
-    if (job.empty() || what != event || (!worker.empty() && who != worker)) continue;
-    ++n[std::stoll(job)];
-  }
-  return n;
+  return read_execution_log(execution_log(), event, worker);
 }
 
 bool FleetStack::wait_for_executions(int64_t job_id, int times, std::chrono::milliseconds timeout,

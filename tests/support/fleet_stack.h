@@ -108,6 +108,11 @@ class FleetStack {
   std::vector<Worker> workers_;
 };
 
+// A kb-worker --execution-log file: job id -> how many `event` lines it has (by any worker; with
+// `worker`, by that one). A missing file has none.
+std::map<int64_t, int> read_execution_log(const std::string& path, const std::string& event = "start",
+                                          const std::string& worker = "");
+
 // Paths of the binaries under test (set by tests/CMakeLists.txt).
 std::string coordinator_binary();
 std::string worker_binary();
