@@ -4,17 +4,22 @@
 // the workers' --execution-log) and what was stored (rows): one result per job alone cannot fail,
 // results being UNIQUE per job.
 //
-// The sandbox's hostile packs (a socket, a write to $HOME) are tests/sandbox; the trust model's
-// key and coordinator checks are trust_test.cpp.
+// The sandbox itself (hostile packs: a socket, $HOME, the state dir, the key) is tests/sandbox;
+// the trust model's key and coordinator checks are trust_test.cpp.
 //
 // Needs KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster); skips without it.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -230,6 +235,53 @@ TEST_F(FaultTest, CancelMidRunKillsTheExecutorWithinTwoSeconds) {
   EXPECT_EQ(rows_of_job(job), 0);
   report("cancel mid-run (cpu executor)", "1/" + std::to_string(stack.executions()[job]),
          "0/" + std::to_string(rows_of_job(job)), t0);
+}
+
+// A hostile candidate pack run by a real kb-worker (kb-executor on the CPU device under its
+// bubblewrap sandbox; tests/sandbox checks the sandbox itself): a job that opens a socket and one
+// that writes to $HOME each fail as the candidate's runtime_error, a final result stored once
+// after one execution, not an infrastructure failure retried on every host; nothing arrives.
+TEST_F(FaultTest, AHostilePackJobIsStoredOnceAsItsOwnFailureAndNotRetried) {
+  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
+  if (access("/usr/bin/bwrap", X_OK) != 0) GTEST_SKIP() << "bwrap is not installed: no sandbox to test";
+  const auto t0 = Clock::now();
+  FleetStack& stack = make_stack();
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string home = work_dir_ + "/home";
+  fs::create_directories(home);
+  // The worker (and so its executors) inherit these: the hostile variants' targets.
+  setenv("KB_HOSTILE_PORT", std::to_string(ntohs(addr.sin_port)).c_str(), 1);
+  const std::string saved_home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  setenv("HOME", home.c_str(), 1);
+  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  add_worker("cpu-a", "cpu");
+  setenv("HOME", saved_home.c_str(), 1);
+  const int64_t run = submit({"submit", "L1_054,L1_060", "--preset", "small", "--pack", faulty_pack_path(),
+                              "--time-cap", "1"});
+  ASSERT_GT(run, 0);
+  ASSERT_TRUE(stack.wait_for_run(run, seconds(120)));
+  const std::string r = std::to_string(run);
+  EXPECT_EQ(value("SELECT count(*) FROM results WHERE run_id = " + r + " AND status = 'runtime_error'"), 2)
+      << stack.query_value("SELECT string_agg(problem_id || ': ' || message, ' | ') FROM results WHERE run_id = " + r)
+             .value();
+  EXPECT_EQ(value("SELECT count(*) FROM jobs WHERE run_id = " + r + " AND state = 'done' AND attempt = 1"), 2);
+  const int accepted = accept(listener, nullptr, nullptr);
+  EXPECT_LT(accepted, 0) << "a hostile job reached the listener";
+  if (accepted >= 0) close(accepted);
+  close(listener);
+  EXPECT_FALSE(fs::exists(home + "/kb-hostile-was-here"));
+  const auto runs = stack.executions();
+  EXPECT_EQ(runs.size(), 2u);
+  for (const auto& [job, n] : runs) EXPECT_EQ(n, 1) << "job " << job;
+  report("hostile pack (socket, $HOME)", "1+1/" + std::to_string(total(runs)),
+         "2/" + std::to_string(value("SELECT count(*) FROM results WHERE run_id = " + r)), t0);
 }
 
 // Partition: a worker stopped (SIGSTOP) past its liveness loses the job to another worker;
