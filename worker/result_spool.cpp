@@ -81,9 +81,15 @@ Status ResultSpool::put(int64_t job_id, int64_t attempt, const nlohmann::json& b
   const fs::path final_path = path_of(job_id, attempt);
   fs::path temp = final_path;
   temp += ".tmp";
-  KB_TRY(write_file(temp, body.dump(), durable_));
-  if (::rename(temp.c_str(), final_path.c_str()) != 0)
-    return errno_status("cannot rename " + temp.string());
+  Status written = write_file(temp, body.dump(), durable_);
+  if (written.is_ok() && ::rename(temp.c_str(), final_path.c_str()) != 0)
+    written = errno_status("cannot rename " + temp.string());
+  if (!written.is_ok()) {
+    // A partial temp file would hold space on a disk that is already full, one more per failed
+    // job, and nothing ever reads it back.
+    ::unlink(temp.c_str());
+    return written;
+  }
   return durable_ ? sync_dir(dir_) : Status::ok();
 }
 

@@ -9,7 +9,8 @@
 // A file that cannot be read back (truncated by a full disk, edited by hand) is renamed to
 // `<name>.bad`, counted and logged; it never stops the worker.
 //
-// Errors: put/remove return an io_error Status (a full disk, a read-only directory).
+// Errors: put/remove return an io_error Status (a full disk, a read-only directory); a failed put
+// leaves no file behind.
 // Thread safety: one thread (the worker's loop).
 #pragma once
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "common/curve_keys.h"
@@ -38,7 +39,7 @@ std::string read_text(const std::string& path) {
 // A kb-coordinator process of its own (FleetStack's runs without keys), on ephemeral ports.
 struct Coordinator {
   ChildProcess process;
-  std::string log, endpoints_file, clients;
+  std::string log, endpoints_file, clients, workers;
   bool start(const std::string& dir, const std::string& name, const std::vector<std::string>& extra,
              const std::string& db_url) {
     log = dir + "/" + name + ".log";
@@ -57,6 +58,7 @@ struct Coordinator {
         const auto j = nlohmann::json::parse(read_text(endpoints_file), nullptr, false);
         if (j.is_object()) {
           clients = j.value("clients", std::string());
+          workers = j.value("workers", std::string());
           return true;
         }
       }
@@ -99,6 +101,10 @@ TEST_F(TrustTest, ASecondCoordinatorOnTheSameDatabaseExitsAndDispatchesNothing) 
   const std::string r = std::to_string(run);
   EXPECT_EQ(as_int(stack.query_value("SELECT sum(attempt) FROM jobs WHERE run_id = " + r)), 40);
   EXPECT_EQ(as_int(stack.query_value("SELECT count(*) FROM results WHERE run_id = " + r)), 40);
+  // And each ran once (the worker's execution log), not merely stored once.
+  const std::map<int64_t, int> runs_of_job = stack.executions();
+  EXPECT_EQ(runs_of_job.size(), 40u);
+  for (const auto& [job, n] : runs_of_job) EXPECT_EQ(n, 1) << "job " << job << " ran " << n << " times";
   // Once the first is gone, the lock is free.
   stack.signal_coordinator(SIGTERM);
   ASSERT_TRUE(stack.wait_coordinator_exit(seconds(20)));
@@ -129,6 +135,17 @@ class CurveTrustTest : public TrustTest {
                         "--coordinator-key", dir_ + "/coord.pub", "--submitted-by", "root"},
                        out, seconds(90), {{"KB_DB_URL", db_url}});
   }
+  // A sim kb-worker named `name` with the key `key`, logging its executions to
+  // <dir>/<tag>.executions; `tag` names its log, state dir and execution log.
+  bool start_worker(ChildProcess& process, const std::string& workers, const std::string& name,
+                    const std::string& key, const std::string& tag) {
+    return process.start({worker_binary(), "--coordinator", workers, "--name", name, "--device", "sim",
+                          "--state-dir", dir_ + "/state-" + tag, "--problems-dir", problems_dir(),
+                          "--curve-key", dir_ + "/" + key + ".key", "--coordinator-key",
+                          dir_ + "/coord.pub", "--execution-log", executions_of(tag)},
+                         dir_ + "/" + tag + ".log");
+  }
+  std::string executions_of(const std::string& tag) const { return dir_ + "/" + tag + ".executions"; }
   std::map<std::string, curve::KeyPair> keys_;
 };
 
@@ -157,6 +174,53 @@ TEST_F(CurveTrustTest, WorkerKeysCannotSubmitAndSighupAdmitsANewSubmitter) {
   ASSERT_EQ(runs.size(), 2u);  // the worker key's submit stored nothing
   EXPECT_EQ(runs[0][0].as<std::string>(), "alice");  // not the body's "root"
   EXPECT_EQ(runs[1][0].as<std::string>(), "carol");
+  // Nor any job: 2 sim jobs for each accepted submit. (No worker here, so nothing ran; the runs
+  // of a worker key's jobs are counted in OnlyTheListedWorkerRuns... below.)
+  EXPECT_EQ(txn.exec("SELECT count(*) FROM jobs")[0][0].as<int64_t>(), 4);
+}
+
+// Only the worker key named in workers.txt runs jobs: a second process with the same key and name
+// while the first is alive is refused (DISCONNECT, name in use), and a submitter's key cannot even
+// connect to the workers' socket. Each job runs once, on the real worker, and is stored once.
+TEST_F(CurveTrustTest, OnlyTheListedWorkerRunsJobsNotAClientKeyNorASecondProcessOfItsName) {
+  KB_REQUIRE_TEST_DB(db);
+  Coordinator coordinator;
+  ASSERT_TRUE(coordinator.start(dir_, "coordinator",
+                                {"--curve-secret-key", dir_ + "/coord.key", "--allow-dir", dir_ + "/allow",
+                                 "--heartbeat-ms", "200"},
+                                db.url()));
+  ASSERT_TRUE(coordinator.wait_serving()) << read_text(coordinator.log);
+  FleetStack reader(FleetOptions{db.url()}, dir_);  // for its database queries only
+  ChildProcess real, second, client_key;
+  ASSERT_TRUE(start_worker(real, coordinator.workers, "gpu-1", "gpu-1", "real"));
+  ASSERT_TRUE(reader.wait_for_value("SELECT state FROM workers WHERE name = 'gpu-1'", "idle",
+                                    milliseconds(20000)))
+      << read_text(coordinator.log) << read_text(dir_ + "/real.log");
+  ASSERT_TRUE(start_worker(second, coordinator.workers, "gpu-1", "gpu-1", "second"));
+  ASSERT_TRUE(start_worker(client_key, coordinator.workers, "alice", "alice", "client-key"));
+  const auto end = std::chrono::steady_clock::now() + seconds(20);
+  while (read_text(coordinator.log).find("READY from gpu-1 refused") == std::string::npos &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_NE(read_text(coordinator.log).find("is in use by a live session"), std::string::npos)
+      << read_text(coordinator.log);
+
+  std::string out;
+  ASSERT_EQ(submit_as("alice", coordinator.clients, db.url(), &out), 0) << out;
+  const int64_t run = nlohmann::json::parse(out).value("run_id", int64_t{-1});
+  ASSERT_TRUE(reader.wait_for_run(run, seconds(60))) << read_text(coordinator.log);
+  const std::string r = std::to_string(run);
+  EXPECT_EQ(reader.query_int("SELECT count(*) FROM results WHERE run_id = " + r), 2);
+  EXPECT_EQ(reader.query_int("SELECT count(*) FROM results x JOIN workers w ON w.id = x.worker_id "
+                             "WHERE x.run_id = " + r + " AND w.name = 'gpu-1'"), 2);
+  EXPECT_EQ(reader.query_int("SELECT count(*) FROM workers"), 1);  // never a row for alice
+  const std::map<int64_t, int> on_real = read_execution_log(executions_of("real"));
+  EXPECT_EQ(on_real.size(), 2u);
+  for (const auto& [job, n] : on_real) EXPECT_EQ(n, 1) << "job " << job;
+  EXPECT_TRUE(read_execution_log(executions_of("second")).empty());
+  EXPECT_TRUE(read_execution_log(executions_of("client-key")).empty());
+  EXPECT_TRUE(second.running()) << "the refused worker should retry, not crash";
 }
 
 }  // namespace

@@ -38,6 +38,24 @@ std::string faulty_pack_path() { return KB_TEST_FAULTY_PACK_PATH; }
 std::string source_dir() { return KB_TEST_SOURCE_DIR; }
 std::string problems_dir() { return source_dir() + "/problems"; }
 
+std::map<int64_t, int> read_execution_log(const std::string& path, const std::string& event,
+                                          const std::string& worker) {
+  std::map<int64_t, int> n;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string job, attempt, what, who;
+    std::getline(fields, job, ',');
+    std::getline(fields, attempt, ',');
+    std::getline(fields, what, ',');
+    std::getline(fields, who, ',');
+    if (job.empty() || what != event || (!worker.empty() && who != worker)) continue;
+    ++n[std::stoll(job)];
+  }
+  return n;
+}
+
 std::string make_work_dir(const std::string& prefix) {
   std::random_device random;
   const fs::path dir = fs::temp_directory_path() /
@@ -114,9 +132,10 @@ Status FleetStack::start_worker_process(Worker& worker) {
   std::vector<std::string> args = {worker_binary(),
                                    "--coordinator", workers_endpoint_,
                                    "--name", worker.name,
-                                   "--state-dir", work_dir_ + "/state-" + worker.name,
+                                   "--state-dir", worker_state_dir(worker.name),
                                    "--executor", executor_binary(),
-                                   "--problems-dir", problems_dir()};
+                                   "--problems-dir", problems_dir(),
+                                   "--execution-log", execution_log()};
   args.insert(args.end(), worker.device_args.begin(), worker.device_args.end());
   worker.process = std::make_unique<ChildProcess>();
   if (!worker.process->start(args, work_dir_ + "/worker-" + worker.name + ".log")) {
@@ -131,11 +150,26 @@ int FleetStack::add_worker(const std::string& name, const std::vector<std::strin
   return static_cast<int>(workers_.size()) - 1;
 }
 
+std::string FleetStack::worker_state_dir(const std::string& name) const {
+  return work_dir_ + "/state-" + name;
+}
+
 void FleetStack::kill_worker(int index, int sig) {
   Worker& w = workers_.at(static_cast<size_t>(index));
   if (!w.process) return;
   w.process->signal(sig);
   (void)w.process->wait(std::chrono::seconds(10));
+}
+
+void FleetStack::signal_worker(int index, int sig) {
+  Worker& w = workers_.at(static_cast<size_t>(index));
+  if (w.process) w.process->signal(sig);
+}
+
+std::optional<int> FleetStack::wait_worker_exit(int index, std::chrono::milliseconds timeout) {
+  Worker& w = workers_.at(static_cast<size_t>(index));
+  if (!w.process) return 0;
+  return w.process->wait(timeout);
 }
 
 Status FleetStack::restart_worker(int index) {
@@ -175,6 +209,40 @@ Result<std::string> FleetStack::query_value(const std::string& sql) {
     return std::string(r[0][0].c_str());
   } catch (const std::exception& e) {
     return Status::io_error(std::string("query failed: ") + e.what());
+  }
+}
+
+int64_t FleetStack::query_int(const std::string& sql) {
+  Result<std::string> r = query_value(sql);
+  return r.is_ok() && !r.value().empty() ? std::stoll(r.value()) : -1;
+}
+
+std::optional<std::chrono::milliseconds> FleetStack::wait_for_value(
+    const std::string& sql, const std::string& want, std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    Result<std::string> v = query_value(sql);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    if (v.is_ok() && v.value() == want) return took;
+    if (took >= timeout) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::map<int64_t, int> FleetStack::executions(const std::string& event,
+                                              const std::string& worker) const {
+  return read_execution_log(execution_log(), event, worker);
+}
+
+bool FleetStack::wait_for_executions(int64_t job_id, int times, std::chrono::milliseconds timeout,
+                                     const std::string& event) const {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto n = executions(event);
+    if (n.count(job_id) && n.at(job_id) >= times) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 

@@ -10,7 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,14 +37,23 @@ class FleetStack {
   // Starts kb-coordinator and waits for its endpoints file. After a restart the coordinator
   // binds the ports of the first start again, so that workers reconnect to it.
   Status start_coordinator();
+  // The database of the next start_coordinator() (a "restore": another database).
+  void set_db_url(const std::string& db_url) { options_.db_url = db_url; }
   void signal_coordinator(int sig);
   int coordinator_pid() const { return coordinator_ ? coordinator_->pid() : -1; }
   bool wait_coordinator_exit(std::chrono::milliseconds timeout, int* status = nullptr);
 
   // Starts a kb-worker; returns its index. device_args e.g. {"--device", "cpu"} or
-  // {"--device", "sim"}. The worker keeps its name and state directory across restarts.
+  // {"--device", "sim"}. The worker keeps its name and state directory across restarts, and logs
+  // every execution to execution_log().
   int add_worker(const std::string& name, const std::vector<std::string>& device_args);
+  // The state directory (results spool, pack cache) of the worker `name`.
+  std::string worker_state_dir(const std::string& name) const;
   void kill_worker(int index, int sig);
+  // Sends `sig` without waiting (SIGSTOP, a SIGTERM whose drain the test watches).
+  void signal_worker(int index, int sig);
+  // The worker's exit status once it has exited; nullopt on timeout.
+  std::optional<int> wait_worker_exit(int index, std::chrono::milliseconds timeout);
   Status restart_worker(int index);
   size_t worker_count() const { return workers_.size(); }
 
@@ -56,6 +68,23 @@ class FleetStack {
   bool wait_for_run(int64_t run_id, std::chrono::seconds timeout);
   // One value from the database (first column of the first row; "" when there is no row).
   Result<std::string> query_value(const std::string& sql);
+  // query_value as a number; -1 when the query failed or gave no value.
+  int64_t query_int(const std::string& sql);
+  // Polls `sql` until it gives `want`: how long that took, or nullopt after `timeout`.
+  std::optional<std::chrono::milliseconds> wait_for_value(const std::string& sql,
+                                                          const std::string& want,
+                                                          std::chrono::milliseconds timeout);
+
+  // The workers' execution log (kb-worker --execution-log): one "job_id,attempt,event,worker"
+  // line per start, finish, revoke or abort. How many times each job RAN is what a fault test
+  // checks (one result row per job alone cannot fail: results are UNIQUE per job).
+  std::string execution_log() const { return work_dir_ + "/executions.log"; }
+  // job id -> how many `event` lines it has (by any worker; with `worker`, by that one).
+  std::map<int64_t, int> executions(const std::string& event = "start",
+                                    const std::string& worker = "") const;
+  // Waits until job `job_id` has `times` `event` lines (true) or `timeout` passes (false).
+  bool wait_for_executions(int64_t job_id, int times, std::chrono::milliseconds timeout,
+                           const std::string& event = "start") const;
 
   const std::string& work_dir() const { return work_dir_; }
   const std::string& clients_endpoint() const { return clients_endpoint_; }
@@ -78,6 +107,11 @@ class FleetStack {
   std::string workers_endpoint_, clients_endpoint_, http_endpoint_;
   std::vector<Worker> workers_;
 };
+
+// A kb-worker --execution-log file: job id -> how many `event` lines it has (by any worker; with
+// `worker`, by that one). A missing file has none.
+std::map<int64_t, int> read_execution_log(const std::string& path, const std::string& event = "start",
+                                          const std::string& worker = "");
 
 // Paths of the binaries under test (set by tests/CMakeLists.txt).
 std::string coordinator_binary();
