@@ -627,6 +627,30 @@ TEST_F(SchedulerTest, ByeDrainingGivesBackHeldJobsAtOnceAndStopsDispatch) {
   EXPECT_EQ(result("b", 2, 2), ResultDisposition::kAccepted);
 }
 
+// Issue 14: a JOB that was on its way when the worker's BYE {draining} arrived comes back in a
+// second BYE {draining, release}; it is requeued at once and not counted as an attempt.
+TEST_F(SchedulerTest, AJobGivenBackAfterTheDrainingByeIsRequeuedWithoutCountingAnAttempt) {
+  scheduler_.submit({job(1, 10)});
+  ready(1, "a");
+  scheduler_.add_credits("a", 2);
+  ASSERT_EQ(sent().size(), 1u);
+  JobRecord late = job(2, 5);
+  late.max_attempts = 1;
+  scheduler_.submit({late});
+  ASSERT_EQ(sent(), (std::vector<std::pair<std::string, int64_t>>{{"a", 2}}));
+  scheduler_.worker_bye("a", {}, Scheduler::ByeKind::kDraining);  // before its JOB 2 arrived
+  EXPECT_EQ(scheduler_.stats().leased, 2u);
+  scheduler_.worker_bye("a", {token(2, 1)}, Scheduler::ByeKind::kDraining);
+  EXPECT_EQ(scheduler_.stats().queued, 1u);
+  EXPECT_EQ(scheduler_.stats().jobs_failed, 0u);
+  scheduler_.add_credits("a", 1);
+  EXPECT_TRUE(sent().empty());
+  ready(2, "b");
+  scheduler_.add_credits("b", 1);
+  ASSERT_EQ(sent(), (std::vector<std::pair<std::string, int64_t>>{{"b", 2}}));
+  EXPECT_EQ(result("b", 2, 2), ResultDisposition::kAccepted);  // attempt 2 of max_attempts 1
+}
+
 TEST_F(SchedulerTest, ByeFinalMarksTheWorkerGoneAtOnceAndRequeuesWhatItHeld) {
   scheduler_.submit({job(1)});
   ready(1, "a");
