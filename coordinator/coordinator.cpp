@@ -257,7 +257,7 @@ void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
     for (const Dispatch& d : dispatches) scheduler_.lease_not_stored(d.token);
   } else {
     for (const Dispatch& d : dispatches) {
-      if (scheduler_.lease_is_current(d.token)) send_to_worker(d.routing_id, d.message);
+      if (scheduler_.send_or_requeue(d.token)) send_to_worker(d.routing_id, d.message);
     }
     uint64_t inserted = 0;
     std::vector<int64_t> to_check;  // new real (not sim) results: regression detection

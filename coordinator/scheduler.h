@@ -3,7 +3,7 @@
 // no database. Each event updates the state and appends to three outboxes that the caller drains:
 //   take_batch()       the state changes for the database thread (one JobStore::apply each)
 //   take_dispatches()  the JOBs whose leases are in that batch: sent only after it commits, and
-//                      only while lease_is_current() (a JOB never names an uncommitted lease)
+//                      only if send_or_requeue() says so (a JOB never names an uncommitted lease)
 //   take_messages()    messages to send now (REVOKE), each with its routing id
 //
 // Rules (schemas/protocol.md):
@@ -176,6 +176,10 @@ class Scheduler {
   std::vector<Dispatch> take_dispatches();  // the JOBs of the batch take_batch() returned last
   std::vector<OutgoingMessage> take_messages();
   bool lease_is_current(const LeaseToken& token) const;
+  // The batch holding this lease committed: true when its JOB goes out now. False when the lease
+  // has ended, or when its worker is draining (BYE {draining} or an admin's drain) since it was
+  // made: then the job is requeued, not counted as an attempt, and the JOB is not sent.
+  bool send_or_requeue(const LeaseToken& token);
   // The batch holding this lease was not stored: its JOB was never sent; the job is queued again.
   void lease_not_stored(const LeaseToken& token);
   bool has_pending_batch() const { return !pending_.empty(); }

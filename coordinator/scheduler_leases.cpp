@@ -121,6 +121,17 @@ bool Scheduler::lease_is_current(const LeaseToken& token) const {
          it->second.lease_id == token.lease_id && it->second.record.attempt == token.attempt;
 }
 
+bool Scheduler::send_or_requeue(const LeaseToken& token) {
+  if (!lease_is_current(token)) return false;
+  Job& job = jobs_.at(token.job_id);
+  auto holder = workers_.find(job.holder);
+  if (holder == workers_.end()) return true;
+  if (!holder->second.leaving && !drained_.count(holder->second.name)) return true;
+  requeue(job, "its worker is draining", /*counted=*/false);
+  dispatch_all();
+  return false;
+}
+
 void Scheduler::lease_not_stored(const LeaseToken& token) {
   if (!lease_is_current(token)) return;
   requeue(jobs_.at(token.job_id), "its lease was not stored", /*counted=*/false);

@@ -221,10 +221,11 @@ void WorkerSession::on_job(const nlohmann::json& body, SteadyClock::time_point n
     return;
   }
   ++stats_.jobs_received;
-  if (draining_ || is_held({job->job_id, job->attempt})) {
-    ++stats_.jobs_ignored;  // a duplicate, or we are stopping: the coordinator requeues it
+  if (is_held({job->job_id, job->attempt})) {
+    ++stats_.jobs_ignored;  // a duplicate
     return;
   }
+  if (draining_) return give_back_while_draining(job.value(), now);
   job->epoch = epoch_;
   if (config_.needs_packs) WorkerMetrics::global().pack_lookup(packs_.path_of(job->pack).has_value());
   held_.push_back(std::move(job).value());

@@ -27,8 +27,10 @@
 // REVOKE {job_id, attempt, reason}: a held job is dropped; the running one is killed (its process
 // group) and reports nothing. reason "drain" (an admin's) spares the running job and gives a held
 // one back with BYE {release}. Lifecycle (worker_main.cpp): drain() on the first SIGTERM (held jobs
-// given back with BYE {draining}, the running one finishes), stop_now() on the second (the running
-// job is killed and given back with BYE {final}), say_goodbye() (BYE {final}) before exiting.
+// given back with BYE {draining}, the running one finishes; a JOB that arrives later, leased
+// before the coordinator read that BYE, is given back at once the same way), stop_now() on the
+// second (the running job is killed and given back with BYE {final}), say_goodbye() (BYE {final})
+// before exiting.
 //
 // SessionConfig::execution_log: one line "job_id,attempt,event,worker" per start, finish, revoke
 // or abort of a job, appended; the fault tests count executions with it.
@@ -87,7 +89,7 @@ std::string_view to_string(SessionState state);
 struct SessionStats {
   int64_t connects = 0, welcomes = 0, jobs_received = 0, jobs_ignored = 0, jobs_started = 0,
           results_sent = 0, acks = 0, packs_received = 0, dropped_messages = 0, revokes = 0,
-          rejected = 0, foreign_epoch = 0;
+          rejected = 0, foreign_epoch = 0, jobs_given_back = 0;
 };
 
 class WorkerSession {
@@ -133,6 +135,7 @@ class WorkerSession {
   void on_job(const nlohmann::json& body, SteadyClock::time_point now);
   void on_ack(const nlohmann::json& body);
   void on_revoke(const nlohmann::json& body, SteadyClock::time_point now);
+  void give_back_while_draining(const JobSpec& job, SteadyClock::time_point now);
   void drop_foreign_results();
   void log_execution(const JobSpec& job, const char* event) const;
   void on_pack(const wire::Message& message, SteadyClock::time_point now);

@@ -83,6 +83,15 @@ void WorkerSession::drain(SteadyClock::time_point now) {
   send(MessageType::kBye, {{"draining", true}, {"release", std::move(release)}}, now);
 }
 
+// The coordinator leased this job before it read our BYE {draining}: it goes back the same way,
+// at once, rather than staying leased (and costing an attempt) until BYE {final} or its deadline.
+void WorkerSession::give_back_while_draining(const JobSpec& job, SteadyClock::time_point now) {
+  ++stats_.jobs_given_back;
+  log(config_.name, job_name(job) + " arrived while draining: given back");
+  send(MessageType::kBye, {{"draining", true}, {"release", nlohmann::json::array({token_of(job)})}},
+       now);
+}
+
 void WorkerSession::stop_now(SteadyClock::time_point now) {
   draining_ = true;
   nlohmann::json release = nlohmann::json::array();

@@ -27,6 +27,8 @@
 #include <map>
 #include <thread>
 
+#include <pqxx/pqxx>
+
 #include "common/wire_protocol.h"
 #include "common/zmq_messaging.h"
 #include "tests/support/fleet_stack.h"
@@ -52,6 +54,18 @@ int total(const std::map<int64_t, int>& counts) {
   int n = 0;
   for (const auto& [job, count] : counts) n += count;
   return n;
+}
+
+// Waits until the file at `path` contains `text` (true) or `timeout` passes (false).
+bool wait_for_text(const std::string& path, const std::string& text, milliseconds timeout) {
+  const auto end = Clock::now() + timeout;
+  while (true) {
+    std::ifstream in(path);
+    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (all.find(text) != std::string::npos) return true;
+    if (Clock::now() >= end) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
 }
 
 // How many kb-executor processes (and bwrap sandboxes around one) run with `marker` on their
@@ -427,7 +441,8 @@ TEST_F(FaultTest, SigtermDrainsFinishesTheRunningJobRequeuesThePrefetchedOneAndS
   FleetStack& stack = make_stack();
   ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
   const int drained = add_worker("drained");
-  const int64_t run = submit_sim({2000, 2000});
+  // One attempt per job: a given-back job that counted as one would fail instead of running.
+  const int64_t run = submit_sim({2000, 2000}, {"--max-attempts", "1"});
   ASSERT_GT(run, 0);
   const std::string r = std::to_string(run);
   const int64_t running = first_job(run), prefetched = last_job(run);
@@ -459,8 +474,76 @@ TEST_F(FaultTest, SigtermDrainsFinishesTheRunningJobRequeuesThePrefetchedOneAndS
   EXPECT_EQ(stack.executions("start", "drained")[running], 1);
   EXPECT_EQ(stack.executions()[prefetched], 1);
   EXPECT_EQ(stack.executions("start", "after")[prefetched], 1);
+  // Leased twice (attempt 2 in its row), run once, and not failed under max_attempts 1.
+  EXPECT_EQ(value("SELECT attempt FROM results WHERE job_id = " + std::to_string(prefetched)), 2);
+  EXPECT_EQ(value("SELECT attempt FROM results WHERE job_id = " + std::to_string(running)), 1);
   report("SIGTERM drain", "1+1/" + std::to_string(total(stack.executions())),
          "2/" + std::to_string(value("SELECT count(*) FROM results WHERE run_id = " + r)), t0);
+}
+
+// Issue 14's race: a job leased to a worker just before its SIGTERM, whose JOB had not reached it
+// when it said BYE {draining}. The lease's commit is held back by a row lock until the
+// coordinator has read that BYE. The job must not run on the draining worker, must come back
+// without waiting for BYE {final}, and must not count as an attempt (max_attempts 1): it runs
+// once elsewhere, as attempt 2. (It used to be ignored by the worker, then requeued as a counted
+// attempt at BYE {final}: failed.)
+TEST_F(FaultTest, AJobLeasedAsTheWorkerDrainsIsRequeuedUncountedAndRunsOnceElsewhere) {
+  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
+  const auto t0 = Clock::now();
+  FleetStack& stack = make_stack();
+  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  const int drained = add_worker("drained");
+  const int64_t run = submit_sim({1500, 1500});
+  ASSERT_GT(run, 0);
+  const int64_t first = first_job(run), second = last_job(run);
+  ASSERT_TRUE(wait_started(first, 1));
+  const int64_t late_run = submit_sim({500}, {"--max-attempts", "1"});
+  ASSERT_GT(late_run, 0);
+  const int64_t late = first_job(late_run);
+  const std::string l = std::to_string(late);
+  ASSERT_EQ(stack.query_value("SELECT state || attempt FROM jobs WHERE id = " + l).value(),
+            "queued0");
+
+  // The lease of `late` (made when `first` ends and the worker asks for one more) waits on this.
+  pqxx::connection locker(db_->url());
+  auto hold = std::make_unique<pqxx::work>(locker);
+  hold->exec("SELECT id FROM jobs WHERE id = " + l + " FOR UPDATE");
+  ASSERT_TRUE(wait_started(second, 1));
+  ASSERT_TRUE(stack.wait_for_value("SELECT count(*) > 0 FROM pg_locks WHERE NOT granted", "t",
+                                   milliseconds(10000)))
+      << "the lease of the late job never waited on the row lock";
+  stack.signal_worker(drained, SIGTERM);
+  ASSERT_TRUE(wait_for_text(stack.work_dir() + "/coordinator.log", "said BYE (draining)",
+                            milliseconds(5000)));
+  const auto unlocked_at = Clock::now();
+  hold->commit();
+  hold.reset();
+  const auto requeued = stack.wait_for_value("SELECT state || attempt FROM jobs WHERE id = " + l,
+                                             "queued1", milliseconds(1500));
+  ASSERT_TRUE(requeued) << "the late job was not requeued at once";
+  const std::optional<int> exit = stack.wait_worker_exit(drained, milliseconds(15000));
+  ASSERT_TRUE(exit.has_value()) << "the drained worker did not exit";
+  EXPECT_EQ(*exit, 0);
+  const bool given_back_by_worker = wait_for_text(stack.work_dir() + "/worker-drained.log",
+                                                  "arrived while draining", milliseconds(0));
+  std::cout << "[fault] late JOB: requeued " << requeued->count()
+            << " ms after the row lock was released ("
+            << (given_back_by_worker ? "given back by the worker" : "not sent by the coordinator")
+            << "; " << since(unlocked_at).count() << " ms to the worker's exit)\n";
+
+  add_worker("after");
+  ASSERT_TRUE(stack.wait_for_run(late_run, seconds(30)));
+  ASSERT_TRUE(stack.wait_for_run(run, seconds(30)));
+  EXPECT_EQ(stack.query_value("SELECT state FROM jobs WHERE id = " + l).value(), "done");
+  EXPECT_EQ(rows_of_job(late), 1);
+  EXPECT_EQ(value("SELECT attempt FROM results WHERE job_id = " + l), 2);
+  EXPECT_EQ(stack.executions("start", "drained")[late], 0);
+  EXPECT_EQ(stack.executions("start", "after")[late], 1);
+  EXPECT_EQ(stack.executions()[first], 1);
+  EXPECT_EQ(stack.executions()[second], 1);
+  EXPECT_EQ(rows_of_job(first) + rows_of_job(second), 2);
+  report("late JOB while draining", "3/" + std::to_string(total(stack.executions())),
+         "3/" + std::to_string(value("SELECT count(*) FROM results")), t0);
 }
 
 // The database is replaced (a restore onto a fresh database) while a worker holds an unacked

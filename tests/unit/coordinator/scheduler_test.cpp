@@ -627,6 +627,69 @@ TEST_F(SchedulerTest, ByeDrainingGivesBackHeldJobsAtOnceAndStopsDispatch) {
   EXPECT_EQ(result("b", 2, 2), ResultDisposition::kAccepted);
 }
 
+// Issue 14: a JOB that was on its way when the worker's BYE {draining} arrived comes back in a
+// second BYE {draining, release}; it is requeued at once and not counted as an attempt.
+TEST_F(SchedulerTest, AJobGivenBackAfterTheDrainingByeIsRequeuedWithoutCountingAnAttempt) {
+  scheduler_.submit({job(1, 10)});
+  ready(1, "a");
+  scheduler_.add_credits("a", 2);
+  ASSERT_EQ(sent().size(), 1u);
+  JobRecord late = job(2, 5);
+  late.max_attempts = 1;
+  scheduler_.submit({late});
+  ASSERT_EQ(sent(), (std::vector<std::pair<std::string, int64_t>>{{"a", 2}}));
+  scheduler_.worker_bye("a", {}, Scheduler::ByeKind::kDraining);  // before its JOB 2 arrived
+  EXPECT_EQ(scheduler_.stats().leased, 2u);
+  scheduler_.worker_bye("a", {token(2, 1)}, Scheduler::ByeKind::kDraining);
+  EXPECT_EQ(scheduler_.stats().queued, 1u);
+  EXPECT_EQ(scheduler_.stats().jobs_failed, 0u);
+  scheduler_.add_credits("a", 1);
+  EXPECT_TRUE(sent().empty());
+  ready(2, "b");
+  scheduler_.add_credits("b", 1);
+  ASSERT_EQ(sent(), (std::vector<std::pair<std::string, int64_t>>{{"b", 2}}));
+  EXPECT_EQ(result("b", 2, 2), ResultDisposition::kAccepted);  // attempt 2 of max_attempts 1
+}
+
+// A lease made before the worker's BYE {draining}, its batch still committing when the BYE comes:
+// its JOB is not sent; the job is requeued uncounted and goes to another worker.
+TEST_F(SchedulerTest, AJobLeasedBeforeADrainingByeIsNotSentAndRequeuedUncounted) {
+  scheduler_.submit({job(1, 10)});
+  ready(1, "a");
+  scheduler_.add_credits("a", 2);
+  ASSERT_EQ(sent().size(), 1u);
+  JobRecord late = job(2, 5);
+  late.max_attempts = 1;
+  scheduler_.submit({late});
+  (void)scheduler_.take_batch();
+  std::vector<Dispatch> d = scheduler_.take_dispatches();
+  ASSERT_EQ(d.size(), 1u);
+  scheduler_.worker_bye("a", {}, Scheduler::ByeKind::kDraining);
+  EXPECT_FALSE(scheduler_.send_or_requeue(d[0].token));
+  EXPECT_EQ(scheduler_.stats().queued, 1u);
+  EXPECT_EQ(scheduler_.stats().jobs_failed, 0u);
+  ready(2, "b");
+  scheduler_.add_credits("b", 1);
+  (void)scheduler_.take_batch();
+  d = scheduler_.take_dispatches();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].token.job_id, 2);
+  EXPECT_TRUE(scheduler_.send_or_requeue(d[0].token));
+}
+
+// Same for an admin's drain: its REVOKE went out at once, so the JOB must not follow it.
+TEST_F(SchedulerTest, AJobLeasedBeforeAnAdminDrainIsNotSent) {
+  scheduler_.submit({job(1)});
+  ready(1, "a");
+  scheduler_.add_credits("a", 1);
+  (void)scheduler_.take_batch();
+  std::vector<Dispatch> d = scheduler_.take_dispatches();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(scheduler_.control("worker-1", "drain"), "");
+  EXPECT_FALSE(scheduler_.send_or_requeue(d[0].token));
+  EXPECT_EQ(scheduler_.stats().queued, 1u);
+}
+
 TEST_F(SchedulerTest, ByeFinalMarksTheWorkerGoneAtOnceAndRequeuesWhatItHeld) {
   scheduler_.submit({job(1)});
   ready(1, "a");

@@ -337,12 +337,39 @@ TEST_F(WorkerSessionTest, DrainGivesBackHeldJobsAndLetsTheRunningOneFinish) {
   EXPECT_EQ(bye.message.body["draining"], true);
   EXPECT_EQ(bye.message.body["release"],
             nlohmann::json::parse(R"([{"job_id": 51, "attempt": 1, "lease_id": 9}])"));
-  send(id, MessageType::kJob, sim_job(52, 5));  // nothing new is taken
+  send(id, MessageType::kHeartbeat, {});  // this fake coordinator is silent otherwise
   EXPECT_EQ(expect(MessageType::kResult).message.body["job_id"], 50);
   EXPECT_FALSE(has(MessageType::kRequest));
   EXPECT_FALSE(session_->busy());
   session_->say_goodbye(SteadyClock::now());
   EXPECT_EQ(expect(MessageType::kBye).message.body["final"], true);
+}
+
+// Issue 14: a JOB leased before the coordinator read BYE {draining} used to be ignored, and stayed
+// leased until BYE {final} or its deadline. It goes back at once, as a release (not an attempt).
+TEST_F(WorkerSessionTest, AJobReceivedWhileDrainingIsGivenBackAtOnceAndNeverStarts) {
+  make_session();
+  const std::string id = register_worker();
+  send(id, MessageType::kJob, sim_job(55, 300));
+  run_for(milliseconds(30));
+  session_->drain(SteadyClock::now());
+  EXPECT_EQ(expect(MessageType::kBye).message.body["release"], nlohmann::json::array());
+  nlohmann::json late = sim_job(56, 5);
+  late["lease_id"] = 11;
+  send(id, MessageType::kJob, late);
+  Received bye = expect(MessageType::kBye, milliseconds(200));
+  EXPECT_EQ(bye.message.body["draining"], true);
+  EXPECT_FALSE(bye.message.body.contains("final"));
+  EXPECT_EQ(bye.message.body["release"],
+            nlohmann::json::parse(R"([{"job_id": 56, "attempt": 1, "lease_id": 11}])"));
+  EXPECT_EQ(session_->stats().jobs_given_back, 1);
+  EXPECT_EQ(session_->held_jobs(), 1u);  // only the running one
+  EXPECT_EQ(expect(MessageType::kResult).message.body["job_id"], 55);
+  run_for(milliseconds(50));
+  EXPECT_FALSE(has(MessageType::kResult));  // 56 never ran
+  EXPECT_FALSE(has(MessageType::kRequest));
+  EXPECT_EQ(session_->stats().jobs_started, 1);
+  EXPECT_FALSE(session_->busy());
 }
 
 TEST_F(WorkerSessionTest, ASecondStopKillsTheRunningJobAndGivesItBack) {
