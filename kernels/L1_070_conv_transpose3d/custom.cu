@@ -24,7 +24,9 @@
 // of 27x (v1 gathered every tap: 39 GB of 4-byte cp.async, its real bound with the per-MMA split).
 // Predicted (H200): 5.2 M x 2.5-3 clk at ~1.9 GHz = 6.9-8.2 ms + ~5% per-item overhead
 // (barrier, patch split) -> 7.5-8.5 ms (v1 measured 14.2 ms). Accuracy ~fp32 (3xTF32).
-// Registers/shared (ptxas, sm_90): 198 registers, no spills; 208,128 B dynamic shared, 1 CTA/SM.
+// Registers/shared (ptxas, sm_90): 220 registers, no spills (198 before the accumulation was
+// promoted per tap, parity_gemm3d.cuh: 48 FADD per warp and tap for an error ~0.3-0.5x the fp32
+// reference's instead of 15-25x); 208,128 B dynamic shared, 1 CTA/SM.
 #include "kernels/conv_transpose3d_tf32x3/parity_gemm3d.cuh"
 #include "kernels/implementation.h"
 

@@ -12,6 +12,15 @@
 // cp.async and its raw patch (4 positions x 8 channels per thread) sits in registers, to be split
 // and stored into the free stage after the MMAs. Per item and tap a warp does 8 + kNT LDS.128 and
 // 3 x 4 x kNT MMAs (small terms first, then big x big); no split or gather in the MMA loop.
+// Accumulation promoted per tap (one k8 step; tf32x3_mma.cuh, mma3_k8_promoted): each tap's 3
+// MMAs of a tile start from zero and the partial sum goes into the fp32 accumulator by FADD
+// (round to nearest), since a long sum kept in the MMA accumulator truncates toward zero every
+// MMA: K = 1,296 (486 MMAs) made L1_070's error 14-20x the fp32 reference's on the robustness
+// trials' shifted / scaled inputs (H200: scale 11.5x the tolerance vs 0.79x); promoted, a scratch
+// RZ model gives 0.3-0.5x the fp32-FMA error. Cost: 4 kNT FADD per m16 tile and tap (48 per warp
+// and tap beside 36 MMAs at kNT 3) and 4 kNT registers of partial sums (ptxas: kNT 3 198 -> 220
+// registers, kNT 4 212 -> 228, no spills; period 1 because a longer one keeps a second 16 kNT
+// accumulator live, past the 255-register limit at kNT 4).
 // At a tile's end the accumulators go straight to y (positions outside the output not stored).
 //
 // Thread safety: stateless kernels; one ParityConvTranspose3d per thread at a time.
@@ -36,7 +45,7 @@ namespace kb::custom::ct3d {
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
-using ::kb::tf32x3::mma_tf32;
+using ::kb::tf32x3::mma3_k8_promoted;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
 
@@ -148,19 +157,8 @@ __device__ __forceinline__ void mma_item(const GemmParams& g, int cls, const flo
       b_big[nt][0] = v.x, b_big[nt][1] = v.y, b_small[nt][0] = v.z, b_small[nt][1] = v.w;
     }
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-        mma_tf32(acc[mt][nt], a_small[mt], b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-        mma_tf32(acc[mt][nt], a_big[mt], b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_big[mt], b_big[nt][0], b_big[nt][1]);
+    for (int mt = 0; mt < kMT; ++mt)  // promoted per tap (= one k8 step): see tf32x3_mma.cuh
+      mma3_k8_promoted<kNT>(acc[mt], a_big[mt], a_small[mt], b_big, b_small);
   }
 }
 

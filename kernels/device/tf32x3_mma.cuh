@@ -4,7 +4,8 @@
 //
 // 3xTF32: x = big + small + r with big = tf32(x), small = tf32(x - big) (x - big is exact), both
 // rounded to nearest (never truncated: truncation's bias accumulates over long sums); a product is
-// small*big + big*small + big*big in fp32 accumulators (small*small dropped), ~fp32 accuracy.
+// small*big + big*small + big*big in fp32 accumulators (small*small dropped), ~fp32 accuracy
+// when the accumulation is promoted out of the MMA accumulator often enough (mma3_k8_promoted).
 //
 // Thread safety: device functions without state.
 #pragma once
@@ -41,6 +42,67 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
       "{%8,%9}, {%0,%1,%2,%3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// d = a * b on one m16n8k8 tile, the accumulator input zero: opens a promotion period.
+__device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+}
+
+// acc[nt] += the 3xTF32 product of one k8 step (one m16 tile x kNT n8 tiles), with the
+// accumulation promoted every k8 step: the step's three MMAs (small terms first, then big x big)
+// sum into a fresh MMA accumulator, which then goes into acc by ordinary FADD. Why: the tensor
+// core aligns the addends to the largest exponent and rounds toward zero (Fasi, Higham, Mikaitis,
+// Pranesh 2021, "Numerical behavior of NVIDIA tensor cores"), so a long sum kept in the MMA
+// accumulator loses up to an ulp of the running sum per MMA, always toward zero: its error grows
+// ~linearly with the number of MMAs (K = 1,296 -> 486 MMAs: ~14-20x the fp32-FMA error in the
+// scratch model of such an MMA, and the robustness trials' shifted / scaled inputs flagged it).
+// Promoted, each MMA truncates only against its k8 partial sum, and the running sum rounds to
+// nearest once per step (~sqrt(steps) growth): 0.3-0.5x the fp32-FMA error in the same model.
+// Cost: 4 FADD per tile and step (4 per 3 MMAs, on the FMA pipe, not the tensor pipe) and 4 kNT
+// registers for the step's partial sums; the accumulator's dependency chain gets shorter (the
+// next step's MMAs no longer wait for this step's).
+// d = a * b + 0 * after (+-0 unless `after` is inf or NaN): the zero-start MMA, made to wait for
+// `after`, so that ptxas keeps the steps in order as with one accumulator (kChained below).
+__device__ __forceinline__ void mma_tf32_zero_after(float (&d)[4], const uint32_t (&a)[4],
+                                                    uint32_t b0, uint32_t b1, float after) {
+  float z;
+  asm("mul.rn.f32 %0, %1, 0f00000000;" : "=f"(z) : "f"(after));
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
+}
+
+template <int kNT, int kGroup = kNT, bool kChained = false>
+__device__ __forceinline__ void mma3_k8_promoted(float (&acc)[kNT][4], const uint32_t (&a_big)[4],
+                                                 const uint32_t (&a_small)[4],
+                                                 const uint32_t (&b_big)[kNT][2],
+                                                 const uint32_t (&b_small)[kNT][2]) {
+  static_assert(kNT % kGroup == 0, "whole groups of n8 tiles");
+#pragma unroll
+  for (int n0 = 0; n0 < kNT; n0 += kGroup) {
+    float part[kGroup][4];
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i)
+      if constexpr (kChained)
+        mma_tf32_zero_after(part[i], a_small, b_big[n0 + i][0], b_big[n0 + i][1], acc[n0 + i][3]);
+      else
+        mma_tf32_zero(part[i], a_small, b_big[n0 + i][0], b_big[n0 + i][1]);
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i)
+      mma_tf32(part[i], a_big, b_small[n0 + i][0], b_small[n0 + i][1]);
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) mma_tf32(part[i], a_big, b_big[n0 + i][0], b_big[n0 + i][1]);
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[n0 + i][e] += part[i][e];
+  }
 }
 
 // 16- and 4-byte asynchronous copies global -> shared; `valid` false zero-fills the destination.
