@@ -1,11 +1,12 @@
-// Lease fencing and worker lifecycle under faults and attacks (issues 13 and 14): real
+// Lease fencing under faults and attacks (issue 13): real
 // kb-coordinator and kb-worker processes on loopback, a real PostgreSQL, the kb CLI. Each test
 // asserts how many times each job RAN (FleetStack::executions: one "start" line per execution in
 // the workers' --execution-log) and what was stored (rows): one result per job alone cannot fail,
 // results being UNIQUE per job.
 //
 // The sandbox itself (hostile packs: a socket, $HOME, the state dir, the key) is tests/sandbox;
-// the trust model's key and coordinator checks are trust_test.cpp.
+// the trust model's key and coordinator checks are trust_test.cpp; the worker's drain is
+// drain_test.cpp.
 //
 // Needs KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster); skips without it.
 #include <gtest/gtest.h>
@@ -31,132 +32,10 @@
 
 #include "common/wire_protocol.h"
 #include "common/zmq_messaging.h"
-#include "tests/support/fleet_stack.h"
-#include "tests/support/postgres_test_db.h"
+#include "tests/integration/fault_fixture.h"
 
-namespace kb::testing {
+namespace kb::testing::fault {
 namespace {
-
-namespace fs = std::filesystem;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using Clock = std::chrono::steady_clock;
-
-constexpr const char* kNeedsPostgres =
-    "needs PostgreSQL: set KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster)";
-
-milliseconds since(Clock::time_point start) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-}
-
-// Sums a job-id -> count map.
-int total(const std::map<int64_t, int>& counts) {
-  int n = 0;
-  for (const auto& [job, count] : counts) n += count;
-  return n;
-}
-
-// Waits until the file at `path` contains `text` (true) or `timeout` passes (false).
-bool wait_for_text(const std::string& path, const std::string& text, milliseconds timeout) {
-  const auto end = Clock::now() + timeout;
-  while (true) {
-    std::ifstream in(path);
-    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (all.find(text) != std::string::npos) return true;
-    if (Clock::now() >= end) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-}
-
-// How many kb-executor processes (and bwrap sandboxes around one) run with `marker` on their
-// command line; kb-worker itself names kb-executor in its arguments and is not one.
-int executor_processes(const std::string& marker) {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    std::ifstream in(entry.path() / "cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string program = fs::path(cmdline.substr(0, cmdline.find('\0'))).filename();
-    if ((program == "kb-executor" || program == "bwrap") && cmdline.find(marker) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-class FaultTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    if (HasFailure() && stack_) std::cerr << stack_->logs_tail() << "\n";
-    stack_.reset();
-    for (const std::string& dir : mounts_) ::umount2(dir.c_str(), MNT_DETACH);
-    db_.reset();
-    if (!work_dir_.empty() && !HasFailure()) fs::remove_all(work_dir_);
-  }
-  bool open_database() {
-    db_ = std::make_unique<TestDatabase>();
-    return db_->available() && db_->status().is_ok();
-  }
-  FleetStack& make_stack() {
-    work_dir_ = make_work_dir("kb-fault");
-    stack_ = std::make_unique<FleetStack>(FleetOptions{db_->url()}, work_dir_);
-    return *stack_;
-  }
-  int add_worker(const std::string& name, const std::string& device = "sim") {
-    return stack_->add_worker(name, {"--device", device});
-  }
-  int64_t submit(const std::vector<std::string>& args) {
-    auto reply = stack_->kb_json(args);
-    EXPECT_TRUE(reply.is_ok()) << reply.status().to_string();
-    return reply.is_ok() ? reply.value().value("run_id", int64_t{-1}) : -1;
-  }
-  // A run of sim jobs sleeping these many ms each, submitted from a file (longest runs first).
-  int64_t submit_sim(const std::vector<int>& sleep_ms, const std::vector<std::string>& extra = {}) {
-    const std::string file = work_dir_ + "/sim-jobs-" + std::to_string(++files_) + ".txt";
-    std::ofstream out(file);
-    for (int ms : sleep_ms) out << ms << "\n";
-    out.close();
-    std::vector<std::string> args = {"submit", "--sim-jobs", file};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return submit(args);
-  }
-  int64_t value(const std::string& sql) { return stack_->query_int(sql); }
-  int64_t rows_of_job(int64_t job) {
-    return value("SELECT count(*) FROM results WHERE job_id = " + std::to_string(job));
-  }
-  // The job of `run` that runs first: its longest, ties by lower id (the scheduler's order).
-  int64_t first_job(int64_t run) {
-    return value("SELECT id FROM jobs WHERE run_id = " + std::to_string(run) +
-                 " ORDER BY predicted_ms DESC, id LIMIT 1");
-  }
-  int64_t last_job(int64_t run) {
-    return value("SELECT id FROM jobs WHERE run_id = " + std::to_string(run) +
-                 " ORDER BY predicted_ms DESC, id DESC LIMIT 1");
-  }
-  bool wait_started(int64_t job, int times, milliseconds timeout = milliseconds(30000)) {
-    return stack_->wait_for_executions(job, times, timeout);
-  }
-  // A tmpfs of `size` mounted at `dir` (created), unmounted at TearDown; false when mounting is
-  // not permitted here (not root, no CAP_SYS_ADMIN, a container without it).
-  bool mount_tmpfs(const std::string& dir, const std::string& size, std::string* why) {
-    fs::create_directories(dir);
-    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0) {
-      *why = std::string("mount -t tmpfs -o size=") + size + " " + dir + ": " + std::strerror(errno);
-      return false;
-    }
-    mounts_.push_back(dir);
-    return true;
-  }
-  void report(const std::string& test, const std::string& executions, const std::string& rows,
-              Clock::time_point start) {
-    std::cout << "[fault] " << test << ": executions expected/observed " << executions
-              << "; rows expected/observed " << rows << "; " << since(start).count() << " ms\n";
-  }
-
-  std::string work_dir_;
-  std::unique_ptr<TestDatabase> db_;
-  std::unique_ptr<FleetStack> stack_;
-  std::vector<std::string> mounts_;
-  int files_ = 0;
-};
 
 // Attack: a process with a valid worker identity (loopback mode needs no key) sends a RESULT for
 // a job leased to another worker, with that lease's exact token. It is rejected and not stored;
@@ -432,120 +311,6 @@ TEST_F(FaultTest, AFullResultSpoolRequeuesTheJobElsewhereAndLosesNothing) {
   EXPECT_TRUE(fs::is_empty(spool)) << "the acked result is still spooled";
 }
 
-// Issue 14's drain: SIGTERM to a worker mid-job. The running job completes and is stored once;
-// the prefetched one is requeued at once (BYE {draining, release}) and runs once elsewhere; the
-// worker exits 0 after BYE {final} and is marked gone in under 1 s, not after liveness.
-TEST_F(FaultTest, SigtermDrainsFinishesTheRunningJobRequeuesThePrefetchedOneAndSaysBye) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
-  const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
-  const int drained = add_worker("drained");
-  // One attempt per job: a given-back job that counted as one would fail instead of running.
-  const int64_t run = submit_sim({2000, 2000}, {"--max-attempts", "1"});
-  ASSERT_GT(run, 0);
-  const std::string r = std::to_string(run);
-  const int64_t running = first_job(run), prefetched = last_job(run);
-  ASSERT_TRUE(wait_started(running, 1));
-  ASSERT_TRUE(stack.wait_for_value("SELECT count(*) FROM jobs WHERE run_id = " + r + " AND state = 'leased'",
-                                   "2", milliseconds(10000)));
-  const auto sigterm_at = Clock::now();
-  stack.signal_worker(drained, SIGTERM);
-  const auto requeued = stack.wait_for_value(
-      "SELECT state FROM jobs WHERE id = " + std::to_string(prefetched), "queued", milliseconds(1500));
-  ASSERT_TRUE(requeued) << "the prefetched job was not requeued at once";
-  const std::optional<int> exit = stack.wait_worker_exit(drained, milliseconds(15000));
-  ASSERT_TRUE(exit.has_value()) << "the drained worker did not exit";
-  EXPECT_EQ(*exit, 0);
-  const auto gone = stack.wait_for_value("SELECT state FROM workers WHERE name = 'drained'", "gone",
-                                         milliseconds(5000));
-  ASSERT_TRUE(gone) << "the worker was not marked gone";
-  std::cout << "[fault] drain: prefetched job requeued after " << requeued->count()
-            << " ms (from SIGTERM), worker gone after " << gone->count() << " ms (from its exit; "
-            << since(sigterm_at).count() << " ms from SIGTERM)\n";
-  EXPECT_LT(*gone, milliseconds(1000));
-  EXPECT_EQ(rows_of_job(running), 1);  // delivered and acked before the worker left
-
-  add_worker("after");
-  ASSERT_TRUE(stack.wait_for_run(run, seconds(30)));
-  EXPECT_EQ(value("SELECT count(*) FROM results WHERE run_id = " + r), 2);
-  EXPECT_EQ(rows_of_job(prefetched), 1);
-  EXPECT_EQ(stack.executions()[running], 1);
-  EXPECT_EQ(stack.executions("start", "drained")[running], 1);
-  EXPECT_EQ(stack.executions()[prefetched], 1);
-  EXPECT_EQ(stack.executions("start", "after")[prefetched], 1);
-  // Leased twice (attempt 2 in its row), run once, and not failed under max_attempts 1.
-  EXPECT_EQ(value("SELECT attempt FROM results WHERE job_id = " + std::to_string(prefetched)), 2);
-  EXPECT_EQ(value("SELECT attempt FROM results WHERE job_id = " + std::to_string(running)), 1);
-  report("SIGTERM drain", "1+1/" + std::to_string(total(stack.executions())),
-         "2/" + std::to_string(value("SELECT count(*) FROM results WHERE run_id = " + r)), t0);
-}
-
-// Issue 14's race: a job leased to a worker just before its SIGTERM, whose JOB had not reached it
-// when it said BYE {draining}. The lease's commit is held back by a row lock until the
-// coordinator has read that BYE. The job must not run on the draining worker, must come back
-// without waiting for BYE {final}, and must not count as an attempt (max_attempts 1): it runs
-// once elsewhere, as attempt 2. (It used to be ignored by the worker, then requeued as a counted
-// attempt at BYE {final}: failed.)
-TEST_F(FaultTest, AJobLeasedAsTheWorkerDrainsIsRequeuedUncountedAndRunsOnceElsewhere) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
-  const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
-  const int drained = add_worker("drained");
-  const int64_t run = submit_sim({1500, 1500});
-  ASSERT_GT(run, 0);
-  const int64_t first = first_job(run), second = last_job(run);
-  ASSERT_TRUE(wait_started(first, 1));
-  const int64_t late_run = submit_sim({500}, {"--max-attempts", "1"});
-  ASSERT_GT(late_run, 0);
-  const int64_t late = first_job(late_run);
-  const std::string l = std::to_string(late);
-  ASSERT_EQ(stack.query_value("SELECT state || attempt FROM jobs WHERE id = " + l).value(),
-            "queued0");
-
-  // The lease of `late` (made when `first` ends and the worker asks for one more) waits on this.
-  pqxx::connection locker(db_->url());
-  auto hold = std::make_unique<pqxx::work>(locker);
-  hold->exec("SELECT id FROM jobs WHERE id = " + l + " FOR UPDATE");
-  ASSERT_TRUE(wait_started(second, 1));
-  ASSERT_TRUE(stack.wait_for_value("SELECT count(*) > 0 FROM pg_locks WHERE NOT granted", "t",
-                                   milliseconds(10000)))
-      << "the lease of the late job never waited on the row lock";
-  stack.signal_worker(drained, SIGTERM);
-  ASSERT_TRUE(wait_for_text(stack.work_dir() + "/coordinator.log", "said BYE (draining)",
-                            milliseconds(5000)));
-  const auto unlocked_at = Clock::now();
-  hold->commit();
-  hold.reset();
-  const auto requeued = stack.wait_for_value("SELECT state || attempt FROM jobs WHERE id = " + l,
-                                             "queued1", milliseconds(1500));
-  ASSERT_TRUE(requeued) << "the late job was not requeued at once";
-  const std::optional<int> exit = stack.wait_worker_exit(drained, milliseconds(15000));
-  ASSERT_TRUE(exit.has_value()) << "the drained worker did not exit";
-  EXPECT_EQ(*exit, 0);
-  const bool given_back_by_worker = wait_for_text(stack.work_dir() + "/worker-drained.log",
-                                                  "arrived while draining", milliseconds(0));
-  std::cout << "[fault] late JOB: requeued " << requeued->count()
-            << " ms after the row lock was released ("
-            << (given_back_by_worker ? "given back by the worker" : "not sent by the coordinator")
-            << "; " << since(unlocked_at).count() << " ms to the worker's exit)\n";
-
-  add_worker("after");
-  ASSERT_TRUE(stack.wait_for_run(late_run, seconds(30)));
-  ASSERT_TRUE(stack.wait_for_run(run, seconds(30)));
-  EXPECT_EQ(stack.query_value("SELECT state FROM jobs WHERE id = " + l).value(), "done");
-  EXPECT_EQ(rows_of_job(late), 1);
-  EXPECT_EQ(value("SELECT attempt FROM results WHERE job_id = " + l), 2);
-  EXPECT_EQ(stack.executions("start", "drained")[late], 0);
-  EXPECT_EQ(stack.executions("start", "after")[late], 1);
-  EXPECT_EQ(stack.executions()[first], 1);
-  EXPECT_EQ(stack.executions()[second], 1);
-  EXPECT_EQ(rows_of_job(first) + rows_of_job(second), 2);
-  report("late JOB while draining", "3/" + std::to_string(total(stack.executions())),
-         "3/" + std::to_string(value("SELECT count(*) FROM results")), t0);
-}
-
 // The database is replaced (a restore onto a fresh database) while a worker holds an unacked
 // result: the new database has a new epoch, and its job ids start again. The spooled result is
 // dropped, never stored under the new database's job of the same id.
@@ -587,4 +352,4 @@ TEST_F(FaultTest, ASpooledResultFromAnotherDatabaseEpochIsDropped) {
 }
 
 }  // namespace
-}  // namespace kb::testing
+}  // namespace kb::testing::fault
