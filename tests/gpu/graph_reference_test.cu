@@ -9,6 +9,7 @@
 #include "common/spec_loader.h"
 #include "kernels/device/graph_reference.h"
 #include "tests/gpu/problem_cases.h"
+#include "tests/support/probe_specs.h"
 
 namespace kb::gpu_test {
 namespace {
@@ -47,27 +48,8 @@ TEST(GraphReferenceMemory, FullSizeAttentionHoldsLittleBeyondItsScores) {
   EXPECT_LT(pool, 2 * scores + averaged + (int64_t{1} << 30));
 }
 
-constexpr char kViewOnly[] = R"yaml(id: L1_902
-name: ViewOnly
-level: 1
-family: activation
-dims: [N, C]
-presets:
-  full: {N: 4, C: 6}
-  small: {N: 3, C: 5}
-inputs:
-  - {name: x, shape: [N, C], generator: uniform}
-parameters: []
-graph:
-  - {name: view, op: reshape, in: [x], out: out, shape: [C, N]}
-output: out
-source: "..."
-)yaml";
-
 TEST(GraphReference, AGraphThatOnlyReshapesItsInputCopiesItToTheOutput) {
-  auto spec = parse_problem_spec(kViewOnly, "problems/L1_902_view_only.yaml");
-  ASSERT_TRUE(spec.is_ok()) << spec.status().to_string();
-  const ProblemInstance p = ProblemInstance::create(spec.value(), "small").value();
+  const ProblemInstance p = testing::probe_instance(testing::kViewOnlySpec);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   std::vector<float> got(15);

@@ -9,30 +9,10 @@
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/cpu_model.h"
+#include "tests/support/probe_specs.h"
 
 namespace kb {
 namespace {
-
-// out = sigmoid(reshape(relu(x) + x)): a view in the middle, an input read twice.
-constexpr char kChain[] = R"yaml(id: L1_901
-name: Chain
-level: 1
-family: activation
-dims: [N, C]
-presets:
-  full: {N: 4, C: 6}
-  small: {N: 2, C: 3}
-inputs:
-  - {name: x, shape: [N, C], generator: normal}
-parameters: []
-graph:
-  - {name: act, op: relu, in: [x], out: a}
-  - {name: sum, op: add, in: [a, x], out: b}
-  - {name: view, op: reshape, in: [b], out: v, shape: [N * C]}
-  - {name: squash, op: sigmoid, in: [v], out: out}
-output: out
-source: "..."
-)yaml";
 
 TEST(GraphModel, EveryProblemOfTheSuiteHasTheInterpreterAsItsGoldenModel) {
   auto catalog = load_problem_catalog(default_problems_dir());
@@ -46,9 +26,7 @@ TEST(GraphModel, EveryProblemOfTheSuiteHasTheInterpreterAsItsGoldenModel) {
 }
 
 TEST(GraphModel, InterpretsASpecThatHasNoHandWrittenModel) {
-  auto spec = parse_problem_spec(kChain, "problems/L1_901_chain.yaml");
-  ASSERT_TRUE(spec.is_ok()) << spec.status().to_string();
-  const ProblemInstance p = ProblemInstance::create(spec.value(), "small").value();
+  const ProblemInstance p = testing::probe_instance(testing::kChainSpec);
   const TensorSet tensors = generate_tensors(p, GeneratorKey{5, 0});
   const HostTensor<double> out = cpu::run_graph<double>(p, tensors);
   ASSERT_EQ(out.shape, Shape({6}));

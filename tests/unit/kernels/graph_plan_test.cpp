@@ -8,54 +8,10 @@
 #include <string>
 
 #include "common/spec_loader.h"
+#include "tests/support/probe_specs.h"
 
 namespace kb::graph {
 namespace {
-
-// x -> a = relu(x) -> b = a + x -> v = reshape(b) -> out = sigmoid(v)
-constexpr char kChain[] = R"yaml(id: L1_901
-name: Chain
-level: 1
-family: activation
-dims: [N, C]
-presets:
-  full: {N: 4, C: 6}
-  small: {N: 2, C: 3}
-inputs:
-  - {name: x, shape: [N, C], generator: uniform}
-parameters: []
-graph:
-  - {name: act, op: relu, in: [x], out: a}
-  - {name: sum, op: add, in: [a, x], out: b}
-  - {name: view, op: reshape, in: [b], out: v, shape: [N * C]}
-  - {name: squash, op: sigmoid, in: [v], out: out}
-output: out
-source: "..."
-)yaml";
-
-// The output is a view of the input: the interpreter must copy.
-constexpr char kViewOnly[] = R"yaml(id: L1_902
-name: ViewOnly
-level: 1
-family: activation
-dims: [N, C]
-presets:
-  full: {N: 4, C: 6}
-  small: {N: 2, C: 3}
-inputs:
-  - {name: x, shape: [N, C], generator: uniform}
-parameters: []
-graph:
-  - {name: view, op: reshape, in: [x], out: out, shape: [C, N]}
-output: out
-source: "..."
-)yaml";
-
-ProblemInstance instance(const char* yaml) {
-  auto spec = parse_problem_spec(yaml, "problems/probe.yaml");
-  EXPECT_TRUE(spec.is_ok()) << spec.status().to_string();
-  return ProblemInstance::create(spec.value(), "small").value();
-}
 
 bool released_after(const GraphPlan& plan, size_t node, const std::string& tensor) {
   const auto& list = plan.release_after.at(node);
@@ -63,21 +19,21 @@ bool released_after(const GraphPlan& plan, size_t node, const std::string& tenso
 }
 
 TEST(GraphPlan, AnIntermediateIsReleasedAfterItsLastReader) {
-  const GraphPlan plan = plan_graph(instance(kChain));
+  const GraphPlan plan = plan_graph(testing::probe_instance(testing::kChainSpec));
   EXPECT_TRUE(released_after(plan, 1, "a"));  // read by `sum`, nobody after
   EXPECT_FALSE(released_after(plan, 0, "a"));
   EXPECT_EQ(plan.storages[plan.storage_of.at("a")].last_use, 1);
 }
 
 TEST(GraphPlan, AReshapeIsAViewThatKeepsItsStorageAliveUntilTheViewsLastReader) {
-  const GraphPlan plan = plan_graph(instance(kChain));
+  const GraphPlan plan = plan_graph(testing::probe_instance(testing::kChainSpec));
   EXPECT_EQ(plan.storage_of.at("v"), plan.storage_of.at("b"));
   EXPECT_FALSE(released_after(plan, 2, "b"));
   EXPECT_TRUE(released_after(plan, 3, "b"));  // `squash` reads the view
 }
 
 TEST(GraphPlan, InputsAndTheOutputAreNeverReleased) {
-  const GraphPlan plan = plan_graph(instance(kChain));
+  const GraphPlan plan = plan_graph(testing::probe_instance(testing::kChainSpec));
   EXPECT_EQ(plan.storages[plan.storage_of.at("x")].kind, StorageKind::kInput);
   EXPECT_EQ(plan.storages[plan.storage_of.at("out")].kind, StorageKind::kOutput);
   for (const auto& list : plan.release_after) {
@@ -87,7 +43,7 @@ TEST(GraphPlan, InputsAndTheOutputAreNeverReleased) {
 }
 
 TEST(GraphPlan, AnOutputThatViewsAnInputIsFlaggedForACopy) {
-  const GraphPlan plan = plan_graph(instance(kViewOnly));
+  const GraphPlan plan = plan_graph(testing::probe_instance(testing::kViewOnlySpec));
   EXPECT_TRUE(plan.output_aliases_external);
   EXPECT_EQ(plan.storage_of.at("out"), plan.storage_of.at("x"));
 }
