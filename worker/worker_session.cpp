@@ -20,10 +20,6 @@ double steady_ms(SteadyClock::time_point t) {
   return std::chrono::duration<double, std::milli>(t.time_since_epoch()).count();
 }
 
-void log(const std::string& name, const std::string& text) {
-  KB_LOG_WARN("{}: {}", name, text);
-}
-
 int64_t int_field(const nlohmann::json& body, const char* name, int64_t fallback) {
   auto it = body.find(name);
   return it != body.end() && it->is_number() ? it->get<int64_t>() : fallback;
@@ -44,6 +40,8 @@ std::string_view to_string(SessionState state) {
   }
   return "unknown";
 }
+
+void WorkerSession::warn(const std::string& text) const { KB_LOG_WARN("{}: {}", config_.name, text); }
 
 WorkerSession::WorkerSession(zmq::context_t& context, SessionConfig config,
                              std::unique_ptr<JobRunner> runner, ResultSpool spool, PackCache packs)
@@ -107,7 +105,7 @@ void WorkerSession::lose(SteadyClock::time_point now, const std::string& why) {
       milliseconds(static_cast<int64_t>(static_cast<double>(backoff_.count()) * jitter(random_)));
   reconnect_at_ = now + wait;
   backoff_ = std::min(backoff_ * 2, config_.backoff_max);
-  log(config_.name, why + "; reconnecting in " + std::to_string(wait.count()) + " ms");
+  warn(why + "; reconnecting in " + std::to_string(wait.count()) + " ms");
 }
 
 bool WorkerSession::send(MessageType type, nlohmann::json body, SteadyClock::time_point now) {
@@ -151,7 +149,7 @@ void WorkerSession::on_readable(SteadyClock::time_point now) {
     last_heard_ = now;
     if (!received->decoded.ok) {
       ++stats_.dropped_messages;
-      log(config_.name, "dropped a message: " + received->decoded.detail);
+      warn("dropped a message: " + received->decoded.detail);
       continue;
     }
     handle(received->decoded.message, now);
@@ -183,7 +181,7 @@ void WorkerSession::handle(const wire::Message& message, SteadyClock::time_point
       break;
     default:
       ++stats_.dropped_messages;
-      log(config_.name, "ignored an unexpected " + std::string(wire::to_string(message.type)));
+      warn("ignored an unexpected " + std::string(wire::to_string(message.type)));
   }
 }
 
@@ -217,7 +215,7 @@ void WorkerSession::on_job(const nlohmann::json& body, SteadyClock::time_point n
   Result<JobSpec> job = JobSpec::from_json(body);
   if (!job.is_ok()) {
     ++stats_.dropped_messages;
-    log(config_.name, "dropped a JOB: " + job.status().message());
+    warn("dropped a JOB: " + job.status().message());
     return;
   }
   ++stats_.jobs_received;
@@ -239,11 +237,11 @@ void WorkerSession::on_ack(const nlohmann::json& body) {
   ++stats_.acks;
   if (auto rejected = body.find("rejected"); rejected != body.end()) {
     ++stats_.rejected;
-    log(config_.name, "the coordinator rejected the result of job " + std::to_string(key.first) +
+    warn("the coordinator rejected the result of job " + std::to_string(key.first) +
                           " attempt " + std::to_string(key.second) + " (" + rejected->dump() +
                           "); dropped");
   }
-  if (Status s = spool_.remove(key.first, key.second); !s.is_ok()) log(config_.name, s.to_string());
+  if (Status s = spool_.remove(key.first, key.second); !s.is_ok()) warn(s.to_string());
 }
 
 void WorkerSession::request_missing_packs(SteadyClock::time_point now) {
@@ -279,7 +277,7 @@ void WorkerSession::on_pack(const wire::Message& message, SteadyClock::time_poin
   }
   Result<std::string> stored = packs_.store(hash, message.payload);
   if (!stored.is_ok()) {
-    log(config_.name, stored.status().to_string());
+    warn(stored.status().to_string());
     fail_jobs_waiting_for(hash, "pack " + hash + " unavailable: " + stored.status().message(), now,
                           "pack_fetch");
     return;
@@ -360,7 +358,7 @@ void WorkerSession::finish_job(const JobSpec& job, JobOutcome outcome,
   // On disk before it is sent: from here on a crash of the worker cannot lose it. A result that
   // cannot be made durable is not delivered: the job runs again elsewhere.
   if (Status s = spool_.put(key.first, key.second, body); !s.is_ok()) {
-    log(config_.name, s.to_string());
+    warn(s.to_string());
     if (!body.contains("infra_failure")) body["infra_failure"] = "spool: " + s.message();
   }
   if (state_ == SessionState::kRegistered && send(MessageType::kResult, body, now))

@@ -137,6 +137,8 @@ class WorkerSession {
   void on_revoke(const nlohmann::json& body, SteadyClock::time_point now);
   void give_back_while_draining(const JobSpec& job, SteadyClock::time_point now);
   void drop_foreign_results();
+  // A warning line of this session: "kb-worker: NAME: text".
+  void warn(const std::string& text) const;
   void log_execution(const JobSpec& job, const char* event) const;
   void on_pack(const wire::Message& message, SteadyClock::time_point now);
   // infra empty: the jobs end as runtime_error results; else as infrastructure failures.

@@ -11,10 +11,6 @@ namespace {
 
 using wire::MessageType;
 
-void log(const std::string& name, const std::string& text) {
-  KB_LOG_WARN("{}: {}", name, text);
-}
-
 nlohmann::json token_of(const JobSpec& job) {
   return {{"job_id", job.job_id}, {"attempt", job.attempt}, {"lease_id", job.lease_id}};
 }
@@ -37,7 +33,7 @@ void WorkerSession::on_revoke(const nlohmann::json& body, SteadyClock::time_poin
   for (auto it = held_.begin(); it != held_.end(); ++it) {
     if (JobKey{it->job_id, it->attempt} != key) continue;
     ++stats_.revokes;
-    log(config_.name, job_name(*it) + " revoked (" + reason + ") before it started");
+    warn(job_name(*it) + " revoked (" + reason + ") before it started");
     if (drain) send(MessageType::kBye, {{"release", nlohmann::json::array({token_of(*it)})}}, now);
     held_.erase(it);
     if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
@@ -45,7 +41,7 @@ void WorkerSession::on_revoke(const nlohmann::json& body, SteadyClock::time_poin
   }
   if (drain || !running_ || JobKey{running_->job_id, running_->attempt} != key) return;
   ++stats_.revokes;
-  log(config_.name, job_name(*running_) + " revoked (" + reason + "): its executor is killed");
+  warn(job_name(*running_) + " revoked (" + reason + "): its executor is killed");
   runner_->abort();  // kills the executor's process group; no result follows
   log_execution(*running_, "revoke");
   running_.reset();
@@ -63,11 +59,11 @@ void WorkerSession::drop_foreign_results() {
       continue;
     }
     ++stats_.foreign_epoch;
-    log(config_.name, "dropped the spooled result of job " + std::to_string(it->first.first) +
+    warn("dropped the spooled result of job " + std::to_string(it->first.first) +
                           " attempt " + std::to_string(it->first.second) + ": database epoch " +
                           epoch + ", the coordinator's is " + epoch_);
     if (Status s = spool_.remove(it->first.first, it->first.second); !s.is_ok())
-      log(config_.name, s.to_string());
+      warn(s.to_string());
     it = unacked_.erase(it);
   }
 }
@@ -78,7 +74,7 @@ void WorkerSession::drain(SteadyClock::time_point now) {
   nlohmann::json release = nlohmann::json::array();
   for (const JobSpec& job : held_) release.push_back(token_of(job));
   held_.clear();
-  log(config_.name, "draining: " + std::to_string(release.size()) + " held job(s) given back" +
+  warn("draining: " + std::to_string(release.size()) + " held job(s) given back" +
                         (running_ ? ", the running one finishes" : ""));
   send(MessageType::kBye, {{"draining", true}, {"release", std::move(release)}}, now);
 }
@@ -87,7 +83,7 @@ void WorkerSession::drain(SteadyClock::time_point now) {
 // at once, rather than staying leased (and costing an attempt) until BYE {final} or its deadline.
 void WorkerSession::give_back_while_draining(const JobSpec& job, SteadyClock::time_point now) {
   ++stats_.jobs_given_back;
-  log(config_.name, job_name(job) + " arrived while draining: given back");
+  warn(job_name(job) + " arrived while draining: given back");
   send(MessageType::kBye, {{"draining", true}, {"release", nlohmann::json::array({token_of(job)})}},
        now);
 }
@@ -101,7 +97,7 @@ void WorkerSession::stop_now(SteadyClock::time_point now) {
     release.push_back(token_of(*running_));
     runner_->abort();
     log_execution(*running_, "abort");
-    log(config_.name, "stopping now: " + job_name(*running_) + " killed and given back");
+    warn("stopping now: " + job_name(*running_) + " killed and given back");
     running_.reset();
   }
   said_goodbye_ = send(MessageType::kBye, {{"final", true}, {"release", std::move(release)}}, now);
