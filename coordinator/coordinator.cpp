@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -67,8 +66,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
     c->db_->submit([rows = std::move(rows)](JobStore& s) { return s.store_problems(rows); },
                    [](const Status& status) {
                      if (!status.is_ok()) {
-                       std::fprintf(stderr, "kb-coordinator: storing the problem catalog: %s\n",
-                                    status.to_string().c_str());
+                       KB_LOGF_WARN("storing the problem catalog: %s", status.to_string().c_str());
                      }
                    });
   }
@@ -318,8 +316,8 @@ void Coordinator::send_ack(int64_t worker_id, int64_t job_id, int attempt) {
 void Coordinator::reject_result(const std::string& routing_id, int64_t job_id, int attempt,
                                 const std::string& reason) {
   metrics_.count_result_rejected(reason);
-  std::fprintf(stderr, "kb-coordinator: rejected a RESULT for job %lld attempt %d from %s: %s\n",
-               static_cast<long long>(job_id), attempt, routing_id.c_str(), reason.c_str());
+  KB_LOGF_WARN("rejected a RESULT for job %lld attempt %d from %s: %s", static_cast<long long>(job_id), attempt,
+               routing_id.c_str(), reason.c_str());
   wire::Message ack;
   ack.type = wire::MessageType::kAck;
   ack.body = {{"job_id", job_id}, {"attempt", attempt}, {"rejected", reason}};
@@ -360,17 +358,16 @@ void Coordinator::watch_sighup() {
 // New handshakes see the new lists; a list that fails to load leaves the old ones in force.
 void Coordinator::reload_allow_lists() {
   if (!zap_) {
-    std::fprintf(stderr, "kb-coordinator: SIGHUP: no allow-lists to reload (no CURVE keys)\n");
+    KB_LOGF_WARN("SIGHUP: no allow-lists to reload (no CURVE keys)");
     return;
   }
   auto allowed = load_allow_lists(config_.allow_lists);
   if (!allowed.is_ok()) {
-    std::fprintf(stderr, "kb-coordinator: SIGHUP: allow-lists not reloaded, the old ones stay: %s\n",
-                 allowed.status().to_string().c_str());
+    KB_LOGF_ERROR("SIGHUP: allow-lists not reloaded, the old ones stay: %s", allowed.status().to_string().c_str());
     return;
   }
   zap_->reload(std::move(allowed.value()));
-  std::fprintf(stderr, "kb-coordinator: SIGHUP: allow-lists reloaded, %zu keys\n", zap_->keys());
+  KB_LOGF_INFO("SIGHUP: allow-lists reloaded, %zu keys", zap_->keys());
 }
 
 void Coordinator::begin_drain() {

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/job_result.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
 #include "coordinator/coordinator.h"
@@ -395,7 +396,7 @@ void Coordinator::on_worker_control(const std::string& routing_id, const Peer& p
   }
   const std::string error = scheduler_.control(worker, action);
   if (!error.empty()) return reply_error(routing_id, body, "bad_request", error);
-  std::fprintf(stderr, "kb-coordinator: worker %s: %s\n", worker.c_str(), action.c_str());
+  KB_LOGF_INFO("worker %s: %s", worker.c_str(), action.c_str());
   reply(routing_id, body, {{"worker", worker}, {"action", action}});
 }
 
