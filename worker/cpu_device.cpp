@@ -38,6 +38,9 @@ class CpuDevice final : public ExecutionDevice {
 
   CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
                        const std::string& spec_yaml) override {
+    kb_instance_v1*& held = instances_[static_cast<int>(slot)];  // created again: let go of it first
+    if (held) pack(slot).table().destroy(held);
+    held = nullptr;
     std::vector<kb_dim_v1> dims;
     for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
     char error[2048] = "";

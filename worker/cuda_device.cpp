@@ -220,6 +220,14 @@ Status CudaDevice::allocate(DeviceBuffer& b, const Shape& shape) {
 
 CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstance& problem,
                                  const std::string& spec_yaml) {
+  // A slot created again (the robustness trials re-create both at their preset) first lets go of
+  // the instance it held, once its work is done: a full-size instance's workspaces are GBs.
+  kb_instance_v1*& held = instances_[static_cast<int>(slot)];
+  if (held) {
+    if (Status s = synchronize(); !s.is_ok()) return {KB_PACK_ERROR, s.message()};
+    pack(slot).table().destroy(held);
+    held = nullptr;
+  }
   output_shape_ = problem.output_shape();
   if (Status s = allocate(outputs_[static_cast<int>(slot)], output_shape_); !s.is_ok()) {
     return {KB_PACK_ERROR, s.message()};
