@@ -12,8 +12,20 @@
 
 namespace kb::detail {
 
+namespace {
+
+// The traced rounds' draw: from the run's seed and the problem, so that the jobs of one run do not
+// all trace the same rounds (their count sets the run's wall time) and a job is reproducible.
+uint64_t trace_seed(const JobRequest& request) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the problem id
+  for (unsigned char c : request.spec->id) h = (h ^ c) * 0x100000001b3ull;
+  return request.seed ^ h ^ 0x7472616365ull;
+}
+
+}  // namespace
+
 Job::Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem, JobResult& result)
-    : device_(device), request_(request), problem_(problem), result_(result), trace_rng_(request.seed ^ 0x7472616365ull) {}
+    : device_(device), request_(request), problem_(problem), result_(result), trace_rng_(trace_seed(request)) {}
 
 bool Job::fail(JobStatus status, const std::string& message) {
   result_.status = status;
