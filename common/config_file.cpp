@@ -46,6 +46,20 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// Parses an integer in [min, max] into *target (of any integer type that holds the range), or
+// says what was expected.
+template <class Int>
+ConfigSchema::Setter integer_setter(Int* target, int64_t min, int64_t max) {
+  return [target, min, max](const std::string& text) -> std::optional<std::string> {
+    std::optional<int64_t> value = parse_int(text);
+    if (!value || *value < min || *value > max) {
+      return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    }
+    *target = static_cast<Int>(*value);
+    return std::nullopt;
+  };
+}
+
 }  // namespace
 
 std::optional<std::string> process_env_value(const std::string& name) {
@@ -97,32 +111,12 @@ ConfigSchema& ConfigSchema::choice(const std::string& key, std::string* target,
 
 ConfigSchema& ConfigSchema::integer(const std::string& key, int64_t* target, int64_t min,
                                     int64_t max, const std::string& env) {
-  return custom(
-      key,
-      [target, min, max](const std::string& text) -> std::optional<std::string> {
-        std::optional<int64_t> value = parse_int(text);
-        if (!value || *value < min || *value > max) {
-          return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-        }
-        *target = *value;
-        return std::nullopt;
-      },
-      env);
+  return custom(key, integer_setter(target, min, max), env);
 }
 
 ConfigSchema& ConfigSchema::integer(const std::string& key, int* target, int min, int max,
                                     const std::string& env) {
-  return custom(
-      key,
-      [target, min, max](const std::string& text) -> std::optional<std::string> {
-        std::optional<int64_t> value = parse_int(text);
-        if (!value || *value < min || *value > max) {
-          return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-        }
-        *target = static_cast<int>(*value);
-        return std::nullopt;
-      },
-      env);
+  return custom(key, integer_setter(target, min, max), env);
 }
 
 ConfigSchema& ConfigSchema::boolean(const std::string& key, bool* target, const std::string& env) {
