@@ -61,6 +61,9 @@ class Job {
   bool next_round_traced();
   GeneratorKey next_timing_key();
   int round_set(int round) const;
+  // New contents for input set `set` (a trial key never used before), off the clock.
+  Status fresh_contents(int set);
+  // One timed call of the slot's variant on input set `set`.
   Result<double> timed_call(Slot slot, int set);
 
   ExecutionDevice& device_;

@@ -48,6 +48,10 @@ class TraceGuard {
 // up to 0.14% (2026-12-01, 5 of 22). In one set, the round's two orders cancel it.
 int Job::round_set(int round) const { return round % input_sets_; }
 
+Status Job::fresh_contents(int set) {
+  return costed(costs_.generate, [&] { return device_.generate(set, problem_, next_timing_key()); });
+}
+
 Result<double> Job::timed_call(Slot slot, int set) {
   return costed(costs_.calls, [&] { return device_.run_timed(slot, set); });
 }
@@ -83,10 +87,7 @@ bool Job::prepare_timing() {
 bool Job::timed_reference_pair(int round, bool reference_first, PairTimes& times) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
   const int set = round_set(round);
-  if (Status s = costed(costs_.generate, [&] { return device_.generate(set, problem_, next_timing_key()); });
-      !s.is_ok()) {
-    return fail_error(where, s);
-  }
+  if (Status s = fresh_contents(set); !s.is_ok()) return fail_error(where, s);
   Result<double> first = timed_call(Slot::kReference, set);
   if (!first.is_ok()) return fail_error(where + "reference: ", first.status());
   if (!request_.config.aa) {
@@ -107,10 +108,7 @@ bool Job::timed_reference_pair(int round, bool reference_first, PairTimes& times
 bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
   const int set = round_set(round);
-  if (Status s = costed(costs_.generate, [&] { return device_.generate(set, problem_, next_timing_key()); });
-      !s.is_ok()) {
-    return fail_error(where, s);
-  }
+  if (Status s = fresh_contents(set); !s.is_ok()) return fail_error(where, s);
   Result<uint64_t> inputs_before = device_.input_hash(set);
   if (!inputs_before.is_ok()) return fail_error(where, inputs_before.status());
   Status s = Status::ok();
