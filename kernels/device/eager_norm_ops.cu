@@ -23,6 +23,10 @@ constexpr int kReduceBlocks = 1024;
 constexpr int64_t kMinChunk = 16384;
 // Groups (rows) at most this long are reduced by one warp each.
 constexpr int64_t kWarpRowMax = 2048;
+// Longer float4-aligned rows get one block of up to this many threads each.
+constexpr int kVecRowMaxThreads = 1024;
+
+bool aligned16(const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---- Scratch memory for multi-pass reductions ----
 
@@ -221,6 +225,11 @@ Status softmax(const DeviceTensor& x, int dim, const DeviceTensor& out, cudaStre
   } else if (len <= kWarpRowMax) {
     softmax_rows_warp_kernel<<<grid_for(outer * kWarp), kThreads, 0, stream>>>(x.data, out.data,
                                                                                outer, len);
+  } else if (len % 4 == 0 && aligned16(x.data) && aligned16(out.data)) {
+    int threads = kWarp;  // ATen's SoftMaxForward_getBlockSize with ILP 4
+    while (threads < kVecRowMaxThreads && threads < len / 4) threads *= 2;
+    softmax_rows_vec4_kernel<<<grid_for(outer, 1), threads, 0, stream>>>(x.data, out.data, outer,
+                                                                          len);
   } else {
     softmax_rows_block_kernel<<<grid_for(outer, 1), kThreads, 0, stream>>>(x.data, out.data, outer,
                                                                            len);

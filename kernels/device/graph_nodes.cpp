@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/device/cublas_gemm.h"
+#include "kernels/device/cudnn_batch_norm.h"
 #include "kernels/device/cudnn_conv.h"
 #include "kernels/device/eager_ops.h"
 
@@ -134,8 +135,19 @@ Result<GpuNode> norm_or_layout_node(const ProblemInstance& p, const GraphNode& n
   const std::string& op = node.op;
   const std::string& n = node.name;
   if (op == "batch_norm") {  // training mode: batch statistics, biased variance
-    const float eps = static_cast<float>(p.number(n, "eps"));
-    return simple([eps](const NodeIo& io, cudaStream_t s) {
+    const double eps = p.number(n, "eps");
+    const Shape& x = p.shape_of(node.inputs[0]);
+    if (CudnnBatchNorm::applies(x, eps)) {  // eager's path: cuDNN
+      auto bn = std::make_shared<CudnnBatchNorm>();
+      KB_TRY(bn->setup(x, eps));
+      CudnnBatchNorm* b = bn.get();
+      return GpuNode{{},
+                     [b](const NodeIo& io, cudaStream_t s) {
+                       return b->run(io.in[0].data, io.in[1].data, io.in[2].data, io.out.data, s);
+                     },
+                     bn};
+    }
+    return simple([eps = static_cast<float>(eps)](const NodeIo& io, cudaStream_t s) {
       return eager::batch_norm_train(io.in[0], io.in[1].data, io.in[2].data, eps, io.out, s);
     });
   }

@@ -305,7 +305,11 @@ TEST_F(EagerOpsTest, SoftmaxMatchesGolden) {
     int dim;
   };
   const Case cases[] = {{{6, 33}, 1},           // last dim, warp rows
-                        {{3, 5000}, 1},         // last dim, block rows
+                        {{3, 5000}, 1},         // last dim, float4 block rows
+                        {{2, 16384}, 1},        // L3_031's rows: 1,024 threads
+                        {{2, 32768}, 1},        // longer rows, 1,024 threads
+                        {{2, 5001}, 1},         // not a multiple of 4: scalar block rows
+                        {{1, 40000}, 1},        // long, float4 rows
                         {{2, 7, 5, 3}, 1},      // channels (L2_091): columns
                         {{4, 3, 2}, 0},         // first dim
                         {{1, 12, 13, 15}, 1}};  // batch 1
