@@ -1,7 +1,6 @@
 // CudnnBatchNorm: the cuDNN path of ATen's cudnn_batch_norm for fp32 NCHW in training mode.
 #include "kernels/device/cudnn_batch_norm.h"
 
-#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -17,11 +16,6 @@ constexpr double kMomentum = 0.1;
 // PyTorch's bound on the batch for cuDNN in training mode.
 constexpr int64_t kMaxCudnnBatch = 880801;
 
-void warn_cudnn(cudnnStatus_t status, const char* expr) {
-  Status s = cudnn_status(status, expr, __FILE__, __LINE__);
-  if (!s.is_ok()) std::fprintf(stderr, "kbfleet: %s\n", s.message().c_str());
-}
-
 }  // namespace
 
 bool CudnnBatchNorm::applies(const Shape& x, double eps) {
@@ -30,9 +24,9 @@ bool CudnnBatchNorm::applies(const Shape& x, double eps) {
 }
 
 CudnnBatchNorm::~CudnnBatchNorm() {
-  if (x_desc_ != nullptr) warn_cudnn(cudnnDestroyTensorDescriptor(x_desc_), "destroy x_desc_");
+  if (x_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(x_desc_));
   if (stats_desc_ != nullptr)
-    warn_cudnn(cudnnDestroyTensorDescriptor(stats_desc_), "destroy stats_desc_");
+    KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(stats_desc_));
   if (buffers_ != nullptr) KB_CUDA_WARN(cudaFree(buffers_));
   if (workspace_ != nullptr) KB_CUDA_WARN(cudaFree(workspace_));
   if (reserve_ != nullptr) KB_CUDA_WARN(cudaFree(reserve_));

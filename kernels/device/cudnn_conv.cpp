@@ -260,11 +260,6 @@ std::string algo_name(bool transposed, int algo) {
 }
 
 // Cleanup in the destructor cannot return a Status: report and go on, like KB_CUDA_WARN.
-void warn_cudnn(cudnnStatus_t status, const char* expr) {
-  Status s = cudnn_status(status, expr, __FILE__, __LINE__);
-  if (!s.is_ok()) std::fprintf(stderr, "kbfleet: %s\n", s.message().c_str());
-}
-
 // The dims and strides a tensor descriptor holds.
 struct TensorLayout {
   int rank = 0;
@@ -374,11 +369,11 @@ Status run_chunk(const ConvDescriptors& d, bool transposed, int algo, Workspace 
 }  // namespace
 
 CudnnConv::~CudnnConv() {
-  if (x_desc_ != nullptr) warn_cudnn(cudnnDestroyTensorDescriptor(x_desc_), "destroy x_desc_");
-  if (y_desc_ != nullptr) warn_cudnn(cudnnDestroyTensorDescriptor(y_desc_), "destroy y_desc_");
-  if (w_desc_ != nullptr) warn_cudnn(cudnnDestroyFilterDescriptor(w_desc_), "destroy w_desc_");
+  if (x_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(x_desc_));
+  if (y_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(y_desc_));
+  if (w_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyFilterDescriptor(w_desc_));
   if (conv_desc_ != nullptr)
-    warn_cudnn(cudnnDestroyConvolutionDescriptor(conv_desc_), "destroy conv_desc_");
+    KB_CUDNN_WARN(cudnnDestroyConvolutionDescriptor(conv_desc_));
   if (workspace_ != nullptr) KB_CUDA_WARN(cudaFree(workspace_));
 }
 

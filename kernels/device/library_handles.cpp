@@ -102,6 +102,11 @@ Status cudnn_status(cudnnStatus_t status, const char* expr, const char* file, in
   return Status::internal(message);
 }
 
+void cudnn_warn(cudnnStatus_t status, const char* expr, const char* file, int line) {
+  const Status s = cudnn_status(status, expr, file, line);
+  if (!s.is_ok()) std::fprintf(stderr, "kbfleet: %s\n", s.message().c_str());
+}
+
 Status cublas_status(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
   std::string message = std::string(expr) + " failed at " + file + ":" + std::to_string(line) +

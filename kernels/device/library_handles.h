@@ -6,7 +6,8 @@
 // The cuBLAS handle is in CUBLAS_DEFAULT_MATH mode, which never uses TF32 for fp32 GEMMs.
 //
 // KB_CUDNN_TRY / KB_CUBLAS_TRY: inside a function returning kb::Status, return a Status naming the
-// expression, file, line and the library's message on failure.
+// expression, file, line and the library's message on failure. KB_CUDNN_WARN (destructors and
+// cleanup): logs such a failure to stderr and goes on.
 //
 // Thread safety: the handles belong to the calling thread.
 #pragma once
@@ -25,6 +26,7 @@ Result<cublasHandle_t> cublas_handle();
 
 Status cudnn_status(cudnnStatus_t status, const char* expr, const char* file, int line);
 Status cublas_status(cublasStatus_t status, const char* expr, const char* file, int line);
+void cudnn_warn(cudnnStatus_t status, const char* expr, const char* file, int line);
 
 }  // namespace kb
 
@@ -39,3 +41,5 @@ Status cublas_status(cublasStatus_t status, const char* expr, const char* file, 
     ::kb::Status kb_lib_status_ = ::kb::cublas_status((expr), #expr, __FILE__, __LINE__);  \
     if (!kb_lib_status_.is_ok()) return kb_lib_status_;                                    \
   } while (0)
+
+#define KB_CUDNN_WARN(expr) ::kb::cudnn_warn((expr), #expr, __FILE__, __LINE__)
