@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <iterator>
 #include <vector>
 
