@@ -13,9 +13,8 @@
 #include "cli/pack_file.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"
-#include "worker/executor.h"
-#include "worker/executor_process.h"
-#include "worker/kernel_pack.h"
+#include "worker/executor_child.h"
+#include "common/install_paths.h"
 
 namespace kb::cli {
 namespace {
@@ -129,7 +128,7 @@ void run_bench(BenchOptions o) {
   if (o.time_cap <= 0) o.time_cap = o.device == "cuda" ? 15 : 3;
   if (o.pack.empty()) o.pack = default_pack_path();  // cli/pack_file.h: KB_PACK_PATH, beside kb
   if (o.pack.empty()) o.pack = "libkbpack.so";        // the dynamic loader's search path
-  if (o.reference_pack.empty()) o.reference_pack = default_reference_pack_path();  // worker/kernel_pack.h
+  if (o.reference_pack.empty()) o.reference_pack = default_reference_pack_path();
   if (o.reference_pack.empty()) {
     std::fprintf(stderr, "kb: no reference pack (libkbref.so) found: pass --reference-pack or set KB_REFERENCE_PACK\n");
     throw CLI::RuntimeError(2);
@@ -150,7 +149,7 @@ void run_bench(BenchOptions o) {
     launch.problem_id = id;
     launch.preset = o.preset;
     launch.device_kind = o.device;
-    JobResult r = run_executor_process(launch);
+    JobResult r = run_executor_child(launch);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
     std::fprintf(stderr, "[%zu/%zu] %-7s %-16s %7.1f s  %s\n", i + 1, ids->size(), id.c_str(),
                  status_label(r).c_str(), secs, (r.verified ? r.message : r.unverified_reason).substr(0, 100).c_str());

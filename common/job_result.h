@@ -35,6 +35,8 @@ enum class JobStatus {
 // The fleet's verification policy (docs/verification.md): a job with fewer correctness trials,
 // or without the launch trace, is `unverified`; the coordinator refuses runs that ask for it.
 inline constexpr int kMinVerifiedTrials = 3;
+// The least share of timing rounds a verified job traces (kb-executor --trace-fraction).
+inline constexpr double kMinTraceFraction = 0.25;
 
 std::string to_string(JobStatus status);
 // kRuntimeError for an unknown name.
@@ -48,7 +50,7 @@ struct ErrorStats {
   int64_t non_finite = 0;  // custom non-finite where the reference is finite
 };
 
-// One robustness trial (worker/robustness_trials.h): reference and custom on moved inputs or
+// One robustness trial (executor/robustness_trials.h): reference and custom on moved inputs or
 // parameters, each against the golden model. Errors are maxima over the output; an "excess" is
 // max |v - golden| / (atol + rtol |golden|), so > 1 is outside the spec's tolerance. Infinite
 // (a non-finite output where the golden model is finite) is written as null in JSON.
@@ -89,7 +91,7 @@ struct JobResult {
   double custom_tflops = 0, custom_gbps = 0;
   // The fp32 roofline (fp32 FMA peak, measured copy bandwidth): a goal, which tensor cores beat.
   double floor_ms = 0, custom_over_floor = 0, reference_over_floor = 0;
-  // The hard physical floor (worker/physical_floor.h: nominal peak DRAM bandwidth, 3xTF32
+  // The hard physical floor (common/physical_floor.h: nominal peak DRAM bandwidth, 3xTF32
   // tensor-core math): a custom median below it is `implausible`. 0: no floor (CPU device).
   double hard_floor_ms = 0, custom_over_hard_floor = 0;
 

@@ -96,7 +96,7 @@ if [[ -n ${stop_dir:-} ]]; then
 fi
 
 if [[ $mode == tree && -z $bin_dir ]]; then
-  if [[ ! -x ${KB[0]} || ! -x ${COORD[0]} || ! -x ${WORKER[0]} || ! -x $build/worker/kb-executor ||
+  if [[ ! -x ${KB[0]} || ! -x ${COORD[0]} || ! -x ${WORKER[0]} || ! -x $build/executor/kb-executor ||
         ! -f $build/kernels/libkbpack.so || ! -f $build/kernels/libkbref.so ]]; then
     say "building kbfleet in $build"
     cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -11,7 +11,7 @@
 #
 # usage: deploy/make-bundle.sh OUT_DIR BINARY...
 #   e.g. deploy/make-bundle.sh /tmp/kbfleet build/cli/kb build/coordinator/kb-coordinator \
-#          build/worker/kb-worker build/worker/kb-executor build/kernels/libkbpack.so build/kernels/libkbref.so
+#          build/worker/kb-worker build/executor/kb-executor build/kernels/libkbpack.so build/kernels/libkbref.so
 # env: KB_PG_BIN (default /usr/lib/postgresql/15/bin): the PostgreSQL to bundle.
 set -euo pipefail
 

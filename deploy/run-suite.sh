@@ -11,7 +11,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KB_BUILD_DIR:-$repo/build}
 
 if [ ! -x "$build/cli/kb" ] || [ ! -x "$build/coordinator/kb-coordinator" ] ||
-   [ ! -x "$build/worker/kb-worker" ] || [ ! -x "$build/worker/kb-executor" ]; then
+   [ ! -x "$build/worker/kb-worker" ] || [ ! -x "$build/executor/kb-executor" ]; then
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" -j "$(nproc)" --target kb kb-coordinator kb-worker kb-executor kbpack kbref
 fi

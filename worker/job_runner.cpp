@@ -54,7 +54,7 @@ double child_timeout_s(const JobSpec& job) {
                   static_cast<double>(job.deadline_ms) / 1000.0 - kDeadlineMarginS);
 }
 
-ExecutorLaunch ExecutorJobRunner::launch_for(const JobSpec& job) const {
+ExecutorLaunch ChildProcessJobRunner::launch_for(const JobSpec& job) const {
   ExecutorLaunch launch;
   launch.executable = config_.executable;
   launch.args = {"--problem", job.problem, "--preset", job.preset, "--seed", std::to_string(job.seed),
@@ -85,7 +85,7 @@ ExecutorLaunch ExecutorJobRunner::launch_for(const JobSpec& job) const {
 
 // A failure under the sandbox says so, since a kernel that reaches for the network or writes
 // outside /tmp fails there and nowhere else.
-void ExecutorJobRunner::note_sandbox(JobResult& result) const {
+void ChildProcessJobRunner::note_sandbox(JobResult& result) const {
   if (config_.sandbox.mode == SandboxMode::kOff) return;
   if (!result.environment.is_object()) result.environment = nlohmann::json::object();
   result.environment["sandbox"] = describe_sandbox(config_.sandbox);
@@ -94,16 +94,16 @@ void ExecutorJobRunner::note_sandbox(JobResult& result) const {
   }
 }
 
-void ExecutorJobRunner::start(const JobSpec& job, SteadyClock::time_point now) {
+void ChildProcessJobRunner::start(const JobSpec& job, SteadyClock::time_point now) {
   started_at_ = now;
   last_poll_ = now;
   const SteadyClock::time_point spawn_start = SteadyClock::now();
-  process_ = std::make_unique<ExecutorProcess>(launch_for(job));
+  process_ = std::make_unique<ExecutorChild>(launch_for(job));
   WorkerMetrics::global().executor_spawned(
       std::chrono::duration<double>(SteadyClock::now() - spawn_start).count());
 }
 
-std::optional<JobOutcome> ExecutorJobRunner::poll(SteadyClock::time_point now) {
+std::optional<JobOutcome> ChildProcessJobRunner::poll(SteadyClock::time_point now) {
   if (!process_) return std::nullopt;
   last_poll_ = now;
   std::optional<JobResult> result = process_->poll();
@@ -119,12 +119,12 @@ std::optional<JobOutcome> ExecutorJobRunner::poll(SteadyClock::time_point now) {
   return JobOutcome{std::move(*result), started_at_, SteadyClock::now(), std::move(infra)};
 }
 
-void ExecutorJobRunner::abort() {
+void ChildProcessJobRunner::abort() {
   if (process_) process_->kill();
   process_.reset();
 }
 
-std::optional<SteadyClock::time_point> ExecutorJobRunner::next_poll() const {
+std::optional<SteadyClock::time_point> ChildProcessJobRunner::next_poll() const {
   if (!process_) return std::nullopt;
   return last_poll_ + kChildPollInterval;
 }

@@ -1,7 +1,7 @@
 // Runs one job at a time for a worker session, without blocking its event loop: start(), then
 // poll() from the loop until it returns the outcome.
 //
-//   ExecutorJobRunner  a kb-executor child per job (worker/executor_process.h), sandboxed as the
+//   ChildProcessJobRunner  a kb-executor child per job (worker/executor_child.h), sandboxed as the
 //                      config says (worker/sandbox.h), with the reference pack and the job's
 //                      candidate pack, each checked against its hash before it loads: crash, hang and
 //                      runtime errors become the job's result; the child's timeout is the job's
@@ -28,7 +28,7 @@
 
 #include "common/job_result.h"
 #include "common/status.h"
-#include "worker/executor_process.h"
+#include "worker/executor_child.h"
 
 namespace kb {
 
@@ -87,9 +87,9 @@ struct ExecutorRunnerConfig {
 // The child's timeout for a job: its deadline less 5 s, at least 10 s (600 s with no deadline).
 double child_timeout_s(const JobSpec& job);
 
-class ExecutorJobRunner : public JobRunner {
+class ChildProcessJobRunner : public JobRunner {
  public:
-  explicit ExecutorJobRunner(ExecutorRunnerConfig config) : config_(std::move(config)) {}
+  explicit ChildProcessJobRunner(ExecutorRunnerConfig config) : config_(std::move(config)) {}
   void start(const JobSpec& job, SteadyClock::time_point now) override;
   std::optional<JobOutcome> poll(SteadyClock::time_point now) override;
   void abort() override;
@@ -103,7 +103,7 @@ class ExecutorJobRunner : public JobRunner {
   void note_sandbox(JobResult& result) const;
 
   ExecutorRunnerConfig config_;
-  std::unique_ptr<ExecutorProcess> process_;
+  std::unique_ptr<ExecutorChild> process_;
   SteadyClock::time_point started_at_, last_poll_;
 };
 

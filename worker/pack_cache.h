@@ -5,7 +5,7 @@
 // Files are written to a temp name, fsync()ed, renamed, and the directory fsync()ed, so a
 // half-written pack is never loaded and a stored one survives a crash. The directory is 0700.
 // The hash is checked here on arrival and again by kb-executor before every load
-// (worker/kernel_pack.h), so a cache file changed afterwards is refused, never run.
+// (executor/kernel_pack.h), so a cache file changed afterwards is refused, never run.
 //
 // Errors: store() fails (invalid_argument) when the bytes do not hash to the name or the name is
 // not a sha256 (64 lowercase hex digits: it becomes a file name), io_error when writing fails.

@@ -1,6 +1,6 @@
 // Bad variant (b), L2_001: computes the right output into a scratch buffer, then copies it out
 // with an off-by-one bound that skips the last row of every (n, c) plane, so those elements keep
-// the executor's NaN poison. Expected verdict: non_finite (worker/verification.cpp: a NaN where
+// the executor's NaN poison. Expected verdict: non_finite (executor/verification.cpp: a NaN where
 // the reference is finite is counted as non-finite, and verdict_of() puts non_finite before
 // mismatch); N * C_out * W_out elements are wrong, the first at index (H_out - 1) * W_out.
 #include <cuda_runtime.h>

@@ -31,10 +31,10 @@
 
 #include "common/job_result.h"
 #include "common/spec_loader.h"
-#include "worker/execution_device.h"
-#include "worker/executor.h"
-#include "worker/kernel_pack.h"
-#include "worker/launch_tracer.h"
+#include "executor/execution_device.h"
+#include "executor/executor.h"
+#include "executor/kernel_pack.h"
+#include "executor/launch_tracer.h"
 
 namespace kb {
 namespace {

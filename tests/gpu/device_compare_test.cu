@@ -1,5 +1,5 @@
-// compare_on_device (worker/device_buffers.cuh) must give exactly what the host rule
-// (worker/verification.cpp) gives: the executor now compares outputs on the GPU.
+// compare_on_device (executor/device_buffers.cuh) must give exactly what the host rule
+// (executor/verification.cpp) gives: the executor now compares outputs on the GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "worker/device_buffers.cuh"
-#include "worker/verification.h"
+#include "executor/device_buffers.cuh"
+#include "executor/verification.h"
 
 namespace kb {
 namespace {

@@ -1,4 +1,4 @@
-// The launch tracer (worker/launch_tracer.h) on a real GPU: every activity is attributed to the
+// The launch tracer (executor/launch_tracer.h) on a real GPU: every activity is attributed to the
 // call during which the executor's thread launched it (kernels, memsets, cuBLAS's launches through
 // the driver API), the harness's work between calls is ignored, and side streams, the legacy
 // stream and other host threads are named.
@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "worker/launch_tracer.h"
+#include "executor/launch_tracer.h"
 
 namespace kb {
 namespace tracer_test {

@@ -3,7 +3,7 @@
 // and each robustness distribution that applies (shifted, scaled and centered inputs; random
 // affine norm/bias parameters; common/tensor_generator.h). Prints one table row per (problem,
 // distribution): each variant's max |err| and its max error over the tolerance ("excess": > 1 is
-// outside), and the robustness trials' verdict (worker/robustness_trials.h). The custom must never
+// outside), and the robustness trials' verdict (executor/robustness_trials.h). The custom must never
 // be `fragile` (outside the tolerance and > 10x the reference's error).
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "kernels/cpu_model.h"
 #include "tests/gpu/problem_cases.h"
-#include "worker/robustness_trials.h"
+#include "executor/robustness_trials.h"
 
 namespace kb::gpu_test {
 namespace {

@@ -1,5 +1,5 @@
 // Candidate code under the sandbox (worker/sandbox.h, docs/sandbox.md), with real processes: one
-// ExecutorJobRunner, as kb-worker holds it, runs real kb-executor jobs on the CPU device under real
+// ChildProcessJobRunner, as kb-worker holds it, runs real kb-executor jobs on the CPU device under real
 // bubblewrap, with the trusted reference pack and the faulty/hostile candidate pack
 // (tests/faulty_cpu_pack). Each hostile job must fail with a clear status and leave no trace (no
 // connection reached the listener, no file appeared, the key did not leak), the same runner must
@@ -26,7 +26,7 @@
 
 #include "common/sha256.h"
 #include "worker/job_runner.h"
-#include "worker/kernel_pack.h"
+#include "common/install_paths.h"
 #include "worker/sandbox.h"
 
 namespace kb {
@@ -136,7 +136,7 @@ class SandboxJobsTest : public ::testing::Test {
 
 TEST_F(SandboxJobsTest, HostilePackFailsClearlyLeavesNoTraceAndTheWorkerGoesOn) {
   if (!have_bwrap()) GTEST_SKIP() << "bwrap is not installed";
-  ExecutorJobRunner runner(config(true));
+  ChildProcessJobRunner runner(config(true));
 
   JobResult net = run(runner, job("L1_054"));
   EXPECT_EQ(to_string(net.status), "runtime_error") << net.message;
@@ -171,7 +171,7 @@ TEST_F(SandboxJobsTest, HostilePackFailsClearlyLeavesNoTraceAndTheWorkerGoesOn) 
 // Without the sandbox the same pack does write to $HOME (and the job hides it and passes):
 // the assertions above would catch a sandbox that lets it through.
 TEST_F(SandboxJobsTest, WithoutTheSandboxTheSamePackReachesHome) {
-  ExecutorJobRunner runner(config(false));
+  ChildProcessJobRunner runner(config(false));
   JobResult home = run(runner, job("L1_060"));
   EXPECT_EQ(to_string(home.status), "ok") << home.message;
   EXPECT_TRUE(fs::exists(dir_ / "home" / "kb-hostile-was-here"));
@@ -179,7 +179,7 @@ TEST_F(SandboxJobsTest, WithoutTheSandboxTheSamePackReachesHome) {
 
 // A cache file whose bytes changed after download is refused before dlopen; the next job runs.
 TEST_F(SandboxJobsTest, ATamperedCachedPackIsRefusedBeforeLoading) {
-  ExecutorJobRunner runner(config(have_bwrap()));
+  ChildProcessJobRunner runner(config(have_bwrap()));
   JobSpec tampered = job("L2_093");
   std::string bytes = file_bytes(KB_TEST_FAULTY_PACK);
   bytes[bytes.size() / 3] ^= 0x40;
@@ -204,7 +204,7 @@ TEST_F(SandboxJobsTest, GpuJobRunsUnderTheSandboxWithBothPacks) {
   c.gpu = 0;
   c.sandbox.gpu = 0;
   c.sandbox.limits.data_bytes = uint64_t{64} << 30;
-  ExecutorJobRunner runner(c);
+  ChildProcessJobRunner runner(c);
   JobSpec j = job("L1_081");
   j.preset = "full";
   j.pack_path = KB_TEST_PACK;

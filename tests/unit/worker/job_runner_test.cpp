@@ -127,7 +127,7 @@ class ExecutorJobRunnerTest : public ::testing::Test {
 };
 
 TEST_F(ExecutorJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
-  ExecutorJobRunner runner(
+  ChildProcessJobRunner runner(
       {script("echo '{\"status\": \"mismatch\", \"message\": \"2 of 9\"}' > \"$out\""), "cuda", 3,
        "/problems", "", "", {}});
   std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
@@ -145,7 +145,7 @@ TEST_F(ExecutorJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
 }
 
 TEST_F(ExecutorJobRunnerTest, ACrashIsTheJobsResult) {
-  ExecutorJobRunner runner({script("ulimit -c 0\nkill -SEGV $$"), "cpu", 0, "", "", "", {}});
+  ChildProcessJobRunner runner({script("ulimit -c 0\nkill -SEGV $$"), "cpu", 0, "", "", "", {}});
   std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->result.status, JobStatus::kCrashed);
@@ -154,14 +154,14 @@ TEST_F(ExecutorJobRunnerTest, ACrashIsTheJobsResult) {
 }
 
 TEST_F(ExecutorJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
-  ExecutorJobRunner runner({script("sleep 60"), "cpu", 0, "", "", "", {}});
+  ChildProcessJobRunner runner({script("sleep 60"), "cpu", 0, "", "", "", {}});
   JobSpec j = job();
   ExecutorLaunch launch = runner.launch_for(j);
   EXPECT_DOUBLE_EQ(launch.timeout_s, 600.0);  // no deadline given
   // The minimum child timeout is 10 s; drive the timeout through the process directly with a
   // short one instead of waiting that long.
   launch.timeout_s = 0.3;
-  ExecutorProcess process(launch);
+  ExecutorChild process(launch);
   const auto give_up = SteadyClock::now() + std::chrono::seconds(5);
   std::optional<JobResult> result;
   while (!result && SteadyClock::now() < give_up) {
@@ -173,7 +173,7 @@ TEST_F(ExecutorJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
 }
 
 TEST_F(ExecutorJobRunnerTest, AbortKillsTheChild) {
-  ExecutorJobRunner runner(
+  ChildProcessJobRunner runner(
       {script("echo $$ > \"" + (dir_ / "pid").string() + "\"\nsleep 60"), "cpu", 0, "", "", "", {}});
   runner.start(job(), SteadyClock::now());
   for (int i = 0; i < 200 && !fs::exists(dir_ / "pid"); ++i)

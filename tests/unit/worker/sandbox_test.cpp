@@ -35,7 +35,7 @@ SandboxConfig config() {
   c.gpu = 2;
   c.hidden_dirs = {"/home/w", "/home/w/.local/state/kbfleet/worker-x"};
   c.hidden_files = {"/etc/kb/worker.key"};
-  c.read_only_paths = {"/home/w/kbfleet/build/worker/kb-executor", "/home/w/kbfleet/problems"};
+  c.read_only_paths = {"/home/w/kbfleet/build/executor/kb-executor", "/home/w/kbfleet/problems"};
   return c;
 }
 
@@ -68,8 +68,8 @@ TEST(Sandbox, HidesThenExposesThenLocksInThatOrder) {
   const std::vector<std::string> argv = sandbox_argv(config(), {"kb-executor"});
   const long key = find_triple(argv, "--ro-bind-try", "/dev/null", "/etc/kb/worker.key");
   const long home = find_triple(argv, "--tmpfs", "/home/w", "--tmpfs");
-  const long exe = find_triple(argv, "--ro-bind", "/home/w/kbfleet/build/worker/kb-executor",
-                               "/home/w/kbfleet/build/worker/kb-executor");
+  const long exe = find_triple(argv, "--ro-bind", "/home/w/kbfleet/build/executor/kb-executor",
+                               "/home/w/kbfleet/build/executor/kb-executor");
   const auto lock = std::find(argv.begin(), argv.end(), "--remount-ro") - argv.begin();
   ASSERT_GE(key, 0);
   ASSERT_GE(home, 0);

@@ -1,0 +1,157 @@
+// The kernel packs through their C ABI, as a worker sees them: the hash check before dlopen,
+// version, problem table, the split between the reference pack (golden, reference) and a
+// candidate pack (custom, cpu_fp32), and a CPU variant created and run from a spec document.
+#include "executor/kernel_pack.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/install_paths.h"
+#include "common/sha256.h"
+
+#include "common/spec_loader.h"
+#include "common/tensor_generator.h"
+#include "kernels/cpu_model.h"
+
+namespace kb {
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The reference pack, loaded only with its pin (libkbref.so.sha256, written at build time).
+const KernelPack& pack() {
+  static const KernelPack* kPack = [] {
+    Result<std::string> pin = read_pack_pin(KB_REF_PACK_PATH);
+    EXPECT_TRUE(pin.is_ok()) << pin.status().message();
+    Result<KernelPack> p = KernelPack::open(KB_REF_PACK_PATH, pin.is_ok() ? pin.value() : "");
+    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
+  }();
+  return *kPack;
+}
+
+const KernelPack& candidate() {
+  static const KernelPack* kPack = [] {
+    Result<KernelPack> p = KernelPack::open(KB_PACK_PATH);
+    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
+  }();
+  return *kPack;
+}
+
+TEST(KernelPack, RefusesBytesThatDoNotHashToTheExpectedSha256BeforeLoading) {
+  const std::filesystem::path copy = std::filesystem::temp_directory_path() / "kb-tampered-pack-test.so";
+  std::string bytes = file_bytes(KB_PACK_PATH);
+  const std::string honest_hash = sha256_hex(bytes);
+  bytes[bytes.size() / 2] ^= 0x01;  // changed after the hash was taken, as a tampered cache file
+  std::ofstream(copy, std::ios::binary) << bytes;
+  Result<KernelPack> p = KernelPack::open(copy.string(), honest_hash);
+  std::filesystem::remove(copy);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(p.status().message().find("refused, not loaded"), std::string::npos) << p.status().message();
+}
+
+TEST(KernelPack, LoadsWithTheRightHashAndRecordsIt) {
+  const std::string hash = sha256_hex(file_bytes(KB_PACK_PATH));
+  Result<KernelPack> p = KernelPack::open(KB_PACK_PATH, hash);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->sha256(), hash);
+}
+
+TEST(KernelPack, TheReferencePackMatchesItsPin) {
+  EXPECT_EQ(pack().sha256(), read_pack_pin(KB_REF_PACK_PATH).value());
+}
+
+// Two instances: the reference pack and a candidate are separate libraries, and each answers
+// only for its own slot, so a candidate can never stand in for the reference.
+TEST(KernelPack, ReferenceAndCandidatePacksEachOfferOnlyTheirOwnSlots) {
+  EXPECT_NE(&pack().table(), &candidate().table());
+  for (const char* id : {"L1_003", "L2_093"}) {
+    EXPECT_EQ(pack().table().has_variant(id, KB_VARIANT_CPU_GOLDEN), 1) << id;
+    EXPECT_EQ(pack().table().has_variant(id, KB_VARIANT_CPU_FP32), 0) << id;
+    EXPECT_EQ(pack().table().has_variant(id, KB_VARIANT_CUSTOM), 0) << id;
+    EXPECT_EQ(candidate().table().has_variant(id, KB_VARIANT_CPU_FP32), 1) << id;
+    EXPECT_EQ(candidate().table().has_variant(id, KB_VARIANT_CPU_GOLDEN), 0) << id;
+    EXPECT_EQ(candidate().table().has_variant(id, KB_VARIANT_REFERENCE), 0) << id;
+  }
+  kb_instance_v1* inst = nullptr;
+  char error[256] = "";
+  EXPECT_EQ(candidate().table().create("id: L1_003\n", "x.yaml", nullptr, 0, KB_VARIANT_CPU_GOLDEN, nullptr,
+                                       &inst, error, sizeof error),
+            KB_PACK_NOT_IMPLEMENTED);
+  EXPECT_EQ(inst, nullptr);
+  EXPECT_NE(std::string(error).find("only custom variants"), std::string::npos) << error;
+}
+
+TEST(KernelPack, RefusesAFileThatIsNotAPack) {
+  Result<KernelPack> p = KernelPack::open("/nonexistent/libnothing.so");
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_NE(p.status().message().find("cannot load kernel pack /nonexistent/libnothing.so"), std::string::npos);
+}
+
+TEST(KernelPack, TableListsEveryProblemWithItsGoldenModel) {
+  const kb_pack_v1_t& t = pack().table();
+  EXPECT_EQ(t.abi_version, KB_PACK_ABI_VERSION);
+  EXPECT_STRNE(t.commit, "");
+  ASSERT_EQ(t.problem_count(), 22);
+  for (int32_t i = 0; i < t.problem_count(); ++i) {
+    EXPECT_EQ(t.has_variant(t.problem_id(i), KB_VARIANT_CPU_GOLDEN), 1) << t.problem_id(i);
+    if (i > 0) {
+      EXPECT_LT(std::string(t.problem_id(i - 1)), std::string(t.problem_id(i)));
+    }
+  }
+  EXPECT_EQ(t.problem_id(22), nullptr);
+  EXPECT_EQ(t.has_variant("L9_999", KB_VARIANT_CPU_GOLDEN), 0);
+}
+
+TEST(KernelPack, CreateReportsAnInvalidSpec) {
+  kb_instance_v1* inst = nullptr;
+  char error[512] = "";
+  int32_t code = pack().table().create("id: L1_003\n", "bad.yaml", nullptr, 0, KB_VARIANT_CPU_GOLDEN, nullptr,
+                                       &inst, error, sizeof error);
+  EXPECT_EQ(code, KB_PACK_ERROR);
+  EXPECT_EQ(inst, nullptr);
+  EXPECT_NE(std::string(error).find("bad.yaml: graph: missing"), std::string::npos) << error;
+}
+
+TEST(KernelPack, CpuGoldenThroughTheAbiMatchesTheLinkedGoldenModel) {
+  auto spec = load_problem_catalog(default_problems_dir()).value().problems.at("L1_003");
+  ProblemInstance p = ProblemInstance::create(spec, "odd").value();
+  std::stringstream yaml;
+  yaml << std::ifstream(spec->file).rdbuf();
+  std::vector<kb_dim_v1> dims;
+  for (const auto& [name, value] : p.dims()) dims.push_back({name.c_str(), value});
+  kb_instance_v1* inst = nullptr;
+  char error[512] = "";
+  ASSERT_EQ(pack().table().create(yaml.str().c_str(), spec->file.c_str(), dims.data(),
+                                  static_cast<int32_t>(dims.size()), KB_VARIANT_CPU_GOLDEN, nullptr, &inst,
+                                  error, sizeof error),
+            KB_PACK_OK)
+      << error;
+  TensorSet tensors = generate_tensors(p, GeneratorKey{5, 1});
+  auto view = [](const HostTensor<float>& t) {
+    kb_tensor_v1 v{const_cast<float*>(t.data.data()), static_cast<int32_t>(t.shape.size()), {}};
+    for (size_t d = 0; d < t.shape.size(); ++d) v.shape[d] = t.shape[d];
+    return v;
+  };
+  kb_tensor_v1 inputs[2] = {view(tensors.get("A")), view(tensors.get("B"))};
+  HostTensor<float> out(p.output_shape());
+  kb_tensor_v1 out_view = view(out);
+  ASSERT_EQ(pack().table().run(inst, inputs, 2, nullptr, 0, &out_view, nullptr, error, sizeof error), KB_PACK_OK)
+      << error;
+  pack().table().destroy(inst);
+  HostTensor<double> golden = find_cpu_model("L1_003")->golden(p, tensors);
+  for (size_t i = 0; i < golden.data.size(); ++i) EXPECT_EQ(out.data[i], static_cast<float>(golden.data[i])) << i;
+}
+
+}  // namespace
+}  // namespace kb
