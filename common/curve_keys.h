@@ -1,4 +1,4 @@
-// ZeroMQ CURVE keys for kbfleet (DESIGN.md, Distribution): the coordinator has a server key pair
+// ZeroMQ CURVE keys for kbfleet (docs/design.md#trust-model): the coordinator has a server key pair
 // and an allow-list of worker and client public keys; workers and clients have their own pairs
 // and know the coordinator's public key. Keys are Z85 text (40 characters).
 //

@@ -73,8 +73,8 @@ namespace {
 
 using namespace op_detail;  // NOLINT: the catalog's own helpers
 
-// FLOPs per element, calibrated so that the full-size problems reproduce PROBLEMS.md's totals
-// and its "of which elementwise ≈ X G" figures to the printed precision
+// FLOPs per element, calibrated so that the full-size problems reproduce the totals of
+// docs/problems.md#counts and their "of which elementwise" figures to the printed precision
 // (tests/unit/problems/problem_costs_test.cpp). Per output element of the op unless noted:
 //
 //   op                                          cost   pinned by (per element of the output)

@@ -1,4 +1,4 @@
-// The regression detector (DESIGN.md, Regressions): decides, for a batch of new points of
+// The regression detector (docs/design.md#regressions): decides, for a batch of new points of
 // different series, which points are slower than their series' recent history beyond noise, and
 // moves earlier flags on as later points of their series arrive.
 //

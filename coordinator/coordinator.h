@@ -1,4 +1,4 @@
-// kb-coordinator's core (DESIGN.md, Distribution; schemas/protocol.md): one Boost.Asio event loop
+// kb-coordinator's core (docs/design.md#components; schemas/protocol.md): one Boost.Asio event loop
 // owns the workers' ROUTER, the clients' ROUTER, the ZAP handler (with CURVE), the timers
 // (scheduler ticks and lease deadlines, heartbeats to workers, metrics rates), SIGTERM/SIGINT and
 // the HTTP endpoint. The Scheduler (scheduler.h) decides; the DbThread (db_thread.h) writes; the

@@ -1,4 +1,4 @@
-// Regression detection against the database (DESIGN.md, Regressions; schemas/0002_history.sql):
+// Regression detection against the database (docs/design.md#regressions; schemas/0002_history.sql):
 // the coordinator's database thread calls detect_regressions() after a batch that inserted
 // results has committed, with the new results' ids.
 //

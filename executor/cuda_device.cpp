@@ -158,7 +158,7 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
   const nlohmann::json software = software_versions();
   const std::string uuid = uuid_string(prop);
   const std::string name = prop.name;
-  // Roofline ceilings: the H100/H200 figures measured for this suite (PROBLEMS.md: strict fp32
+  // Roofline ceilings: the H100/H200 figures measured for this suite (docs/problems.md#method: strict fp32
   // FMA 67 TFLOP/s; device-to-device copy 4.3 TB/s on the H200); elsewhere the fp32 FMA peak
   // from SM count and clock, and the bandwidth of an H100-class part.
   const bool h200 = name.find("H200") != std::string::npos;

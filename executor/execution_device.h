@@ -10,7 +10,7 @@
 // numbered from 0; the executor decides how many to rotate among (max_input_sets()) and
 // regenerates a set's contents before every timed pair of calls.
 //
-// Two packs (DESIGN.md "Kernels and the kernel pack"): the reference slot's variant is created from
+// Two packs (docs/design.md#kernel-packs): the reference slot's variant is created from
 // the trusted reference pack, the custom slot's from the candidate pack; a candidate that exports
 // a reference variant is never asked for it.
 //

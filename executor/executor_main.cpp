@@ -2,7 +2,7 @@
 // `kb bench` spawn one per job, so that a crash, an illegal address or a hang in a kernel ends
 // this process only; they turn that into a `crashed` or `timeout` result and go on.
 //
-// Two packs (DESIGN.md "Kernels and the kernel pack"): --reference-pack, the trusted reference
+// Two packs (docs/design.md#kernel-packs): --reference-pack, the trusted reference
 // pack (default: the installation's libkbref.so), checked against its pin (--reference-sha256, else
 // the PATH.sha256 written at build time), and --pack, the candidate pack whose custom variants are
 // judged (checked against --pack-sha256 when given: the worker names cached packs by hash). Each

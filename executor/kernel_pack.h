@@ -6,7 +6,7 @@
 // and written to a sealed memfd that dlopen() then maps, so a file changed between the check and
 // the load (a tampered cache entry, a race with a writer) is never the one that runs.
 //
-// Two packs per job, two instances (DESIGN.md "Kernels and the kernel pack"): the trusted
+// Two packs per job, two instances (docs/design.md#kernel-packs): the trusted
 // reference pack and the untrusted candidate pack are separate files, each opened with
 // RTLD_LOCAL, so neither can bind the other's symbols. Not dlmopen(LM_ID_NEWLM): a new link-map
 // namespace loads a second libc, libstdc++ and CUDA runtime for the candidate; the CUDA driver

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference fidelity: our reference's median time (from `kb bench --json-out`) against PyTorch
-eager in strict fp32 (../shared/BASELINES.md), per problem, as a Markdown table.
+eager in strict fp32 (docs/baselines.md), per problem, as a Markdown table.
 
 usage: tools/fidelity_table.py BENCH_JSON [BASELINES_MD] [--reasons REASONS_JSON]
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The kernels table (docs/kernels.md) from a `kb bench --json-out` file: per problem, status,
 reference and custom medians, speedup with its 95% CI, TFLOP/s and GB/s of the custom kernel, its
-time over the roofline floor, and the peer from ../shared/BASELINES.md (the better of PyTorch eager
+time over the roofline floor, and the peer from docs/baselines.md (the better of PyTorch eager
 and torch.compile in strict fp32) with the issues' goal: min(peer / 1.2, 1.6 x fp32 floor).
 
 usage: tools/kernels_table.py BENCH_JSON [BASELINES_MD]

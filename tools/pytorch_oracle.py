@@ -99,7 +99,7 @@ def case(name, seed, trial, **dims):
 
 # Tiny dims, each problem at least twice: an "even" case (sizes multiples of 2/4/8 where the
 # problem allows), an "odd" one (batch 1, sizes that are no such multiple), some a third.
-# Structural constraints, from the sources (see ../shared/PROBLEMS.md):
+# Structural constraints, from the sources (see docs/problems.md):
 #   L1_075: groups=4 divides C_in and C_out.      L2_021: GroupNorm(8) -> 8 | C_out.
 #   L2_034: LayerNorm(C_out) acts on the last dim W_out = 2W, so C_out = 2W.
 #   L2_060: GroupNorm(4) -> 4 | C_out.            L3_031: 4 heads -> 4 | C.

@@ -1,5 +1,5 @@
-// The sandbox around a kb-executor child that loads a candidate pack (untrusted code: DESIGN.md
-// "Kernels and the kernel pack"; docs/sandbox.md): bubblewrap (Debian `bubblewrap`) with
+// The sandbox around a kb-executor child that loads a candidate pack (untrusted code:
+// docs/design.md#kernel-packs; docs/sandbox.md): bubblewrap (Debian `bubblewrap`) with
 //   - no network (--unshare-net: a namespace with only its own loopback);
 //   - a read-only root (--ro-bind / /), a private writable /tmp (--tmpfs /tmp, the scratch and
 //     the working directory), a minimal /dev (--dev) plus only the job's GPU device nodes;

@@ -1,7 +1,7 @@
 // L1_054 custom: Conv3d(3, 64, (3, 3, 3), bias=False), stride 1, no padding.
 //   x: (16, 3, 64, 64, 64) -> y: (16, 64, 62, 62, 62), fp32 NCDHW (full preset).
 //
-// Cost (PROBLEMS.md): 19.77 G MAC = 39.5 GFLOP -> t_fp32 590 us (no TF32: it fails the
+// Cost (docs/problems.md#l1_054): 19.77 G MAC = 39.5 GFLOP -> t_fp32 590 us (no TF32: it fails the
 // tolerance 3.4x); 1,026 MB (y is 95%) -> t_mem 239 us. Floor 590 us, FMA-bound. Reference
 // (cuDNN, strict fp32) 1.85 ms.
 //

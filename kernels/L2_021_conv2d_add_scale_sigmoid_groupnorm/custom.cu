@@ -1,7 +1,7 @@
 // L2_021 custom: GroupNorm(sigmoid((conv2d(x) + conv.bias + bias[c]) * scale[c])).
 //   x: (N, C_in, H, W), w: (C_out, C_in, 3, 3), out: (N, C_out, H - 2, W - 2), fp32 NCHW.
 //
-// Cost (full preset 128 x 8 x 256 x 256 -> 128 x 32 x 254 x 254, PROBLEMS.md): 19.0 G MAC ->
+// Cost (full preset 128 x 8 x 256 x 256 -> 128 x 32 x 254 x 254, docs/problems.md#l2_021): 19.0 G MAC ->
 // t_fp32 0.57 ms (strict FFMA); x 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms.
 //
 // Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than re-reading the

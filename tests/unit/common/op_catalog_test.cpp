@@ -1,5 +1,5 @@
 // Shape inference, FLOPs and error messages of every op in common/op_catalog.h, on small cases
-// worked out by hand, plus the transposed-conv MAC counts of PROBLEMS.md at full size.
+// worked out by hand, plus the transposed-conv MAC counts of docs/problems.md#counts at full size.
 #include "common/op_catalog.h"
 
 #include <gtest/gtest.h>
@@ -260,7 +260,7 @@ struct TransposedConvCase {
   std::vector<int64_t> stride, padding, output_padding, dilation;
   int64_t groups;
   Shape out;
-  int64_t macs;  // PROBLEMS.md's valid-tap MAC count
+  int64_t macs;  // docs/problems.md#counts: the valid-tap MAC count
 };
 
 TEST(OpCatalog, TransposedConvMacsMatchProblemsMd) {

@@ -1,4 +1,4 @@
-// The problem specs against PROBLEMS.md's summary table: at the `full` preset every spec gives
+// The problem specs against docs/problems.md#summary: at the `full` preset every spec gives
 // KernelBench's output shape exactly, its FLOPs (within 1%, and to the table's printed
 // precision, which pins the per-element costs of common/op_catalog.cpp) and its minimum bytes
 // (within 0.5%); the `small` preset stays cheap enough for the golden model.
@@ -22,7 +22,7 @@ struct Expected {
   double min_mb;  // "min MB", 1e6 bytes, printed to 1 decimal
 };
 
-// PROBLEMS.md, "Summary".
+// docs/problems.md#summary.
 const std::vector<Expected>& expected_costs() {
   static const std::vector<Expected> kTable = {
       {"L1_003", {128, 512, 2048}, 274.88, 1879.0},
