@@ -177,7 +177,7 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
       {"pack", pack_environment(pack(Slot::kCustom))},
       {"reference_pack", pack_environment(pack(Slot::kReference))},
       {"peaks", {{"fp32_flops", peak_flops_}, {"dram_bytes_per_s", peak_bytes_},
-                 {"source", h200 ? "H200 figures of PROBLEMS.md" : "nominal from SM count and clock"}}},
+                 {"source", h200 ? "H200 figures of docs/problems.md#method" : "nominal from SM count and clock"}}},
       {"hard_floor_peaks", {{"dram_bytes_per_s", floor_peaks_.dram_bytes_per_s},
                             {"math_flops_3xtf32", floor_peaks_.math_flops}, {"source", floor_peaks_.source}}},
   };

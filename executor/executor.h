@@ -8,7 +8,7 @@
 //  2. The trace of every traced custom call: work only on the job stream and nothing launched by
 //     another host thread (foreign_stream), a kernel of our own (no_custom_kernel), own kernels
 //     carrying >= the spec's share of the call's GPU time (library_dominated).
-//  3. Timing: warm-up (>= 3 calls and >= 200 ms per variant), then rounds of two pairs, A B on
+//  3. Timing: warm-up (>= 3 calls and >= 50 ms per variant), then rounds of two pairs, A B on
 //     fresh contents c1 and B A on fresh contents c2 (A reference, B custom; every pair's inputs
 //     and parameters regenerated on the device with a trial key never used before, off the
 //     clock), each sample timed alone with a cold L2. Every timed custom call is checked as the

@@ -21,7 +21,7 @@ def eager_times(path):
 def main():
     bench = json.load(open(sys.argv[1]))
     eager = eager_times(sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--")
-                        else "../shared/BASELINES.md")
+                        else "docs/baselines.md")
     reasons = {}
     if "--reasons" in sys.argv:
         reasons = json.load(open(sys.argv[sys.argv.index("--reasons") + 1]))

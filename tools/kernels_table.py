@@ -23,7 +23,7 @@ def best_peers(path):
 
 def main():
     bench = json.load(open(sys.argv[1]))
-    peers = best_peers(sys.argv[2] if len(sys.argv) > 2 else "../shared/BASELINES.md")
+    peers = best_peers(sys.argv[2] if len(sys.argv) > 2 else "docs/baselines.md")
     print("| id | status | max abs err | reference ms | custom ms | speedup [95% CI] | TFLOP/s | GB/s "
           "| x floor | peer ms | vs peer | goal ms |")
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")

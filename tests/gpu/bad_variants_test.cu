@@ -214,7 +214,7 @@ void expect_reference_copy_wrong(const JobResult& r) {
 
 // Built on the reference's library work with a sliver of its own: under the issue-12 rule the
 // first traced trial already says library_dominated, before its own trick is played (that trick is
-// covered by the issue-12 variants and the fake-device tests of worker/executor_timing).
+// covered by the issue-12 variants and the fake-device tests of executor/executor_timing).
 void expect_library_dominated_first(const JobResult& r) {
   EXPECT_EQ(r.correctness_trials, 0);
   EXPECT_FALSE(r.message.empty());

@@ -83,7 +83,7 @@ TEST_P(FullPreset, MatchesProblemsMd) {
   Result<ProblemInstance> instance = ProblemInstance::create(spec, "full");
   ASSERT_TRUE(instance.is_ok()) << instance.status().message();
   EXPECT_EQ(instance->output_shape(), e.output)
-      << e.id << ": output " << shape_to_string(instance->output_shape()) << ", PROBLEMS.md "
+      << e.id << ": output " << shape_to_string(instance->output_shape()) << ", docs/problems.md "
       << shape_to_string(e.output);
   const double gflop = instance->cost().flops / 1e9;
   EXPECT_NEAR(gflop, e.gflop, 0.01 * e.gflop) << e.id << ": FLOPs off by more than 1%";
