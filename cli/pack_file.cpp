@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
 #include "common/sha256.h"
 
 namespace kb::cli {
@@ -27,13 +28,11 @@ std::string default_pack_path() {
 Result<PackFile> read_pack_file(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return Status::not_found("kernel pack " + path + " is not a file");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in.good() && !in.eof()) return Status::io_error("cannot read kernel pack " + path);
+  Result<std::string> bytes = read_file(path);
+  if (!bytes.is_ok()) return Status::io_error("cannot read kernel pack: " + bytes.status().message());
   PackFile pack;
   pack.path = path;
-  pack.bytes = std::move(bytes).str();
+  pack.bytes = std::move(bytes).value();
   pack.sha256 = sha256_hex(pack.bytes);
   return pack;
 }

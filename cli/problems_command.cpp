@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/problem_lint.h"
+#include "common/files.h"
 #include "common/npy.h"
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
@@ -147,15 +148,13 @@ void run_validate(const ProblemsOptions& o) {
   }
   int bad = 0;
   for (const std::string& file : o.files) {
-    std::ifstream in(file);
-    if (!in) {
+    const Result<std::string> text = read_file(file);
+    if (!text.is_ok()) {
       std::fprintf(stderr, "%s: cannot open\n", file.c_str());
       ++bad;
       continue;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    std::vector<SpecError> errors = validate_problem_spec(text.str(), file);
+    std::vector<SpecError> errors = validate_problem_spec(text.value(), file);
     for (const SpecError& e : errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
     if (errors.empty()) std::printf("%s: valid\n", file.c_str());
     bad += errors.empty() ? 0 : 1;

@@ -5,6 +5,17 @@
 #include <utility>
 
 namespace kb {
+
+JobResult JobResult::failure(std::string problem_id, std::string preset, std::string device_kind,
+                             JobStatus status, std::string message) {
+  JobResult r;
+  r.problem_id = std::move(problem_id);
+  r.preset = std::move(preset);
+  r.device_kind = std::move(device_kind);
+  r.status = status;
+  r.message = std::move(message);
+  return r;
+}
 namespace {
 
 constexpr std::array<std::pair<JobStatus, const char*>, 14> kNames = {{

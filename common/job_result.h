@@ -69,6 +69,11 @@ struct VariantTiming {
 };
 
 struct JobResult {
+  // A result that carries only its job's identity and why it failed (no trials, no timing):
+  // what a supervisor, a session or the executor itself reports when the job could not run.
+  static JobResult failure(std::string problem_id, std::string preset, std::string device_kind,
+                           JobStatus status, std::string message);
+
   std::string problem_id;
   std::string preset;
   nlohmann::json dims;

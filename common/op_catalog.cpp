@@ -2,8 +2,6 @@
 #include "common/op_catalog_internal.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 #include <utility>
 #include <variant>
@@ -107,10 +105,8 @@ constexpr int kCostKlDiv = 5;
 using InferFn = Result<OpOutput> (*)(const OpCall&);
 
 [[noreturn]] void attr_bug(const GraphNode& node, std::string_view attr, const char* problem) {
-  std::fprintf(stderr, "kb: op_catalog: node '%s' (op %s): attribute '%.*s' %s\n",
-               node.name.c_str(), node.op.c_str(), static_cast<int>(attr.size()), attr.data(),
-               problem);
-  std::abort();
+  fatal("op_catalog: node '" + node.name + "' (op " + node.op + "): attribute '" +
+        std::string(attr) + "' " + problem);
 }
 
 template <typename T>

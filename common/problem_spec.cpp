@@ -1,7 +1,5 @@
 #include "common/problem_spec.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 #include "common/op_catalog.h"
@@ -9,10 +7,6 @@
 namespace kb {
 namespace {
 
-[[noreturn]] void die(const std::string& message) {
-  std::fprintf(stderr, "kbfleet: %s\n", message.c_str());
-  std::abort();
-}
 
 Result<Shape> resolve_shape(const std::vector<ShapeExpr>& exprs, const Dims& dims,
                             const std::string& what) {
@@ -193,21 +187,21 @@ Result<ProblemInstance> ProblemInstance::create(std::shared_ptr<const ProblemSpe
 
 int64_t ProblemInstance::dim(const std::string& name) const {
   auto it = dims_.find(name);
-  if (it == dims_.end()) die(spec_->id + " has no dim '" + name + "'");
+  if (it == dims_.end()) fatal(spec_->id + " has no dim '" + name + "'");
   return it->second;
 }
 
 const Shape& ProblemInstance::shape_of(const std::string& tensor_name) const {
   auto it = shapes_.find(tensor_name);
-  if (it == shapes_.end()) die(spec_->id + " has no tensor '" + tensor_name + "'");
+  if (it == shapes_.end()) fatal(spec_->id + " has no tensor '" + tensor_name + "'");
   return it->second;
 }
 
 const AttrValue& ProblemInstance::attr(const std::string& node, const std::string& name) const {
   const GraphNode* n = spec_->find_node(node);
-  if (!n) die(spec_->id + " has no graph node '" + node + "'");
+  if (!n) fatal(spec_->id + " has no graph node '" + node + "'");
   auto it = n->attrs.find(name);
-  if (it == n->attrs.end()) die(spec_->id + ": node '" + node + "' has no attribute '" + name + "'");
+  if (it == n->attrs.end()) fatal(spec_->id + ": node '" + node + "' has no attribute '" + name + "'");
   return it->second;
 }
 
@@ -218,11 +212,11 @@ bool ProblemInstance::has_attr(const std::string& node, const std::string& name)
 
 std::vector<int64_t> ProblemInstance::ints(const std::string& node, const std::string& name) const {
   const auto* exprs = std::get_if<std::vector<ShapeExpr>>(&attr(node, name));
-  if (!exprs) die(spec_->id + ": attribute " + node + "." + name + " is not a list of integers");
+  if (!exprs) fatal(spec_->id + ": attribute " + node + "." + name + " is not a list of integers");
   std::vector<int64_t> values;
   for (const ShapeExpr& e : *exprs) {
     Result<int64_t> v = e.evaluate(dims_);
-    if (!v.is_ok()) die(spec_->id + ": " + v.status().message());
+    if (!v.is_ok()) fatal(spec_->id + ": " + v.status().message());
     values.push_back(v.value());
   }
   return values;
@@ -230,19 +224,19 @@ std::vector<int64_t> ProblemInstance::ints(const std::string& node, const std::s
 
 int64_t ProblemInstance::int_attr(const std::string& node, const std::string& name) const {
   std::vector<int64_t> values = ints(node, name);
-  if (values.size() != 1) die(spec_->id + ": attribute " + node + "." + name + " is not one integer");
+  if (values.size() != 1) fatal(spec_->id + ": attribute " + node + "." + name + " is not one integer");
   return values[0];
 }
 
 double ProblemInstance::number(const std::string& node, const std::string& name) const {
   const auto* value = std::get_if<double>(&attr(node, name));
-  if (!value) die(spec_->id + ": attribute " + node + "." + name + " is not a number");
+  if (!value) fatal(spec_->id + ": attribute " + node + "." + name + " is not a number");
   return *value;
 }
 
 bool ProblemInstance::flag(const std::string& node, const std::string& name) const {
   const auto* value = std::get_if<bool>(&attr(node, name));
-  if (!value) die(spec_->id + ": attribute " + node + "." + name + " is not a bool");
+  if (!value) fatal(spec_->id + ": attribute " + node + "." + name + " is not a bool");
   return *value;
 }
 

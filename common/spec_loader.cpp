@@ -1,3 +1,4 @@
+#include "common/files.h"
 #include "common/spec_loader.h"
 
 #include <yaml-cpp/yaml.h>
@@ -559,11 +560,9 @@ Result<std::shared_ptr<const ProblemSpec>> parse_problem_spec(const std::string&
 }
 
 Result<std::shared_ptr<const ProblemSpec>> load_problem_spec(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::not_found(path + ": cannot open the problem spec");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_problem_spec(buffer.str(), path);
+  Result<std::string> text = read_file(path);
+  if (!text.is_ok()) return Status::not_found(path + ": cannot open the problem spec");
+  return parse_problem_spec(text.value(), path);
 }
 
 }  // namespace kb

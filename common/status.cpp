@@ -1,6 +1,14 @@
 #include "common/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace kb {
+
+void fatal(const std::string& message) {
+  std::fprintf(stderr, "kbfleet: %s\n", message.c_str());
+  std::abort();
+}
 
 std::string Status::to_string() const {
   switch (code_) {

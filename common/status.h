@@ -6,6 +6,11 @@
 // (main functions catch and print) and by third-party libraries; code that calls such a library
 // converts its exceptions to a Status at the call site.
 //
+// Both are [[nodiscard]]: an error dropped on the floor is a compile error under KB_WERROR.
+// Result::value() on an error is a bug in the caller; it aborts with the error's message
+// (never undefined behaviour). KB_TRY / KB_ASSIGN_OR_RETURN pass an error up; kb::fatal is the
+// one way to stop on a broken invariant.
+//
 // Thread safety: plain values; a const Status may be read from any thread.
 #pragma once
 
@@ -25,7 +30,7 @@ enum class StatusCode {
   kInternal,
 };
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
@@ -59,21 +64,31 @@ class Status {
 };
 
 // A value of type T, or the Status that explains why there is none.
+// Prints "kbfleet: <message>" to stderr and aborts: for a broken invariant (a bug), never for an
+// error the caller could handle.
+[[noreturn]] void fatal(const std::string& message);
+
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool is_ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  T& value() & { return checked(*this); }
+  const T& value() const& { return checked(*this); }
+  T&& value() && { return std::move(checked(*this)); }
+  T* operator->() { return &checked(*this); }
+  const T* operator->() const { return &checked(*this); }
 
  private:
+  template <typename Self>  // Result or const Result
+  static auto& checked(Self& self) {
+    if (!self.value_) fatal("Result::value() on an error: " + self.status_.to_string());
+    return *self.value_;
+  }
+
   std::optional<T> value_;
   Status status_;
 };
@@ -88,3 +103,14 @@ class Result {
     if (!kb_try_status_.is_ok()) return kb_try_status_;  \
   } while (0)
 #endif
+
+// `KB_ASSIGN_OR_RETURN(auto x, make_x());` declares x from a Result's value, or returns the
+// Result's Status from the caller (which returns Status or some Result<U>).
+#define KB_STATUS_CONCAT_INNER_(a, b) a##b
+#define KB_STATUS_CONCAT_(a, b) KB_STATUS_CONCAT_INNER_(a, b)
+#define KB_ASSIGN_OR_RETURN(lhs, expr) \
+  KB_ASSIGN_OR_RETURN_IMPL_(KB_STATUS_CONCAT_(kb_result_, __LINE__), lhs, expr)
+#define KB_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
+  auto result = (expr);                               \
+  if (!result.is_ok()) return result.status();        \
+  lhs = std::move(result).value()

@@ -17,8 +17,7 @@ philox::StreamKey stream_key(const ProblemInstance& instance, const std::string&
 // out_channels / groups, which is PyTorch's rule, not the mathematical fan-in).
 double fan_in(const Shape& shape) {
   if (shape.size() < 2) {
-    std::fprintf(stderr, "kbfleet: fan-in of a tensor of rank %zu\n", shape.size());
-    std::abort();
+    fatal("fan-in of a tensor of rank " + std::to_string(shape.size()));
   }
   double receptive = 1;
   for (size_t i = 2; i < shape.size(); ++i) receptive *= static_cast<double>(shape[i]);

@@ -1,3 +1,4 @@
+#include "common/files.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 
@@ -117,10 +118,8 @@ std::vector<ProblemRow> Coordinator::catalog_rows() {
   std::vector<ProblemRow> rows;
   if (!catalog_) return rows;
   for (const auto& [id, spec] : catalog_->problems) {
-    std::ifstream in(spec->file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    ProblemRow row{id, spec->name, spec->family, text.str(), sha256_hex(text.str()), spec->level};
+    const std::string text = read_file(spec->file).value();  // loaded from it at startup
+    ProblemRow row{id, spec->name, spec->family, text, sha256_hex(text), spec->level};
     spec_hashes_[id] = row.spec_hash;
     rows.push_back(std::move(row));
   }

@@ -4,7 +4,8 @@
 //
 // Contract:
 // - Every call is synchronous and runs on the database thread only (never on the event loop).
-// - apply(batch) writes a whole batch in ONE transaction, in the batch's order, and is idempotent:
+// - apply(batch) writes a whole batch in ONE transaction, in the order given at Batch, and is
+//   idempotent:
 //   re-applying a batch after a lost connection (the commit may or may not have happened) leaves
 //   the same rows. Results are unique per job (INSERT ... ON CONFLICT (job_id) DO NOTHING); a job
 //   that is done, failed or cancelled is never moved back to queued/leased.
@@ -87,8 +88,7 @@ struct JobRecord {
   nlohmann::json run_config = nlohmann::json::object();
 };
 
-// State changes the scheduler made since the last batch; applied in this order, per kind in
-// vector order: leases, requeues, failures, cancellations of jobs, results, runs' states.
+// State changes the scheduler made since the last batch (Batch below).
 struct Lease {
   int64_t job_id = 0;
   int attempt = 0;  // the new attempt number (1 for the first lease)
@@ -121,9 +121,13 @@ struct RunState {
   std::string state;  // running | done | cancelled
 };
 
+// Applied kind by kind in this order: requeues, leases, failures, results, worker states, run
+// states; within a kind the last entry for a key wins. Requeues come before leases, so a job whose
+// lease expired and that was leased again within one batch ends leased. Cancelling a run is not a
+// batch entry (cancel_run).
 struct Batch {
-  std::vector<Lease> leases;
   std::vector<Requeue> requeues;
+  std::vector<Lease> leases;
   std::vector<JobFailure> failures;
   std::vector<ResultRow> results;
   std::vector<WorkerState> worker_states;  // also sets last_seen = now()

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/files.h"
 #include "common/config_file.h"
 #include "coordinator/pg_status.h"
 
@@ -24,14 +25,6 @@ constexpr const char* kCreateTable =
     "  name text NOT NULL,"
     "  checksum text NOT NULL,"
     "  applied_at timestamptz NOT NULL DEFAULT now())";
-
-Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::io_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void lock(pqxx::work& txn) {
   txn.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
@@ -117,7 +110,7 @@ Result<std::vector<MigrationFile>> list_migrations(const std::string& dir) {
       return Status::invalid_argument("migration file " + entry.path().string() +
                                       " is not named NNNN_name.sql");
     }
-    Result<std::string> sql = read_file(entry.path());
+    Result<std::string> sql = read_file(entry.path().string());
     if (!sql.is_ok()) return sql.status();
     files.push_back(
         {std::stoi(match[1].str()), match[2].str(), entry.path().string(), std::move(sql).value()});

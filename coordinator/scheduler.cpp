@@ -4,12 +4,6 @@
 
 namespace kb::coord {
 
-Millis lease_budget(double predicted_ms, double time_cap_s, double job_timeout_s) {
-  if (job_timeout_s > 0) return Millis(static_cast<int64_t>(job_timeout_s * 1000) + 10'000);
-  const double ms = 3 * predicted_ms + time_cap_s * 2 * 1000 + 30'000;
-  return std::max(Millis(60'000), Millis(static_cast<int64_t>(ms)));
-}
-
 Scheduler::Scheduler(SchedulerConfig config, const Clock& clock)
     : config_(config), clock_(clock) {}
 

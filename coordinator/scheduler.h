@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/job_deadline.h"
 #include "common/wire_protocol.h"
 #include "coordinator/job_store.h"
 
@@ -123,10 +124,8 @@ struct SchedulerStats {
   uint64_t jobs_failed = 0;
 };
 
-// The lease deadline for one attempt: max(60 s, 3 x predicted + 2 x time cap + 30 s).
-// With job_timeout_s > 0 (the submitter's limit per job) the budget is that limit plus 10 s, so
-// the worker's own timeout (the budget less 5 s) ends the job as `timeout` before the lease ends.
-Millis lease_budget(double predicted_ms, double time_cap_s, double job_timeout_s = 0);
+// lease_budget: the lease deadline of one attempt (common/job_deadline.h).
+using ::kb::lease_budget;
 
 class Scheduler {
  public:

@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libzmq3-dev cppzmq-dev libpqxx-dev libyaml-cpp-dev libboost-dev libssl-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev librandom123-dev libgtest-dev
-  postgresql-15 python3 bubblewrap
+  postgresql-15 python3 bubblewrap clang-format
 )
 [ $# -eq 0 ] || packages=("$@")
 

@@ -27,6 +27,7 @@
 #include "common/spec_loader.h"
 #include "executor/device_identity.h"
 #include "executor/executor.h"
+#include "common/files.h"
 #include "common/install_paths.h"
 #include "executor/kernel_pack.h"
 
@@ -47,21 +48,8 @@ struct Options {
   kb::ExecutorConfig config;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 kb::JobResult failed(const Options& o, kb::JobStatus status, const std::string& message) {
-  kb::JobResult r;
-  r.problem_id = o.problem;
-  r.preset = o.preset;
-  r.device_kind = o.device;
-  r.status = status;
-  r.message = message;
-  return r;
+  return kb::JobResult::failure(o.problem, o.preset, o.device, status, message);
 }
 
 // The reference pack, only with the hash it is pinned to.
@@ -106,7 +94,9 @@ kb::JobResult run(const Options& o) {
   const double init_ms = ms_since(init_start);
   auto dims = kb::parse_dims(o.dims);
   if (!dims.is_ok()) return failed(o, kb::JobStatus::kUnsupported, dims.status().message());
-  kb::JobRequest request{it->second, read_file(it->second->file), o.dims.empty() ? o.preset : "",
+  auto spec_yaml = kb::read_file(it->second->file);
+  if (!spec_yaml.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, spec_yaml.status().message());
+  kb::JobRequest request{it->second, std::move(spec_yaml).value(), o.dims.empty() ? o.preset : "",
                          dims.value(), o.seed, o.config};
   Clock::time_point job_start = Clock::now();
   kb::JobResult result = kb::execute_job(*device, request);

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/files.h"
 #include "common/sha256.h"
 
 namespace kb {
@@ -43,12 +44,9 @@ Result<std::string> read_bytes(const std::string& path) {
       return read_descriptor(std::stoi(number), path);
     }
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("cannot load kernel pack " + path + ": " + std::strerror(errno));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return Status::not_found("cannot load kernel pack " + path + ": read error");
-  return std::move(bytes).str();
+  Result<std::string> bytes = read_file(path);
+  if (!bytes.is_ok()) return Status::not_found("cannot load kernel pack: " + bytes.status().message());
+  return bytes;
 }
 
 // A sealed anonymous file holding `bytes`: nobody, this process included, can change it after.

@@ -17,13 +17,7 @@ namespace kb {
 namespace {
 
 JobResult bare_result(const ExecutorLaunch& launch, JobStatus status, const std::string& message) {
-  JobResult r;
-  r.problem_id = launch.problem_id;
-  r.preset = launch.preset;
-  r.device_kind = launch.device_kind;
-  r.status = status;
-  r.message = message;
-  return r;
+  return JobResult::failure(launch.problem_id, launch.preset, launch.device_kind, status, message);
 }
 
 // An anonymous result file: mkstemp (O_EXCL, mode 0600, an unpredictable name), unlinked at once.

@@ -1,5 +1,7 @@
 #include "worker/job_runner.h"
 
+#include "common/job_deadline.h"
+
 #include <algorithm>
 
 #include "worker/worker_metrics.h"
@@ -11,11 +13,6 @@ namespace {
 // How often a running child is checked: a job takes seconds, so 10 ms is invisible in its wall
 // time and costs nothing.
 constexpr auto kChildPollInterval = std::chrono::milliseconds(10);
-// The worker's timeout must fire before the coordinator's lease deadline, so that the job ends
-// as a `timeout` result rather than a lost lease and a retry.
-constexpr double kDeadlineMarginS = 5.0;
-constexpr double kMinChildTimeoutS = 10.0;
-constexpr double kNoDeadlineTimeoutS = 600.0;
 
 template <typename T>
 bool read_field(const nlohmann::json& body, const char* name, T* out) {
@@ -48,12 +45,6 @@ Result<JobSpec> JobSpec::from_json(const nlohmann::json& body) {
   return job;
 }
 
-double child_timeout_s(const JobSpec& job) {
-  if (job.deadline_ms <= 0) return kNoDeadlineTimeoutS;
-  return std::max(kMinChildTimeoutS,
-                  static_cast<double>(job.deadline_ms) / 1000.0 - kDeadlineMarginS);
-}
-
 ExecutorLaunch ChildProcessJobRunner::launch_for(const JobSpec& job) const {
   ExecutorLaunch launch;
   launch.executable = config_.executable;
@@ -76,7 +67,7 @@ ExecutorLaunch ChildProcessJobRunner::launch_for(const JobSpec& job) const {
   if (!config_.problems_dir.empty()) {
     launch.args.insert(launch.args.end(), {"--problems-dir", config_.problems_dir});
   }
-  launch.timeout_s = child_timeout_s(job);
+  launch.timeout_s = child_timeout_s(job.deadline_ms);  // common/job_deadline.h
   launch.problem_id = job.problem;
   launch.preset = job.preset;
   launch.device_kind = config_.device;

@@ -84,8 +84,6 @@ struct ExecutorRunnerConfig {
   SandboxConfig sandbox;  // around every job's executor (it loads the job's candidate pack)
 };
 
-// The child's timeout for a job: its deadline less 5 s, at least 10 s (600 s with no deadline).
-double child_timeout_s(const JobSpec& job);
 
 class ChildProcessJobRunner : public JobRunner {
  public:

@@ -1,3 +1,4 @@
+#include "common/files.h"
 #include "worker/result_spool.h"
 
 #include <fcntl.h>
@@ -118,10 +119,9 @@ std::vector<ResultSpool::Entry> ResultSpool::list() {
     const std::string name = f.path().filename().string();
     Entry e;
     if (!f.is_regular_file() || !parse_name(name, &e.job_id, &e.attempt)) continue;  // .tmp, .bad
-    std::ifstream in(f.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    e.body = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    const Result<std::string> text = read_file(f.path().string());
+    e.body = nlohmann::json::parse(text.is_ok() ? text.value() : std::string(), nullptr,
+                                   /*allow_exceptions=*/false);
     if (e.body.is_discarded() || !e.body.is_object() || !e.body.contains("result")) {
       set_aside(f.path(), e.body.is_discarded() ? "not JSON" : "not a RESULT body");
       continue;

@@ -39,6 +39,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/files.h"
 #include "common/config_file.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -171,10 +172,8 @@ kb::Status pin_reference_pack(Options& o) {
   }
   auto pin = kb::read_pack_pin(o.reference_pack);
   if (!pin.is_ok()) return pin.status();
-  std::ifstream in(o.reference_pack, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  const std::string actual = kb::sha256_hex(bytes.str());
+  KB_ASSIGN_OR_RETURN(const std::string bytes, kb::read_file(o.reference_pack));
+  const std::string actual = kb::sha256_hex(bytes);
   if (actual != pin.value()) {
     return kb::Status::failed_precondition("reference pack " + o.reference_pack + " has sha256 " + actual +
                                            " but is pinned to " + pin.value() + ": refusing to start");

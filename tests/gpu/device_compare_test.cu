@@ -10,6 +10,7 @@
 
 #include "executor/device_buffers.cuh"
 #include "executor/verification.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -22,7 +23,7 @@ ErrorStats on_device(const std::vector<float>& ref, const std::vector<float>& cu
   EXPECT_EQ(cudaMemcpy(d_ref, ref.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(d_custom, custom.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   DeviceCompareScratch scratch;
-  EXPECT_TRUE(scratch.allocate().is_ok());
+  KB_EXPECT_OK(scratch.allocate());
   Result<ErrorStats> e = compare_on_device(d_ref, d_custom, static_cast<int64_t>(ref.size()), t.atol,
                                            t.rtol, scratch, nullptr);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();

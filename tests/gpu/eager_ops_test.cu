@@ -14,6 +14,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/device/eager_ops.h"
 #include "tests/gpu/gpu_compare.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::eager {
 namespace {
@@ -46,12 +47,6 @@ class EagerOpsTest : public ::testing::Test {
 Golden golden(const HostTensor<float>& t) {
   return cpu::cast<double>(t);
 }
-
-#define KB_ASSERT_OK(expr)                                             \
-  do {                                                                 \
-    const ::kb::Status kb_test_status_ = (expr);                       \
-    ASSERT_TRUE(kb_test_status_.is_ok()) << kb_test_status_.message(); \
-  } while (0)
 
 // ---- Unary ----
 

@@ -10,6 +10,7 @@
 #include "kernels/device/graph_reference.h"
 #include "tests/gpu/problem_cases.h"
 #include "tests/support/probe_specs.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::gpu_test {
 namespace {
@@ -57,7 +58,7 @@ TEST(GraphReference, AGraphThatOnlyReshapesItsInputCopiesItToTheOutput) {
     CaseTensors tensors(p, GeneratorKey{1, 0}, stream);
     const DeviceTensor out = tensors.output(p.output_shape(), stream);
     graph::GraphReference reference;
-    ASSERT_TRUE(reference.setup(p, stream).is_ok());
+    KB_ASSERT_OK(reference.setup(p, stream));
     const Status s = reference.run(tensors.args(out), stream);
     ASSERT_TRUE(s.is_ok()) << s.message();
     ASSERT_EQ(cudaMemcpyAsync(got.data(), out.data, got.size() * sizeof(float),

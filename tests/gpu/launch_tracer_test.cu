@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "executor/launch_tracer.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace tracer_test {
@@ -60,7 +61,7 @@ class LaunchTracerTest : public ::testing::Test {
 };
 
 TEST_F(LaunchTracerTest, AKernelIsAttributedToTheCallThatLaunchedIt) {
-  ASSERT_TRUE(tracer_.begin().is_ok());
+  KB_ASSERT_OK(tracer_.begin());
   cudaMemsetAsync(data_, 0, kN * sizeof(float), stream_);  // the harness's, between calls: ignored
   tracer_.open_call(Slot::kReference);
   foreign_library_kernel<<<256, 256, 0, stream_>>>(data_, kN, 1);
@@ -92,7 +93,7 @@ TEST_F(LaunchTracerTest, CuBlasLaunchesAreAttributedToTheirCall) {
   cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 512, 512, 512, &one, data_, 512, data_ + 262144, 512, &zero,
               data_ + 524288, 512);  // warm: cuBLAS's first call may set itself up
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_TRUE(tracer_.begin().is_ok());
+  KB_ASSERT_OK(tracer_.begin());
   tracer_.open_call(Slot::kCustom);
   cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 512, 512, 512, &one, data_, 512, data_ + 262144, 512, &zero,
               data_ + 524288, 512);
@@ -107,7 +108,7 @@ TEST_F(LaunchTracerTest, CuBlasLaunchesAreAttributedToTheirCall) {
 }
 
 TEST_F(LaunchTracerTest, ASideStreamAndTheLegacyStreamAreForeign) {
-  ASSERT_TRUE(tracer_.begin().is_ok());
+  KB_ASSERT_OK(tracer_.begin());
   tracer_.open_call(Slot::kCustom);
   own(stream_);
   own(side_);  // not joined
@@ -125,7 +126,7 @@ TEST_F(LaunchTracerTest, ASideStreamAndTheLegacyStreamAreForeign) {
 }
 
 TEST_F(LaunchTracerTest, ALaunchFromAnotherHostThreadIsStray) {
-  ASSERT_TRUE(tracer_.begin().is_ok());
+  KB_ASSERT_OK(tracer_.begin());
   tracer_.open_call(Slot::kCustom);
   own(stream_);
   tracer_.close_call();
@@ -139,7 +140,7 @@ TEST_F(LaunchTracerTest, ALaunchFromAnotherHostThreadIsStray) {
 }
 
 TEST_F(LaunchTracerTest, LibraryTimeAndMemsetsCountInTheCallsGpuTime) {
-  ASSERT_TRUE(tracer_.begin().is_ok());
+  KB_ASSERT_OK(tracer_.begin());
   tracer_.open_call(Slot::kCustom);
   own(stream_);
   cudaMemsetAsync(data_, 0, kN * sizeof(float), stream_);
@@ -157,7 +158,7 @@ TEST_F(LaunchTracerTest, NothingIsRecordedOutsideATrace) {
   own(side_);
   tracer_.close_call();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_TRUE(tracer_.begin().is_ok());
+  KB_ASSERT_OK(tracer_.begin());
   LaunchTrace t = end();
   EXPECT_TRUE(t.calls.empty());
   EXPECT_TRUE(t.stray.empty());

@@ -33,6 +33,7 @@
 #include "common/wire_protocol.h"
 #include "common/zmq_messaging.h"
 #include "tests/integration/fault_fixture.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::testing::fault {
 namespace {
@@ -329,7 +330,7 @@ TEST_F(FaultTest, ASpooledResultFromAnotherDatabaseEpochIsDropped) {
   ASSERT_TRUE(stack.wait_for_executions(old_job, 1, milliseconds(10000), "finish"));  // spooled, unacked
 
   TestDatabase restored;  // a fresh database: new epoch, job ids from 1 again
-  ASSERT_TRUE(restored.status().is_ok());
+  KB_ASSERT_OK(restored.status());
   stack.set_db_url(restored.url());
   ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
   const int64_t new_run = submit_sim({50});

@@ -15,6 +15,7 @@
 
 #include "tests/support/fleet_stack.h"
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::testing {
 namespace {
@@ -112,7 +113,7 @@ TEST_F(FleetTest, TwentyWorkerKillsMidJobLoseAndDuplicateNothing) {
     std::this_thread::sleep_for(milliseconds(250 + random() % 200));
     const int victim = static_cast<int>(random() % stack.worker_count());
     stack.kill_worker(victim, SIGKILL);
-    ASSERT_TRUE(stack.restart_worker(victim).is_ok());
+    KB_ASSERT_OK(stack.restart_worker(victim));
   }
   ASSERT_TRUE(stack.wait_for_run(run, seconds(120))) << "run did not finish";
   expect_exactly_once(stack, run, jobs);

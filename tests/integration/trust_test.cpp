@@ -19,6 +19,7 @@
 #include "common/curve_keys.h"
 #include "tests/support/fleet_stack.h"
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::testing {
 namespace {
@@ -121,9 +122,9 @@ class CurveTrustTest : public TrustTest {
     fs::create_directories(dir_ + "/allow");
     for (const char* name : {"coord", "gpu-1", "alice", "carol"}) {
       keys_[name] = curve::generate_key_pair().value();
-      ASSERT_TRUE(curve::write_key_file(dir_ + "/" + name + ".key", keys_[name]).is_ok());
+      KB_ASSERT_OK(curve::write_key_file(dir_ + "/" + name + ".key", keys_[name]));
     }
-    ASSERT_TRUE(curve::write_public_key_file(dir_ + "/coord.pub", keys_["coord"]).is_ok());
+    KB_ASSERT_OK(curve::write_public_key_file(dir_ + "/coord.pub", keys_["coord"]));
     std::ofstream(dir_ + "/allow/workers.txt") << keys_["gpu-1"].public_key << " gpu-1\n";
     std::ofstream(dir_ + "/allow/submitters.txt") << keys_["alice"].public_key << " alice\n";
   }

@@ -8,7 +8,7 @@
 //
 //   TEST(Store, Something) {
 //     KB_REQUIRE_TEST_DB(db);                  // skips, or fails when the server is unusable
-//     ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+//     KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
 //     ...
 //   }
 //
@@ -20,6 +20,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::testing {
 

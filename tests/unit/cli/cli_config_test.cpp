@@ -1,4 +1,5 @@
 #include "cli/cli_config.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -52,7 +53,7 @@ TEST_F(CliConfigTest, FlagsBeatEnvironmentBeatsTheDefaultConfigFile) {
   env_["KB_COORDINATOR"] = "tcp://env:2";
   flags.db = "postgresql://flag/db";
   auto mixed = resolve_config(flags, env());
-  ASSERT_TRUE(mixed.is_ok());
+  KB_ASSERT_OK(mixed);
   EXPECT_EQ(mixed->coordinator, "tcp://env:2");
   EXPECT_EQ(mixed->db, "postgresql://flag/db");  // flag over env
 }
@@ -75,7 +76,7 @@ TEST_F(CliConfigTest, ExplicitConfigFileReplacesTheDefaultAndMustExist) {
 
 TEST_F(CliConfigTest, NoFileAtAllIsFine) {
   auto config = resolve_config({}, env());
-  ASSERT_TRUE(config.is_ok());
+  KB_ASSERT_OK(config);
   EXPECT_TRUE(config->config_file.empty());
   EXPECT_TRUE(config->coordinator.empty());
 }
@@ -109,7 +110,7 @@ TEST_F(CliConfigTest, MissingEndpointsSayHowToSupplyThem) {
   const Status db = require_db(config);
   EXPECT_NE(db.message().find("pass --db, set KB_DB_URL"), std::string::npos);
   config.coordinator = "tcp://127.0.0.1:5555";
-  EXPECT_TRUE(require_coordinator(config).is_ok());
+  KB_EXPECT_OK(require_coordinator(config));
 }
 
 TEST_F(CliConfigTest, XdgConfigHomeIsHonoured) {

@@ -15,6 +15,7 @@
 #include "coordinator/regression_store.h"
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/synthetic_results.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::cli {
 namespace {
@@ -28,7 +29,7 @@ class HistoryReaderTest : public ::testing::Test {
   // Commits c00..c29 (1 ms), then "aa" + "ab" (A/A at 1 ms), then "bb" (4% slower), for problems
   // P1 and P2 on one GPU model; P2's custom variant fails at "bb".
   void populate(const std::string& url) {
-    ASSERT_TRUE(kb::testing::apply_migrations(url).is_ok());
+    KB_ASSERT_OK(kb::testing::apply_migrations(url));
     conn_ = std::make_unique<pqxx::connection>(url);
     std::mt19937_64 rng(17);
     std::normal_distribution<double> noise(0, 0.01);
@@ -52,7 +53,7 @@ class HistoryReaderTest : public ::testing::Test {
       }
       const std::vector<int64_t> ids = kb::testing::insert_synthetic_results(*conn_, points);
       int flagged = 0;
-      ASSERT_TRUE(coord::detect_regressions(*conn_, ids, RegressionConfig{}, &flagged).is_ok());
+      KB_ASSERT_OK(coord::detect_regressions(*conn_, ids, RegressionConfig{}, &flagged));
     };
     for (int i = 0; i < 30; ++i) commit("c" + std::string(i < 10 ? "0" : "") + std::to_string(i), i,
                                         1.0, "ok");

@@ -16,6 +16,7 @@
 
 #include "cli/history_reader.h"
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::cli {
 namespace {
@@ -49,7 +50,7 @@ void bulk_insert(pqxx::connection& conn, int64_t rows) {
 
 TEST(HistoryScale, OneSeriesQueryUnder100ms) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   const char* scale = std::getenv("KB_SCALE_TESTS");
   const int64_t rows = scale && std::string(scale) == "1" ? 1000000 : 100000;
   pqxx::connection conn(db.url());

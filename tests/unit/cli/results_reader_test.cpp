@@ -10,6 +10,7 @@
 #include "cli/cli_app.h"
 #include "cli/fleet_commands.h"
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::cli {
 namespace {
@@ -37,7 +38,7 @@ INSERT INTO results (job_id, run_id, attempt, worker_id, problem_id, preset, gpu
 
 TEST(ResultsReader, ReadsRunsStatusResultsAndWorkers) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   insert_fixture(db.url());
   auto reader = ResultsReader::connect(db.url());
   ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
@@ -82,7 +83,7 @@ TEST(ResultsReader, ReadsRunsStatusResultsAndWorkers) {
 
 TEST(ResultsReader, CommandsPrintTablesAndJson) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   insert_fixture(db.url());
   const auto kb = [&](std::vector<std::string> args, std::string* out) {
     args.insert(args.begin(), "kb");

@@ -1,4 +1,5 @@
 #include "common/config_file.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -45,7 +46,7 @@ class ConfigFileTest : public ::testing::Test {
 
 TEST_F(ConfigFileTest, FileValuesFillKeysNotGivenAsFlags) {
   write("db: postgresql://kb@db/kbfleet\nliveness: 7\nlog_format: json\nsim_fsync: true\n");
-  ASSERT_TRUE(apply().is_ok());
+  KB_ASSERT_OK(apply());
   EXPECT_EQ(db_, "postgresql://kb@db/kbfleet");
   EXPECT_EQ(liveness_, 7);
   EXPECT_EQ(format_, "json");
@@ -57,13 +58,13 @@ TEST_F(ConfigFileTest, FlagBeatsEnvironmentWhichBeatsFile) {
   env_["KB_DB_URL"] = "from-env";
   env_["KB_LOG_FORMAT"] = "json";
   db_ = "from-flag";
-  ASSERT_TRUE(apply({"db"}).is_ok());
+  KB_ASSERT_OK(apply({"db"}));
   EXPECT_EQ(db_, "from-flag");  // the flag's value stays
   EXPECT_EQ(format_, "json");   // the environment beats the file
 }
 
 TEST_F(ConfigFileTest, MissingDefaultFileLeavesDefaults) {
-  ASSERT_TRUE(apply().is_ok());
+  KB_ASSERT_OK(apply());
   EXPECT_EQ(db_, "default-db");
   EXPECT_EQ(liveness_, 3);
 }
@@ -121,7 +122,7 @@ TEST_F(ConfigFileTest, NonMapFileIsRejected) {
 
 TEST_F(ConfigFileTest, EmptyFileIsAccepted) {
   write("");
-  EXPECT_TRUE(apply().is_ok());
+  KB_EXPECT_OK(apply());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // a planted symlink, and `replace` makes a new inode, so a descriptor opened on the old file
 // before the write never sees the secret.
 #include "common/curve_keys.h"
+#include "tests/support/assert_ok.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -62,7 +63,7 @@ TEST_F(KeyFileTest, ReplaceMakesANewFileThatAnOldDescriptorCannotRead) {
   std::ofstream(path("k.key")) << "";
   const int early = ::open(path("k.key").c_str(), O_RDONLY);  // opened before the secret exists
   ASSERT_GE(early, 0);
-  ASSERT_TRUE(write_key_file(path("k.key"), keys_, /*replace=*/true).is_ok());
+  KB_ASSERT_OK(write_key_file(path("k.key"), keys_, /*replace=*/true));
   char buffer[16];
   EXPECT_EQ(::read(early, buffer, sizeof buffer), 0);  // the old inode stays empty
   ::close(early);

@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,7 @@ namespace kb::logging {
 namespace {
 
 std::string capture(Format format, const std::string& message) {
-  EXPECT_TRUE(init("kb-test", format).is_ok());
+  KB_EXPECT_OK(init("kb-test", format));
   testing::internal::CaptureStderr();
   KB_LOG_INFO("{}", message);
   return testing::internal::GetCapturedStderr();
@@ -36,7 +37,7 @@ TEST(Log, JsonLinesAreOneObjectEachWithEscapedMessage) {
 }
 
 TEST(Log, JobLinesNameTheJobAndAttempt) {
-  ASSERT_TRUE(init("kb-test", Format::kText).is_ok());
+  KB_ASSERT_OK(init("kb-test", Format::kText));
   testing::internal::CaptureStderr();
   KB_LOG_JOB(spdlog::level::info, 12, 3, "{} started", "L1_003");
   const std::string line = testing::internal::GetCapturedStderr();
@@ -44,7 +45,7 @@ TEST(Log, JobLinesNameTheJobAndAttempt) {
 }
 
 TEST(Log, PrintfStyleCallSitesKeepTheirFormat) {
-  ASSERT_TRUE(init("kb-test", Format::kText).is_ok());
+  KB_ASSERT_OK(init("kb-test", Format::kText));
   testing::internal::CaptureStderr();
   KB_LOGF_WARN("%zu open jobs, %lld ms, %s", size_t{4}, 12LL, "x");
   const std::string line = testing::internal::GetCapturedStderr();

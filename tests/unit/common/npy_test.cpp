@@ -1,6 +1,7 @@
 // .npy reading and writing (common/npy.h): round trips, NumPy's header layout, and the errors
 // for files that are not what they claim.
 #include "common/npy.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -59,7 +60,7 @@ TEST_F(NpyTest, Float32RoundTrip) {
   HostTensor<float> t = ramp_f32({2, 3, 4});
   t.data[5] = std::numeric_limits<float>::denorm_min();
   t.data[6] = -0.0f;
-  ASSERT_TRUE(write_npy(path("a.npy"), t).is_ok());
+  KB_ASSERT_OK(write_npy(path("a.npy"), t));
   Result<HostTensor<double>> back = read_npy(path("a.npy"));
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->shape, (Shape{2, 3, 4}));
@@ -73,7 +74,7 @@ TEST_F(NpyTest, Float32RoundTrip) {
 TEST_F(NpyTest, Float64RoundTripKeepsEveryBit) {
   HostTensor<double> t({3, 2});
   t.data = {1.0 / 3.0, -2.5e-300, 1e300, 0.1, -0.0, 6.02214076e23};
-  ASSERT_TRUE(write_npy(path("d.npy"), t).is_ok());
+  KB_ASSERT_OK(write_npy(path("d.npy"), t));
   Result<HostTensor<double>> back = read_npy(path("d.npy"));
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->shape, (Shape{3, 2}));
@@ -85,7 +86,7 @@ TEST_F(NpyTest, ZeroDimensionalArray) {
   HostTensor<float> t(Shape{});
   ASSERT_EQ(t.data.size(), 1u);
   t.data[0] = 3.5f;
-  ASSERT_TRUE(write_npy(path("s.npy"), t).is_ok());
+  KB_ASSERT_OK(write_npy(path("s.npy"), t));
   EXPECT_NE(header_of(bytes_of(path("s.npy"))).find("'shape': ()"), std::string::npos);
   Result<HostTensor<double>> back = read_npy(path("s.npy"));
   ASSERT_TRUE(back.is_ok()) << back.status().message();
@@ -96,7 +97,7 @@ TEST_F(NpyTest, ZeroDimensionalArray) {
 
 TEST_F(NpyTest, OneDimensionalArrayUsesAOneTuple) {
   HostTensor<float> t = ramp_f32({5});
-  ASSERT_TRUE(write_npy(path("v.npy"), t).is_ok());
+  KB_ASSERT_OK(write_npy(path("v.npy"), t));
   EXPECT_NE(header_of(bytes_of(path("v.npy"))).find("'shape': (5,)"), std::string::npos);
   Result<HostTensor<double>> back = read_npy(path("v.npy"));
   ASSERT_TRUE(back.is_ok()) << back.status().message();
@@ -108,7 +109,7 @@ TEST_F(NpyTest, HeaderIsNumpyVersionOneAndPaddedToSixtyFour) {
   for (const Shape& shape :
        {Shape{}, Shape{7}, Shape{1, 12345, 1, 3}, Shape{1, 2, 3, 4, 5, 6, 7, 8}}) {
     HostTensor<float> t(shape);
-    ASSERT_TRUE(write_npy(path("h.npy"), t).is_ok());
+    KB_ASSERT_OK(write_npy(path("h.npy"), t));
     const std::string bytes = bytes_of(path("h.npy"));
     ASSERT_GE(bytes.size(), 10u);
     EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
@@ -123,7 +124,7 @@ TEST_F(NpyTest, HeaderIsNumpyVersionOneAndPaddedToSixtyFour) {
 }
 
 TEST_F(NpyTest, TruncatedDataFailsNamingTheFile) {
-  ASSERT_TRUE(write_npy(path("t.npy"), ramp_f32({4, 4})).is_ok());
+  KB_ASSERT_OK(write_npy(path("t.npy"), ramp_f32({4, 4})));
   fs::resize_file(path("t.npy"), fs::file_size(path("t.npy")) - 3);
   Result<HostTensor<double>> back = read_npy(path("t.npy"));
   ASSERT_FALSE(back.is_ok());
@@ -131,7 +132,7 @@ TEST_F(NpyTest, TruncatedDataFailsNamingTheFile) {
 }
 
 TEST_F(NpyTest, TruncatedHeaderFailsNamingTheFile) {
-  ASSERT_TRUE(write_npy(path("t.npy"), ramp_f32({4})).is_ok());
+  KB_ASSERT_OK(write_npy(path("t.npy"), ramp_f32({4})));
   fs::resize_file(path("t.npy"), 40);
   Result<HostTensor<double>> back = read_npy(path("t.npy"));
   ASSERT_FALSE(back.is_ok());
@@ -139,7 +140,7 @@ TEST_F(NpyTest, TruncatedHeaderFailsNamingTheFile) {
 }
 
 TEST_F(NpyTest, WrongDtypeFailsNamingTheFile) {
-  ASSERT_TRUE(write_npy(path("i.npy"), ramp_f32({2})).is_ok());
+  KB_ASSERT_OK(write_npy(path("i.npy"), ramp_f32({2})));
   std::string bytes = bytes_of(path("i.npy"));
   bytes.replace(bytes.find("<f4"), 3, "<i4");
   write_bytes(path("i.npy"), bytes);
@@ -149,7 +150,7 @@ TEST_F(NpyTest, WrongDtypeFailsNamingTheFile) {
 }
 
 TEST_F(NpyTest, FortranOrderIsRejected) {
-  ASSERT_TRUE(write_npy(path("f.npy"), ramp_f32({2, 2})).is_ok());
+  KB_ASSERT_OK(write_npy(path("f.npy"), ramp_f32({2, 2})));
   std::string bytes = bytes_of(path("f.npy"));
   bytes.replace(bytes.find("False"), 5, "True ");
   write_bytes(path("f.npy"), bytes);

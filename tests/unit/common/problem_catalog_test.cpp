@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/spec_loader.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -163,7 +164,7 @@ TEST_F(ProblemCatalogTest, ResolvesASuiteACommaListAndRejectsUnknowns) {
   EXPECT_EQ(list.value(), (std::vector<std::string>{"L1_002", "L1_001"}));
 
   Result<std::vector<std::string>> single = catalog->resolve("L1_003");
-  ASSERT_TRUE(single.is_ok());
+  KB_ASSERT_OK(single);
   EXPECT_EQ(single.value(), (std::vector<std::string>{"L1_003"}));
 
   Result<std::vector<std::string>> unknown = catalog->resolve("L1_001,L9_999");
@@ -201,7 +202,7 @@ TEST(ProblemCatalogReal, LoadsTheTwentyTwoProblemsAndTheSuites) {
   for (const std::string& id : smoke) EXPECT_NE(catalog->find(id), nullptr) << id;
 
   Result<std::vector<std::string>> resolved = catalog->resolve("smoke");
-  ASSERT_TRUE(resolved.is_ok());
+  KB_ASSERT_OK(resolved);
   EXPECT_EQ(resolved.value(), smoke);
 }
 

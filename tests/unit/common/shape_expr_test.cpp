@@ -1,5 +1,6 @@
 // ShapeExpr: the integer arithmetic of a spec's shapes and int attributes (common/shape_expr.h).
 #include "common/shape_expr.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +64,7 @@ TEST(ShapeExpr, UnaryMinusNegatesAFactor) {
 
 TEST(ShapeExpr, DivisionMustBeExact) {
   Result<ShapeExpr> e = ShapeExpr::parse("C_in / 5");
-  ASSERT_TRUE(e.is_ok());
+  KB_ASSERT_OK(e);
   Result<int64_t> v = e->evaluate(kDims);
   ASSERT_FALSE(v.is_ok());
   EXPECT_EQ(v.status().message(), "shape expression 'C_in / 5': 12 is not divisible by 5");
@@ -71,7 +72,7 @@ TEST(ShapeExpr, DivisionMustBeExact) {
 
 TEST(ShapeExpr, DivisionByZeroIsAnError) {
   Result<ShapeExpr> e = ShapeExpr::parse("N / (H - 7)");
-  ASSERT_TRUE(e.is_ok());
+  KB_ASSERT_OK(e);
   Result<int64_t> v = e->evaluate(kDims);
   ASSERT_FALSE(v.is_ok());
   EXPECT_EQ(v.status().message(), "shape expression 'N / (H - 7)': 4 is not divisible by 0");
@@ -79,7 +80,7 @@ TEST(ShapeExpr, DivisionByZeroIsAnError) {
 
 TEST(ShapeExpr, UnknownSymbolIsNamedAtEvaluation) {
   Result<ShapeExpr> e = ShapeExpr::parse("N * C_out");
-  ASSERT_TRUE(e.is_ok());  // the loader checks symbols against dims, not the parser
+  KB_ASSERT_OK(e);  // the loader checks symbols against dims, not the parser
   Result<int64_t> v = e->evaluate(kDims);
   ASSERT_FALSE(v.is_ok());
   EXPECT_EQ(v.status().message(), "shape expression 'N * C_out' uses unknown dim 'C_out'");
@@ -106,7 +107,7 @@ TEST(ShapeExpr, ParseErrorsSayWhatWasExpectedAndTheColumn) {
 
 TEST(ShapeExpr, SymbolsListsEveryDimOnce) {
   Result<ShapeExpr> e = ShapeExpr::parse("N * (C_in + N) / -W2 + 2");
-  ASSERT_TRUE(e.is_ok());
+  KB_ASSERT_OK(e);
   EXPECT_EQ(e->symbols(), (std::set<std::string>{"C_in", "N", "W2"}));
   EXPECT_TRUE(ShapeExpr::parse("3 * 4")->symbols().empty());
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/curve_keys.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::wire {
 namespace {
@@ -100,8 +101,8 @@ TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
   const auto dir = std::filesystem::temp_directory_path() / ("kb-curve-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto keys = curve::generate_key_pair();
-  ASSERT_TRUE(keys.is_ok());
-  ASSERT_TRUE(curve::write_key_file((dir / "a.key").string(), keys.value()).is_ok());
+  KB_ASSERT_OK(keys);
+  KB_ASSERT_OK(curve::write_key_file((dir / "a.key").string(), keys.value()));
   EXPECT_EQ(std::filesystem::status(dir / "a.key").permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   auto loaded = curve::load_key_file((dir / "a.key").string(), true);
@@ -109,9 +110,9 @@ TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
   EXPECT_EQ(loaded->public_key, keys->public_key);
   EXPECT_EQ(loaded->secret_key, keys->secret_key);
 
-  ASSERT_TRUE(curve::write_public_key_file((dir / "a.pub").string(), keys.value()).is_ok());
+  KB_ASSERT_OK(curve::write_public_key_file((dir / "a.pub").string(), keys.value()));
   EXPECT_FALSE(curve::load_key_file((dir / "a.pub").string(), true).is_ok());
-  EXPECT_TRUE(curve::load_key_file((dir / "a.pub").string(), false).is_ok());
+  KB_EXPECT_OK(curve::load_key_file((dir / "a.pub").string(), false));
 
   std::filesystem::remove_all(dir);
 }

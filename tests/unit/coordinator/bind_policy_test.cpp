@@ -6,6 +6,7 @@
 
 #include "coordinator/coordinator.h"
 #include "tests/unit/coordinator/fake_job_store.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {
@@ -38,19 +39,19 @@ TEST(BindPolicy, LoopbackIsParsedNotPrefixMatched) {
 
 TEST(BindPolicy, WithoutKeysOnlyLoopbackAndNoIpc) {
   const std::string lo = "tcp://127.0.0.1:*", http = "127.0.0.1:0";
-  EXPECT_TRUE(check_binds({lo, lo, http, false, false}).is_ok());
+  KB_EXPECT_OK(check_binds({lo, lo, http, false, false}));
   EXPECT_FALSE(check_binds({"tcp://127.0.0.1:1;0.0.0.0:5555", lo, http, false, false}).is_ok());
   EXPECT_FALSE(check_binds({lo, "tcp://0.0.0.0:5556", http, false, false}).is_ok());
   EXPECT_FALSE(check_binds({"ipc:///tmp/kb.sock", lo, http, false, false}).is_ok());
-  EXPECT_TRUE(check_binds({"tcp://0.0.0.0:5555", "ipc:///tmp/kb.sock", http, true, false}).is_ok());
+  KB_EXPECT_OK(check_binds({"tcp://0.0.0.0:5555", "ipc:///tmp/kb.sock", http, true, false}));
   EXPECT_FALSE(check_binds({"tcp://0.0.0.0:5555;x", lo, http, true, false}).is_ok());
 }
 
 TEST(BindPolicy, HttpOffLoopbackNeedsATokenEvenWithKeys) {
   const std::string lo = "tcp://127.0.0.1:*";
   EXPECT_FALSE(check_binds({lo, lo, "0.0.0.0:9100", true, false}).is_ok());
-  EXPECT_TRUE(check_binds({lo, lo, "0.0.0.0:9100", true, true}).is_ok());
-  EXPECT_TRUE(check_binds({lo, lo, "[::1]:0", false, false}).is_ok());
+  KB_EXPECT_OK(check_binds({lo, lo, "0.0.0.0:9100", true, true}));
+  KB_EXPECT_OK(check_binds({lo, lo, "[::1]:0", false, false}));
   EXPECT_FALSE(check_binds({lo, lo, "127.0.0.1:x", false, false}).is_ok());
 }
 

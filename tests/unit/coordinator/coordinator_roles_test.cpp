@@ -13,6 +13,7 @@
 #include "common/curve_keys.h"
 #include "common/sha256.h"
 #include "tests/unit/coordinator/coordinator_fixture.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {
@@ -32,7 +33,7 @@ class CoordinatorRolesTest : public CoordinatorTest {
     for (auto* k : {&server_, &worker_key_, &alice_, &bob_, &admin_, &late_}) {
       *k = curve::generate_key_pair().value();
     }
-    ASSERT_TRUE(curve::write_key_file(file("server.key"), server_, /*replace=*/true).is_ok());
+    KB_ASSERT_OK(curve::write_key_file(file("server.key"), server_, /*replace=*/true));
     std::ofstream(file("workers.txt")) << worker_key_.public_key << " gpu-1\n";
     std::ofstream(file("submitters.txt")) << "# people\n" << alice_.public_key << " alice\n"
                                           << bob_.public_key << " bob\n";

@@ -11,6 +11,7 @@
 #include "common/curve_keys.h"
 #include "common/sha256.h"
 #include "tests/unit/coordinator/coordinator_fixture.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {
@@ -265,7 +266,7 @@ TEST_F(CoordinatorTest, CurveAdmitsOnlyAllowListedKeys) {
   auto server = curve::generate_key_pair().value();
   auto allowed = curve::generate_key_pair().value();
   auto stranger = curve::generate_key_pair().value();
-  ASSERT_TRUE(curve::write_key_file(dir + "/server.key", server, /*replace=*/true).is_ok());
+  KB_ASSERT_OK(curve::write_key_file(dir + "/server.key", server, /*replace=*/true));
   std::ofstream(dir + "/submitters.txt") << allowed.public_key << " ci-client\n";
   CoordinatorConfig config;
   config.curve_secret_key_file = dir + "/server.key";

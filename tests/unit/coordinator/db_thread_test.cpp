@@ -6,6 +6,7 @@
 #include <future>
 
 #include "tests/unit/coordinator/fake_job_store.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {
@@ -52,7 +53,7 @@ TEST(DbThread, OtherErrorsAreRetriedThenEndTheOperationAndBatchesAreCounted) {
   auto outcome = std::make_shared<BatchOutcome>();
   std::promise<Status> applied;
   db.submit_batch(batch, outcome, [&](const Status& s) { applied.set_value(s); });
-  EXPECT_TRUE(applied.get_future().get().is_ok());
+  KB_EXPECT_OK(applied.get_future().get());
   EXPECT_EQ(db.stats().batches, 1u);
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {
@@ -80,7 +81,7 @@ TEST(Migrations, ApplyThenReapplyIsANoop) {
 TEST(Migrations, AppliesANewFileOnTopOfTheApplied) {
   KB_REQUIRE_TEST_DB(db);
   SchemasCopy schemas;
-  ASSERT_TRUE(apply_migrations(db.url(), schemas.dir()).is_ok());
+  KB_ASSERT_OK(apply_migrations(db.url(), schemas.dir()));
   schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
   Result<MigrationReport> report = apply_migrations(db.url(), schemas.dir());
   ASSERT_TRUE(report.is_ok()) << report.status().to_string();
@@ -91,7 +92,7 @@ TEST(Migrations, AppliesANewFileOnTopOfTheApplied) {
 TEST(Migrations, RefusesAnAppliedMigrationThatChanged) {
   KB_REQUIRE_TEST_DB(db);
   SchemasCopy schemas;
-  ASSERT_TRUE(apply_migrations(db.url(), schemas.dir()).is_ok());
+  KB_ASSERT_OK(apply_migrations(db.url(), schemas.dir()));
   schemas.write("0001_initial.sql", "\n-- edited after shipping\n", /*append=*/true);
   schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
   Result<MigrationReport> report = apply_migrations(db.url(), schemas.dir());
@@ -106,7 +107,7 @@ TEST(Migrations, RefusesADatabaseNewerThanTheFiles) {
   KB_REQUIRE_TEST_DB(db);
   SchemasCopy schemas;
   schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
-  ASSERT_TRUE(apply_migrations(db.url(), schemas.dir()).is_ok());
+  KB_ASSERT_OK(apply_migrations(db.url(), schemas.dir()));
   Result<MigrationReport> report = apply_migrations(db.url(), default_schemas_dir());
   EXPECT_EQ(report.status().code(), StatusCode::kFailedPrecondition);
 }
@@ -169,7 +170,7 @@ struct LoginRoles {
 // DDL or CREATEROLE, and the CLI's read-only role reads no pack bytes and no table added later.
 TEST(Migrations, RuntimeRoleNeedsNoDdlAndReadOnlyRoleSeesNoPackBytesNorLaterTables) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(apply_migrations(db.url(), default_schemas_dir()).is_ok());
+  KB_ASSERT_OK(apply_migrations(db.url(), default_schemas_dir()));
   LoginRoles roles(db.url(), std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
   {
     pqxx::connection conn(db.url());

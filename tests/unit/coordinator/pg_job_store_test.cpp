@@ -9,21 +9,13 @@
 #include <cstdio>
 
 #include "common/job_result.h"
-#include "tests/support/postgres_test_db.h"
+#include "tests/support/pg_store.h"
 
 namespace kb::coord {
 namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-
-// A store on a fresh, migrated database.
-#define KB_OPEN_STORE(db, store)                                              \
-  KB_REQUIRE_TEST_DB(db);                                                     \
-  ASSERT_TRUE(::kb::testing::apply_migrations(db.url()).is_ok());             \
-  auto store##_opened = PgJobStore::open(db.url());                           \
-  ASSERT_TRUE(store##_opened.is_ok()) << store##_opened.status().to_string(); \
-  PgJobStore& store = *store##_opened.value()
 
 pqxx::result query(const std::string& url, const std::string& sql) {
   pqxx::connection conn(url);
@@ -175,7 +167,7 @@ TEST(PgJobStore, LeasesRequeuesFailuresAndResults) {
   std::vector<JobRecord> jobs = store.create_run(run_of(4), nullptr).value();
   BatchOf leases;
   for (const auto& job : jobs) leases.lease(lease_of(job.id, w));
-  ASSERT_TRUE(store.apply(leases.worker(w, "busy")).is_ok());
+  KB_ASSERT_OK(store.apply(leases.worker(w, "busy")));
   EXPECT_EQ(job_state(db.url(), jobs[0].id), "leased/1");
   EXPECT_EQ(scalar(db.url(), "SELECT state FROM workers"), "busy");
 
@@ -210,7 +202,7 @@ TEST(PgJobStore, AMalformedResultIsStoredWithoutItsColumns) {
   row.result = {{"status", 3}, {"speedup", "fast"}, {"custom", {{"samples_ms", {1, "x", 2}}}}};
   ResultRow nul = result_of(jobs[1].id, 0);  // no worker id, a NUL byte in the message
   nul.result["message"] = std::string("a\0b", 3);
-  ASSERT_TRUE(store.apply(BatchOf().result(row).result(nul)).is_ok());
+  KB_ASSERT_OK(store.apply(BatchOf().result(row).result(nul)));
   EXPECT_EQ(scalar(db.url(),
                    "SELECT status || coalesce(speedup::text, '-') || "
                    "array_length(custom_samples_ms, 1) FROM results WHERE job_id = " +
@@ -258,7 +250,7 @@ TEST(PgJobStore, AReplayedBatchLeavesTheSameRows) {
   batch.lease(lease_of(jobs[2].id, w)).lease(lease_of(jobs[3].id, w, 2)).requeue(jobs[0].id);
   batch.fail(jobs[4].id).result(result_of(jobs[1].id, w)).result(result_of(jobs[2].id, w));
   batch.worker(w, "busy").run(run_id, "running");
-  ASSERT_TRUE(store.apply(batch).is_ok());
+  KB_ASSERT_OK(store.apply(batch));
   const std::string once = snapshot(db.url());
   Result<BatchOutcome> replay = store.apply(batch);  // the commit's acknowledgement was lost
   ASSERT_TRUE(replay.is_ok()) << replay.status().to_string();
@@ -272,11 +264,11 @@ TEST(PgJobStore, TerminalJobsNeverRevert) {
   int64_t run_id = 0;
   std::vector<JobRecord> jobs = store.create_run(run_of(3), &run_id).value();
   ASSERT_TRUE(store.apply(BatchOf().fail(jobs[1].id).result(result_of(jobs[0].id, w))).is_ok());
-  ASSERT_TRUE(store.cancel_run(run_id).is_ok());
+  KB_ASSERT_OK(store.cancel_run(run_id));
   const std::string before = snapshot(db.url());
   BatchOf late;
   for (const auto& job : jobs) late.lease(lease_of(job.id, w, 2)).requeue(job.id).fail(job.id);
-  ASSERT_TRUE(store.apply(late.run(run_id, "running")).is_ok());
+  KB_ASSERT_OK(store.apply(late.run(run_id, "running")));
   EXPECT_EQ(snapshot(db.url()), before);
   EXPECT_EQ(job_state(db.url(), jobs[0].id), "done/0");
   EXPECT_EQ(job_state(db.url(), jobs[1].id), "failed/0");
@@ -309,13 +301,13 @@ TEST(PgJobStore, LoadOpenJobsSeesLeases) {
   NewRun run = run_of(3);
   run.config = {{"time_cap_s", 30}};
   run.pack_hash = "p1";
-  ASSERT_TRUE(store.store_pack(PackInfo{"p1", 1, "abc", {}}, "x").is_ok());
+  KB_ASSERT_OK(store.store_pack(PackInfo{"p1", 1, "abc", {}}, "x"));
   std::vector<JobRecord> jobs = store.create_run(run, nullptr).value();
   Lease lease = lease_of(jobs[1].id, w);
   ASSERT_TRUE(store.apply(BatchOf().lease(lease).result(result_of(jobs[0].id, w))).is_ok());
   int64_t finished_run = 0;
-  ASSERT_TRUE(store.create_run(run_of(2), &finished_run).is_ok());
-  ASSERT_TRUE(store.apply(BatchOf().run(finished_run, "done")).is_ok());
+  KB_ASSERT_OK(store.create_run(run_of(2), &finished_run));
+  KB_ASSERT_OK(store.apply(BatchOf().run(finished_run, "done")));
 
   Result<std::vector<JobRecord>> loaded = store.load_open_jobs();
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
@@ -362,8 +354,8 @@ TEST(PgJobStore, WorkersAndPacks) {
       "ELF\0\x01\xff binary",
       15);
   EXPECT_FALSE(store.has_pack("h1").value());
-  ASSERT_TRUE(store.store_pack(PackInfo{"h1", 15, "abc", {{"cuda", "12.4"}}}, bytes).is_ok());
-  ASSERT_TRUE(store.store_pack(PackInfo{"h1", 15, "abc", {}}, bytes).is_ok());  // idempotent
+  KB_ASSERT_OK(store.store_pack(PackInfo{"h1", 15, "abc", {{"cuda", "12.4"}}}, bytes));
+  KB_ASSERT_OK(store.store_pack(PackInfo{"h1", 15, "abc", {}}, bytes));  // idempotent
   EXPECT_TRUE(store.has_pack("h1").value());
   EXPECT_EQ(store.load_pack("h1").value(), bytes);
   EXPECT_EQ(store.load_pack("h2").status().code(), StatusCode::kNotFound);
@@ -376,8 +368,8 @@ TEST(PgJobStore, ALostConnectionIsAConnectionError) {
   Result<int64_t> lost = store.upsert_worker(worker("w0"));
   ASSERT_FALSE(lost.is_ok());
   EXPECT_TRUE(store.is_connection_error(lost.status())) << lost.status().to_string();
-  ASSERT_TRUE(store.reconnect().is_ok());
-  EXPECT_TRUE(store.upsert_worker(worker("w0")).is_ok());
+  KB_ASSERT_OK(store.reconnect());
+  KB_EXPECT_OK(store.upsert_worker(worker("w0")));
 
   PgJobStore nowhere("postgresql://postgres@127.0.0.1:1/postgres");
   Status refused = nowhere.reconnect();
@@ -393,7 +385,7 @@ TEST(PgJobStore, ALostConnectionIsAConnectionError) {
 
 TEST(PgJobStore, TheReadOnlyRoleCanSelectButNotWrite) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(::kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(::kb::testing::apply_migrations(db.url()));
   pqxx::connection conn(db.url());
   {
     pqxx::work txn(conn);
@@ -417,7 +409,7 @@ namespace {
 TEST(PgJobStore, DetectRegressionsFlagsASlowerPointOfARealSeries) {
   KB_OPEN_STORE(db, store);
   auto w = store.upsert_worker(worker("gpu-0", "NVIDIA H200"));
-  ASSERT_TRUE(w.is_ok());
+  KB_ASSERT_OK(w);
   std::vector<int64_t> last_job;
   for (int commit = 0; commit < 13; ++commit) {
     NewRun run = run_of(1, "L2_010");
@@ -440,14 +432,14 @@ TEST(PgJobStore, DetectRegressionsFlagsASlowerPointOfARealSeries) {
     row.result = to_json(r);
     Batch batch;
     batch.results.push_back(row);
-    ASSERT_TRUE(store.apply(batch).is_ok());
+    KB_ASSERT_OK(store.apply(batch));
     auto flagged = store.detect_regressions({job_id});
     ASSERT_TRUE(flagged.is_ok()) << flagged.status().to_string();
     EXPECT_EQ(flagged.value(), commit < 12 ? 0 : 1) << "commit " << commit;
     last_job = {job_id};
   }
   auto open = store.open_regressions();
-  ASSERT_TRUE(open.is_ok());
+  KB_ASSERT_OK(open);
   EXPECT_EQ(open.value(), 1);
   // Checking the same point again changes nothing.
   EXPECT_EQ(store.detect_regressions(last_job).value(), 0);

@@ -10,7 +10,7 @@
 
 #include "common/job_result.h"
 #include "coordinator/pg_job_store.h"
-#include "tests/support/postgres_test_db.h"
+#include "tests/support/pg_store.h"
 
 namespace kb::coord {
 namespace {
@@ -103,13 +103,6 @@ double jobs_per_second(PgJobStore& store, int samples) {
       samples, kBatches, kBatchJobs, kBatchJobs, apply_s * 1e3 / kBatches, worst_ms, rate);
   return rate;
 }
-
-#define KB_OPEN_STORE(db, store)                                              \
-  KB_REQUIRE_TEST_DB(db);                                                     \
-  ASSERT_TRUE(::kb::testing::apply_migrations(db.url()).is_ok());             \
-  auto store##_opened = PgJobStore::open(db.url());                           \
-  ASSERT_TRUE(store##_opened.is_ok()) << store##_opened.status().to_string(); \
-  PgJobStore& store = *store##_opened.value()
 
 TEST(PgJobStoreThroughput, SimResultBatches) {
   KB_OPEN_STORE(db, store);

@@ -12,6 +12,7 @@
 
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/synthetic_results.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {
@@ -61,7 +62,7 @@ int64_t count(pqxx::connection& conn, const std::string& sql) {
 class RegressionStoreTest : public ::testing::Test {
  protected:
   void connect(const kb::testing::TestDatabase& db) {
-    ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+    KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
     conn_ = std::make_unique<pqxx::connection>(db.url());
   }
   std::unique_ptr<pqxx::connection> conn_;
@@ -86,7 +87,7 @@ TEST_F(RegressionStoreTest, FlagsInjectedSlowdownsAndNotSameCommitSeries) {
   const std::vector<int64_t> ids = kb::testing::insert_synthetic_results(*conn_, fresh);
 
   int flagged = -1;
-  ASSERT_TRUE(detect_regressions(*conn_, ids, RegressionConfig{}, &flagged).is_ok());
+  KB_ASSERT_OK(detect_regressions(*conn_, ids, RegressionConfig{}, &flagged));
   const int64_t true_flags = count(*conn_,
       "SELECT count(*) FROM regressions WHERE variant = 'custom' AND problem_id LIKE 'S\\_%'");
   const int64_t false_flags = count(*conn_,
@@ -100,7 +101,7 @@ TEST_F(RegressionStoreTest, FlagsInjectedSlowdownsAndNotSameCommitSeries) {
 
   // Idempotent: a second call (the DB thread retried) adds nothing.
   int again = -1;
-  ASSERT_TRUE(detect_regressions(*conn_, ids, RegressionConfig{}, &again).is_ok());
+  KB_ASSERT_OK(detect_regressions(*conn_, ids, RegressionConfig{}, &again));
   EXPECT_EQ(again, 0);
   EXPECT_EQ(count(*conn_, "SELECT count(*) FROM regressions"), flagged);
 }
@@ -115,7 +116,7 @@ TEST_F(RegressionStoreTest, LaterPointsConfirmOrClearAFlag) {
     std::vector<int64_t> ids = kb::testing::insert_synthetic_results(
         *conn_, {point(noise, "STAYS", index, stays_ms), point(noise, "FIXED", index, fixed_ms)});
     int flagged = -1;
-    EXPECT_TRUE(detect_regressions(*conn_, ids, config, &flagged).is_ok());
+    KB_EXPECT_OK(detect_regressions(*conn_, ids, config, &flagged));
     return flagged;
   };
   auto state = [&](const std::string& problem) {
@@ -148,9 +149,9 @@ TEST_F(RegressionStoreTest, IgnoresFailedSimulatedAndShortSeries) {
   const std::vector<int64_t> ids =
       kb::testing::insert_synthetic_results(*conn_, {sim, bad, short_series});
   int flagged = -1;
-  ASSERT_TRUE(detect_regressions(*conn_, ids, RegressionConfig{}, &flagged).is_ok());
+  KB_ASSERT_OK(detect_regressions(*conn_, ids, RegressionConfig{}, &flagged));
   EXPECT_EQ(flagged, 0);
-  EXPECT_TRUE(detect_regressions(*conn_, {}, RegressionConfig{}, &flagged).is_ok());
+  KB_EXPECT_OK(detect_regressions(*conn_, {}, RegressionConfig{}, &flagged));
 }
 
 TEST(RegressionStore, ConnectionErrorsBecomeStatus) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/sha256.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -82,7 +83,7 @@ TEST_F(PackCacheTest, DirectoryAndFilesArePrivate) {
 TEST_F(PackCacheTest, MakePrivateDirTightensAnExistingDirectory) {
   fs::create_directories(root_ / "state");
   fs::permissions(root_ / "state", fs::perms::all);
-  ASSERT_TRUE(make_private_dir(root_ / "state").is_ok());
+  KB_ASSERT_OK(make_private_dir(root_ / "state"));
   EXPECT_EQ(fs::status(root_ / "state").permissions() & fs::perms::all, fs::perms::owner_all);
 }
 

@@ -1,6 +1,7 @@
 // The result spool: results survive as whole files until ACK, come back in order, and a corrupt
 // file is set aside rather than stopping the worker.
 #include "worker/result_spool.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -33,8 +34,8 @@ class ResultSpoolTest : public ::testing::Test {
 TEST_F(ResultSpoolTest, PutListAndRemove) {
   auto spool = ResultSpool::open(dir_);
   ASSERT_TRUE(spool.is_ok()) << spool.status().to_string();
-  ASSERT_TRUE(spool->put(12, 1, body(12)).is_ok());
-  ASSERT_TRUE(spool->put(3, 2, body(3)).is_ok());
+  KB_ASSERT_OK(spool->put(12, 1, body(12)));
+  KB_ASSERT_OK(spool->put(3, 2, body(3)));
   EXPECT_TRUE(fs::exists(dir_ / "12-1.json"));
   EXPECT_FALSE(fs::exists(dir_ / "12-1.json.tmp"));
 
@@ -44,15 +45,15 @@ TEST_F(ResultSpoolTest, PutListAndRemove) {
   EXPECT_EQ(entries[0].attempt, 2);
   EXPECT_EQ(entries[1].body, body(12));
 
-  ASSERT_TRUE(spool->remove(12, 1).is_ok());
-  ASSERT_TRUE(spool->remove(12, 1).is_ok());  // a duplicate ACK is fine
+  KB_ASSERT_OK(spool->remove(12, 1));
+  KB_ASSERT_OK(spool->remove(12, 1));  // a duplicate ACK is fine
   ASSERT_EQ(spool->list().size(), 1u);
 }
 
 TEST_F(ResultSpoolTest, SurvivesReopening) {
   {
     auto spool = ResultSpool::open(dir_);
-    ASSERT_TRUE(spool->put(7, 1, body(7)).is_ok());
+    KB_ASSERT_OK(spool->put(7, 1, body(7)));
   }
   auto again = ResultSpool::open(dir_);
   ASSERT_EQ(again->list().size(), 1u);
@@ -60,7 +61,7 @@ TEST_F(ResultSpoolTest, SurvivesReopening) {
 
 TEST_F(ResultSpoolTest, CorruptFileIsSetAsideNotFatal) {
   auto spool = ResultSpool::open(dir_);
-  ASSERT_TRUE(spool->put(1, 1, body(1)).is_ok());
+  KB_ASSERT_OK(spool->put(1, 1, body(1)));
   std::ofstream(dir_ / "2-1.json") << "{\"job_id\": 2, \"resu";  // torn by hand
   std::ofstream(dir_ / "3-1.json") << "[1, 2]";                  // JSON, not a RESULT body
   std::ofstream(dir_ / "notes.txt") << "not ours";               // ignored

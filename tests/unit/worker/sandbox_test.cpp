@@ -1,6 +1,7 @@
 // The bubblewrap command line around the executor: what is hidden, what is exposed again, and in
 // which order (bwrap applies its mounts in argument order).
 #include "worker/sandbox.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -117,7 +118,7 @@ TEST(Sandbox, ModeOptionResolves) {
   EXPECT_EQ(resolve_sandbox_mode("off", &bwrap).value(), SandboxMode::kOff);
   EXPECT_FALSE(resolve_sandbox_mode("docker", &bwrap).is_ok());
   auto automatic = resolve_sandbox_mode("auto", &bwrap);
-  ASSERT_TRUE(automatic.is_ok());
+  KB_ASSERT_OK(automatic);
   EXPECT_EQ(automatic.value() == SandboxMode::kBwrap, !bwrap.empty());
 }
 

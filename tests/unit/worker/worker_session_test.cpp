@@ -11,6 +11,7 @@
 
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -55,7 +56,7 @@ class WorkerSessionTest : public ::testing::Test {
     config.backoff_initial = milliseconds(20);
     config.backoff_max = milliseconds(40);
     auto spool = ResultSpool::open(dir_ / "results");
-    ASSERT_TRUE(spool.is_ok());
+    KB_ASSERT_OK(spool);
     session_ = std::make_unique<WorkerSession>(context_, config, std::make_unique<SimJobRunner>(),
                                                std::move(spool).value(), PackCache(dir_ / "packs"));
     session_->start(SteadyClock::now());
@@ -311,8 +312,8 @@ TEST_F(WorkerSessionTest, APackThatIsMissingOrCorruptFailsItsJob) {
 TEST_F(WorkerSessionTest, ResultsSpooledByAnEarlierRunAreSentAfterWelcome) {
   {
     auto spool = ResultSpool::open(dir_ / "results");
-    ASSERT_TRUE(spool->put(99, 2, {{"job_id", 99}, {"attempt", 2}, {"result", {{"status", "ok"}}}})
-                    .is_ok());
+    KB_ASSERT_OK(spool->put(99, 2, {{"job_id", 99}, {"attempt", 2}, {"result", {{"status", "ok"}}}})
+                    );
   }
   make_session();
   Received ready = expect(MessageType::kReady);
@@ -434,10 +435,10 @@ TEST_F(WorkerSessionTest, ResultsEchoTheLeaseAndARejectedOneIsDropped) {
 TEST_F(WorkerSessionTest, ASpooledResultOfAnotherDatabaseEpochIsDropped) {
   {
     auto spool = ResultSpool::open(dir_ / "results");
-    ASSERT_TRUE(spool->put(98, 1, {{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"},
-                                   {"result", {{"status", "ok"}}}}).is_ok());
-    ASSERT_TRUE(spool->put(99, 1, {{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"},
-                                   {"result", {{"status", "ok"}}}}).is_ok());
+    KB_ASSERT_OK(spool->put(98, 1, {{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"},
+                                   {"result", {{"status", "ok"}}}}));
+    KB_ASSERT_OK(spool->put(99, 1, {{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"},
+                                   {"result", {{"status", "ok"}}}}));
   }
   make_session();
   Received ready = expect(MessageType::kReady);
