@@ -71,43 +71,6 @@ std::string bar_chart(const std::vector<std::pair<std::string, double>>& bars, d
   return out;
 }
 
-std::string history_chart(const std::vector<ChartPoint>& points) {
-  const double w = 360, h = 110, left = 44, right = 6, top = 6, bottom = 18;
-  std::string out = "<svg class=\"history\" width=\"360\" height=\"110\" role=\"img\">";
-  if (points.empty()) return out + "<text x=\"50\" y=\"55\">no history</text></svg>";
-  double lo = points[0].low_ms, hi = points[0].high_ms;
-  for (const ChartPoint& p : points) {
-    lo = std::min({lo, p.low_ms, p.median_ms});
-    hi = std::max({hi, p.high_ms, p.median_ms});
-  }
-  if (hi - lo < 1e-12) { lo *= 0.99; hi = hi * 1.01 + 1e-9; }
-  const size_t n = points.size();
-  auto x = [&](size_t i) { return left + (n == 1 ? 0.5 : i / double(n - 1)) * (w - left - right); };
-  auto y = [&](double v) { return top + (hi - v) / (hi - lo) * (h - top - bottom); };
-  std::string band_up, band_down, line;
-  for (size_t i = 0; i < n; ++i) {
-    band_up += fmt("%.1f,", x(i)) + fmt("%.1f ", y(points[i].high_ms));
-    band_down = fmt("%.1f,", x(i)) + fmt("%.1f ", y(points[i].low_ms)) + band_down;
-    line += fmt("%.1f,", x(i)) + fmt("%.1f ", y(points[i].median_ms));
-  }
-  out += "<polygon class=\"ci-band\" points=\"" + band_up + band_down +
-         "\" fill=\"#3b7dd8\" fill-opacity=\"0.18\"/><polyline points=\"" + line +
-         "\" fill=\"none\" stroke=\"#3b7dd8\" stroke-width=\"1.5\"/>";
-  for (size_t i = 0; i < n; ++i) {
-    out += "<circle cx=\"" + fmt("%.1f", x(i)) + "\" cy=\"" + fmt("%.1f", y(points[i].median_ms)) +
-           "\" r=\"" + (points[i].flagged ? "4" : "2") + "\" fill=\"" +
-           (points[i].flagged ? "#b3261e" : "#3b7dd8") + "\"><title>" +
-           html_escape(points[i].label) + ": " + fmt("%.4g ms", points[i].median_ms) +
-           "</title></circle>";
-  }
-  out += "<text x=\"0\" y=\"" + fmt("%.0f", top + 8) + "\">" + fmt("%.4g", hi) + "</text>";
-  out += "<text x=\"0\" y=\"" + fmt("%.0f", h - bottom) + "\">" + fmt("%.4g", lo) + "</text>";
-  out += "<text x=\"" + fmt("%.0f", left) + "\" y=\"" + fmt("%.0f", h - 4) + "\">" +
-         html_escape(points.front().label) + "</text><text x=\"" + fmt("%.0f", w - 70) +
-         "\" y=\"" + fmt("%.0f", h - 4) + "\">" + html_escape(points.back().label) + "</text>";
-  return out + "</svg>";
-}
-
 std::string problem_card(const ReportProblem& p) {
   std::string out = "<div class=card><h3>" + html_escape(p.problem) + "</h3><div class=meta>" +
                     html_escape(p.gpu_model + " · " + p.preset + " · " + short_sha(p.commit_sha)) +
@@ -116,8 +79,9 @@ std::string problem_card(const ReportProblem& p) {
   if (p.speedup_ci_low && p.speedup_ci_high) {
     out += " [" + fmt("%.3f", *p.speedup_ci_low) + ", " + fmt("%.3f", *p.speedup_ci_high) + "]";
   }
-  out += " · roofline " + opt(p.roofline_fraction(), "%.2f") + "</div>";
-  return out + history_chart(p.history) + "</div>";
+  out += " · floor " + opt(p.floor_fraction(), "%.2f") + " · fp32-FMA roofline " +
+         opt(p.roofline_fraction(), "%.2f") + "</div>";
+  return out + render_history_chart(p.history) + "</div>";
 }
 
 std::string regressions_table(const std::vector<RegressionRow>& rows) {
@@ -138,6 +102,11 @@ std::string regressions_table(const std::vector<RegressionRow>& rows) {
 }
 
 }  // namespace
+
+std::optional<double> ReportProblem::floor_fraction() const {
+  if (!hard_floor_ms || !custom_median_ms || *custom_median_ms <= 0) return std::nullopt;
+  return *hard_floor_ms / *custom_median_ms;
+}
 
 std::optional<double> ReportProblem::roofline_fraction() const {
   if (!floor_ms || !custom_median_ms || *custom_median_ms <= 0) return std::nullopt;
@@ -168,19 +137,19 @@ std::string render_report_html(const ReportData& d) {
   std::map<std::string, std::vector<const ReportProblem*>> by_model;
   for (const ReportProblem& p : d.problems) by_model[p.gpu_model].push_back(&p);
   for (const auto& [model, problems] : by_model) {
-    std::vector<std::pair<std::string, double>> speedups, rooflines;
+    std::vector<std::pair<std::string, double>> speedups, floors;
     double max_speedup = 1;
     for (const ReportProblem* p : problems) {
       if (p->status != "ok" || !p->speedup) continue;  // a wrong kernel has no speedup to show
       speedups.emplace_back(p->problem, *p->speedup);
       max_speedup = std::max(max_speedup, *p->speedup);
-      if (auto f = p->roofline_fraction()) rooflines.emplace_back(p->problem, *f);
+      if (auto f = p->floor_fraction()) floors.emplace_back(p->problem, *f);
     }
     out += "<h2>Speedup · " + html_escape(model) + "</h2>" +
            bar_chart(speedups, max_speedup * 1.1, 1.0, "%.3f×", "speedup");
-    if (!rooflines.empty()) {
-      out += "<h2>Roofline fraction · " + html_escape(model) + "</h2>" +
-             bar_chart(rooflines, 1.0, 1.0, "%.2f", "roofline");
+    if (!floors.empty()) {
+      out += "<h2>Fraction of the hard floor (peak DRAM, 3xTF32) · " + html_escape(model) +
+             "</h2>" + bar_chart(floors, 1.0, 1.0, "%.2f", "floor");
     }
   }
   out += "<h2>Flagged regressions</h2>" + regressions_table(d.regressions);
@@ -212,7 +181,9 @@ nlohmann::json report_json(const ReportData& d) {
                              {"commit", p.commit_sha}, {"custom_median_ms", o(p.custom_median_ms)},
                              {"speedup", o(p.speedup)}, {"speedup_ci_low", o(p.speedup_ci_low)},
                              {"speedup_ci_high", o(p.speedup_ci_high)}, {"floor_ms", o(p.floor_ms)},
-                             {"roofline_fraction", o(p.roofline_fraction())}, {"history", history}});
+                             {"roofline_fraction", o(p.roofline_fraction())},
+                             {"hard_floor_ms", o(p.hard_floor_ms)},
+                             {"floor_fraction", o(p.floor_fraction())}, {"history", history}});
   }
   j["regressions"] = nlohmann::json::array();
   for (const RegressionRow& g : d.regressions) {
@@ -229,7 +200,7 @@ nlohmann::json report_json(const ReportData& d) {
 std::string report_csv(const ReportData& d) {
   std::string out =
       "problem,gpu_model,preset,status,commit,custom_median_ms,speedup,speedup_ci_low,"
-      "speedup_ci_high,floor_ms,roofline_fraction\n";
+      "speedup_ci_high,floor_ms,roofline_fraction,hard_floor_ms,floor_fraction\n";
   auto csv_field = [](const std::string& s) {
     if (s.find_first_of(",\"\n") == std::string::npos) return s;
     std::string q = "\"";
@@ -241,7 +212,8 @@ std::string report_csv(const ReportData& d) {
     out += csv_field(p.problem) + "," + csv_field(p.gpu_model) + "," + csv_field(p.preset) + "," +
            csv_field(p.status) + "," + csv_field(p.commit_sha) + "," + num(p.custom_median_ms) +
            "," + num(p.speedup) + "," + num(p.speedup_ci_low) + "," + num(p.speedup_ci_high) +
-           "," + num(p.floor_ms) + "," + num(p.roofline_fraction()) + "\n";
+           "," + num(p.floor_ms) + "," + num(p.roofline_fraction()) + "," + num(p.hard_floor_ms) +
+           "," + num(p.floor_fraction()) + "\n";
   }
   return out;
 }

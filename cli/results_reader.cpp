@@ -8,15 +8,20 @@ namespace kb::cli {
 namespace {
 
 // The run columns shared by runs() and run_status(); the WHERE/ORDER clause is appended.
+// The job counts come from a LATERAL subquery per run, so `ORDER BY r.id DESC LIMIT N` reads N
+// runs and their jobs through jobs_run, never every job (1,000,000 rows: see
+// tests/integration/dashboard_scale_test.cpp).
 constexpr const char* kRunSelect = R"SQL(
 SELECT r.id, r.submitted_by, coalesce(r.suite, ''), r.preset, r.state,
        coalesce(r.commit_sha, ''), coalesce(r.branch, ''), array_to_string(r.gpu_models, ','),
        extract(epoch FROM r.submitted_at)::float8, extract(epoch FROM r.finished_at)::float8,
-       count(j.id),
-       count(j.id) FILTER (WHERE j.state = 'done'),
-       count(j.id) FILTER (WHERE j.state = 'failed'),
-       count(j.id) FILTER (WHERE j.state = 'cancelled')
-FROM runs r LEFT JOIN jobs j ON j.run_id = r.id
+       c.jobs, c.done, c.failed, c.cancelled
+FROM runs r CROSS JOIN LATERAL (
+  SELECT count(*) AS jobs,
+         count(*) FILTER (WHERE j.state = 'done') AS done,
+         count(*) FILTER (WHERE j.state = 'failed') AS failed,
+         count(*) FILTER (WHERE j.state = 'cancelled') AS cancelled
+  FROM jobs j WHERE j.run_id = r.id) c
 )SQL";
 
 std::optional<double> optional_double(const pqxx::field& f) {
@@ -72,6 +77,20 @@ ResultRow result_from_row(const pqxx::row& row) {
   r.worker = row[14].as<std::string>();
   return r;
 }
+
+// A run's jobs with their results (columns as result_from_row, then the run id); $1 is an array
+// of run ids.
+constexpr const char* kResultsOfRuns = R"SQL(
+SELECT j.id, j.problem_id, j.state, coalesce(res.gpu_model, j.gpu_model, ''),
+       coalesce(res.status, ''), coalesce(res.message, j.failure_reason, ''),
+       res.reference_median_ms, res.custom_median_ms, res.speedup, res.speedup_ci_low,
+       res.speedup_ci_high, res.custom_tflops, res.wall_ms, coalesce(res.attempt, j.attempt),
+       coalesce(w.name, ''), j.run_id
+FROM jobs j
+LEFT JOIN results res ON res.job_id = j.id
+LEFT JOIN workers w ON w.id = coalesce(res.worker_id, j.worker_id)
+WHERE j.run_id = ANY ($1::bigint[])
+ORDER BY j.run_id, j.problem_id, 4, j.id)SQL";
 
 }  // namespace
 
@@ -134,8 +153,7 @@ Result<std::vector<RunRow>> ResultsReader::runs(int last) {
   try {
     pqxx::read_transaction txn(connection_->pq);
     std::vector<RunRow> rows;
-    for (const auto& row : txn.exec_params(std::string(kRunSelect) +
-                                           "GROUP BY r.id ORDER BY r.id DESC LIMIT $1",
+    for (const auto& row : txn.exec_params(std::string(kRunSelect) + "ORDER BY r.id DESC LIMIT $1",
                                            last)) {
       rows.push_back(run_from_row(row));
     }
@@ -149,7 +167,7 @@ Result<RunStatus> ResultsReader::run_status(int64_t run_id) {
   try {
     pqxx::read_transaction txn(connection_->pq);
     const pqxx::result runs =
-        txn.exec_params(std::string(kRunSelect) + "WHERE r.id = $1 GROUP BY r.id", run_id);
+        txn.exec_params(std::string(kRunSelect) + "WHERE r.id = $1", run_id);
     if (runs.empty()) return Status::not_found("no run " + std::to_string(run_id) + " in the database");
     RunStatus status;
     status.run = run_from_row(runs[0]);
@@ -180,19 +198,25 @@ Result<std::vector<ResultRow>> ResultsReader::results(int64_t run_id) {
     const pqxx::result runs = txn.exec_params("SELECT 1 FROM runs WHERE id = $1", run_id);
     if (runs.empty()) return Status::not_found("no run " + std::to_string(run_id) + " in the database");
     std::vector<ResultRow> rows;
-    for (const auto& row : txn.exec_params(R"SQL(
-SELECT j.id, j.problem_id, j.state, coalesce(res.gpu_model, j.gpu_model, ''),
-       coalesce(res.status, ''), coalesce(res.message, j.failure_reason, ''),
-       res.reference_median_ms, res.custom_median_ms, res.speedup, res.speedup_ci_low,
-       res.speedup_ci_high, res.custom_tflops, res.wall_ms, coalesce(res.attempt, j.attempt),
-       coalesce(w.name, '')
-FROM jobs j
-LEFT JOIN results res ON res.job_id = j.id
-LEFT JOIN workers w ON w.id = coalesce(res.worker_id, j.worker_id)
-WHERE j.run_id = $1
-ORDER BY j.problem_id, 4, j.id)SQL",
-                                           run_id)) {
+    for (const auto& row : txn.exec_params(kResultsOfRuns, "{" + std::to_string(run_id) + "}")) {
       rows.push_back(result_from_row(row));
+    }
+    return rows;
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+Result<std::map<int64_t, std::vector<ResultRow>>> ResultsReader::results_of_runs(
+    const std::vector<int64_t>& run_ids) {
+  std::string ids = "{";
+  for (int64_t id : run_ids) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
+  try {
+    pqxx::read_transaction txn(connection_->pq);
+    std::map<int64_t, std::vector<ResultRow>> rows;
+    for (int64_t id : run_ids) rows[id];
+    for (const auto& row : txn.exec_params(kResultsOfRuns, ids + "}")) {
+      rows[row[15].as<int64_t>()].push_back(result_from_row(row));
     }
     return rows;
   } catch (const std::exception& e) {
