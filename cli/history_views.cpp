@@ -22,8 +22,8 @@ std::vector<RegressionRange> regression_ranges(const Series& series,
   for (size_t i = 0; i < series.points.size(); ++i) {
     for (const RegressionRow& g : flags) {
       if (g.result_id != series.points[i].result_id || g.variant != series.variant) continue;
-      ranges.push_back({&g, i > 0 ? series.points[i - 1].commit_sha : "",
-                        series.points[i].commit_sha});
+      ranges.push_back(
+          {&g, i > 0 ? series.points[i - 1].commit_sha : "", series.points[i].commit_sha});
     }
   }
   return ranges;
@@ -34,8 +34,12 @@ nlohmann::json series_json(const Series& s, const std::vector<RegressionRow>& fl
   for (const HistoryPoint& p : s.points) {
     const bool sampled = !p.samples_ms.empty();
     const MedianInterval mi = median_interval(p.samples_ms);
-    points.push_back({{"result_id", p.result_id}, {"run_id", p.run_id}, {"commit", p.commit_sha},
-                      {"branch", p.branch}, {"time", p.time_s}, {"status", p.status},
+    points.push_back({{"result_id", p.result_id},
+                      {"run_id", p.run_id},
+                      {"commit", p.commit_sha},
+                      {"branch", p.branch},
+                      {"time", p.time_s},
+                      {"status", p.status},
                       {"median_ms", optional_number(p.median_ms)},
                       {"ci_low_ms", sampled ? nlohmann::json(mi.low) : nlohmann::json()},
                       {"ci_high_ms", sampled ? nlohmann::json(mi.high) : nlohmann::json()},
@@ -50,7 +54,7 @@ nlohmann::json series_json(const Series& s, const std::vector<RegressionRow>& fl
     regressions.push_back(std::move(j));
   }
   return {{"problem", s.problem}, {"gpu_model", s.gpu_model}, {"preset", s.preset},
-          {"variant", s.variant}, {"points", points}, {"regressions", regressions}};
+          {"variant", s.variant}, {"points", points},         {"regressions", regressions}};
 }
 
 Result<CompareView> compare_view(HistoryReader& reader, CompareRequest o) {
@@ -82,24 +86,41 @@ Result<CompareView> compare_view(HistoryReader& reader, CompareRequest o) {
 
 nlohmann::json compare_json(const CompareRow& r) {
   const bool t = r.tested;
-  return {{"problem", r.problem}, {"preset", r.preset}, {"base_gpu", r.base_gpu},
-          {"head_gpu", r.head_gpu}, {"base_status", r.base_status},
-          {"head_status", r.head_status}, {"base_median_ms", optional_number(r.base_median_ms)},
+  return {{"problem", r.problem},
+          {"preset", r.preset},
+          {"base_gpu", r.base_gpu},
+          {"head_gpu", r.head_gpu},
+          {"base_status", r.base_status},
+          {"head_status", r.head_status},
+          {"base_median_ms", optional_number(r.base_median_ms)},
           {"head_median_ms", optional_number(r.head_median_ms)},
           {"change", t ? nlohmann::json(r.change.ratio - 1) : nlohmann::json()},
           {"ci_low", t ? nlohmann::json(r.change.ci_low - 1) : nlohmann::json()},
           {"ci_high", t ? nlohmann::json(r.change.ci_high - 1) : nlohmann::json()},
           {"p_value", t ? nlohmann::json(r.p_value) : nlohmann::json()},
-          {"q_value", t ? nlohmann::json(r.q_value) : nlohmann::json()}, {"verdict", r.verdict}};
+          {"q_value", t ? nlohmann::json(r.q_value) : nlohmann::json()},
+          {"verdict", r.verdict}};
 }
 
 nlohmann::json regression_json(const RegressionRow& g) {
-  return {{"id", g.id}, {"result_id", g.result_id}, {"run_id", g.run_id},
-          {"problem", g.problem}, {"gpu_model", g.gpu_model}, {"variant", g.variant},
-          {"preset", g.preset}, {"commit", g.commit_sha}, {"state", g.state},
-          {"median_ms", g.median_ms}, {"baseline_ms", g.baseline_ms}, {"ratio", g.ratio},
-          {"bound_ms", g.bound_ms}, {"p_value", g.p_value}, {"adjusted_p", g.adjusted_p},
-          {"slow_points", g.slow_points}, {"created", g.created_s}, {"updated", g.updated_s}};
+  return {{"id", g.id},
+          {"result_id", g.result_id},
+          {"run_id", g.run_id},
+          {"problem", g.problem},
+          {"gpu_model", g.gpu_model},
+          {"variant", g.variant},
+          {"preset", g.preset},
+          {"commit", g.commit_sha},
+          {"state", g.state},
+          {"median_ms", g.median_ms},
+          {"baseline_ms", g.baseline_ms},
+          {"ratio", g.ratio},
+          {"bound_ms", g.bound_ms},
+          {"p_value", g.p_value},
+          {"adjusted_p", g.adjusted_p},
+          {"slow_points", g.slow_points},
+          {"created", g.created_s},
+          {"updated", g.updated_s}};
 }
 
 }  // namespace kb::cli

@@ -47,7 +47,9 @@ std::string render_history_chart(const std::vector<ChartPoint>& points,
   const ChartRange range = history_chart_range(points, o.median_band);
   const size_t n = points.size();
   auto x = [&](size_t i) { return left + (n == 1 ? 0.5 : i / double(n - 1)) * (w - left - right); };
-  auto y = [&](double v) { return top + (range.high - v) / (range.high - range.low) * (h - top - bottom); };
+  auto y = [&](double v) {
+    return top + (range.high - v) / (range.high - range.low) * (h - top - bottom);
+  };
   const double band_top = y(range.series_median * (1 + o.median_band));
   const double band_bottom = y(range.series_median * (1 - o.median_band));
   out += "<rect class=\"median-band\" x=\"" + fmt("%.1f", left) + "\" y=\"" +
@@ -81,8 +83,9 @@ std::string render_history_chart(const std::vector<ChartPoint>& points,
   out += text_at(left - 4, y(range.series_median) + 3, fmt("%.4g", range.series_median),
                  " text-anchor=\"end\"");
   out += text_at(left - 4, h - bottom, fmt("%.4g", range.low), " text-anchor=\"end\"");
-  out += text_at(10, (top + h - bottom) / 2, "median (" + o.unit + ")",
-                 " class=\"unit\" transform=\"rotate(-90 10 " + fmt("%.1f", (top + h - bottom) / 2) + ")\"");
+  out += text_at(
+      10, (top + h - bottom) / 2, "median (" + o.unit + ")",
+      " class=\"unit\" transform=\"rotate(-90 10 " + fmt("%.1f", (top + h - bottom) / 2) + ")\"");
   out += text_at(left, h - 4, points.front().label) +
          text_at(w - right, h - 4, points.back().label, " text-anchor=\"end\"");
   return out + "</svg>";

@@ -23,7 +23,7 @@ struct ChartPoint {
 
 struct HistoryChartOptions {
   int width = 360, height = 120;
-  std::string unit = "ms";   // written on the y-axis
+  std::string unit = "ms";    // written on the y-axis
   double median_band = 0.05;  // the axis includes series median × (1 ± median_band)
 };
 

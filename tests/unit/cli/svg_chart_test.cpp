@@ -26,16 +26,16 @@ TEST(SvgChart, AxisIncludesAFivePercentBandAroundTheSeriesMedianOfAFlatSeries) {
 }
 
 TEST(SvgChart, AxisStillCoversPointsOutsideTheBand) {
-  const std::vector<ChartPoint> step = {{"a", 10, 9.9, 10.1, false}, {"b", 10, 9.9, 10.1, false},
-                                        {"c", 13, 12.8, 13.4, true}};
+  const std::vector<ChartPoint> step = {
+      {"a", 10, 9.9, 10.1, false}, {"b", 10, 9.9, 10.1, false}, {"c", 13, 12.8, 13.4, true}};
   const ChartRange r = history_chart_range(step, 0.05);
   EXPECT_DOUBLE_EQ(r.low, 9.5);
   EXPECT_DOUBLE_EQ(r.high, 13.4);
 }
 
 TEST(SvgChart, StatesItsUnitAndDrawsOneCirclePerPoint) {
-  const std::vector<ChartPoint> points = {{"a", 1, 1, 1, false}, {"b", 2, 1.9, 2.1, true},
-                                          {"<c>", 1.5, 1.4, 1.6, false}};
+  const std::vector<ChartPoint> points = {
+      {"a", 1, 1, 1, false}, {"b", 2, 1.9, 2.1, true}, {"<c>", 1.5, 1.4, 1.6, false}};
   const std::string svg = render_history_chart(points);
   EXPECT_NE(svg.find(">median (ms)</text>"), std::string::npos);
   EXPECT_EQ(count(svg, "<circle class=\"pt"), 3u);
