@@ -78,19 +78,16 @@ ResultRow result_from_row(const pqxx::row& row) {
   return r;
 }
 
-// A run's jobs with their results (columns as result_from_row, then the run id); $1 is an array
-// of run ids.
-constexpr const char* kResultsOfRuns = R"SQL(
-SELECT j.id, j.problem_id, j.state, coalesce(res.gpu_model, j.gpu_model, ''),
-       coalesce(res.status, ''), coalesce(res.message, j.failure_reason, ''),
-       res.reference_median_ms, res.custom_median_ms, res.speedup, res.speedup_ci_low,
-       res.speedup_ci_high, res.custom_tflops, res.wall_ms, coalesce(res.attempt, j.attempt),
-       coalesce(w.name, ''), j.run_id
+// What summarize_results reads of each job of several runs ($1, an array of run ids): run id,
+// GPU model, job state, result status, speedup. The results are bounded by run too (a result's
+// run is its job's), which lets PostgreSQL read them through results_run instead of scanning
+// every result (tests/integration/dashboard_scale_test.cpp).
+constexpr const char* kSummaryRowsOfRuns = R"SQL(
+SELECT j.run_id, coalesce(res.gpu_model, j.gpu_model, ''), j.state, coalesce(res.status, ''),
+       res.speedup
 FROM jobs j
-LEFT JOIN results res ON res.job_id = j.id
-LEFT JOIN workers w ON w.id = coalesce(res.worker_id, j.worker_id)
-WHERE j.run_id = ANY ($1::bigint[])
-ORDER BY j.run_id, j.problem_id, 4, j.id)SQL";
+LEFT JOIN results res ON res.job_id = j.id AND res.run_id = ANY ($1::bigint[])
+WHERE j.run_id = ANY ($1::bigint[]))SQL";
 
 }  // namespace
 
@@ -198,7 +195,18 @@ Result<std::vector<ResultRow>> ResultsReader::results(int64_t run_id) {
     const pqxx::result runs = txn.exec_params("SELECT 1 FROM runs WHERE id = $1", run_id);
     if (runs.empty()) return Status::not_found("no run " + std::to_string(run_id) + " in the database");
     std::vector<ResultRow> rows;
-    for (const auto& row : txn.exec_params(kResultsOfRuns, "{" + std::to_string(run_id) + "}")) {
+    for (const auto& row : txn.exec_params(R"SQL(
+SELECT j.id, j.problem_id, j.state, coalesce(res.gpu_model, j.gpu_model, ''),
+       coalesce(res.status, ''), coalesce(res.message, j.failure_reason, ''),
+       res.reference_median_ms, res.custom_median_ms, res.speedup, res.speedup_ci_low,
+       res.speedup_ci_high, res.custom_tflops, res.wall_ms, coalesce(res.attempt, j.attempt),
+       coalesce(w.name, '')
+FROM jobs j
+LEFT JOIN results res ON res.job_id = j.id
+LEFT JOIN workers w ON w.id = coalesce(res.worker_id, j.worker_id)
+WHERE j.run_id = $1
+ORDER BY j.problem_id, 4, j.id)SQL",
+                                           run_id)) {
       rows.push_back(result_from_row(row));
     }
     return rows;
@@ -207,7 +215,7 @@ Result<std::vector<ResultRow>> ResultsReader::results(int64_t run_id) {
   }
 }
 
-Result<std::map<int64_t, std::vector<ResultRow>>> ResultsReader::results_of_runs(
+Result<std::map<int64_t, std::vector<ResultRow>>> ResultsReader::summary_rows_of_runs(
     const std::vector<int64_t>& run_ids) {
   std::string ids = "{";
   for (int64_t id : run_ids) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
@@ -215,8 +223,13 @@ Result<std::map<int64_t, std::vector<ResultRow>>> ResultsReader::results_of_runs
     pqxx::read_transaction txn(connection_->pq);
     std::map<int64_t, std::vector<ResultRow>> rows;
     for (int64_t id : run_ids) rows[id];
-    for (const auto& row : txn.exec_params(kResultsOfRuns, ids + "}")) {
-      rows[row[15].as<int64_t>()].push_back(result_from_row(row));
+    for (const auto& row : txn.exec_params(kSummaryRowsOfRuns, ids + "}")) {
+      ResultRow r;
+      r.gpu_model = row[1].as<std::string>();
+      r.job_state = row[2].as<std::string>();
+      r.status = row[3].as<std::string>();
+      r.speedup = optional_double(row[4]);
+      rows[row[0].as<int64_t>()].push_back(std::move(r));
     }
     return rows;
   } catch (const std::exception& e) {

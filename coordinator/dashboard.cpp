@@ -107,7 +107,7 @@ Result<Page> runs_view(cli::ResultsReader& reader, int last) {
   if (!runs.is_ok()) return runs.status();
   std::vector<int64_t> ids;
   for (const cli::RunRow& r : runs.value()) ids.push_back(r.id);
-  auto rows = reader.results_of_runs(ids);
+  auto rows = reader.summary_rows_of_runs(ids);
   if (!rows.is_ok()) return rows.status();
   std::vector<RunWithSummary> shown;
   Page page{{}, nlohmann::json::array()};

@@ -39,7 +39,7 @@ namespace kb::coord {
 
 struct DashboardConfig {
   std::string db_url;  // the read-only role's URL
-  int runs_shown = 50;
+  int runs_shown = 25;  // ?last=N shows more
 };
 
 class Dashboard {
