@@ -291,7 +291,10 @@ HttpResponse Dashboard::route(const std::string& target) {
   }
   if (page.is_ok()) return answer(page.value(), json);
   // A failed query may have broken the connection: make both again on the next request.
-  if (page.status().code() == StatusCode::kIoError) results_.reset(), history_.reset();
+  if (page.status().code() == StatusCode::kIoError) {
+    results_.reset();
+    history_.reset();
+  }
   return failure(page.status(), json);
 }
 

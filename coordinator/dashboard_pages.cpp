@@ -38,7 +38,7 @@ std::string opt(const std::optional<double>& v, const char* format) {
 }
 
 std::string td(const std::string& escaped, const char* cls = nullptr) {
-  return cls ? "<td class=" + std::string(cls) + ">" + escaped + "</td>"
+  return cls ? "<td class=\"" + std::string(cls) + "\">" + escaped + "</td>"
              : "<td>" + escaped + "</td>";
 }
 
@@ -316,16 +316,17 @@ std::string compare_page(const cli::CompareRequest& request, const cli::CompareV
     const bool t = r.tested;
     const std::string verdict =
         r.verdict == "status" ? "status " + r.base_status + " → " + r.head_status : r.verdict;
-    body += "<tr>" + td(link(history_href(r.problem, r.head_gpu), r.problem), "l") +
-            td(html_escape(gpu), "l") + td(opt(r.base_median_ms, "%.4g")) +
-            td(opt(r.head_median_ms, "%.4g")) +
-            td(t ? fmt("%+.2f%%", (r.change.ratio - 1) * 100) : "–") +
-            td(t ? "[" + fmt("%+.2f", (r.change.ci_low - 1) * 100) + ", " +
-                       fmt("%+.2f", (r.change.ci_high - 1) * 100) + "]%"
-                 : "–") +
-            td(t ? fmt("%.2g", r.p_value) : "–") + td(t ? fmt("%.2g", r.q_value) : "–") +
-            td(html_escape(verdict), r.verdict == "slower" || r.verdict == "status" ? "bad" : "l") +
-            "</tr>";
+    body +=
+        "<tr>" + td(link(history_href(r.problem, r.head_gpu), r.problem), "l") +
+        td(html_escape(gpu), "l") + td(opt(r.base_median_ms, "%.4g")) +
+        td(opt(r.head_median_ms, "%.4g")) +
+        td(t ? fmt("%+.2f%%", (r.change.ratio - 1) * 100) : "–") +
+        td(t ? "[" + fmt("%+.2f", (r.change.ci_low - 1) * 100) + ", " +
+                   fmt("%+.2f", (r.change.ci_high - 1) * 100) + "]%"
+             : "–") +
+        td(t ? fmt("%.2g", r.p_value) : "–") + td(t ? fmt("%.2g", r.q_value) : "–") +
+        td(html_escape(verdict), r.verdict == "slower" || r.verdict == "status" ? "l bad" : "l") +
+        "</tr>";
   }
   return page("Compare", body + "</table>");
 }
