@@ -2,7 +2,8 @@
 // owns the workers' ROUTER, the clients' ROUTER, the ZAP handler (with CURVE), the timers
 // (scheduler ticks and lease deadlines, heartbeats to workers, metrics rates), SIGTERM/SIGINT and
 // the HTTP endpoint. The Scheduler (scheduler.h) decides; the DbThread (db_thread.h) writes; the
-// loop never waits on PostgreSQL. A RESULT is acknowledged only after the batch holding it has
+// loop never waits on PostgreSQL. With dashboard_db, the HTTP endpoint also serves the dashboard
+// (dashboard.h), whose pages are queried and rendered on its own thread and answered later. A RESULT is acknowledged only after the batch holding it has
 // committed (or it proved a duplicate of a committed row).
 //
 // Lifecycle: create() loads the open jobs from the store (lease grace for leased ones), binds the
