@@ -53,5 +53,9 @@ std::string report_csv(const ReportData& data);
 
 // "&<>\"'" escaped, for text and attribute values.
 std::string html_escape(const std::string& text);
+// One number printf-formatted ("%.3f"), and "–" for an absent one: the figures of the report, the
+// chart and the dashboard's pages.
+std::string format_number(const char* format, double v);
+std::string format_optional(const std::optional<double>& v, const char* format);
 
 }  // namespace kb::cli

@@ -9,15 +9,9 @@
 namespace kb::cli {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string text_at(double x, double y, const std::string& text, const std::string& extra = "") {
-  return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\"" + extra + ">" +
-         html_escape(text) + "</text>";
+  return "<text x=\"" + format_number("%.1f", x) + "\" y=\"" + format_number("%.1f", y) + "\"" +
+         extra + ">" + html_escape(text) + "</text>";
 }
 
 }  // namespace
@@ -52,19 +46,23 @@ std::string render_history_chart(const std::vector<ChartPoint>& points,
   };
   const double band_top = y(range.series_median * (1 + o.median_band));
   const double band_bottom = y(range.series_median * (1 - o.median_band));
-  out += "<rect class=\"median-band\" x=\"" + fmt("%.1f", left) + "\" y=\"" +
-         fmt("%.1f", band_top) + "\" width=\"" + fmt("%.1f", w - left - right) + "\" height=\"" +
-         fmt("%.1f", band_bottom - band_top) + "\" fill=\"#8a94a6\" fill-opacity=\"0.14\"><title>" +
-         "series median " + fmt("%.4g ", range.series_median) + html_escape(o.unit) + " ±" +
-         fmt("%.0f%%", o.median_band * 100) + "</title></rect>";
-  out += "<line class=\"median\" x1=\"" + fmt("%.1f", left) + "\" x2=\"" + fmt("%.1f", w - right) +
-         "\" y1=\"" + fmt("%.1f", y(range.series_median)) + "\" y2=\"" +
-         fmt("%.1f", y(range.series_median)) + "\" stroke=\"#8a94a6\" stroke-dasharray=\"3,2\"/>";
+  out += "<rect class=\"median-band\" x=\"" + format_number("%.1f", left) + "\" y=\"" +
+         format_number("%.1f", band_top) + "\" width=\"" + format_number("%.1f", w - left - right) +
+         "\" height=\"" + format_number("%.1f", band_bottom - band_top) +
+         "\" fill=\"#8a94a6\" fill-opacity=\"0.14\"><title>" + "series median " +
+         format_number("%.4g ", range.series_median) + html_escape(o.unit) + " ±" +
+         format_number("%.0f%%", o.median_band * 100) + "</title></rect>";
+  out += "<line class=\"median\" x1=\"" + format_number("%.1f", left) + "\" x2=\"" +
+         format_number("%.1f", w - right) + "\" y1=\"" +
+         format_number("%.1f", y(range.series_median)) + "\" y2=\"" +
+         format_number("%.1f", y(range.series_median)) +
+         "\" stroke=\"#8a94a6\" stroke-dasharray=\"3,2\"/>";
   std::string band_up, band_down, line;
   for (size_t i = 0; i < n; ++i) {
-    band_up += fmt("%.1f,", x(i)) + fmt("%.1f ", y(points[i].high_ms));
-    band_down = fmt("%.1f,", x(i)) + fmt("%.1f ", y(points[i].low_ms)) + band_down;
-    line += fmt("%.1f,", x(i)) + fmt("%.1f ", y(points[i].median_ms));
+    band_up += format_number("%.1f,", x(i)) + format_number("%.1f ", y(points[i].high_ms));
+    band_down =
+        format_number("%.1f,", x(i)) + format_number("%.1f ", y(points[i].low_ms)) + band_down;
+    line += format_number("%.1f,", x(i)) + format_number("%.1f ", y(points[i].median_ms));
   }
   out += "<polygon class=\"ci-band\" points=\"" + band_up + band_down +
          "\" fill=\"#3b7dd8\" fill-opacity=\"0.18\"/><polyline points=\"" + line +
@@ -72,20 +70,21 @@ std::string render_history_chart(const std::vector<ChartPoint>& points,
   for (size_t i = 0; i < n; ++i) {
     const ChartPoint& p = points[i];
     out += "<circle class=\"pt" + std::string(p.flagged ? " flagged" : "") + "\" cx=\"" +
-           fmt("%.1f", x(i)) + "\" cy=\"" + fmt("%.1f", y(p.median_ms)) + "\" r=\"" +
-           (p.flagged ? "4" : "2") + "\" fill=\"" + (p.flagged ? "#b3261e" : "#3b7dd8") +
-           "\"><title>" + html_escape(p.label) + ": " + fmt("%.4g ", p.median_ms) +
-           html_escape(o.unit) + "</title></circle>";
+           format_number("%.1f", x(i)) + "\" cy=\"" + format_number("%.1f", y(p.median_ms)) +
+           "\" r=\"" + (p.flagged ? "4" : "2") + "\" fill=\"" +
+           (p.flagged ? "#b3261e" : "#3b7dd8") + "\"><title>" + html_escape(p.label) + ": " +
+           format_number("%.4g ", p.median_ms) + html_escape(o.unit) + "</title></circle>";
   }
-  out += "<line x1=\"" + fmt("%.1f", left) + "\" x2=\"" + fmt("%.1f", left) + "\" y1=\"" +
-         fmt("%.1f", top) + "\" y2=\"" + fmt("%.1f", h - bottom) + "\" stroke=\"#445\"/>";
-  out += text_at(left - 4, top + 8, fmt("%.4g", range.high), " text-anchor=\"end\"");
-  out += text_at(left - 4, y(range.series_median) + 3, fmt("%.4g", range.series_median),
+  out += "<line x1=\"" + format_number("%.1f", left) + "\" x2=\"" + format_number("%.1f", left) +
+         "\" y1=\"" + format_number("%.1f", top) + "\" y2=\"" + format_number("%.1f", h - bottom) +
+         "\" stroke=\"#445\"/>";
+  out += text_at(left - 4, top + 8, format_number("%.4g", range.high), " text-anchor=\"end\"");
+  out += text_at(left - 4, y(range.series_median) + 3, format_number("%.4g", range.series_median),
                  " text-anchor=\"end\"");
-  out += text_at(left - 4, h - bottom, fmt("%.4g", range.low), " text-anchor=\"end\"");
-  out += text_at(
-      10, (top + h - bottom) / 2, "median (" + o.unit + ")",
-      " class=\"unit\" transform=\"rotate(-90 10 " + fmt("%.1f", (top + h - bottom) / 2) + ")\"");
+  out += text_at(left - 4, h - bottom, format_number("%.4g", range.low), " text-anchor=\"end\"");
+  out += text_at(10, (top + h - bottom) / 2, "median (" + o.unit + ")",
+                 " class=\"unit\" transform=\"rotate(-90 10 " +
+                     format_number("%.1f", (top + h - bottom) / 2) + ")\"");
   out += text_at(left, h - 4, points.front().label) +
          text_at(w - right, h - 4, points.back().label, " text-anchor=\"end\"");
   return out + "</svg>";

@@ -12,6 +12,8 @@
 namespace kb::coord {
 namespace {
 
+using cli::format_number;
+using cli::format_optional;
 using cli::html_escape;
 
 constexpr const char* kCss = R"css(
@@ -26,16 +28,6 @@ color:#8a1f17}.ok{color:#1b7f3b}.bad{color:#b3261e;font-weight:600}.dim{color:#7
 .bar span{display:block;height:9px;background:#3b7dd8}svg text{font-size:10px;fill:#445;
 font-family:sans-serif}.series{margin:10px 0 18px}form input{width:200px}code{font-size:12px}
 )css";
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string opt(const std::optional<double>& v, const char* format) {
-  return v ? fmt(format, *v) : "–";
-}
 
 std::string td(const std::string& escaped, const char* cls = nullptr) {
   return cls ? "<td class=\"" + std::string(cls) + "\">" + escaped + "</td>"
@@ -80,16 +72,17 @@ std::string status_cell(const std::string& status, const std::string& job_state)
 std::string speedup_cell(const std::optional<double>& s, const std::optional<double>& low,
                          const std::optional<double>& high) {
   if (!s) return td("–");
-  std::string text = fmt("%.3f×", *s);
+  std::string text = format_number("%.3f×", *s);
   if (low && high)
-    text += " <span class=dim>[" + fmt("%.3f", *low) + ", " + fmt("%.3f", *high) + "]</span>";
+    text += " <span class=dim>[" + format_number("%.3f", *low) + ", " +
+            format_number("%.3f", *high) + "]</span>";
   return td(text);
 }
 
 std::string progress_bar(const cli::RunRow& r) {
   const int64_t finished = r.done + r.failed + r.cancelled;
   const double share = r.jobs > 0 ? static_cast<double>(finished) / static_cast<double>(r.jobs) : 0;
-  return td("<span class=bar><span style=\"width:" + fmt("%.0f", share * 100) +
+  return td("<span class=bar><span style=\"width:" + format_number("%.0f", share * 100) +
             "%\"></span></span> " + std::to_string(finished) + "/" + std::to_string(r.jobs));
 }
 
@@ -104,8 +97,8 @@ std::string summary_table(const cli::ResultsSummary& s) {
   auto line = [&](const cli::ModelSummary& m, const std::string& name) {
     out += "<tr>" + td(html_escape(name), "l") + td(std::to_string(m.jobs)) +
            td(std::to_string(m.correct)) + td(std::to_string(m.failed)) +
-           td(fmt("%.3f", m.fast_1)) + td(fmt("%.3f", m.fast_1_2)) +
-           td(opt(m.geomean_speedup, "%.3f×")) + "</tr>";
+           td(format_number("%.3f", m.fast_1)) + td(format_number("%.3f", m.fast_1_2)) +
+           td(format_optional(m.geomean_speedup, "%.3f×")) + "</tr>";
   };
   for (const cli::ModelSummary& m : s.per_model)
     line(m, m.gpu_model.empty() ? "(any)" : m.gpu_model);
@@ -133,9 +126,10 @@ std::string regressions_table(const std::vector<const cli::RegressionRow*>& rows
     out += "<tr>" + td(link(history_href(g->problem, g->gpu_model), g->problem), "l") +
            td(html_escape(g->gpu_model), "l") + td(html_escape(g->variant), "l") +
            td("<code>" + html_escape(short_sha(g->commit_sha)) + "</code>", "l") +
-           td(html_escape(g->state), "l") + td(fmt("%.4g", g->median_ms)) +
-           td(fmt("%.4g", g->baseline_ms)) + td(fmt("%+.1f%%", (g->ratio - 1) * 100), "bad") +
-           td(fmt("%.2g", g->adjusted_p)) + td(std::to_string(g->slow_points)) + "</tr>";
+           td(html_escape(g->state), "l") + td(format_number("%.4g", g->median_ms)) +
+           td(format_number("%.4g", g->baseline_ms)) +
+           td(format_number("%+.1f%%", (g->ratio - 1) * 100), "bad") +
+           td(format_number("%.2g", g->adjusted_p)) + td(std::to_string(g->slow_points)) + "</tr>";
   }
   return out + "</table>";
 }
@@ -160,7 +154,7 @@ std::string series_section(const cli::Series& s, const std::vector<cli::Regressi
              td("<code>" + html_escape(short_sha(r.from_commit)) + "..." +
                     html_escape(short_sha(r.to_commit)) + "</code>",
                 "l") +
-             td(fmt("%+.1f%%", (r.regression->ratio - 1) * 100), "bad") + "</tr>";
+             td(format_number("%+.1f%%", (r.regression->ratio - 1) * 100), "bad") + "</tr>";
     }
     out += "</table>";
   }
@@ -206,8 +200,8 @@ std::string runs_page(const std::vector<RunWithSummary>& runs) {
             td("<code>" + html_escape(short_sha(r.run.commit_sha)) + "</code>", "l") +
             td(html_escape(models.empty() ? "any" : models), "l") +
             td(html_escape(r.run.suite + " · " + r.run.preset), "l") + progress_bar(r.run) +
-            td(std::to_string(r.run.failed)) + td(fmt("%.3f", r.summary.overall.fast_1)) +
-            td(opt(r.summary.overall.geomean_speedup, "%.3f×")) + "</tr>";
+            td(std::to_string(r.run.failed)) + td(format_number("%.3f", r.summary.overall.fast_1)) +
+            td(format_optional(r.summary.overall.geomean_speedup, "%.3f×")) + "</tr>";
   }
   if (runs.empty()) body += "<tr><td class=l colspan=11>no runs yet</td></tr>";
   return page("Runs", body + "</table>");
@@ -235,9 +229,10 @@ std::string run_page(const cli::RunStatus& status, const std::vector<cli::Result
   for (const cli::ResultRow& r : rows) {
     body += "<tr>" + td(link(history_href(r.problem_id, r.gpu_model), r.problem_id), "l") +
             td(html_escape(r.gpu_model), "l") + status_cell(r.status, r.job_state) +
-            td(opt(r.reference_median_ms, "%.4g")) + td(opt(r.custom_median_ms, "%.4g")) +
+            td(format_optional(r.reference_median_ms, "%.4g")) +
+            td(format_optional(r.custom_median_ms, "%.4g")) +
             speedup_cell(r.speedup, r.speedup_ci_low, r.speedup_ci_high) +
-            td(opt(r.custom_tflops, "%.2f")) + td(std::to_string(r.attempt)) +
+            td(format_optional(r.custom_tflops, "%.2f")) + td(std::to_string(r.attempt)) +
             td(html_escape(r.worker), "l") + td(html_escape(r.message), "msg") + "</tr>";
   }
   return page("Run " + std::to_string(run.id), body + "</table>");
@@ -318,13 +313,14 @@ std::string compare_page(const cli::CompareRequest& request, const cli::CompareV
         r.verdict == "status" ? "status " + r.base_status + " → " + r.head_status : r.verdict;
     body +=
         "<tr>" + td(link(history_href(r.problem, r.head_gpu), r.problem), "l") +
-        td(html_escape(gpu), "l") + td(opt(r.base_median_ms, "%.4g")) +
-        td(opt(r.head_median_ms, "%.4g")) +
-        td(t ? fmt("%+.2f%%", (r.change.ratio - 1) * 100) : "–") +
-        td(t ? "[" + fmt("%+.2f", (r.change.ci_low - 1) * 100) + ", " +
-                   fmt("%+.2f", (r.change.ci_high - 1) * 100) + "]%"
+        td(html_escape(gpu), "l") + td(format_optional(r.base_median_ms, "%.4g")) +
+        td(format_optional(r.head_median_ms, "%.4g")) +
+        td(t ? format_number("%+.2f%%", (r.change.ratio - 1) * 100) : "–") +
+        td(t ? "[" + format_number("%+.2f", (r.change.ci_low - 1) * 100) + ", " +
+                   format_number("%+.2f", (r.change.ci_high - 1) * 100) + "]%"
              : "–") +
-        td(t ? fmt("%.2g", r.p_value) : "–") + td(t ? fmt("%.2g", r.q_value) : "–") +
+        td(t ? format_number("%.2g", r.p_value) : "–") +
+        td(t ? format_number("%.2g", r.q_value) : "–") +
         td(html_escape(verdict), r.verdict == "slower" || r.verdict == "status" ? "l bad" : "l") +
         "</tr>";
   }

@@ -11,6 +11,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/fleet_report.h"
 #include "cli/history_views.h"
@@ -113,9 +114,9 @@ TEST_F(DashboardTest, EveryPageForbidsExternalLoadsAndEscapesDatabaseText) {
   ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
   const int64_t run = seed(db.url());
   Dashboard dashboard({.db_url = db.url()});
-  for (const std::string target :
-       {"/", "/runs/" + std::to_string(run), "/history/L1_003", "/regressions", "/workers",
-        "/compare?base=a1&head=c1", "/compare"}) {
+  for (const std::string& target : std::vector<std::string>{
+           "/", "/runs/" + std::to_string(run), "/history/L1_003", "/regressions", "/workers",
+           "/compare?base=a1&head=c1", "/compare"}) {
     const HttpResponse r = dashboard.render(target);
     EXPECT_EQ(r.status, 200) << target << ": " << r.body;
     EXPECT_EQ(header(r, "Content-Security-Policy"), Dashboard::kContentSecurityPolicy) << target;
