@@ -1,6 +1,8 @@
 #include "coordinator/dashboard.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 
@@ -62,15 +64,19 @@ std::string param(const Params& params, const std::string& name, const std::stri
   return it == params.end() ? fallback : it->second;
 }
 
-// A positive integer of at most 9 digits, else `fallback`.
-int64_t positive(const std::string& text, int64_t fallback) {
+// ?last=N is capped: a page is one query and one table, and no request may ask for the whole
+// history.
+constexpr int64_t kMaxRows = 1000;
+
+// A positive integer of at most 9 digits, else `fallback`; never above `max`.
+int64_t positive(const std::string& text, int64_t fallback, int64_t max = kMaxRows) {
   if (text.empty() || text.size() > 9) return fallback;
   int64_t v = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return fallback;
     v = v * 10 + (c - '0');
   }
-  return v > 0 ? v : fallback;
+  return v > 0 ? std::min(v, max) : fallback;
 }
 
 int http_status_of(const Status& s) {
@@ -278,7 +284,7 @@ HttpResponse Dashboard::route(const std::string& target) {
     page =
         runs_view(*results_, static_cast<int>(positive(param(params, "last"), config_.runs_shown)));
   } else if (starts_with(path, "/runs/")) {
-    const int64_t id = positive(path.substr(6), 0);
+    const int64_t id = positive(path.substr(6), 0, INT64_MAX);
     if (id > 0) page = run_view(*results_, id);
   } else if (starts_with(path, "/history/") && path.size() > 9) {
     page = history_view(*history_, path.substr(9), params);

@@ -133,6 +133,8 @@ TEST_F(DashboardTest, UnknownRunIs404AndAnUnreachableDatabase503) {
   ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
   Dashboard dashboard({.db_url = db.url()});
   EXPECT_EQ(dashboard.render("/runs/999").status, 404);
+  EXPECT_EQ(dashboard.render("/runs/123456").status, 404);  // ids are not capped like ?last=
+  EXPECT_EQ(dashboard.render("/runs/x1").status, 404);
   EXPECT_EQ(dashboard.render("/runs/999?format=json").content_type, "application/json");
   Dashboard down({.db_url = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"});
   EXPECT_EQ(down.render("/").status, 503);
