@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Builds the `kernelbench-l1l2` suite: every KernelBench level 1 and level 2 problem whose ops
+the catalog covers.
+
+For each upstream file KernelBench/level{1,2}/<n>_<name>.py (id L<level>_<n:03d>):
+  * an id that already has a hand-written spec in problems/ (the kernelbench22 problems, with
+    their seed `source`) keeps it: one spec per id, and it joins the suite as it is;
+  * otherwise tools/kernelbench_import.py imports the file; a spec that imports, validates
+    (`kb problems validate`) and that the GPU reference can run is written to
+    problems/<ID>_<name>.yaml and joins the suite; anything else is reported with its reason.
+Then the suite's line in problems/suites.yaml is rewritten (the one place that says which
+problems a suite has) and docs/kernelbench-coverage.md is regenerated: how many of the files
+the suite covers and which ops block the rest.
+
+Usage: kernelbench_suite.py --kernelbench DIR --commit SHA [--kb build/cli/kb]
+DIR holds KernelBench/level1/... at commit SHA (tools/README.md says how to get it).
+"""
+import argparse
+import collections
+import glob
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernelbench_import as importer  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBLEMS_DIR = os.path.join(REPO_ROOT, "problems")
+SUITES = os.path.join(PROBLEMS_DIR, "suites.yaml")
+COVERAGE = os.path.join(REPO_ROOT, "docs", "kernelbench-coverage.md")
+SUITE = "kernelbench-l1l2"
+
+
+def upstream_files(kernelbench):
+    files = []
+    for level in (1, 2):
+        for path in glob.glob(os.path.join(kernelbench, "KernelBench", f"level{level}", "*.py")):
+            number = int(os.path.basename(path).split("_", 1)[0])
+            files.append((f"L{level}_{number:03d}", os.path.relpath(path, kernelbench)))
+    return sorted(files)
+
+
+def existing_spec(problem_id):
+    matches = glob.glob(os.path.join(PROBLEMS_DIR, problem_id + "_*.yaml"))
+    return matches[0] if matches else None
+
+
+def validate(kb, path):
+    result = subprocess.run([kb, "problems", "validate", path], capture_output=True, text=True)
+    return None if result.returncode == 0 else (result.stdout + result.stderr).strip()
+
+
+def write_suite(ids):
+    with open(SUITES, encoding="utf-8") as f:
+        text = f.read()
+    lines, row = [], []
+    for problem_id in ids:
+        row.append(problem_id)
+        if len(row) == 9:
+            lines.append(", ".join(row))
+            row = []
+    if row:
+        lines.append(", ".join(row))
+    entry = f"  {SUITE}: [" + (",\n" + " " * (len(SUITE) + 5)).join(lines) + "]\n"
+    pattern = re.compile(rf"^  {re.escape(SUITE)}: \[.*?\]\n", re.S | re.M)
+    text = pattern.sub(entry, text) if pattern.search(text) else text + entry
+    with open(SUITES, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernelbench", required=True)
+    parser.add_argument("--commit", required=True)
+    parser.add_argument("--kb", default=os.path.join(REPO_ROOT, "build", "cli", "kb"))
+    parser.add_argument("--only", help="comma-separated ids (does not rewrite the suite)")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="skip `kb problems validate` (then run it on problems/ yourself)")
+    args = parser.parse_args(argv)
+    members, blocked = [], {}
+    for problem_id, path in upstream_files(args.kernelbench):
+        if args.only and problem_id not in args.only.split(","):
+            continue
+        existing = existing_spec(problem_id)
+        if existing and "\nupstream:" not in open(existing, encoding="utf-8").read():
+            members.append((problem_id, path, "hand-written"))
+            print(f"{problem_id} hand-written spec kept ({os.path.basename(existing)})")
+            continue
+        with open(os.path.join(args.kernelbench, path), encoding="utf-8") as f:
+            source = f.read()
+        try:
+            spec = importer.import_problem(source, path, problem_id, args.commit)
+        except importer.UnsupportedOps as error:
+            blocked[problem_id] = (path, error.ops)
+            print(f"{problem_id} blocked: {error}")
+            continue
+        except importer.ImportError_ as error:
+            blocked[problem_id] = (path, [f"import: {error}"])
+            print(f"{problem_id} not imported: {error}")
+            continue
+        except Exception as error:  # noqa: BLE001 (a model the importer has not met before)
+            blocked[problem_id] = (path, [f"import: {type(error).__name__}: {error}"])
+            print(f"{problem_id} not imported: {type(error).__name__}: {error}")
+            continue
+        out = os.path.join(PROBLEMS_DIR, f"{problem_id}_{importer.slug(spec['name'])}.yaml")
+        if existing and existing != out:
+            os.remove(existing)
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(importer.to_yaml(spec, f"KernelBench level {spec['level']} problem "
+                                           f"{int(problem_id[3:])}, imported by "
+                                           "tools/kernelbench_import.py (upstream below)."))
+        reason = None if args.no_validate else validate(args.kb, out)
+        if reason:
+            os.remove(out)
+            blocked[problem_id] = (path, [f"spec rejected: {reason.splitlines()[0]}"])
+            print(f"{problem_id} rejected by the loader: {reason}")
+            continue
+        members.append((problem_id, path, "imported"))
+        print(f"{problem_id} imported -> {os.path.relpath(out, REPO_ROOT)}")
+    if not args.only:
+        write_suite([m[0] for m in members])
+        write_coverage(members, blocked)
+    print(f"{SUITE}: {len(members)} problems; {len(blocked)} blocked")
+    return 0
+
+
+def write_coverage(members, blocked):
+    total = len(members) + len(blocked)
+    by_op = collections.Counter()
+    only = collections.Counter()
+    for _, (_, ops) in blocked.items():
+        for op in set(ops):
+            by_op[op] += 1
+        if len(set(ops)) == 1:
+            only[ops[0]] += 1
+    levels = collections.Counter(m[0][:2] for m in members)
+    lines = [
+        "# KernelBench level 1 and 2: what the `kernelbench-l1l2` suite covers",
+        "",
+        "Generated by `tools/kernelbench_suite.py` (do not edit by hand) from ScalingIntelligence/"
+        "KernelBench at the commit named in each imported spec's `upstream`.",
+        "",
+        f"**{len(members)} of {total}** level 1-2 problems are in the suite "
+        f"(level 1: {levels['L1']}, level 2: {levels['L2']}); "
+        f"{sum(1 for m in members if m[2] == 'hand-written')} of them are kernelbench22's "
+        "hand-written specs, the rest imported. The other "
+        f"{len(blocked)} use something the op catalog (`common/op_catalog.h`) or the importer "
+        "does not cover:",
+        "",
+        "| blocking op or construct | problems it blocks | ... as the only blocker |",
+        "| --- | ---: | ---: |",
+    ]
+    for op, count in sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"| `{op}` | {count} | {only.get(op, 0)} |")
+    lines += ["", "## Blocked problems", "", "| id | upstream file | blocked by |",
+              "| --- | --- | --- |"]
+    for problem_id, (path, ops) in sorted(blocked.items()):
+        lines.append(f"| {problem_id} | `{os.path.basename(path)}` | "
+                     + ", ".join(f"`{o}`" for o in sorted(set(ops))) + " |")
+    lines += ["", "## Suite members", "", "| id | upstream file | spec |", "| --- | --- | --- |"]
+    for problem_id, path, kind in members:
+        lines.append(f"| {problem_id} | `{os.path.basename(path)}` | {kind} |")
+    with open(COVERAGE, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
