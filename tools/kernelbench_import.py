@@ -32,6 +32,7 @@ Usage:
 import argparse
 import ast
 import contextlib
+import copy
 import dis
 import io
 import inspect
@@ -49,6 +50,9 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 UPSTREAM_REPO = "ScalingIntelligence/KernelBench"
+# The small preset's output budget: its oracle fixtures are committed (float64, two cases).
+SMALL_OUTPUT_ELEMENTS = 4096
+torch.set_num_threads(1)  # shapes only: one thread is as fast and shares the machine
 
 
 class ImportError_(Exception):
@@ -481,8 +485,9 @@ class GraphBuilder:
     # helpers
     def _emit(self, node, op, inputs, attrs, name=None):
         out = node.name
-        self.nodes.append({"name": name or node.name, "op": op, "in": inputs, "out": out,
-                           **attrs})
+        taken = {n["name"] for n in self.nodes}
+        name = name if name and name not in taken else node.name  # fx's names are unique
+        self.nodes.append({"name": name, "op": op, "in": inputs, "out": out, **attrs})
         self.tensor[node] = out
 
     def _arg_tensor(self, a):
@@ -776,6 +781,10 @@ def build_concrete(source, path, overrides=None):
     except Exception as error:
         raise ImportError_(f"shape propagation failed: {type(error).__name__}: "
                            f"{str(error).splitlines()[0] if str(error) else ''}")
+    for n in gm.graph.nodes:  # the meta kernels do not all refuse an empty output
+        meta = n.meta.get("tensor_meta")
+        if meta is not None and hasattr(meta, "shape") and any(d < 1 for d in meta.shape):
+            raise ImportError_(f"node {n.name} has an empty output {list(meta.shape)}")
     if not all(isinstance(t, torch.Tensor) for t in inputs):
         raise UnsupportedOps(["get_inputs() returning a Python scalar"])
     placeholders = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
@@ -784,7 +793,10 @@ def build_concrete(source, path, overrides=None):
                            f"{len(inputs)}")
     builder = GraphBuilder(gm, model, constants)
     graph = builder.build()
+    out_node = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    out_meta = out_node.meta.get("tensor_meta") if isinstance(out_node, torch.fx.Node) else None
     return {"inputs": [{"name": n, "shape": list(t.shape)} for n, t in zip(placeholders, inputs)],
+            "output_elements": out_meta.shape.numel() if hasattr(out_meta, "shape") else 0,
             "parameters": params, "graph": graph, "output": builder.output, "module": ns,
             "tree": tree, "model": model, "init_inputs": init_inputs}
 
@@ -873,6 +885,24 @@ def _evaluate(text, values):
 
 # ---- the spec ------------------------------------------------------------------------------
 
+class _NoInit:
+    """Skips nn.init's draws while the model is built: the importer reads shapes and the layer
+    configuration only, and drawing a (16384, 8192) weight again and again is what costs."""
+
+    _NAMES = ("kaiming_uniform_", "kaiming_normal_", "uniform_", "normal_", "xavier_uniform_",
+              "xavier_normal_", "zeros_", "ones_", "constant_", "trunc_normal_")
+
+    def __enter__(self):
+        self.saved = {n: getattr(nn.init, n) for n in self._NAMES}
+        for n in self._NAMES:
+            setattr(nn.init, n, lambda tensor, *args, **kwargs: tensor)
+        return self
+
+    def __exit__(self, *exc):
+        for n, fn in self.saved.items():
+            setattr(nn.init, n, fn)
+
+
 def _dim_names(keys):
     """A dim is named like the file's global (`batch_size`, `in_channels`; `input_shape0` for
     element 0 of a tuple global), so that the oracle can set the globals from a preset."""
@@ -886,12 +916,14 @@ def _is_batch(key):
 class Importer:
     def __init__(self, source, path):
         self.source, self.path = source, path
-        self.base = build_concrete(source, path)
+        with _NoInit():  # the spec takes shapes and configuration from the model, never values
+            self.base = build_concrete(source, path)
         self.candidates = _int_globals(self.base["module"], self.base["tree"])
 
     def _try(self, overrides):
         try:  # fx prints the failing node of a probe; a probe that breaks is an answer too
-            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(
+                    io.StringIO()), _NoInit():
                 return build_concrete(self.source, self.path, overrides)
         except Exception:  # noqa: BLE001 (whatever the model raises at these sizes)
             return None
@@ -924,17 +956,31 @@ class Importer:
     def fit(self, probes):
         full = {k: self.candidates[k] for k in probes}
         names = _dim_names(list(probes))
-        spec = _fittable(self.base)
+        self.expressions = {}  # path in the spec -> int or expression string
+        spec = copy.deepcopy(_fittable(self.base))
         leaves = {p: v for p, v in _int_leaves(spec)}
         probe_leaves = {k: dict(_int_leaves(_fittable(c))) for k, c in probes.items()}
         for path, value in leaves.items():
             per_probe = {k: (probes[k]["probe_value"], probe_leaves[k][path]) for k in probes}
-            _set_path(spec, path, _expression(value, full, per_probe, names))
+            self.expressions[path] = _expression(value, full, per_probe, names)
+            _set_path(spec, path, self.expressions[path])
         return spec, {names[k]: full[k] for k in probes}, names
 
+    def _output_elements(self, values, names):
+        concrete = self._try({k: values[names[k]] for k in names})
+        return concrete["output_elements"] if concrete else None
+
     def _valid_at(self, values, names):
+        """The model runs at `values`, and the fitted spec gives the same integers there (a fit
+        made at even sizes can miss a floor division at odd ones: such a step is refused)."""
         overrides = {k: values[names[k]] for k in names}
-        return self._try(overrides) is not None
+        concrete = self._try(overrides)
+        if concrete is None:
+            return False
+        if _structure(_fittable(concrete)) != _structure(_fittable(self.base)):
+            return False
+        return all(_evaluate(self.expressions[path], values) == value
+                   for path, value in _int_leaves(_fittable(concrete)))
 
     def propose_presets(self, full, names):
         """small: each dim halved while >= its floor and the model still builds; odd: batch 1
@@ -948,6 +994,15 @@ class Importer:
                 if not self._valid_at(trial, names):
                     break
                 small = trial
+        # Then smaller still, largest dim first, while the output is over the fixture budget.
+        while (self._output_elements(small, names) or 0) > SMALL_OUTPUT_ELEMENTS:
+            for key in sorted(keys, key=lambda k: -small[names[k]]):
+                trial = dict(small, **{names[key]: small[names[key]] // 2})
+                if small[names[key]] >= 4 and self._valid_at(trial, names):
+                    small = trial
+                    break
+            else:
+                break
         odd = dict(small)
         for key in keys:
             d = names[key]
@@ -995,6 +1050,10 @@ def import_problem(source, upstream_path, problem_id, commit, name=None):
     probes = importer.find_dims()
     fitted, full, names = importer.fit(probes)
     presets = importer.propose_presets(full, names)
+    elements = importer._output_elements(presets["small"], names)
+    if elements is None or elements > 4 * SMALL_OUTPUT_ELEMENTS:
+        raise ImportError_(f"no small preset: the output keeps {elements} elements (its sizes are "
+                           "literals in the file, not globals)")
     base = importer.base
     level = int(problem_id[1])
     ops = [n["op"] for n in fitted["graph"]]

@@ -90,6 +90,8 @@ def main(argv=None):
             continue
         with open(os.path.join(args.kernelbench, path), encoding="utf-8") as f:
             source = f.read()
+        if existing:
+            os.remove(existing)  # an imported spec is rewritten, or goes when it no longer imports
         try:
             spec = importer.import_problem(source, path, problem_id, args.commit)
         except importer.UnsupportedOps as error:
@@ -105,8 +107,6 @@ def main(argv=None):
             print(f"{problem_id} not imported: {type(error).__name__}: {error}")
             continue
         out = os.path.join(PROBLEMS_DIR, f"{problem_id}_{importer.slug(spec['name'])}.yaml")
-        if existing and existing != out:
-            os.remove(existing)
         with open(out, "w", encoding="utf-8") as f:
             f.write(importer.to_yaml(spec, f"KernelBench level {spec['level']} problem "
                                            f"{int(problem_id[3:])}, imported by "
@@ -126,7 +126,26 @@ def main(argv=None):
     return 0
 
 
+_LABELS = [  # an importer error -> the short name of what blocks the problem
+    (r"initialization is not one the spec knows \(unknown:(\S+)\)",
+     lambda m: f"nn.Parameter({m.group(1)}(...)) init"),
+    (r"shape propagation failed.*node=%(\w+)", lambda m: f"no meta kernel ({m.group(1)})"),
+    (r"has no attribute '(\w+)'", lambda m: f"{m.group(1)} (not in torch 1.13)"),
+    (r"input generator not supported: (.*)", lambda m: f"input generator {m.group(1)}"),
+    (r"no small preset", lambda m: "no small preset (sizes are literals)"),
+]
+
+
+def label(op):
+    for pattern, make in _LABELS:
+        m = re.search(pattern, op)
+        if m:
+            return make(m)
+    return op
+
+
 def write_coverage(members, blocked):
+    blocked = {k: (path, [label(o) for o in ops]) for k, (path, ops) in blocked.items()}
     total = len(members) + len(blocked)
     by_op = collections.Counter()
     only = collections.Counter()
