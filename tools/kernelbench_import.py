@@ -1044,14 +1044,16 @@ def _notes(base, model, module_ns):
     return text
 
 
-def import_problem(source, upstream_path, problem_id, commit, name=None):
-    """The spec of one file, as a dict in the order the YAML writes it."""
+def import_problem(source, upstream_path, problem_id, commit, name=None,
+                   max_small_output=None):
+    """The spec of one file, as a dict in the order the YAML writes it. With max_small_output,
+    a problem whose small preset keeps a larger output is refused (a suite's fixture budget)."""
     importer = Importer(source, upstream_path)
     probes = importer.find_dims()
     fitted, full, names = importer.fit(probes)
     presets = importer.propose_presets(full, names)
     elements = importer._output_elements(presets["small"], names)
-    if elements is None or elements > 4 * SMALL_OUTPUT_ELEMENTS:
+    if max_small_output is not None and (elements is None or elements > max_small_output):
         raise ImportError_(f"no small preset: the output keeps {elements} elements (its sizes are "
                            "literals in the file, not globals)")
     base = importer.base

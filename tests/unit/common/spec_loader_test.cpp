@@ -452,7 +452,7 @@ TEST(SpecLoader, UnknownOp) {
   std::string text = edit(kRelu, "op: relu", "op: rectify");
   EXPECT_TRUE(
       has_error_containing(errors_of(text), "graph[0].op",
-                           {"expected one of bmm, conv, conv_transpose, relu,", "got 'rectify'"}));
+                           {"expected one of bmm, linear, conv, conv_transpose, relu,", "got 'rectify'"}));
 }
 
 TEST(SpecLoader, UnknownAttribute) {
