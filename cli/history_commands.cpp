@@ -12,6 +12,7 @@
 #include "cli/cli_config.h"
 #include "cli/compare_table.h"
 #include "cli/history_reader.h"
+#include "cli/history_views.h"
 #include "cli/report_builder.h"
 #include "cli/terminal_chart.h"
 #include "common/hypothesis_tests.h"
@@ -62,10 +63,6 @@ std::string num(const std::optional<double>& v, const char* format) {
   return buf;
 }
 
-nlohmann::json opt_json(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
 // ---- kb history ----------------------------------------------------------------------------
 
 struct HistoryOptions {
@@ -73,21 +70,6 @@ struct HistoryOptions {
   HistoryQuery query;
   bool csv = false, ascii = false;
 };
-
-nlohmann::json series_json(const Series& s) {
-  nlohmann::json points = nlohmann::json::array();
-  for (const HistoryPoint& p : s.points) {
-    const MedianInterval mi = median_interval(p.samples_ms);
-    points.push_back({{"result_id", p.result_id}, {"run_id", p.run_id}, {"commit", p.commit_sha},
-                      {"branch", p.branch}, {"time", p.time_s}, {"status", p.status},
-                      {"median_ms", opt_json(p.median_ms)},
-                      {"ci_low_ms", p.samples_ms.empty() ? nlohmann::json() : nlohmann::json(mi.low)},
-                      {"ci_high_ms", p.samples_ms.empty() ? nlohmann::json() : nlohmann::json(mi.high)},
-                      {"speedup", opt_json(p.speedup)}});
-  }
-  return {{"problem", s.problem}, {"gpu_model", s.gpu_model}, {"preset", s.preset},
-          {"variant", s.variant}, {"points", points}};
-}
 
 void print_series(const Series& s, bool ascii) {
   std::printf("%s · %s · %s · %s (%zu points)\n", s.problem.c_str(), s.gpu_model.c_str(),
@@ -117,8 +99,12 @@ void run_history(const HistoryOptions& o) {
   const std::vector<Series> series = value_or_fail(reader->history(o.query));
   if (series.empty()) fail(kExitUsage, "no results for " + o.query.problem);
   if (o.db.json) {
+    RegressionFilter flags;
+    flags.problem = o.query.problem;
+    flags.gpu_model = o.query.gpu_model;
+    const std::vector<RegressionRow> regressions = value_or_fail(reader->regressions(flags));
     nlohmann::json out = nlohmann::json::array();
-    for (const Series& s : series) out.push_back(series_json(s));
+    for (const Series& s : series) out.push_back(series_json(s, regressions));
     std::printf("%s\n", out.dump(2).c_str());
   } else if (o.csv) {
     std::printf("problem,gpu_model,preset,variant,commit,time,status,median_ms,speedup\n");
@@ -139,22 +125,8 @@ void run_history(const HistoryOptions& o) {
 
 struct CompareCommandOptions {
   DbOptions db;
-  std::string base, head, gpu, commit, gpus, variant = "custom";
-  CompareOptions compare;
+  CompareRequest request;
 };
-
-nlohmann::json compare_json(const CompareRow& r) {
-  const bool t = r.tested;
-  return {{"problem", r.problem}, {"preset", r.preset}, {"base_gpu", r.base_gpu},
-          {"head_gpu", r.head_gpu}, {"base_status", r.base_status},
-          {"head_status", r.head_status}, {"base_median_ms", opt_json(r.base_median_ms)},
-          {"head_median_ms", opt_json(r.head_median_ms)},
-          {"change", t ? nlohmann::json(r.change.ratio - 1) : nlohmann::json()},
-          {"ci_low", t ? nlohmann::json(r.change.ci_low - 1) : nlohmann::json()},
-          {"ci_high", t ? nlohmann::json(r.change.ci_high - 1) : nlohmann::json()},
-          {"p_value", t ? nlohmann::json(r.p_value) : nlohmann::json()},
-          {"q_value", t ? nlohmann::json(r.q_value) : nlohmann::json()}, {"verdict", r.verdict}};
-}
 
 void print_compare(const std::vector<CompareRow>& rows, const std::string& title) {
   std::printf("%s\n%-28s %-14s %10s %10s %8s  %-19s %8s %8s  %s\n", title.c_str(), "problem",
@@ -179,33 +151,15 @@ void print_compare(const std::vector<CompareRow>& rows, const std::string& title
   }
 }
 
-void run_compare(CompareCommandOptions o) {
+void run_compare(const CompareCommandOptions& o) {
   auto reader = open_or_fail(o.db);
-  std::vector<HistoryPoint> base, head;
-  std::string title;
-  if (!o.commit.empty()) {
-    const size_t comma = o.gpus.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 >= o.gpus.size()) {
-      fail(kExitUsage, "--commit wants --gpus A,B (two GPU models)");
-    }
-    const std::string a = o.gpus.substr(0, comma), b = o.gpus.substr(comma + 1);
-    base = value_or_fail(reader->results_at(o.commit, a, o.variant));
-    head = value_or_fail(reader->results_at(o.commit, b, o.variant));
-    o.compare.key_includes_gpu = false;
-    title = "commit " + o.commit + ": " + a + " (base) vs " + b + " (head)";
-  } else {
-    if (o.base.empty() || o.head.empty()) fail(kExitUsage, "compare wants BASE HEAD or --commit");
-    base = value_or_fail(reader->results_at(o.base, o.gpu, o.variant));
-    head = value_or_fail(reader->results_at(o.head, o.gpu, o.variant));
-    title = "base " + o.base + " vs head " + o.head;
-  }
-  const std::vector<CompareRow> rows = compare_results(base, head, o.compare);
+  const CompareView view = value_or_fail(compare_view(*reader, o.request));
   if (o.db.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const CompareRow& r : rows) out.push_back(compare_json(r));
+    for (const CompareRow& r : view.rows) out.push_back(compare_json(r));
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    print_compare(rows, title);
+    print_compare(view.rows, view.title);
   }
 }
 
@@ -221,15 +175,7 @@ void run_regressions(const RegressionsOptions& o) {
   const std::vector<RegressionRow> rows = value_or_fail(reader->regressions(o.filter));
   if (o.db.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const RegressionRow& g : rows) {
-      out.push_back({{"id", g.id}, {"result_id", g.result_id}, {"run_id", g.run_id},
-                     {"problem", g.problem}, {"gpu_model", g.gpu_model}, {"variant", g.variant},
-                     {"preset", g.preset}, {"commit", g.commit_sha}, {"state", g.state},
-                     {"median_ms", g.median_ms}, {"baseline_ms", g.baseline_ms},
-                     {"ratio", g.ratio}, {"bound_ms", g.bound_ms}, {"p_value", g.p_value},
-                     {"adjusted_p", g.adjusted_p}, {"slow_points", g.slow_points},
-                     {"created", g.created_s}, {"updated", g.updated_s}});
-    }
+    for (const RegressionRow& g : rows) out.push_back(regression_json(g));
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
@@ -291,15 +237,15 @@ void register_history_commands(CLI::App& app) {
 
   auto c = std::make_shared<CompareCommandOptions>();
   CLI::App* compare = app.add_subcommand("compare", "Compare two commits or runs, per problem");
-  compare->add_option("base", c->base, "Base: commit SHA, unique prefix, or run:N");
-  compare->add_option("head", c->head, "Head: commit SHA, unique prefix, or run:N");
-  compare->add_option("--gpu", c->gpu, "Only this GPU model");
-  compare->add_option("--commit", c->commit, "Compare two GPU models at this commit (--gpus)");
-  compare->add_option("--gpus", c->gpus, "A,B: the two GPU models for --commit");
-  compare->add_option("--variant", c->variant, "custom or reference")
+  compare->add_option("base", c->request.base, "Base: commit SHA, unique prefix, or run:N");
+  compare->add_option("head", c->request.head, "Head: commit SHA, unique prefix, or run:N");
+  compare->add_option("--gpu", c->request.gpu, "Only this GPU model");
+  compare->add_option("--commit", c->request.commit, "Compare two GPU models at this commit (--gpus)");
+  compare->add_option("--gpus", c->request.gpus, "A,B: the two GPU models for --commit");
+  compare->add_option("--variant", c->request.variant, "custom or reference")
       ->check(CLI::IsMember({"custom", "reference"}))->capture_default_str();
-  compare->add_option("--alpha", c->compare.alpha, "False discovery rate")->capture_default_str();
-  compare->add_option("--threshold", c->compare.threshold, "Practical band (0.01 = ±1%)")
+  compare->add_option("--alpha", c->request.options.alpha, "False discovery rate")->capture_default_str();
+  compare->add_option("--threshold", c->request.options.threshold, "Practical band (0.01 = ±1%)")
       ->capture_default_str();
   add_db_options(compare, c->db, true);
   compare->callback([c] { run_compare(*c); });

@@ -42,7 +42,9 @@ struct HistoryPoint {
   bool has_commit_time = false;
   std::optional<double> median_ms;  // of the variant
   std::vector<double> samples_ms;   // of the variant
-  std::optional<double> speedup, speedup_ci_low, speedup_ci_high, floor_ms;
+  std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
+  std::optional<double> floor_ms;       // fp32-FMA roofline (results.floor_ms)
+  std::optional<double> hard_floor_ms;  // the hard floor verification used (result JSON)
 };
 
 // One series' points, oldest first.
@@ -62,6 +64,7 @@ struct RegressionRow {
 struct RegressionFilter {
   std::string since;      // a date/time PostgreSQL understands ("2024-06-01"); "" = all
   std::string gpu_model;  // "" = every model
+  std::string problem;    // "" = every problem
   std::optional<int64_t> run_id;
   std::optional<double> from_s, until_s;  // the flagged point's series time
 };

@@ -43,6 +43,7 @@ ReportProblem problem_of(const HistoryPoint& p) {
   r.speedup_ci_high = p.speedup_ci_high;
   r.custom_median_ms = p.median_ms;
   r.floor_ms = p.floor_ms;
+  r.hard_floor_ms = p.hard_floor_ms;
   return r;
 }
 

@@ -8,15 +8,20 @@ namespace kb::cli {
 namespace {
 
 // The run columns shared by runs() and run_status(); the WHERE/ORDER clause is appended.
+// The job counts come from a LATERAL subquery per run, so `ORDER BY r.id DESC LIMIT N` reads N
+// runs and their jobs through jobs_run, never every job (1,000,000 rows: see
+// tests/integration/dashboard_scale_test.cpp).
 constexpr const char* kRunSelect = R"SQL(
 SELECT r.id, r.submitted_by, coalesce(r.suite, ''), r.preset, r.state,
        coalesce(r.commit_sha, ''), coalesce(r.branch, ''), array_to_string(r.gpu_models, ','),
        extract(epoch FROM r.submitted_at)::float8, extract(epoch FROM r.finished_at)::float8,
-       count(j.id),
-       count(j.id) FILTER (WHERE j.state = 'done'),
-       count(j.id) FILTER (WHERE j.state = 'failed'),
-       count(j.id) FILTER (WHERE j.state = 'cancelled')
-FROM runs r LEFT JOIN jobs j ON j.run_id = r.id
+       c.jobs, c.done, c.failed, c.cancelled
+FROM runs r CROSS JOIN LATERAL (
+  SELECT count(*) AS jobs,
+         count(*) FILTER (WHERE j.state = 'done') AS done,
+         count(*) FILTER (WHERE j.state = 'failed') AS failed,
+         count(*) FILTER (WHERE j.state = 'cancelled') AS cancelled
+  FROM jobs j WHERE j.run_id = r.id) c
 )SQL";
 
 std::optional<double> optional_double(const pqxx::field& f) {
@@ -72,6 +77,17 @@ ResultRow result_from_row(const pqxx::row& row) {
   r.worker = row[14].as<std::string>();
   return r;
 }
+
+// What summarize_results reads of each job of several runs ($1, an array of run ids): run id,
+// GPU model, job state, result status, speedup. The results are bounded by run too (a result's
+// run is its job's), which lets PostgreSQL read them through results_run instead of scanning
+// every result (tests/integration/dashboard_scale_test.cpp).
+constexpr const char* kSummaryRowsOfRuns = R"SQL(
+SELECT j.run_id, coalesce(res.gpu_model, j.gpu_model, ''), j.state, coalesce(res.status, ''),
+       res.speedup
+FROM jobs j
+LEFT JOIN results res ON res.job_id = j.id AND res.run_id = ANY ($1::bigint[])
+WHERE j.run_id = ANY ($1::bigint[]))SQL";
 
 }  // namespace
 
@@ -134,8 +150,7 @@ Result<std::vector<RunRow>> ResultsReader::runs(int last) {
   try {
     pqxx::read_transaction txn(connection_->pq);
     std::vector<RunRow> rows;
-    for (const auto& row : txn.exec_params(std::string(kRunSelect) +
-                                           "GROUP BY r.id ORDER BY r.id DESC LIMIT $1",
+    for (const auto& row : txn.exec_params(std::string(kRunSelect) + "ORDER BY r.id DESC LIMIT $1",
                                            last)) {
       rows.push_back(run_from_row(row));
     }
@@ -149,7 +164,7 @@ Result<RunStatus> ResultsReader::run_status(int64_t run_id) {
   try {
     pqxx::read_transaction txn(connection_->pq);
     const pqxx::result runs =
-        txn.exec_params(std::string(kRunSelect) + "WHERE r.id = $1 GROUP BY r.id", run_id);
+        txn.exec_params(std::string(kRunSelect) + "WHERE r.id = $1", run_id);
     if (runs.empty()) return Status::not_found("no run " + std::to_string(run_id) + " in the database");
     RunStatus status;
     status.run = run_from_row(runs[0]);
@@ -193,6 +208,28 @@ WHERE j.run_id = $1
 ORDER BY j.problem_id, 4, j.id)SQL",
                                            run_id)) {
       rows.push_back(result_from_row(row));
+    }
+    return rows;
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
+Result<std::map<int64_t, std::vector<ResultRow>>> ResultsReader::summary_rows_of_runs(
+    const std::vector<int64_t>& run_ids) {
+  std::string ids = "{";
+  for (int64_t id : run_ids) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
+  try {
+    pqxx::read_transaction txn(connection_->pq);
+    std::map<int64_t, std::vector<ResultRow>> rows;
+    for (int64_t id : run_ids) rows[id];
+    for (const auto& row : txn.exec_params(kSummaryRowsOfRuns, ids + "}")) {
+      ResultRow r;
+      r.gpu_model = row[1].as<std::string>();
+      r.job_state = row[2].as<std::string>();
+      r.status = row[3].as<std::string>();
+      r.speedup = optional_double(row[4]);
+      rows[row[0].as<int64_t>()].push_back(std::move(r));
     }
     return rows;
   } catch (const std::exception& e) {

@@ -70,6 +70,10 @@ class ResultsReader {
   Result<std::vector<RunRow>> runs(int last);  // newest first
   Result<RunStatus> run_status(int64_t run_id);
   Result<std::vector<ResultRow>> results(int64_t run_id);  // by problem, then GPU model
+  // For summarize_results over several runs in one query (the dashboard's run list): per run id
+  // (every id has an entry) its jobs with only gpu_model, job_state, status and speedup filled.
+  Result<std::map<int64_t, std::vector<ResultRow>>> summary_rows_of_runs(
+      const std::vector<int64_t>& run_ids);
   Result<std::vector<WorkerRow>> workers();
 
  private:

@@ -77,7 +77,7 @@ using namespace op_detail;  // NOLINT: the catalog's own helpers
 //
 //   op                                          cost   pinned by (per element of the output)
 //   conv / conv_transpose bias                  1      L2_001: bias 1 + relu 1 + add 1 (0.78 G)
-//   add mul *_scalar relu leaky_relu hardtanh   1      L2_031: bias + min + add + mul (1.04 G)
+//   add sub mul *_scalar relu leaky_relu hardtanh 1      L2_031: bias + min + add + mul (1.04 G)
 //   log tanh                                    1      L2_010 (tanh), L1_098 (log)
 //   sigmoid                                     4      L2_021: 1+1+1 + sigmoid 4 + gn 7 (3.70 G)
 //   gelu swish hardswish                        5      L2_007: 1+1+1 + 5 + 4 + 1 (3.07 G)
@@ -174,6 +174,24 @@ Result<OpOutput> infer_bmm(const OpCall& call) {
   }
   Shape out = {a[0], a[1], b[2]};
   return OpOutput{out, 2.0 * numel(out) * static_cast<double>(a[2])};
+}
+
+// nn.Linear: y = x W^T + b over the last dim of x.
+Result<OpOutput> infer_linear(const OpCall& call) {
+  const Shape& x = call.inputs[0];
+  const Shape& w = call.inputs[1];
+  if (x.empty()) return bad_input(call, 0, "a tensor (*, K) of rank >= 1");
+  if (w.size() != 2 || w[1] != x.back()) {
+    return bad_input(call, 1, "a weight (O, K) with K = " + std::to_string(x.back()) +
+                                  " (x's last dim)");
+  }
+  if (call.inputs.size() > 2 && call.inputs[2] != Shape{w[0]}) {
+    return bad_input(call, 2, shape_to_string({w[0]}) + ", one per output feature");
+  }
+  Shape out = x;
+  out.back() = w[0];
+  const double bias = call.inputs.size() > 2 ? kCostCheap * numel(out) : 0;
+  return OpOutput{out, 2.0 * numel(out) * static_cast<double>(w[1]) + bias};
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -449,6 +467,7 @@ const std::vector<OpInfo>& catalog() {
   using K = AttrKind;
   static const std::vector<OpInfo> ops = {
       op<2, 2, infer_bmm>("bmm"),
+      op<2, 3, infer_linear>("linear"),
       op<2, 3, infer_conv>("conv",
                            {required("stride", K::kIntList), required("padding", K::kIntList),
                             required("dilation", K::kIntList), required("groups", K::kInt)}),
@@ -471,6 +490,7 @@ const std::vector<OpInfo>& catalog() {
       op<1, 1, infer_div_scalar>("div_scalar", {required("value", K::kNumber)}),
       op<1, 1, infer_unary<kCostCheap>>("min_scalar", {required("value", K::kNumber)}),
       op<2, 2, infer_broadcast>("add"),
+      op<2, 2, infer_broadcast>("sub"),
       op<2, 2, infer_broadcast>("mul"),
       op<1, 1, infer_pool>("max_pool", {required("kernel_size", K::kIntList),
                                         required("stride", K::kIntList),

@@ -4,6 +4,7 @@
 //
 // Ops (PyTorch semantics; shapes are row-major, N first):
 //   bmm                  in [a (B,M,K), b (B,K,N)]                       -> (B,M,N)
+//   linear               in [x (*,K), weight (O,K), bias? (O)]           -> (*,O)  (nn.Linear)
 //   conv                 in [x (N,C,*S), weight (O,C/groups,*K), bias? (O)]  S, K of rank 1..3
 //                        attrs stride, padding, dilation (lists of rank len), groups (int)
 //   conv_transpose       in [x (N,C,*S), weight (C,O/groups,*K), bias? (O)]
@@ -12,7 +13,7 @@
 //   leaky_relu           attr negative_slope
 //   hardtanh             attrs min_val, max_val
 //   add_scalar mul_scalar div_scalar min_scalar       attr value
-//   add mul              in [a, b], NumPy broadcasting
+//   add sub mul          in [a, b], NumPy broadcasting (sub: a - b)
 //   max_pool avg_pool    attrs kernel_size, stride (lists over the spatial dims), padding? (0)
 //   mean                 attrs dims (list), keepdim (bool)
 //   batch_norm           in [x, weight, bias]; attrs eps, momentum, training (must be true:
@@ -30,7 +31,7 @@
 //                        in_proj_bias (3E), out_proj_weight (E,E), out_proj_bias (E)];
 //                        attr num_heads -> (L,N,E)  (batch_first=False, dropout 0)
 //
-// FLOPs: multiply-add = 2 (convs: gather form out*C/groups*kvol; transposed convs: only taps
+// FLOPs: multiply-add = 2 (linear: 2*out*K, +1 per output element for the bias; convs: gather form out*C/groups*kvol; transposed convs: only taps
 // that land inside the output); elementwise per output element: add/mul/min/max/relu/clamp and
 // scalar ops 1, exp/log/erf/tanh 1, sigmoid 4, gelu 5, swish 5, hardswish 5, softmax 5, norms as
 // listed in op_catalog.cpp; a conv bias is 1 per output element. reshape/permute cost nothing.

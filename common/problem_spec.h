@@ -103,13 +103,22 @@ struct Preset {
   Dims dims;
 };
 
+// Where an imported problem's model file lives (tools/kernelbench_import.py): its source is
+// not copied into the spec.
+struct UpstreamRef {
+  std::string repo;    // "ScalingIntelligence/KernelBench"
+  std::string path;    // "KernelBench/level1/19_ReLU.py"
+  std::string commit;  // 40 hex digits
+};
+
 struct ProblemSpec {
   std::string file;  // where it was loaded from, for messages
   std::string id;    // "L2_017"
   std::string name;  // "Conv2d_InstanceNorm_Divide"
   int level = 0;
   std::string family;
-  std::string source;       // KernelBench's Python, verbatim
+  std::string source;       // KernelBench's Python, verbatim (the seed's problems)
+  UpstreamRef upstream;     // imported problems instead of source (repo empty otherwise)
   std::string init_inputs;  // get_init_inputs() as written, e.g. "[64, 128, 3, 2.0]"
   std::string notes;        // how the effective configuration was derived, traps
   std::vector<std::string> dims;  // size symbols every preset must bind

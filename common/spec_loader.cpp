@@ -17,7 +17,8 @@ namespace {
 
 const std::set<std::string> kTopLevelFields = {
     "id", "name", "level", "family", "init_inputs", "notes", "dims", "presets", "inputs",
-    "parameters", "graph", "output", "tolerance", "robustness", "source", "verification"};
+    "parameters", "graph", "output", "tolerance", "robustness", "source", "upstream",
+    "verification"};
 const std::set<std::string> kFamilies = {"matmul", "conv", "conv_transpose", "loss",
                                          "activation", "network", "attention"};
 const std::map<std::string, InputGenerator> kGenerators = {
@@ -152,12 +153,42 @@ class SpecReader {
   std::vector<SpecError> errors_;
 };
 
+// Where the problem comes from: `source` (the seed's Python, verbatim) or `upstream` (an imported
+// file's repository, path and commit; its source is not copied). Exactly one of the two.
+void read_origin(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
+  const YAML::Node upstream = doc["upstream"];
+  if (!upstream) {
+    spec.source = r.text(r.require(doc, "source", "source"), "source");
+    return;
+  }
+  if (doc["source"]) r.error("source", "expected either source or upstream, not both");
+  if (!upstream.IsMap()) {
+    r.error("upstream", "expected {repo, path, commit}, got " + describe(upstream));
+    return;
+  }
+  for (const auto& kv : upstream) {
+    const std::string key = kv.first.Scalar();
+    if (key != "repo" && key != "path" && key != "commit") {
+      r.error("upstream." + key, "unknown field (expected repo, path, commit)");
+    }
+  }
+  spec.upstream.repo = r.text(r.require(upstream, "repo", "upstream.repo"), "upstream.repo");
+  spec.upstream.path = r.text(r.require(upstream, "path", "upstream.path"), "upstream.path");
+  spec.upstream.commit = r.text(r.require(upstream, "commit", "upstream.commit"), "upstream.commit");
+  static const std::regex kCommit("[0-9a-f]{40}");
+  if (upstream["commit"] && !std::regex_match(spec.upstream.commit, kCommit)) {
+    r.error("upstream.commit", "expected a full commit hash (40 hex digits), got '" +
+                                   spec.upstream.commit + "'");
+  }
+}
+
 void read_header(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   for (const auto& kv : doc) {
     std::string key = kv.first.Scalar();
     if (!kTopLevelFields.count(key)) {
       r.error(key, "unknown field (expected one of id, name, level, family, init_inputs, notes, "
-                   "dims, presets, inputs, parameters, graph, output, tolerance, robustness, source, verification)");
+                   "dims, presets, inputs, parameters, graph, output, tolerance, robustness, source, "
+                   "upstream, verification)");
     }
   }
   spec.id = r.text(r.require(doc, "id", "id"), "id");
@@ -181,7 +212,7 @@ void read_header(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   }
   spec.init_inputs = r.text(doc["init_inputs"], "init_inputs");
   spec.notes = r.text(doc["notes"], "notes");
-  spec.source = r.text(r.require(doc, "source", "source"), "source");
+  read_origin(r, doc, spec);
   spec.output = r.text(r.require(doc, "output", "output"), "output");
 }
 

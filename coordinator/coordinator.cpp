@@ -105,9 +105,15 @@ Status Coordinator::open_sockets() {
   } catch (const zmq::error_t& e) {
     return Status::io_error(std::string("binding the coordinator's sockets: ") + e.what());
   }
-  auto http = HttpEndpoint::bind(io_, config_.http_bind,
-                                 [this](const std::string& target) { return on_http(target); },
-                                 config_.http_token);
+  if (!config_.dashboard_db.empty()) {
+    dashboard_ = std::make_unique<Dashboard>(DashboardConfig{.db_url = config_.dashboard_db});
+  }
+  auto http = HttpEndpoint::bind_async(
+      io_, config_.http_bind,
+      [this](const std::string& target, HttpEndpoint::Respond respond) {
+        on_http_request(target, std::move(respond));
+      },
+      config_.http_token);
   if (!http.is_ok()) return http.status();
   http_ = std::move(http.value());
   endpoints_.http = http_->address();
@@ -393,6 +399,14 @@ void Coordinator::check_drained(std::chrono::steady_clock::time_point deadline) 
   });
 }
 
+void Coordinator::on_http_request(const std::string& target, HttpEndpoint::Respond respond) {
+  if (dashboard_ && Dashboard::serves(target)) {
+    dashboard_->handle(target, std::move(respond));  // answered from the dashboard's thread
+  } else {
+    respond(on_http(target));
+  }
+}
+
 HttpResponse Coordinator::on_http(const std::string& target) {
   if (target == "/healthz") {
     const bool up = db_->healthy();
@@ -406,7 +420,11 @@ HttpResponse Coordinator::on_http(const std::string& target) {
     return {200, "text/plain; version=0.0.4; charset=utf-8",
             metrics_.render(scheduler_.stats(), db_->stats(), scheduler_.quarantined())};
   }
-  return {404, "text/plain; charset=utf-8", "not found: try /healthz or /metrics\n"};
+  if (!dashboard_ && Dashboard::serves(target)) {
+    return {404, "text/plain; charset=utf-8",
+            "no dashboard: start kb-coordinator with --dashboard-db URL (a login in kb_readonly)\n"};
+  }
+  return {404, "text/plain; charset=utf-8", "not found: try /, /healthz or /metrics\n"};
 }
 
 }  // namespace kb::coord

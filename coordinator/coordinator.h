@@ -2,7 +2,8 @@
 // owns the workers' ROUTER, the clients' ROUTER, the ZAP handler (with CURVE), the timers
 // (scheduler ticks and lease deadlines, heartbeats to workers, metrics rates), SIGTERM/SIGINT and
 // the HTTP endpoint. The Scheduler (scheduler.h) decides; the DbThread (db_thread.h) writes; the
-// loop never waits on PostgreSQL. A RESULT is acknowledged only after the batch holding it has
+// loop never waits on PostgreSQL. With dashboard_db, the HTTP endpoint also serves the dashboard
+// (dashboard.h), whose pages are queried and rendered on its own thread and answered later. A RESULT is acknowledged only after the batch holding it has
 // committed (or it proved a duplicate of a committed row).
 //
 // Lifecycle: create() loads the open jobs from the store (lease grace for leased ones), binds the
@@ -42,6 +43,7 @@
 #include "common/spec_loader.h"
 #include "coordinator/access_control.h"
 #include "coordinator/bind_policy.h"
+#include "coordinator/dashboard.h"
 #include "coordinator/db_thread.h"
 #include "coordinator/pack_quota.h"
 #include "coordinator/http_endpoint.h"
@@ -61,6 +63,7 @@ struct CoordinatorConfig {
   std::string curve_secret_key_file;  // with allow_lists, or neither
   AllowListFiles allow_lists;
   std::string http_token;              // "" = none (then HTTP must be on loopback)
+  std::string dashboard_db;  // the read-only role's URL; "" = no dashboard (dashboard.h)
   PackQuota pack_quota;
   std::string problems_dir;    // the catalog for SUBMIT; "" = default_problems_dir()
   SchedulerConfig scheduler;
@@ -125,6 +128,7 @@ class Coordinator {
   void reload_allow_lists();
   void check_drained(std::chrono::steady_clock::time_point deadline);
   HttpResponse on_http(const std::string& target);
+  void on_http_request(const std::string& target, HttpEndpoint::Respond respond);
   void post_to_loop(std::function<void()> f);  // from the database thread
 
   // coordinator_workers.cpp
@@ -164,6 +168,8 @@ class Coordinator {
   zmq::socket_t workers_, clients_;
   std::unique_ptr<ZmqReadiness> workers_ready_, clients_ready_, zap_ready_;
   std::unique_ptr<HttpEndpoint> http_;
+  // After io_: destroyed first, so its thread's last answers never post to a destroyed loop.
+  std::unique_ptr<Dashboard> dashboard_;
   boost::asio::steady_timer tick_timer_, heartbeat_timer_, drain_timer_;
   std::optional<boost::asio::signal_set> signals_, hangup_;
   CoordinatorEndpoints endpoints_;

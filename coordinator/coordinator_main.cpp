@@ -34,6 +34,7 @@ kb::ConfigSchema config_schema(Settings& s, kb::coord::CoordinatorConfig& c) {
       .text("workers_bind", &c.workers_bind)
       .text("clients_bind", &c.clients_bind)
       .text("http_bind", &c.http_bind)
+      .text("dashboard_db", &c.dashboard_db, "KB_DASHBOARD_DB_URL")
       .text("endpoints_file", &c.endpoints_file)
       .text("curve_secret_key", &c.curve_secret_key_file)
       .text("allow_workers", &c.allow_lists.workers)
@@ -84,7 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--problems-dir", config.problems_dir, "Problem specs and suites.yaml (env KB_PROBLEMS_DIR)");
   app.add_option("--workers-bind", config.workers_bind, "ROUTER endpoint for workers")->capture_default_str();
   app.add_option("--clients-bind", config.clients_bind, "ROUTER endpoint for clients")->capture_default_str();
-  app.add_option("--http-bind", config.http_bind, "HOST:PORT for /healthz and /metrics")->capture_default_str();
+  app.add_option("--http-bind", config.http_bind, "HOST:PORT for /healthz, /metrics and the dashboard")->capture_default_str();
+  app.add_option("--dashboard-db", config.dashboard_db,
+                 "Read-only role's PostgreSQL URL: serve the dashboard on the HTTP endpoint (env KB_DASHBOARD_DB_URL)");
   app.add_option("--endpoints-file", config.endpoints_file, "Write the bound endpoints here (JSON)");
   app.add_option("--curve-secret-key", config.curve_secret_key_file, "Coordinator key file (CURVE)")->check(CLI::ExistingFile);
   std::string allow_dir, http_token_file;

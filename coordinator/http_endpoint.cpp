@@ -1,6 +1,7 @@
 #include "coordinator/http_endpoint.h"
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -19,7 +20,7 @@ constexpr std::chrono::seconds kRequestTimeout{10};
 // One connection: read a request, answer it, close.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpEndpoint::Handler& handler, const std::string& token)
+  Session(tcp::socket socket, const HttpEndpoint::AsyncHandler& handler, const std::string& token)
       : stream_(std::move(socket)), handler_(handler), token_(token) {}
 
   void start() {
@@ -31,20 +32,29 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void on_read(beast::error_code error) {
     if (error) return;
-    HttpResponse answer;
     if (!token_.empty() && !authorized()) {
-      answer = {401, "text/plain; charset=utf-8", "unauthorized: send Authorization: Bearer TOKEN\n"};
+      write({401, "text/plain; charset=utf-8", "unauthorized: send Authorization: Bearer TOKEN\n"});
     } else if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
-      answer = {405, "text/plain; charset=utf-8", "method not allowed\n"};
+      write({405, "text/plain; charset=utf-8", "method not allowed\n"});
     } else {
-      answer = handler_(std::string(request_.target()));
+      // The handler may answer from another thread: the answer comes back to this session's
+      // executor (the loop) before anything touches the stream.
+      handler_(std::string(request_.target()), [self = shared_from_this()](HttpResponse answer) {
+        asio::post(self->stream_.get_executor(),
+                   [self, answer = std::move(answer)]() mutable { self->write(std::move(answer)); });
+      });
     }
+  }
+
+  void write(HttpResponse answer) {
     response_.version(request_.version());
     response_.result(static_cast<http::status>(answer.status));
     response_.set(http::field::content_type, answer.content_type);
     response_.set(http::field::connection, "close");
+    for (const auto& [name, value] : answer.headers) response_.set(name, value);
     response_.body() = std::move(answer.body);
     response_.prepare_payload();
+    stream_.expires_after(kRequestTimeout);
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
       beast::error_code ignored;
       self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -62,7 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
-  const HttpEndpoint::Handler& handler_;
+  const HttpEndpoint::AsyncHandler& handler_;
   const std::string& token_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
@@ -84,12 +94,24 @@ bool split_host_port(const std::string& host_port, std::string* host, uint16_t* 
   return error == std::errc() && end == last;
 }
 
-HttpEndpoint::HttpEndpoint(asio::io_context& io, Handler handler, std::string token)
+HttpEndpoint::HttpEndpoint(asio::io_context& io, AsyncHandler handler, std::string token)
     : io_(io), acceptor_(io), handler_(std::move(handler)), token_(std::move(token)) {}
 
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind(asio::io_context& io,
                                                        const std::string& host_port, Handler handler,
                                                        std::string token) {
+  return bind_async(
+      io, host_port,
+      [handler = std::move(handler)](const std::string& target, Respond respond) {
+        respond(handler(target));
+      },
+      std::move(token));
+}
+
+Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind_async(asio::io_context& io,
+                                                             const std::string& host_port,
+                                                             AsyncHandler handler,
+                                                             std::string token) {
   std::string host;
   uint16_t port = 0;
   if (!split_host_port(host_port, &host, &port)) {

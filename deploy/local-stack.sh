@@ -151,6 +151,7 @@ local-stack: left running (state in $state). To use it:
   export KB_COORDINATOR=$clients_endpoint
   export KB_DB_URL=$ro_url
   kb runs; kb workers; kb submit smoke --preset $preset --wait
+  dashboard: http://$(endpoint http)/
 Stop it with: $0 --stop $state
 EOF
     exit "$rc"
@@ -173,7 +174,10 @@ db_url=$("$pg_local" start "$state/pg") || die "PostgreSQL did not start (log: $
 say "PostgreSQL at $db_url"
 
 rm -f "$state/endpoints.json"
-"${COORD[@]}" --db "$db_url" --endpoints-file "$state/endpoints.json" >"$state/coordinator.log" 2>&1 &
+# The dashboard reads as kb_cli (created below, once the migrations made kb_readonly; the
+# dashboard connects on its first request).
+"${COORD[@]}" --db "$db_url" --dashboard-db "${db_url/postgres@/kb_cli@}" \
+  --endpoints-file "$state/endpoints.json" >"$state/coordinator.log" 2>&1 &
 echo $! >> "$state/coordinator.pids"
 coordinator_pid=$!
 for _ in $(seq 600); do
@@ -186,7 +190,7 @@ done
 endpoint() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$state/endpoints.json"; }
 clients_endpoint=$(endpoint clients)
 workers_endpoint=$(endpoint workers)
-say "kb-coordinator (pid $coordinator_pid): workers $workers_endpoint, clients $clients_endpoint, http $(endpoint http)"
+say "kb-coordinator (pid $coordinator_pid): workers $workers_endpoint, clients $clients_endpoint, dashboard http://$(endpoint http)/"
 
 # The CLI reads with a read-only login role; kb_readonly comes from the migrations, which the
 # coordinator has applied by the time its endpoints file exists.

@@ -18,12 +18,20 @@ shapes, and its output shape must all equal what `kb problems generate` says, or
 Needs python3-torch and python3-numpy (Debian: apt-get install python3-torch python3-numpy
 python3-yaml) and a built `kb`. See tools/README.md.
 
+Imported problems (a spec with `upstream:` instead of `source:`, tools/kernelbench_import.py)
+are built from the upstream file under --kernelbench DIR instead of the seed. Their dims are the
+file's globals by name, so a case overrides those globals before the module runs (derived globals
+follow); their cases are the spec's `small` preset (seed 1, trial 0) and `odd` preset (seed 2,
+trial 1).
+
 Usage: pytorch_oracle.py --kb build/cli/kb [--only ID[,ID...]] [--seeds DIR] [--out DIR]
+                         [--kernelbench DIR] [--imported]   (--imported: every imported problem)
 """
 import argparse
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +44,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seed_source  # noqa: E402
+import kernelbench_import  # noqa: E402
 
 REPO_ROOT = seed_source.REPO_ROOT
 DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures", "oracle")
@@ -167,15 +176,51 @@ class OracleError(RuntimeError):
     pass
 
 
-def spec_dims(problem_id):
-    """The `dims` of problems/<ID>_*.yaml."""
+def load_spec(problem_id):
+    """problems/<ID>_*.yaml as a dict."""
     matches = [f for f in os.listdir(PROBLEMS_DIR)
                if f.startswith(problem_id + "_") and f.endswith(".yaml")]
     if len(matches) != 1:
         raise OracleError(f"{problem_id}: expected one problems/{problem_id}_*.yaml, "
                           f"found {matches}")
     with open(os.path.join(PROBLEMS_DIR, matches[0]), encoding="utf-8") as f:
-        return list(yaml.safe_load(f)["dims"])
+        return yaml.safe_load(f)
+
+
+def spec_dims(problem_id):
+    """The `dims` of problems/<ID>_*.yaml."""
+    return list(load_spec(problem_id)["dims"])
+
+
+def imported_ids():
+    """The problems whose spec names an upstream file instead of carrying the seed's source."""
+    ids = []
+    for name in sorted(os.listdir(PROBLEMS_DIR)):
+        if name.startswith("L") and name.endswith(".yaml"):
+            with open(os.path.join(PROBLEMS_DIR, name), encoding="utf-8") as f:
+                if "\nupstream:" in f.read():
+                    ids.append(name.split("_", 2)[0] + "_" + name.split("_", 2)[1])
+    return ids
+
+
+def imported_cases(spec):
+    return [case("small", 1, 0, **spec["presets"]["small"]),
+            case("odd", 2, 1, **spec["presets"]["odd"])]
+
+
+def imported_overrides(module_globals, dims):
+    """A preset's dims -> the upstream globals they name (`input_shape0`: element 0 of the tuple
+    `input_shape`), as kernelbench_import.exec_module takes them."""
+    overrides = {}
+    for name, value in dims.items():
+        if isinstance(module_globals.get(name), int):
+            overrides[name] = value
+            continue
+        m = re.fullmatch(r"(.*?)(\d+)", name)
+        if not (m and isinstance(module_globals.get(m.group(1)), tuple)):
+            raise OracleError(f"dim {name} names no global of the upstream file")
+        overrides[(m.group(1), int(m.group(2)))] = value
+    return overrides
 
 
 def check_tables(problem_id):
@@ -254,7 +299,7 @@ def load_parameters(model, params, where):
                           f"unexpected {result.unexpected_keys}")
 
 
-def run_case(kb, problem_id, source, c, out_root):
+def run_case(kb, problem_id, source, c, out_root, upstream=None):
     where = f"{problem_id}/{c['case']}"
     with tempfile.TemporaryDirectory(prefix=f"kb_oracle_{problem_id}_") as tmp:
         meta = run_generate(kb, problem_id, c, tmp)
@@ -262,7 +307,12 @@ def run_case(kb, problem_id, source, c, out_root):
             raise OracleError(f"{where}: meta.json is for {meta['id']} {meta['dims']}")
         inputs = [load_tensor(tmp, e, where) for e in meta["inputs"]]
         params = {e["name"]: load_tensor(tmp, e, where) for e in meta["params"]}
-    module = seed_module(problem_id, source, c["dims"])
+    if upstream is None:
+        module = seed_module(problem_id, source, c["dims"])
+    else:
+        plain, _ = kernelbench_import.exec_module(source, upstream)
+        overrides = imported_overrides(plain.__dict__, c["dims"])
+        module, _ = kernelbench_import.exec_module(source, upstream, overrides)
     model = build_model(problem_id, module, meta, where)
     load_parameters(model, params, where)
     model = model.double()  # stays in training mode, as KernelBench runs it
@@ -298,12 +348,22 @@ def write_fixture(out_root, problem_id, c, meta, expected):
         f.write("\n")
 
 
-def regenerate(kb, problem_id, seed, out_root):
-    check_tables(problem_id)
-    source = seed_source.module_source(problem_id, seed=seed)
+def regenerate(kb, problem_id, seed, out_root, kernelbench=None):
+    spec = load_spec(problem_id)
+    upstream = spec.get("upstream", {}).get("path")
+    if upstream is None:
+        check_tables(problem_id)
+        source = seed_source.module_source(problem_id, seed=seed)
+        cases = CASES[problem_id]
+    else:
+        if kernelbench is None:
+            raise OracleError(f"{problem_id} is imported from {upstream}: give --kernelbench DIR")
+        with open(os.path.join(kernelbench, upstream), encoding="utf-8") as f:
+            source = f.read()
+        cases = imported_cases(spec)
     shutil.rmtree(os.path.join(out_root, problem_id), ignore_errors=True)
-    for c in CASES[problem_id]:
-        expected = run_case(kb, problem_id, source, c, out_root)
+    for c in cases:
+        expected = run_case(kb, problem_id, source, c, out_root, upstream)
         zeros = float(np.mean(expected == 0)) if expected.size else 0.0
         print(f"{problem_id}/{c['case']:<10} dims {c['dims']} -> {list(expected.shape)}, "
               f"max|out| {np.max(np.abs(expected)):.4g}, zeros {zeros:.0%}")
@@ -317,16 +377,21 @@ def main(argv=None):
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help="fixture root (default: tests/fixtures/oracle)")
     parser.add_argument("--only", help="regenerate these problems only (comma-separated ids)")
+    parser.add_argument("--kernelbench", help="directory holding KernelBench/level1/... "
+                        "(the upstream files of imported problems)")
+    parser.add_argument("--imported", action="store_true",
+                        help="regenerate every imported problem (instead of the seed's)")
     args = parser.parse_args(argv)
-    ids = sorted(CASES) if not args.only else args.only.split(",")
-    unknown = [i for i in ids if i not in CASES]
+    imported = imported_ids()
+    ids = args.only.split(",") if args.only else (imported if args.imported else sorted(CASES))
+    unknown = [i for i in ids if i not in CASES and i not in imported]
     if unknown:
         parser.error(f"no cases for {unknown}")
-    seed = seed_source.load_seed(args.seeds)
+    seed = seed_source.load_seed(args.seeds) if any(i in CASES for i in ids) else None
     failures = []
     for problem_id in ids:
         try:
-            regenerate(os.path.abspath(args.kb), problem_id, seed, args.out)
+            regenerate(os.path.abspath(args.kb), problem_id, seed, args.out, args.kernelbench)
         except OracleError as error:
             failures.append(problem_id)
             print(f"FAILED {error}", file=sys.stderr)

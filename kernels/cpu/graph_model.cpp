@@ -70,7 +70,9 @@ HostTensor<T> run_structured(const ProblemInstance& p, const GraphNode& node, co
                         : conv_transpose(x, *in[1], bias, conv_params(p, n));
   }
   if (op == "bmm") return bmm(x, *in[1]);
+  if (op == "linear") return linear(x, *in[1], in.size() > 2 ? in[2] : nullptr);
   if (op == "add") return add(x, *in[1]);
+  if (op == "sub") return sub(x, *in[1]);
   if (op == "mul") return mul(x, *in[1]);
   if (op == "max_pool" || op == "avg_pool") {
     const std::vector<int64_t> kernel = p.ints(n, "kernel_size");

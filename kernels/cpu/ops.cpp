@@ -142,9 +142,9 @@ Moments<T> moments(const T* first, int64_t runs, int64_t run, int64_t stride, do
 // ---- Attention ----
 
 // nn.Linear on the last dim: y (..., out) = x (..., in) . w^T + b, w (out, in) row-major (a
-// row block of the packed in_proj_weight for q, k and v).
+// row block of the packed in_proj_weight for q, k and v); b may be nullptr (no bias).
 template <typename T>
-HostTensor<T> linear(const HostTensor<T>& x, const T* w, const T* b, int64_t out) {
+HostTensor<T> linear_rows(const HostTensor<T>& x, const T* w, const T* b, int64_t out) {
   const int64_t in = x.shape.back(), rows = x.numel() / in;
   Shape shape = x.shape;
   shape.back() = out;
@@ -153,7 +153,7 @@ HostTensor<T> linear(const HostTensor<T>& x, const T* w, const T* b, int64_t out
     for (int64_t o = 0; o < out; ++o) {
       T acc = T(0);
       for (int64_t i = 0; i < in; ++i) acc += x.data[r * in + i] * w[o * in + i];
-      y.data[r * out + o] = acc + b[o];
+      y.data[r * out + o] = b != nullptr ? acc + b[o] : acc;
     }
   }
   return y;
@@ -239,6 +239,19 @@ template <typename T>
 HostTensor<T> add(const HostTensor<T>& a, const HostTensor<T>& b) {
   return broadcast_binary(
       a, b, [](T u, T v) { return u + v; }, "add");
+}
+
+template <typename T>
+HostTensor<T> linear(const HostTensor<T>& x, const HostTensor<T>& w, const HostTensor<T>* bias) {
+  KB_CPU_CHECK(w.rank() == 2 && x.rank() >= 1 && x.shape.back() == w.shape[1],
+               "linear: x " + shape_of(x) + " and weight " + shape_of(w) + " must be (*,K), (O,K)");
+  return linear_rows(x, w.data.data(), bias != nullptr ? bias->data.data() : nullptr, w.shape[0]);
+}
+
+template <typename T>
+HostTensor<T> sub(const HostTensor<T>& a, const HostTensor<T>& b) {
+  return broadcast_binary(
+      a, b, [](T u, T v) { return u - v; }, "sub");
 }
 
 template <typename T>
@@ -457,9 +470,9 @@ HostTensor<T> multihead_attention(const HostTensor<T>& q, const HostTensor<T>& k
   const int64_t head_dim = embed / num_heads;
   const T* w = in_proj_weight.data.data();
   const T* b = in_proj_bias.data.data();
-  HostTensor<T> qp = linear(q, w, b, embed);
-  const HostTensor<T> kp = linear(k, w + embed * embed, b + embed, embed);
-  const HostTensor<T> vp = linear(v, w + 2 * embed * embed, b + 2 * embed, embed);
+  HostTensor<T> qp = linear_rows(q, w, b, embed);
+  const HostTensor<T> kp = linear_rows(k, w + embed * embed, b + embed, embed);
+  const HostTensor<T> vp = linear_rows(v, w + 2 * embed * embed, b + 2 * embed, embed);
   const T scale = T(1) / std::sqrt(T(head_dim));  // applied to q after its bias, as PyTorch
   for (T& x : qp.data) x *= scale;
   HostTensor<T> o(q.shape);  // heads concatenated: head h owns features [h*hd, (h+1)*hd)
@@ -470,13 +483,15 @@ HostTensor<T> multihead_attention(const HostTensor<T>& q, const HostTensor<T>& k
                   head_dim, scores, o.data.data());
     }
   }
-  return linear(o, out_proj_weight.data.data(), out_proj_bias.data.data(), embed);
+  return linear_rows(o, out_proj_weight.data.data(), out_proj_bias.data.data(), embed);
 }
 
 #define KB_INSTANTIATE_CPU_OPS(T)                                                                  \
   template HostTensor<T> cast<T>(const HostTensor<float>&);                                        \
   template HostTensor<T> bmm<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
   template HostTensor<T> add<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
+  template HostTensor<T> sub<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
+  template HostTensor<T> linear<T>(const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>*); \
   template HostTensor<T> mul<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
   template HostTensor<T> mean<T>(const HostTensor<T>&, const std::vector<int64_t>&, bool);         \
   template HostTensor<T> batch_norm_train<T>(const HostTensor<T>&, const HostTensor<T>&,           \

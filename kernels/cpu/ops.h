@@ -48,6 +48,10 @@ HostTensor<T> conv_transpose(const HostTensor<T>& x, const HostTensor<T>& w,
 template <typename T>
 HostTensor<T> bmm(const HostTensor<T>& a, const HostTensor<T>& b);
 
+// nn.Linear: x (*, K), w (O, K), bias (O) or nullptr -> (*, O) = x w^T + bias.
+template <typename T>
+HostTensor<T> linear(const HostTensor<T>& x, const HostTensor<T>& w, const HostTensor<T>* bias);
+
 // Elementwise: returns f(x) for every element.
 template <typename T, typename F>
 HostTensor<T> map(const HostTensor<T>& x, F f) {
@@ -72,6 +76,8 @@ template <typename T> T hardtanh(T v, T lo, T hi) { return v < lo ? lo : (v > hi
 // NumPy-broadcasting binary ops (shapes aligned from the right; size-1 dims broadcast).
 template <typename T>
 HostTensor<T> add(const HostTensor<T>& a, const HostTensor<T>& b);
+template <typename T>
+HostTensor<T> sub(const HostTensor<T>& a, const HostTensor<T>& b);  // a - b
 template <typename T>
 HostTensor<T> mul(const HostTensor<T>& a, const HostTensor<T>& b);
 

@@ -127,6 +127,22 @@ GpuNode bmm_node(const ProblemInstance& p, const GraphNode& node) {
   });
 }
 
+// F.linear as eager runs it: x viewed as (rows, K) times W^T, one SGEMM with cuBLAS's transpose
+// of the stored (O, K) weight (allow_tf32 = False), then the bias broadcast-added in place
+// (addmm's beta * bias, as a separate add).
+GpuNode linear_node(const ProblemInstance& p, const GraphNode& node) {
+  const Shape& w = p.shape_of(node.inputs[1]);  // (O, K)
+  const int64_t rows = element_count(p.shape_of(node.inputs[0])) / w[1];
+  const GemmShape shape{rows, w[0], w[1], false, true};
+  const bool has_bias = node.inputs.size() > 2;
+  return simple([shape, has_bias](const NodeIo& io, cudaStream_t s) {
+    KB_TRY(gemm(shape, 1.0f, io.in[0].data, shape.k, io.in[1].data, shape.k, 0.0f, io.out.data,
+                shape.n, s));
+    if (!has_bias) return Status::ok();
+    return eager::binary(Binary::kAdd, io.out, io.in[2], io.out, s);
+  });
+}
+
 int64_t positive_dim(int64_t dim, size_t rank) {
   return dim < 0 ? dim + static_cast<int64_t>(rank) : dim;
 }
@@ -223,8 +239,8 @@ Result<GpuNode> make_gpu_node(const ProblemInstance& p, const GraphNode& node,
   }
   if (op == "conv" || op == "conv_transpose") return conv_node(p, node, stream);
   if (op == "swish") return swish_node(p, node);
-  if (op == "add" || op == "mul") {
-    const Binary binary = op == "add" ? Binary::kAdd : Binary::kMul;
+  if (op == "add" || op == "sub" || op == "mul") {
+    const Binary binary = op == "add" ? Binary::kAdd : (op == "sub" ? Binary::kSub : Binary::kMul);
     return simple([binary](const NodeIo& io, cudaStream_t s) {
       return eager::binary(binary, io.in[0], io.in[1], io.out, s);
     });
@@ -232,6 +248,7 @@ Result<GpuNode> make_gpu_node(const ProblemInstance& p, const GraphNode& node,
   if (op == "max_pool" || op == "avg_pool") return pool_node(p, node);
   if (op == "mean") return mean_node(p, node);
   if (op == "bmm") return bmm_node(p, node);
+  if (op == "linear") return linear_node(p, node);
   if (op == "kl_div") return kl_div_node(p, node);
   if (op == "multihead_attention") return make_attention_node(p, node);
   return norm_or_layout_node(p, node);

@@ -7,8 +7,9 @@
 // it declares their sizes, and the graph reference's allocator (graph_reference.h) hands it
 // buffers that other nodes reuse before and after.
 //
-// Where eager's way is not one kernel per op: conv/conv_transpose run through cuDNN (CudnnConv),
-// training-mode batch_norm through cuDNN where PyTorch uses it (CudnnBatchNorm),
+// Where eager's way is not one kernel per op: linear is one SGEMM and a bias add (addmm's bias
+// term as its own kernel); conv/conv_transpose run through cuDNN (CudnnConv), training-mode
+// batch_norm through cuDNN where PyTorch uses it (CudnnBatchNorm),
 // tensors over INT_MAX elements in batch chunks as PyTorch's split_batch_dim_to_32bit_out; swish
 // is sigmoid then mul (`torch.sigmoid(x) * x`, the suite's source form); kl_div is xlogy, mul,
 // sub, sum, divide (ATen's kl_div); multihead_attention is F.multi_head_attention_forward's slow

@@ -66,6 +66,19 @@ class FleetTest : public ::testing::Test {
     db_ = std::make_unique<TestDatabase>();
     return db_->available();
   }
+  // A coordinator and two CPU workers run `suite` at the small preset to the end; `run` is its id.
+  void run_on_two_cpu_workers(const std::string& suite, const std::string& time_cap,
+                              seconds deadline, int64_t& run) {
+    ASSERT_TRUE(db_->status().is_ok()) << db_->status().to_string();
+    FleetStack& stack = make_stack(db_->url());
+    ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+    stack.add_worker("cpu-a", {"--device", "cpu"});
+    stack.add_worker("cpu-b", {"--device", "cpu"});
+    run = submit(stack, {"submit", suite, "--preset", "small", "--pack", pack_path(),
+                         "--time-cap", time_cap});
+    ASSERT_GT(run, 0);
+    ASSERT_TRUE(stack.wait_for_run(run, deadline)) << "run " << run << " did not finish";
+  }
   FleetStack& make_stack(const std::string& db_url) {
     work_dir_ = make_work_dir("kb-fleet");
     stack_ = std::make_unique<FleetStack>(FleetOptions{db_url}, work_dir_);
@@ -78,15 +91,9 @@ class FleetTest : public ::testing::Test {
 
 TEST_F(FleetTest, SmallSuiteRunsEndToEndOnCpuWorkersWithEverySample) {
   if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
-  ASSERT_TRUE(db_->status().is_ok()) << db_->status().to_string();
-  FleetStack& stack = make_stack(db_->url());
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
-  stack.add_worker("cpu-a", {"--device", "cpu"});
-  stack.add_worker("cpu-b", {"--device", "cpu"});
-  const int64_t run = submit(stack, {"submit", "kernelbench22", "--preset", "small", "--pack",
-                                     pack_path(), "--time-cap", "1"});
-  ASSERT_GT(run, 0);
-  ASSERT_TRUE(stack.wait_for_run(run, seconds(600))) << "run " << run << " did not finish";
+  int64_t run = 0;
+  ASSERT_NO_FATAL_FAILURE(run_on_two_cpu_workers("kernelbench22", "1", seconds(600), run));
+  FleetStack& stack = *stack_;
   expect_exactly_once(stack, run, 22);
   const std::string r = std::to_string(run);
   EXPECT_EQ(as_int(stack.query_value("SELECT count(*) FROM results WHERE run_id = " + r +
@@ -97,6 +104,25 @@ TEST_F(FleetTest, SmallSuiteRunsEndToEndOnCpuWorkersWithEverySample) {
                 " AND device_kind = 'cpu' AND environment <> '{}'::jsonb")), 22);
   auto table = stack.kb_json({"results", r});
   ASSERT_TRUE(table.is_ok()) << table.status().to_string();
+}
+
+// The imported suite has no custom kernels: on the CPU device the candidate pack's cpu_fp32
+// variant (the graph interpreter in float) stands in for them, so every problem of it must be
+// `ok` against the golden model at the small preset.
+TEST_F(FleetTest, ImportedSuiteIsOkOnCpuWorkersAtTheSmallPreset) {
+  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
+  int64_t run = 0;
+  ASSERT_NO_FATAL_FAILURE(run_on_two_cpu_workers("kernelbench-l1l2", "0.2", seconds(800), run));
+  FleetStack& stack = *stack_;
+  const std::string r = std::to_string(run);
+  const int64_t jobs = as_int(stack.query_value("SELECT count(*) FROM jobs WHERE run_id = " + r));
+  EXPECT_GT(jobs, 22);
+  expect_exactly_once(stack, run, jobs);
+  const Result<std::string> not_ok = stack.query_value(
+      "SELECT coalesce(string_agg(problem_id || ' ' || status || ': ' || coalesce(message, ''), "
+      "'; '), '') FROM results WHERE run_id = " + r + " AND status <> 'ok'");
+  ASSERT_TRUE(not_ok.is_ok()) << not_ok.status().to_string();
+  EXPECT_EQ(not_ok.value(), "") << "problems not ok";
 }
 
 TEST_F(FleetTest, TwentyWorkerKillsMidJobLoseAndDuplicateNothing) {

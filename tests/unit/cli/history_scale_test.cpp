@@ -17,36 +17,12 @@
 #include "cli/history_reader.h"
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/synthetic_results.h"
 
 namespace kb::cli {
 namespace {
 
 constexpr int kProblems = 250, kModels = 4;
-
-void bulk_insert(pqxx::connection& conn, int64_t rows) {
-  const std::string n = std::to_string(rows);
-  const std::string per_run = std::to_string(kProblems * kModels);
-  pqxx::work txn(conn);
-  txn.exec("INSERT INTO runs (id, submitted_by, problems, preset, gpu_models, state) "
-           "SELECT g, 'bench', '{}', 'full', '{}', 'done' FROM generate_series(1, " + n + " / " +
-           per_run + " + 1) g");
-  txn.exec("INSERT INTO jobs (id, run_id, problem_id, preset, seed, state) "
-           "SELECT g, 1 + (g - 1) / " + per_run + ", 'P' || ((g - 1) % " +
-           std::to_string(kProblems) + "), 'full', 0, 'done' FROM generate_series(1, " + n + ") g");
-  txn.exec(
-      "INSERT INTO results (job_id, run_id, attempt, problem_id, preset, gpu_model, device_kind, "
-      "status, reference_median_ms, custom_median_ms, speedup, reference_samples_ms, "
-      "custom_samples_ms, commit_sha, commit_time, result) "
-      "SELECT g, 1 + (g - 1) / " + per_run + ", 1, 'P' || ((g - 1) % " +
-      std::to_string(kProblems) + "), 'full', 'GPU' || (((g - 1) / " + std::to_string(kProblems) +
-      ") % " + std::to_string(kModels) + "), 'cuda', 'ok', 2.0, 1.0 + random() * 0.01, 2.0, "
-      "array_fill(2.0::float8, ARRAY[20]), array_fill(1.0::float8, ARRAY[20]), "
-      "md5(((g - 1) / " + per_run + ")::text), "
-      "to_timestamp(1700000000 + ((g - 1) / " + per_run + ") * 60), '{}' "
-      "FROM generate_series(1, " + n + ") g");
-  txn.commit();
-  pqxx::nontransaction(conn).exec("VACUUM ANALYZE results");
-}
 
 TEST(HistoryScale, OneSeriesQueryUnder100ms) {
   KB_REQUIRE_TEST_DB(db);
@@ -55,7 +31,7 @@ TEST(HistoryScale, OneSeriesQueryUnder100ms) {
   const int64_t rows = scale && std::string(scale) == "1" ? 1000000 : 100000;
   pqxx::connection conn(db.url());
   const auto t0 = std::chrono::steady_clock::now();
-  bulk_insert(conn, rows);
+  kb::testing::insert_bulk_history(conn, rows, kProblems, kModels);
   const double insert_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -90,6 +90,7 @@ void expect_output(const Result<OpOutput>& result, const Shape& shape, double fl
 
 TEST(OpCatalog, HoldsEveryOpTheHeaderLists) {
   const std::vector<std::string> expected = {"bmm",
+                                             "linear",
                                              "conv",
                                              "conv_transpose",
                                              "relu",
@@ -106,6 +107,7 @@ TEST(OpCatalog, HoldsEveryOpTheHeaderLists) {
                                              "div_scalar",
                                              "min_scalar",
                                              "add",
+                                             "sub",
                                              "mul",
                                              "max_pool",
                                              "avg_pool",
@@ -618,6 +620,20 @@ TEST(OpCatalogErrors, NormAttributes) {
 TEST(OpCatalogErrors, ShapesDoNotBroadcast) {
   EXPECT_TRUE(fails_with(infer("add", {{2, 3}, {4}}),
                          {"inputs (2, 3) and (4) do not broadcast: dim -1 is 3 vs 4"}));
+}
+
+TEST(OpCatalog, LinearMapsTheLastDimAndCountsTheBiasOncePerOutput) {
+  expect_output(infer("linear", {{4, 3, 8}, {5, 8}, {5}}), {4, 3, 5}, 2.0 * 60 * 8 + 60);
+  expect_output(infer("linear", {{2, 8}, {5, 8}}), {2, 5}, 2.0 * 10 * 8);
+}
+
+TEST(OpCatalog, SubBroadcastsLikeAdd) {
+  expect_output(infer("sub", {{2, 3, 4}, {3, 1}}), {2, 3, 4}, 24);
+}
+
+TEST(OpCatalogErrors, LinearWeightMustMatchTheLastDim) {
+  EXPECT_TRUE(fails_with(infer("linear", {{2, 8}, {5, 7}}), {"a weight (O, K) with K = 8"}));
+  EXPECT_TRUE(fails_with(infer("linear", {{2, 8}, {5, 8}, {4}}), {"(5), one per output feature"}));
 }
 
 TEST(OpCatalogErrors, BmmInnerDims) {

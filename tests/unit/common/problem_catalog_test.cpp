@@ -180,10 +180,9 @@ TEST_F(ProblemCatalogTest, ResolvesASuiteACommaListAndRejectsUnknowns) {
 
 // ---- the real suite ------------------------------------------------------------------------
 
-TEST(ProblemCatalogReal, LoadsTheTwentyTwoProblemsAndTheSuites) {
+TEST(ProblemCatalogReal, LoadsTheProblemsAndTheSuites) {
   Result<ProblemCatalog> catalog = load_problem_catalog(std::string(KB_SOURCE_DIR) + "/problems");
   ASSERT_TRUE(catalog.is_ok()) << catalog.status().message();
-  EXPECT_EQ(catalog->problems.size(), 22u);
   for (const auto& [id, spec] : catalog->problems) {
     EXPECT_EQ(spec->id, id);
     EXPECT_NE(spec->find_preset("full"), nullptr) << id;
@@ -195,6 +194,21 @@ TEST(ProblemCatalogReal, LoadsTheTwentyTwoProblemsAndTheSuites) {
   EXPECT_EQ(all.size(), 22u);
   EXPECT_TRUE(std::is_sorted(all.begin(), all.end())) << "kernelbench22 is in KernelBench order";
   EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 22u);
+
+  // One spec per id: the imported suite shares kernelbench22's level 1-2 specs, and every other
+  // problem in the directory is an imported one of it (tools/kernelbench_suite.py).
+  ASSERT_EQ(catalog->suites.count("kernelbench-l1l2"), 1u);
+  const std::vector<std::string>& imported = catalog->suites.at("kernelbench-l1l2");
+  const std::set<std::string> members(imported.begin(), imported.end());
+  EXPECT_TRUE(std::is_sorted(imported.begin(), imported.end()));
+  for (const auto& [id, spec] : catalog->problems) {
+    const bool in_22 = std::find(all.begin(), all.end(), id) != all.end();
+    EXPECT_EQ(spec->upstream.repo.empty(), in_22) << id << ": source xor upstream";
+    if (spec->level <= 2) {
+      EXPECT_EQ(members.count(id), 1u) << id << " is level 1-2";
+    }
+  }
+  EXPECT_EQ(catalog->problems.size(), 22u + imported.size() - 19u);  // 19 shared (levels 1-2)
 
   ASSERT_EQ(catalog->suites.count("smoke"), 1u);
   const std::vector<std::string>& smoke = catalog->suites.at("smoke");

@@ -164,6 +164,36 @@ TEST(SpecLoader, NegativeIntAttributeCountsFromTheEnd) {
   EXPECT_TRUE(errors_of(text).empty()) << all(errors_of(text));
 }
 
+// An imported problem names its upstream file instead of carrying its source.
+constexpr char kUpstream[] =
+    "upstream: {repo: ScalingIntelligence/KernelBench, path: KernelBench/level1/19_ReLU.py,\n"
+    "           commit: 423217d9fda91e0c2d67e4a43bf62f96f6d104f1}\n";
+
+TEST(SpecLoader, AnImportedSpecNamesItsUpstreamFileInsteadOfASource) {
+  const std::string text = edit(kRelu, "source: \"x.relu()\"\n", kUpstream);
+  Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
+  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  EXPECT_EQ(spec.value()->upstream.repo, "ScalingIntelligence/KernelBench");
+  EXPECT_EQ(spec.value()->upstream.path, "KernelBench/level1/19_ReLU.py");
+  EXPECT_EQ(spec.value()->upstream.commit, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1");
+  EXPECT_TRUE(spec.value()->source.empty());
+}
+
+TEST(SpecLoader, SourceAndUpstreamTogetherAreAnError) {
+  const std::string text = kRelu + std::string(kUpstream);
+  EXPECT_TRUE(has_error(errors_of(text), "source", "expected either source or upstream, not both"));
+}
+
+TEST(SpecLoader, UpstreamNeedsAFullCommitHash) {
+  std::string text = edit(kRelu, "source: \"x.relu()\"\n", kUpstream);
+  text = edit(text, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1", "423217d");
+  EXPECT_TRUE(has_error(errors_of(text), "upstream.commit",
+                        "expected a full commit hash (40 hex digits), got '423217d'"));
+  text = edit(text, "path: KernelBench/level1/19_ReLU.py,", "file: x.py,");
+  EXPECT_TRUE(has_error(errors_of(text), "upstream.path", "missing (required field)"));
+  EXPECT_TRUE(has_error(errors_of(text), "upstream.file", "unknown field (expected repo, path, commit)"));
+}
+
 // ---- missing fields and wrong types --------------------------------------------------------
 
 TEST(SpecLoader, MissingGraph) {
@@ -422,7 +452,7 @@ TEST(SpecLoader, UnknownOp) {
   std::string text = edit(kRelu, "op: relu", "op: rectify");
   EXPECT_TRUE(
       has_error_containing(errors_of(text), "graph[0].op",
-                           {"expected one of bmm, conv, conv_transpose, relu,", "got 'rectify'"}));
+                           {"expected one of bmm, linear, conv, conv_transpose, relu,", "got 'rectify'"}));
 }
 
 TEST(SpecLoader, UnknownAttribute) {

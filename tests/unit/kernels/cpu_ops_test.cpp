@@ -328,6 +328,19 @@ TEST(CpuOps, BmmByHand) {
   expect_near(bmm(a, b), make({2, 2, 2}, {4, 5, 10, 11, 1, 2, 10, 12}), 0.0);
 }
 
+TEST(CpuOps, LinearIsXTimesWeightTransposedPlusBias) {
+  const Tensor x = make({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor w = make({2, 3}, {1, 0, 1, 0, 1, 0});  // out 0 = x0 + x2, out 1 = x1
+  const Tensor b = make({2}, {10, 20});
+  expect_near(linear(x, w, &b), make({2, 2}, {14, 22, 20, 25}), 0.0);
+  expect_near(linear(x, w, static_cast<const Tensor*>(nullptr)), make({2, 2}, {4, 2, 10, 5}), 0.0);
+}
+
+TEST(CpuOps, SubIsAMinusBBroadcast) {
+  const Tensor a = make({2, 2}, {5, 6, 7, 8});
+  expect_near(sub(a, make({2}, {1, 2})), make({2, 2}, {4, 4, 6, 6}), 0.0);
+}
+
 // ---- Normalization ----
 
 // Mean and biased variance of `count` elements starting at `first`, `stride` apart.

@@ -42,7 +42,7 @@ bool process_alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
 }
 
-class ExecutorProcessTest : public ::testing::Test {
+class ExecutorChildTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern = (fs::temp_directory_path() / "kb-executor-process-test-XXXXXX").string();
@@ -88,7 +88,7 @@ class ExecutorProcessTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ExecutorProcessTest, ReadsTheResultWrittenToOutput) {
+TEST_F(ExecutorChildTest, ReadsTheResultWrittenToOutput) {
   ExecutorLaunch launch = script("ok.sh", R"(printf '%s\n' "$@" > "$side"
 cat > "$out" <<'JSON'
 {"problem_id": "L1_003", "preset": "small", "device_kind": "cpu", "status": "ok",
@@ -114,14 +114,14 @@ JSON)");
   EXPECT_GT(std::stoi(args[4]), 2);
 }
 
-TEST_F(ExecutorProcessTest, ChildReportedFailureIsPassedThrough) {
+TEST_F(ExecutorChildTest, ChildReportedFailureIsPassedThrough) {
   ExecutorLaunch launch = script("mismatch.sh", R"(printf '{"status": "mismatch", "message": "3 of 9"}' > "$out")");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kMismatch);
   EXPECT_EQ(r.message, "3 of 9");
 }
 
-TEST_F(ExecutorProcessTest, DeathBySignalIsCrashedWithTheSignalName) {
+TEST_F(ExecutorChildTest, DeathBySignalIsCrashedWithTheSignalName) {
   ExecutorLaunch launch = script("segv.sh", "ulimit -c 0\nkill -SEGV $$\nsleep 5");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kCrashed);
@@ -129,12 +129,12 @@ TEST_F(ExecutorProcessTest, DeathBySignalIsCrashedWithTheSignalName) {
   expect_bare(r);
 }
 
-TEST_F(ExecutorProcessTest, DeathBySignalAfterWritingIsStillCrashed) {
+TEST_F(ExecutorChildTest, DeathBySignalAfterWritingIsStillCrashed) {
   ExecutorLaunch launch = script("late_segv.sh", "ulimit -c 0\necho '{\"status\": \"ok\"}' > \"$out\"\nkill -SEGV $$");
   EXPECT_EQ(run_executor_child(launch).status, JobStatus::kCrashed);
 }
 
-TEST_F(ExecutorProcessTest, PastTheDeadlineIsTimeoutAndTheGroupIsKilled) {
+TEST_F(ExecutorChildTest, PastTheDeadlineIsTimeoutAndTheGroupIsKilled) {
   // The script and a child of its own (as a CUDA runtime's helper threads would be processes).
   ExecutorLaunch launch =
       script("hang.sh", "sleep 30 &\necho $$ > \"$side\"\necho $! >> \"$side\"\necho \"$out\" >> \"$side\"\nwait", 0.5);
@@ -160,7 +160,7 @@ TEST_F(ExecutorProcessTest, PastTheDeadlineIsTimeoutAndTheGroupIsKilled) {
   EXPECT_FALSE(fs::exists(seen[2]));
 }
 
-TEST_F(ExecutorProcessTest, NonZeroExitWithoutOutputIsCrashed) {
+TEST_F(ExecutorChildTest, NonZeroExitWithoutOutputIsCrashed) {
   ExecutorLaunch launch = script("exit3.sh", "exit 3");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kCrashed);
@@ -168,14 +168,14 @@ TEST_F(ExecutorProcessTest, NonZeroExitWithoutOutputIsCrashed) {
   expect_bare(r);
 }
 
-TEST_F(ExecutorProcessTest, CleanExitWithoutOutputIsCrashed) {
+TEST_F(ExecutorChildTest, CleanExitWithoutOutputIsCrashed) {
   ExecutorLaunch launch = script("silent.sh", "exit 0");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kCrashed);
   EXPECT_NE(r.message.find("no result"), std::string::npos) << r.message;
 }
 
-TEST_F(ExecutorProcessTest, GarbageOutputIsCrashedUnreadable) {
+TEST_F(ExecutorChildTest, GarbageOutputIsCrashedUnreadable) {
   ExecutorLaunch launch = script("garbage.sh", "echo 'Segmentation fault {\"status\": ' > \"$out\"");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kCrashed);
@@ -183,7 +183,7 @@ TEST_F(ExecutorProcessTest, GarbageOutputIsCrashedUnreadable) {
   expect_bare(r);
 }
 
-TEST_F(ExecutorProcessTest, MissingExecutableIsRuntimeError) {
+TEST_F(ExecutorChildTest, MissingExecutableIsRuntimeError) {
   ExecutorLaunch launch = script("unused.sh", "exit 0");
   launch.executable = (dir_ / "no-such-executor").string();
   JobResult r = run_executor_child(launch);

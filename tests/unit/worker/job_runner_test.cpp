@@ -76,7 +76,7 @@ TEST(JobSpecTest, ParsesAJobBody) {
   EXPECT_FALSE(JobSpec::from_json({{"job_id", "nine"}, {"attempt", 1}}).is_ok());
 }
 
-class ExecutorJobRunnerTest : public ::testing::Test {
+class ChildProcessJobRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern = (fs::temp_directory_path() / "kb-job-runner-test-XXXXXX").string();
@@ -121,7 +121,7 @@ class ExecutorJobRunnerTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ExecutorJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
+TEST_F(ChildProcessJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
   ChildProcessJobRunner runner(
       {script("echo '{\"status\": \"mismatch\", \"message\": \"2 of 9\"}' > \"$out\""), "cuda", 3,
        "/problems", "", "", {}});
@@ -139,7 +139,7 @@ TEST_F(ExecutorJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
   EXPECT_NE(all.find("--problems-dir /problems"), std::string::npos) << all;
 }
 
-TEST_F(ExecutorJobRunnerTest, ACrashIsTheJobsResult) {
+TEST_F(ChildProcessJobRunnerTest, ACrashIsTheJobsResult) {
   ChildProcessJobRunner runner({script("ulimit -c 0\nkill -SEGV $$"), "cpu", 0, "", "", "", {}});
   std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
   ASSERT_TRUE(outcome);
@@ -148,7 +148,7 @@ TEST_F(ExecutorJobRunnerTest, ACrashIsTheJobsResult) {
   EXPECT_EQ(outcome->result.device_kind, "cpu");
 }
 
-TEST_F(ExecutorJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
+TEST_F(ChildProcessJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
   ChildProcessJobRunner runner({script("sleep 60"), "cpu", 0, "", "", "", {}});
   JobSpec j = job();
   ExecutorLaunch launch = runner.launch_for(j);
@@ -167,7 +167,7 @@ TEST_F(ExecutorJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
   EXPECT_EQ(result->status, JobStatus::kTimeout);
 }
 
-TEST_F(ExecutorJobRunnerTest, AbortKillsTheChild) {
+TEST_F(ChildProcessJobRunnerTest, AbortKillsTheChild) {
   ChildProcessJobRunner runner(
       {script("echo $$ > \"" + (dir_ / "pid").string() + "\"\nsleep 60"), "cpu", 0, "", "", "", {}});
   runner.start(job(), SteadyClock::now());
