@@ -15,22 +15,26 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || skip "PostgreSQL is 
 tmp=$(mktemp -d)
 chmod 755 "$tmp"  # the postgres user (when we are root) must reach the local stack's cluster
 stack=$tmp/stack
+# The prefix and the example's build at a fixed place inside the build tree, so that ccache
+# (CCACHE_BASEDIR) finds the example's objects again on the next run.
+work=$build/tests/deploy/out-of-tree-pack
+rm -rf "$work"
 trap 'KB_BUILD_DIR=$build bash "$src/deploy/local-stack.sh" --stop "$stack" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 start=$(date +%s)
 
-cmake --install "$build" --prefix "$tmp/prefix" --component dev >/dev/null
-[[ -f $tmp/prefix/lib/cmake/kbfleet/kbfleetConfig.cmake && -f $tmp/prefix/include/kbfleet/kernels/implementation.h ]] ||
+cmake --install "$build" --prefix "$work/prefix" --component dev >/dev/null
+[[ -f $work/prefix/lib/cmake/kbfleet/kbfleetConfig.cmake && -f $work/prefix/include/kbfleet/kernels/implementation.h ]] ||
   fail "the dev component installed no package config or headers"
 
 launchers=()
 if command -v ccache >/dev/null; then
   launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$src/docs/examples/out-of-tree-pack" -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" \
+cmake -S "$src/docs/examples/out-of-tree-pack" -B "$work/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" \
   "${launchers[@]}" > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "configure"; }
-cmake --build "$tmp/example" > "$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "build"; }
-pack=$tmp/example/libmy_kernels.so
+cmake --build "$work/example" > "$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "build"; }
+pack=$work/example/libmy_kernels.so
 built=$(date +%s)
 
 exports=$(nm -D --defined-only "$pack" | awk '$2 == "T" || $2 == "D" || $2 == "B" {print $3}' | sort -u)
