@@ -71,6 +71,10 @@ class ResultsReader {
   Result<RunStatus> run_status(int64_t run_id);
   Result<std::vector<ResultRow>> results(int64_t run_id);  // by problem, then GPU model
   Result<std::vector<WorkerRow>> workers();
+  // The newest run before `before_run_id` on `branch` with `preset` that is done and has
+  // results (the CI gate's default baseline); nullopt when there is none.
+  Result<std::optional<int64_t>> last_run_on_branch(const std::string& branch,
+                                                    const std::string& preset, int64_t before_run_id);
 
  private:
   struct Connection;  // wraps pqxx::connection (a typedef in libpqxx 6.4: not forward-declarable)
