@@ -4,20 +4,14 @@
 #include <map>
 #include <utility>
 
+#include "cli/fleet_report.h"
 #include "cli/report_html.h"
 
 namespace kb::cli {
 namespace {
 
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
-
-std::string opt(const std::optional<double>& v, const char* format) {
-  return v ? fmt(format, *v) : "-";
-}
+std::string fmt(const char* format, double value) { return printf_string(format, value); }
+std::string opt(const std::optional<double>& v, const char* format) { return v ? fmt(format, *v) : "-"; }
 
 std::string percent(double ratio) { return fmt("%+.2f%%", (ratio - 1) * 100); }
 

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "kernels/pack_abi.h"
+#include "tests/support/wrapped_pack.h"
 
 #ifndef KB_PACED_US
 #error "KB_PACED_US must be the custom variant's time per call in microseconds"
@@ -20,14 +20,12 @@ namespace {
 
 constexpr auto kSpin = std::chrono::milliseconds(2);
 
-const kb_pack_v1_t& honest() { return *kb_pack_v1_honest(); }
-
 int32_t paced_run(kb_instance_v1* inst, const kb_tensor_v1* inputs, int32_t num_inputs,
                   const kb_tensor_v1* params, int32_t num_params, const kb_tensor_v1* output,
                   void* stream, char* error, size_t error_len) {
   const auto due = std::chrono::steady_clock::now() + std::chrono::microseconds(KB_PACED_US);
-  const int32_t code =
-      honest().run(inst, inputs, num_inputs, params, num_params, output, stream, error, error_len);
+  const int32_t code = kb::testing::honest_pack().run(inst, inputs, num_inputs, params, num_params,
+                                                      output, stream, error, error_len);
   std::this_thread::sleep_until(due - kSpin);
   while (std::chrono::steady_clock::now() < due) {
   }
@@ -35,15 +33,11 @@ int32_t paced_run(kb_instance_v1* inst, const kb_tensor_v1* inputs, int32_t num_
 }
 
 kb_pack_v1_t make_table() {
-  kb_pack_v1_t table = honest();
+  kb_pack_v1_t table = kb::testing::honest_pack();
   table.run = &paced_run;
   return table;
 }
 
 }  // namespace
 
-#undef kb_pack_v1
-extern "C" __attribute__((visibility("default"))) const kb_pack_v1_t* kb_pack_v1(void) {
-  static const kb_pack_v1_t kTable = make_table();
-  return &kTable;
-}
+KB_WRAPPED_PACK_ENTRY(make_table)
