@@ -22,7 +22,12 @@ rm -rf "$work"
 trap 'KB_BUILD_DIR=$build bash "$src/deploy/local-stack.sh" --stop "$stack" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 start=$(date +%s)
 
-cmake --install "$build" --prefix "$work/prefix" --component dev >/dev/null
+cmake --install "$build" --prefix "$work/prefix" --component dev > "$tmp/install.log"
+# Every file under the prefix: a destination that is not relative would write outside it.
+if grep -v "^-- Install configuration" "$tmp/install.log" | grep -qv -e "-- Installing: $work/prefix/" -e "-- Up-to-date: $work/prefix/"; then
+  cat "$tmp/install.log"
+  fail "the dev component installs outside the prefix"
+fi
 [[ -f $work/prefix/lib/cmake/kbfleet/kbfleetConfig.cmake && -f $work/prefix/include/kbfleet/kernels/implementation.h ]] ||
   fail "the dev component installed no package config or headers"
 
