@@ -6,9 +6,7 @@
 #include <ctime>
 
 namespace kb::cli {
-namespace {
 
-std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string printf_string(const char* format, ...) {
   char buffer[512];
   va_list args;
@@ -17,6 +15,8 @@ std::string printf_string(const char* format, ...) {
   va_end(args);
   return buffer;
 }
+
+namespace {
 
 std::string time_text(double epoch_seconds, bool utc, const char* format) {
   const std::time_t t = static_cast<std::time_t>(epoch_seconds);

@@ -15,6 +15,9 @@
 
 namespace kb::cli {
 
+// snprintf into a string (up to 511 characters), for the tables and reports of the CLI.
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 std::string format_local_time(double epoch_seconds);  // "2025-01-31 14:05:09"
 std::string format_iso_utc(double epoch_seconds);     // "2025-01-31T13:05:09Z"
 std::string format_duration(double seconds);          // "45 s", "3m05s", "1h02m"

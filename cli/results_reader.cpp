@@ -266,4 +266,21 @@ ORDER BY w.state = 'gone', w.name)SQL")) {
   }
 }
 
+Result<std::optional<int64_t>> ResultsReader::last_run_on_branch(const std::string& branch,
+                                                                 const std::string& preset,
+                                                                 int64_t before_run_id) {
+  try {
+    pqxx::read_transaction txn(connection_->pq);
+    const pqxx::result r = txn.exec_params(
+        "SELECT r.id FROM runs r WHERE r.branch = $1 AND r.preset = $2 AND r.id < $3 "
+        "AND r.state = 'done' AND EXISTS (SELECT 1 FROM results s WHERE s.run_id = r.id) "
+        "ORDER BY r.id DESC LIMIT 1",
+        branch, preset, before_run_id);
+    if (r.empty()) return std::optional<int64_t>();
+    return std::optional<int64_t>(r[0][0].as<int64_t>());
+  } catch (const std::exception& e) {
+    return query_error(e);
+  }
+}
+
 }  // namespace kb::cli

@@ -75,6 +75,10 @@ class ResultsReader {
   Result<std::map<int64_t, std::vector<ResultRow>>> summary_rows_of_runs(
       const std::vector<int64_t>& run_ids);
   Result<std::vector<WorkerRow>> workers();
+  // The newest run before `before_run_id` on `branch` with `preset` that is done and has
+  // results (the CI gate's default baseline); nullopt when there is none.
+  Result<std::optional<int64_t>> last_run_on_branch(const std::string& branch,
+                                                    const std::string& preset, int64_t before_run_id);
 
  private:
   struct Connection;  // wraps pqxx::connection (a typedef in libpqxx 6.4: not forward-declarable)

@@ -3,12 +3,14 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 
+#include "cli/ci_gate_command.h"
 #include "cli/cli_app.h"
 #include "cli/fleet_options.h"
 #include "cli/pack_file.h"
@@ -32,6 +34,7 @@ struct SubmitOptions {
   int max_attempts = 3;
   int trials = -1;  // correctness trials per job; -1: the worker's default
   bool wait = false;
+  GateFlags gate;
 };
 
 // What the run is made of, checked against the catalog.
@@ -166,6 +169,8 @@ void run_submit(SubmitOptions o) {
                          std::to_string(kMinVerifiedTrials) + " correctness trials per job (kb bench runs fewer "
                          "locally, labelled unverified)");
   }
+  if (o.gate.gate && !o.wait) fail(kExitUsage, "--gate needs --wait (it gates the finished run)");
+  if (Status s = check_gate_flags(o.gate); !s.is_ok()) fail(kExitUsage, s.message());
   const RunContent content = resolve_content(o);
   const FleetConfig config = resolve_or_fail(o.fleet, o.wait ? Needs::kBoth : Needs::kCoordinator);
   const std::optional<PackFile> pack = load_pack(o, !content.sim_jobs.empty());
@@ -203,7 +208,11 @@ void run_submit(SubmitOptions o) {
   WatchOptions watch;
   watch.json = o.fleet.json;
   watch.print_results = true;
-  const int code = watch_run(config.db, run_id, watch);
+  int code = watch_run(config.db, run_id, watch);
+  if (o.gate.gate) {
+    std::fflush(stdout);
+    code = std::max(code, run_gate(config.db, run_id, o.gate, o.fleet.json ? stderr : stdout));
+  }
   if (code != kExitOk) throw CLI::RuntimeError(code);
 }
 
@@ -276,6 +285,7 @@ void add_submit_command(CLI::App& app) {
   submit->add_option("--problems-dir", o->problems_dir, "Directory of problem specs")->capture_default_str();
   submit->add_option("--submitted-by", o->submitted_by, "Who submits, on a coordinator without keys (default: $USER@host); with keys it is the key's name");
   submit->add_flag("--wait", o->wait, "Follow the run until it is done, then print the results table");
+  add_gate_options(submit, o->gate);
   add_fleet_options(submit, o->fleet, Needs::kBoth);
   submit->callback([o] { run_submit(*o); });
 }

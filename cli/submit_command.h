@@ -2,10 +2,12 @@
 // ids checked locally against the problem catalog, a preset, GPU models, commit labels (from git
 // when run inside a work tree), the kernel pack by content hash (its bytes only when the
 // coordinator lacks them), or a list of sim jobs for the dispatch benchmark. --wait then follows
-// the run like `kb watch` and prints the results table.
+// the run like `kb watch` and prints the results table; --gate then decides whether CI passes
+// (ci_gate_command.h: a failed job or a slowdown against the baseline exits 1).
 //
 // Exit codes (cli_app.h): 2 for bad input (unknown problem or preset, no pack, no endpoint),
-// 1 when the coordinator does not answer or refuses, or (with --wait) a job failed.
+// 1 when the coordinator does not answer or refuses, or (with --wait) a job failed, or (with
+// --gate) the gate failed.
 //
 // Thread safety: called from main's thread only.
 #pragma once

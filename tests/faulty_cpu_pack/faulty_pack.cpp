@@ -29,11 +29,11 @@
 #include <unordered_map>
 
 #include "common/spec_loader.h"
-#include "kernels/pack_abi.h"
+#include "tests/support/wrapped_pack.h"
 
 namespace {
 
-const kb_pack_v1_t& honest() { return *kb_pack_v1_honest(); }
+const kb_pack_v1_t& honest() { return kb::testing::honest_pack(); }
 
 std::mutex g_mutex;
 std::unordered_map<const kb_instance_v1*, std::string> g_problem;  // instance -> problem id
@@ -141,8 +141,4 @@ kb_pack_v1_t make_table() {
 
 }  // namespace
 
-#undef kb_pack_v1
-extern "C" __attribute__((visibility("default"))) const kb_pack_v1_t* kb_pack_v1(void) {
-  static const kb_pack_v1_t kTable = make_table();
-  return &kTable;
-}
+KB_WRAPPED_PACK_ENTRY(make_table)

@@ -112,5 +112,37 @@ TEST(ResultsReader, CommandsPrintTablesAndJson) {
   EXPECT_EQ(kb({"status", "99"}, &out), kExitUsage);
 }
 
+TEST(ResultsReader, TheGateBaselineIsTheLastFinishedRunWithResultsOfThePresetOnTheBranch) {
+  KB_REQUIRE_TEST_DB(db);
+  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  insert_fixture(db.url());  // run 1: main, small, running
+  {
+    pqxx::connection c(db.url());
+    pqxx::work w(c);
+    // 2: main small done with a result (the answer); 3: main full done; 4: feature small done;
+    // 5: main small done without results; 6: main small done, but after the head (run 7).
+    w.exec(R"SQL(
+INSERT INTO runs (submitted_by, problems, preset, gpu_models, branch, state) VALUES
+  ('me', '{L1_001}', 'small', '{}', 'main', 'done'), ('me', '{L1_001}', 'full', '{}', 'main', 'done'),
+  ('me', '{L1_001}', 'small', '{}', 'feature', 'done'), ('me', '{L1_001}', 'small', '{}', 'main', 'done'),
+  ('me', '{L1_001}', 'small', '{}', 'main', 'done');
+INSERT INTO jobs (run_id, problem_id, preset, seed, state) VALUES
+  (2, 'L1_001', 'small', 1, 'done'), (3, 'L1_001', 'full', 1, 'done'),
+  (4, 'L1_001', 'small', 1, 'done'), (6, 'L1_001', 'small', 1, 'done');
+INSERT INTO results (job_id, run_id, attempt, problem_id, preset, gpu_model, device_kind, status, result)
+  SELECT j.id, j.run_id, 1, 'L1_001', j.preset, 'cpu', 'cpu', 'ok', '{}' FROM jobs j WHERE j.run_id > 1;
+)SQL");
+    w.commit();
+  }
+  auto reader = ResultsReader::connect(db.url());
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  auto before_6 = reader.value()->last_run_on_branch("main", "small", 6);
+  ASSERT_TRUE(before_6.is_ok()) << before_6.status().to_string();
+  EXPECT_EQ(before_6.value(), std::optional<int64_t>(2));
+  EXPECT_EQ(reader.value()->last_run_on_branch("main", "small", 7).value(), std::optional<int64_t>(6));
+  EXPECT_EQ(reader.value()->last_run_on_branch("main", "full", 7).value(), std::optional<int64_t>(3));
+  EXPECT_FALSE(reader.value()->last_run_on_branch("release", "small", 7).value().has_value());
+}
+
 }  // namespace
 }  // namespace kb::cli
