@@ -4,6 +4,7 @@
 // Thread safety: independent calls, safe from several threads.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "common/status.h"
@@ -12,6 +13,6 @@ namespace kb {
 
 // The bytes of `path`. not_found when it cannot be opened (the message names the file and the
 // system's reason), io_error when a read fails part way.
-Result<std::string> read_file(const std::string& path);
+Result<std::string> read_file(const std::filesystem::path& path);
 
 }  // namespace kb

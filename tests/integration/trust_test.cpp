@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/curve_keys.h"
+#include "tests/support/read_text.h"
 #include "tests/support/fleet_stack.h"
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/assert_ok.h"
@@ -30,11 +31,6 @@ using std::chrono::seconds;
 
 int64_t as_int(const Result<std::string>& r) {
   return r.is_ok() && !r.value().empty() ? std::stoll(r.value()) : -1;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // A kb-coordinator process of its own (FleetStack's runs without keys), on ephemeral ports.
@@ -56,7 +52,7 @@ struct Coordinator {
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
       if (fs::exists(endpoints_file)) {
-        const auto j = nlohmann::json::parse(read_text(endpoints_file), nullptr, false);
+        const auto j = nlohmann::json::parse(::kb::test::read_text(endpoints_file), nullptr, false);
         if (j.is_object()) {
           clients = j.value("clients", std::string());
           workers = j.value("workers", std::string());
@@ -94,9 +90,9 @@ TEST_F(TrustTest, ASecondCoordinatorOnTheSameDatabaseExitsAndDispatchesNothing) 
   EXPECT_FALSE(second.wait_serving());
   const std::optional<int> status = second.process.wait(milliseconds(30000));
   ASSERT_TRUE(status.has_value());
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << read_text(second.log);
-  EXPECT_NE(read_text(second.log).find("another kb-coordinator is already serving this database"),
-            std::string::npos) << read_text(second.log);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << ::kb::test::read_text(second.log);
+  EXPECT_NE(::kb::test::read_text(second.log).find("another kb-coordinator is already serving this database"),
+            std::string::npos) << ::kb::test::read_text(second.log);
   ASSERT_TRUE(stack.wait_for_run(run, seconds(120)));
   // Each job leased once (one coordinator dispatching) and stored once.
   const std::string r = std::to_string(run);
@@ -111,7 +107,7 @@ TEST_F(TrustTest, ASecondCoordinatorOnTheSameDatabaseExitsAndDispatchesNothing) 
   ASSERT_TRUE(stack.wait_coordinator_exit(seconds(20)));
   Coordinator third;
   ASSERT_TRUE(third.start(dir_, "third", {}, db.url()));
-  EXPECT_TRUE(third.wait_serving()) << read_text(third.log);
+  EXPECT_TRUE(third.wait_serving()) << ::kb::test::read_text(third.log);
 }
 
 class CurveTrustTest : public TrustTest {
@@ -156,7 +152,7 @@ TEST_F(CurveTrustTest, WorkerKeysCannotSubmitAndSighupAdmitsANewSubmitter) {
   ASSERT_TRUE(coordinator.start(dir_, "coordinator",
                                 {"--curve-secret-key", dir_ + "/coord.key", "--allow-dir", dir_ + "/allow"},
                                 db.url()));
-  ASSERT_TRUE(coordinator.wait_serving()) << read_text(coordinator.log);
+  ASSERT_TRUE(coordinator.wait_serving()) << ::kb::test::read_text(coordinator.log);
   std::string out;
   EXPECT_NE(submit_as("gpu-1", coordinator.clients, db.url(), &out), 0) << out;
   EXPECT_NE(submit_as("carol", coordinator.clients, db.url(), &out), 0) << out;
@@ -164,11 +160,11 @@ TEST_F(CurveTrustTest, WorkerKeysCannotSubmitAndSighupAdmitsANewSubmitter) {
   std::ofstream(dir_ + "/allow/submitters.txt", std::ios::app) << keys_["carol"].public_key << " carol\n";
   coordinator.process.signal(SIGHUP);
   const auto end = std::chrono::steady_clock::now() + seconds(10);
-  while (read_text(coordinator.log).find("allow-lists reloaded") == std::string::npos &&
+  while (::kb::test::read_text(coordinator.log).find("allow-lists reloaded") == std::string::npos &&
          std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(milliseconds(20));
   }
-  ASSERT_EQ(submit_as("carol", coordinator.clients, db.url(), &out), 0) << out << read_text(coordinator.log);
+  ASSERT_EQ(submit_as("carol", coordinator.clients, db.url(), &out), 0) << out << ::kb::test::read_text(coordinator.log);
   pqxx::connection conn(db.url());
   pqxx::nontransaction txn(conn);
   const pqxx::result runs = txn.exec("SELECT submitted_by FROM runs ORDER BY id");
@@ -190,27 +186,27 @@ TEST_F(CurveTrustTest, OnlyTheListedWorkerRunsJobsNotAClientKeyNorASecondProcess
                                 {"--curve-secret-key", dir_ + "/coord.key", "--allow-dir", dir_ + "/allow",
                                  "--heartbeat-ms", "200"},
                                 db.url()));
-  ASSERT_TRUE(coordinator.wait_serving()) << read_text(coordinator.log);
+  ASSERT_TRUE(coordinator.wait_serving()) << ::kb::test::read_text(coordinator.log);
   FleetStack reader(FleetOptions{db.url()}, dir_);  // for its database queries only
   ChildProcess real, second, client_key;
   ASSERT_TRUE(start_worker(real, coordinator.workers, "gpu-1", "gpu-1", "real"));
   ASSERT_TRUE(reader.wait_for_value("SELECT state FROM workers WHERE name = 'gpu-1'", "idle",
                                     milliseconds(20000)))
-      << read_text(coordinator.log) << read_text(dir_ + "/real.log");
+      << ::kb::test::read_text(coordinator.log).value_or("") << read_file(dir_ + "/real.log");
   ASSERT_TRUE(start_worker(second, coordinator.workers, "gpu-1", "gpu-1", "second"));
   ASSERT_TRUE(start_worker(client_key, coordinator.workers, "alice", "alice", "client-key"));
   const auto end = std::chrono::steady_clock::now() + seconds(20);
-  while (read_text(coordinator.log).find("READY from gpu-1 refused") == std::string::npos &&
+  while (::kb::test::read_text(coordinator.log).find("READY from gpu-1 refused") == std::string::npos &&
          std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(milliseconds(20));
   }
-  ASSERT_NE(read_text(coordinator.log).find("is in use by a live session"), std::string::npos)
-      << read_text(coordinator.log);
+  ASSERT_NE(::kb::test::read_text(coordinator.log).find("is in use by a live session"), std::string::npos)
+      << ::kb::test::read_text(coordinator.log);
 
   std::string out;
   ASSERT_EQ(submit_as("alice", coordinator.clients, db.url(), &out), 0) << out;
   const int64_t run = nlohmann::json::parse(out).value("run_id", int64_t{-1});
-  ASSERT_TRUE(reader.wait_for_run(run, seconds(60))) << read_text(coordinator.log);
+  ASSERT_TRUE(reader.wait_for_run(run, seconds(60))) << ::kb::test::read_text(coordinator.log);
   const std::string r = std::to_string(run);
   EXPECT_EQ(reader.query_int("SELECT count(*) FROM results WHERE run_id = " + r), 2);
   EXPECT_EQ(reader.query_int("SELECT count(*) FROM results x JOIN workers w ON w.id = x.worker_id "

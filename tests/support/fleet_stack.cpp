@@ -1,4 +1,5 @@
 #include "tests/support/fleet_stack.h"
+#include "tests/support/read_text.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,13 +17,6 @@ namespace kb::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // "tcp://127.0.0.1:41234" -> "tcp://127.0.0.1:41234" (bindable again); "127.0.0.1:8080" likewise.
 std::string same_address(const std::string& endpoint) { return endpoint; }
@@ -107,9 +101,9 @@ Status FleetStack::start_coordinator() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const auto j = nlohmann::json::parse(read_text(endpoints), nullptr, false);
+  const auto j = nlohmann::json::parse(::kb::test::read_text(endpoints), nullptr, false);
   if (!j.is_object() || !j.contains("workers") || !j.contains("clients")) {
-    return Status::internal("bad endpoints file: " + read_text(endpoints));
+    return Status::internal("bad endpoints file: " + ::kb::test::read_text(endpoints));
   }
   workers_endpoint_ = j["workers"].get<std::string>();
   clients_endpoint_ = j["clients"].get<std::string>();
@@ -261,7 +255,7 @@ std::string FleetStack::logs_tail(size_t bytes_per_log) const {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(work_dir_, ec)) {
     if (entry.path().extension() != ".log") continue;
-    std::string text = read_text(entry.path());
+    std::string text = ::kb::test::read_text(entry.path());
     if (text.size() > bytes_per_log) text = "..." + text.substr(text.size() - bytes_per_log);
     out += "==== " + entry.path().filename().string() + "\n" + text + "\n";
   }

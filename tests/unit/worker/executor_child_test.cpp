@@ -2,6 +2,7 @@
 // written to --output is read back; a signal, a bad exit, no output or garbage become `crashed`;
 // a child past its deadline becomes `timeout` and is killed with its process group.
 #include "worker/executor_child.h"
+#include "tests/support/read_text.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,13 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> read_lines(const fs::path& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
@@ -36,7 +30,7 @@ std::vector<std::string> read_lines(const fs::path& path) {
 
 // Alive means running or stopped: a zombie has exited (it only waits for its parent to reap it).
 bool process_alive(pid_t pid) {
-  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = ::kb::test::read_text("/proc/" + std::to_string(pid) + "/stat");
   if (stat.empty()) return false;
   const size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
