@@ -11,10 +11,10 @@
 #include <random>
 
 #include "cli/pack_file.h"
+#include "common/install_paths.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"
 #include "worker/executor_child.h"
-#include "common/install_paths.h"
 
 namespace kb::cli {
 namespace {

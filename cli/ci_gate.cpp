@@ -10,10 +10,16 @@
 namespace kb::cli {
 namespace {
 
-std::string fmt(const char* format, double value) { return printf_string(format, value); }
-std::string opt(const std::optional<double>& v, const char* format) { return v ? fmt(format, *v) : "-"; }
+std::string fmt(const char* format, double value) {
+  return printf_string(format, value);
+}
+std::string opt(const std::optional<double>& v, const char* format) {
+  return v ? fmt(format, *v) : "-";
+}
 
-std::string percent(double ratio) { return fmt("%+.2f%%", (ratio - 1) * 100); }
+std::string percent(double ratio) {
+  return fmt("%+.2f%%", (ratio - 1) * 100);
+}
 
 // "+4.02% [+3.10%, +4.95%]" for a tested pair.
 std::string change_text(const CompareRow& row) {
@@ -24,13 +30,13 @@ std::string change_text(const CompareRow& row) {
 void judge(GateCase& c, const GatePolicy& policy) {
   if (c.job.job_state != "done" || c.job.status != "ok") {
     c.failure_kind = "status";
-    const std::string status = c.job.status.empty() ? "no result (job " + c.job.job_state + ")"
-                                                    : c.job.status;
+    const std::string status =
+        c.job.status.empty() ? "no result (job " + c.job.job_state + ")" : c.job.status;
     c.failure = status + (c.job.message.empty() ? "" : ": " + c.job.message);
   } else if (c.versus && c.versus->verdict == "slower") {
     c.failure_kind = "slowdown";
-    c.failure = "slower than the baseline by " + change_text(*c.versus) + " (q = " +
-                fmt("%.2g", c.versus->q_value) + "), above the " +
+    c.failure = "slower than the baseline by " + change_text(*c.versus) +
+                " (q = " + fmt("%.2g", c.versus->q_value) + "), above the " +
                 fmt("%.1f%%", policy.max_slowdown * 100) + " allowed";
   }
 }
@@ -61,7 +67,8 @@ std::string cell(std::string text) {
 }
 
 void property(std::string& out, const char* name, const std::string& value) {
-  out += "      <property name=\"" + std::string(name) + "\" value=\"" + html_escape(value) + "\"/>\n";
+  out +=
+      "      <property name=\"" + std::string(name) + "\" value=\"" + html_escape(value) + "\"/>\n";
 }
 
 void property(std::string& out, const char* name, const std::optional<double>& value) {
@@ -128,13 +135,14 @@ GateReport evaluate_gate(const std::vector<ResultRow>& head_jobs,
 
 std::string gate_markdown(const GateReport& r) {
   std::string out = std::string("## kbfleet gate: ") + (r.passed() ? "passed" : "FAILED") + "\n\n";
-  out += "Run " + std::to_string(r.run_id) + " (" + r.run_label + "): " +
-         std::to_string(r.cases.size()) + " jobs, " + std::to_string(r.failed_jobs()) +
+  out += "Run " + std::to_string(r.run_id) + " (" + r.run_label +
+         "): " + std::to_string(r.cases.size()) + " jobs, " + std::to_string(r.failed_jobs()) +
          " failed, " + std::to_string(r.slowdowns()) + " slower than the baseline by more than " +
          fmt("%.1f%%", r.policy.max_slowdown * 100) + ".\n\n";
   out += "Baseline: " + (r.baseline.empty() ? "none" : "`" + r.baseline + "`") +
          (r.baseline_note.empty() ? "" : " (" + r.baseline_note + ")") + ".\n\n";
-  out += "| problem | GPU | status | custom ms | speedup [95% CI] | vs baseline [95% CI] | gate |\n";
+  out +=
+      "| problem | GPU | status | custom ms | speedup [95% CI] | vs baseline [95% CI] | gate |\n";
   out += "| --- | --- | --- | ---: | ---: | --- | --- |\n";
   for (const GateCase& c : r.cases) {
     const std::string gate = c.failure_kind.empty() ? "pass" : "**fail**: " + c.failure;
@@ -150,14 +158,15 @@ std::string gate_junit(const GateReport& r) {
   double total_s = 0;
   for (const GateCase& c : r.cases) total_s += c.job.wall_ms.value_or(0) / 1000;
   const int failures = r.failed_jobs() + r.slowdowns();
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kbfleet\" tests=\"" +
-                    std::to_string(r.cases.size()) + "\" failures=\"" + std::to_string(failures) +
-                    "\" time=\"" + fmt("%.3f", total_s) + "\">\n";
-  out += "  <testsuite name=\"" + html_escape("kbfleet run " + std::to_string(r.run_id) + " (" +
-                                              r.run_label + ")") +
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kbfleet\" tests=\"" +
+      std::to_string(r.cases.size()) + "\" failures=\"" + std::to_string(failures) + "\" time=\"" +
+      fmt("%.3f", total_s) + "\">\n";
+  out += "  <testsuite name=\"" +
+         html_escape("kbfleet run " + std::to_string(r.run_id) + " (" + r.run_label + ")") +
          "\" tests=\"" + std::to_string(r.cases.size()) + "\" failures=\"" +
-         std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" +
-         fmt("%.3f", total_s) + "\">\n";
+         std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" + fmt("%.3f", total_s) +
+         "\">\n";
   for (const GateCase& c : r.cases) {
     out += "   <testcase classname=\"" + html_escape("kbfleet." + c.job.gpu_model) + "\" name=\"" +
            html_escape(c.job.problem_id) + "\" time=\"" +

@@ -34,16 +34,16 @@ struct GatePolicy {
 CompareOptions gate_compare_options(const GatePolicy& policy);
 
 struct GateCase {
-  ResultRow job;                      // the head run's job and its result
-  std::optional<CompareRow> versus;   // against the baseline; nullopt when it has no such pair
-  std::string failure_kind;           // "" (passed), "status" or "slowdown"
-  std::string failure;                // why, for people
+  ResultRow job;                     // the head run's job and its result
+  std::optional<CompareRow> versus;  // against the baseline; nullopt when it has no such pair
+  std::string failure_kind;          // "" (passed), "status" or "slowdown"
+  std::string failure;               // why, for people
 };
 
 struct GateReport {
   int64_t run_id = 0;
-  std::string run_label;    // "kernelbench22, preset small, commit abc123, branch feature"
-  std::string baseline;     // selector ("run:12", a commit); "" without a baseline
+  std::string run_label;      // "kernelbench22, preset small, commit abc123, branch feature"
+  std::string baseline;       // selector ("run:12", a commit); "" without a baseline
   std::string baseline_note;  // why there is none, or where it came from
   GatePolicy policy;
   std::vector<GateCase> cases;  // by problem, then GPU model (the results table's order)

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "cli/cli_app.h"
 #include "cli/ci_gate.h"
+#include "cli/cli_app.h"
 #include "cli/history_reader.h"
 #include "cli/results_reader.h"
 
@@ -38,7 +38,8 @@ std::string find_baseline(ResultsReader& reader, const RunRow& run, const GateFl
     *note = "--baseline";
     return flags.baseline;
   }
-  const auto last = value_or_fail(reader.last_run_on_branch(flags.target_branch, run.preset, run.id));
+  const auto last =
+      value_or_fail(reader.last_run_on_branch(flags.target_branch, run.preset, run.id));
   if (!last) {
     *note = "no finished " + run.preset + " run on branch " + flags.target_branch + " before run " +
             std::to_string(run.id) + ": nothing to compare with";
@@ -65,14 +66,16 @@ Result<double> parse_slowdown(const std::string& text) {
   const double value = std::strtod(text.c_str(), &end);
   const bool percent = end != text.c_str() && std::string(end) == "%";
   if (end == text.c_str() || (!percent && *end != '\0') || value < 0 || (!percent && value >= 1)) {
-    return Status::invalid_argument("--max-slowdown " + text + ": write a percentage (3%) or a "
+    return Status::invalid_argument("--max-slowdown " + text +
+                                    ": write a percentage (3%) or a "
                                     "fraction below 1 (0.03)");
   }
   return percent ? value / 100 : value;
 }
 
 Status check_gate_flags(const GateFlags& flags) {
-  if (!flags.gate && (!flags.baseline.empty() || !flags.summary_md.empty() || !flags.junit.empty())) {
+  if (!flags.gate &&
+      (!flags.baseline.empty() || !flags.summary_md.empty() || !flags.junit.empty())) {
     return Status::invalid_argument("--baseline, --summary-md and --junit need --gate");
   }
   if (auto p = parse_slowdown(flags.max_slowdown); !p.is_ok()) return p.status();
@@ -86,9 +89,13 @@ void add_gate_options(CLI::App* command, GateFlags& flags) {
   command->add_option("--baseline", flags.baseline,
                       "Gate against this run (run:N) or commit (default: the last run of the same "
                       "preset on --target-branch)");
-  command->add_option("--target-branch", flags.target_branch, "The branch whose last run is the baseline")
+  command
+      ->add_option("--target-branch", flags.target_branch,
+                   "The branch whose last run is the baseline")
       ->capture_default_str();
-  command->add_option("--max-slowdown", flags.max_slowdown, "Largest slowdown that passes (3% or 0.03)")
+  command
+      ->add_option("--max-slowdown", flags.max_slowdown,
+                   "Largest slowdown that passes (3% or 0.03)")
       ->capture_default_str();
   command->add_option("--summary-md", flags.summary_md, "Write the gate's Markdown summary here");
   command->add_option("--junit", flags.junit, "Write JUnit XML here (one test case per problem)");
@@ -104,7 +111,8 @@ int run_gate(const std::string& db_url, int64_t run_id, const GateFlags& flags, 
   std::vector<CompareRow> versus;
   if (!baseline.empty()) {
     auto history = value_or_fail(HistoryReader::connect(db_url));
-    versus = compare_results(points_of(*history, baseline), points_of(*history, "run:" + std::to_string(run_id)),
+    versus = compare_results(points_of(*history, baseline),
+                             points_of(*history, "run:" + std::to_string(run_id)),
                              gate_compare_options(policy));
   }
   GateReport report = evaluate_gate(value_or_fail(results->results(run_id)), versus, policy);

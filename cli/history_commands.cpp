@@ -240,11 +240,14 @@ void register_history_commands(CLI::App& app) {
   compare->add_option("base", c->request.base, "Base: commit SHA, unique prefix, or run:N");
   compare->add_option("head", c->request.head, "Head: commit SHA, unique prefix, or run:N");
   compare->add_option("--gpu", c->request.gpu, "Only this GPU model");
-  compare->add_option("--commit", c->request.commit, "Compare two GPU models at this commit (--gpus)");
+  compare->add_option("--commit", c->request.commit,
+                      "Compare two GPU models at this commit (--gpus)");
   compare->add_option("--gpus", c->request.gpus, "A,B: the two GPU models for --commit");
   compare->add_option("--variant", c->request.variant, "custom or reference")
-      ->check(CLI::IsMember({"custom", "reference"}))->capture_default_str();
-  compare->add_option("--alpha", c->request.options.alpha, "False discovery rate")->capture_default_str();
+      ->check(CLI::IsMember({"custom", "reference"}))
+      ->capture_default_str();
+  compare->add_option("--alpha", c->request.options.alpha, "False discovery rate")
+      ->capture_default_str();
   compare->add_option("--threshold", c->request.options.threshold, "Practical band (0.01 = ±1%)")
       ->capture_default_str();
   add_db_options(compare, c->db, true);

@@ -43,8 +43,9 @@ bool is_sha_prefix(const std::string& s) {
 // Columns of a point, in the order point_from_row reads them; `v` is the variant's column prefix.
 std::string point_columns(const std::string& v) {
   return "r.id, r.run_id, r.problem_id, r.gpu_model, r.preset, COALESCE(r.commit_sha, ''), "
-         "COALESCE(r.branch, ''), r.status, extract(epoch FROM " + std::string(kSeriesTime) +
-         ")::float8, r.commit_time IS NOT NULL, r." + v + "_median_ms, array_to_string(r." + v +
+         "COALESCE(r.branch, ''), r.status, extract(epoch FROM " +
+         std::string(kSeriesTime) + ")::float8, r.commit_time IS NOT NULL, r." + v +
+         "_median_ms, array_to_string(r." + v +
          "_samples_ms, ','), r.speedup, r.speedup_ci_low, r.speedup_ci_high, r.floor_ms, "
          "NULLIF(r.result->>'hard_floor_ms', '')::float8";
 }
@@ -236,13 +237,14 @@ Result<std::vector<RegressionRow>> HistoryReader::regressions(const RegressionFi
         "g.p_value, g.adjusted_p, g.slow_points, extract(epoch FROM g.created_at)::float8, "
         "extract(epoch FROM g.updated_at)::float8 "
         "FROM regressions g JOIN results r ON r.id = g.result_id "
-        "WHERE g.created_at >= COALESCE(NULLIF($1, '')::timestamptz, '-infinity') AND ($2 = '' OR g.gpu_model = $2) "
+        "WHERE g.created_at >= COALESCE(NULLIF($1, '')::timestamptz, '-infinity') AND ($2 = '' OR "
+        "g.gpu_model = $2) "
         "AND ($3::bigint = 0 OR r.run_id = $3) AND ($6 = '' OR g.problem_id = $6)" +
         time_bounds(4, 5, kSeriesTime) + " ORDER BY g.created_at DESC, g.id DESC";
     std::vector<RegressionRow> rows;
-    for (const pqxx::row& row : txn.exec_params(sql, f.since, f.gpu_model, f.run_id.value_or(0),
-                                                bound_or_nan(f.from_s), bound_or_nan(f.until_s),
-                                                f.problem)) {
+    for (const pqxx::row& row :
+         txn.exec_params(sql, f.since, f.gpu_model, f.run_id.value_or(0), bound_or_nan(f.from_s),
+                         bound_or_nan(f.until_s), f.problem)) {
       RegressionRow g;
       g.id = row[0].as<int64_t>();
       g.result_id = row[1].as<int64_t>();

@@ -29,7 +29,8 @@ Result<PackFile> read_pack_file(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return Status::not_found("kernel pack " + path + " is not a file");
   Result<std::string> bytes = read_file(path);
-  if (!bytes.is_ok()) return Status::io_error("cannot read kernel pack: " + bytes.status().message());
+  if (!bytes.is_ok())
+    return Status::io_error("cannot read kernel pack: " + bytes.status().message());
   PackFile pack;
   pack.path = path;
   pack.bytes = std::move(bytes).value();

@@ -150,8 +150,8 @@ Result<std::vector<RunRow>> ResultsReader::runs(int last) {
   try {
     pqxx::read_transaction txn(connection_->pq);
     std::vector<RunRow> rows;
-    for (const auto& row : txn.exec_params(std::string(kRunSelect) + "ORDER BY r.id DESC LIMIT $1",
-                                           last)) {
+    for (const auto& row :
+         txn.exec_params(std::string(kRunSelect) + "ORDER BY r.id DESC LIMIT $1", last)) {
       rows.push_back(run_from_row(row));
     }
     return rows;
@@ -163,8 +163,7 @@ Result<std::vector<RunRow>> ResultsReader::runs(int last) {
 Result<RunStatus> ResultsReader::run_status(int64_t run_id) {
   try {
     pqxx::read_transaction txn(connection_->pq);
-    const pqxx::result runs =
-        txn.exec_params(std::string(kRunSelect) + "WHERE r.id = $1", run_id);
+    const pqxx::result runs = txn.exec_params(std::string(kRunSelect) + "WHERE r.id = $1", run_id);
     if (runs.empty()) return Status::not_found("no run " + std::to_string(run_id) + " in the database");
     RunStatus status;
     status.run = run_from_row(runs[0]);

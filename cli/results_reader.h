@@ -78,7 +78,8 @@ class ResultsReader {
   // The newest run before `before_run_id` on `branch` with `preset` that is done and has
   // results (the CI gate's default baseline); nullopt when there is none.
   Result<std::optional<int64_t>> last_run_on_branch(const std::string& branch,
-                                                    const std::string& preset, int64_t before_run_id);
+                                                    const std::string& preset,
+                                                    int64_t before_run_id);
 
  private:
   struct Connection;  // wraps pqxx::connection (a typedef in libpqxx 6.4: not forward-declarable)

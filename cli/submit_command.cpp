@@ -109,8 +109,9 @@ nlohmann::json submit_body(const SubmitOptions& o, const RunContent& content, co
       // `problems` is a string for the codec: the resolved ids, comma-separated (a suite's
       // members are resolved here, so the coordinator does not need our catalog's suites).
       {"problems", join(content.ids, ",")}, {"preset", o.preset},
-      {"gpu_models", o.gpu_models}, {"pack", pack_hash}, {"submitted_by", o.submitted_by},
-      {"seed", o.seed}, {"max_attempts", o.max_attempts}};
+      {"gpu_models", o.gpu_models},         {"pack", pack_hash},
+      {"submitted_by", o.submitted_by},     {"seed", o.seed},
+      {"max_attempts", o.max_attempts}};
   if (!content.suite.empty()) body["suite"] = content.suite;
   if (o.time_cap > 0) body["time_cap_s"] = o.time_cap;
   if (o.trials >= 0) body["trials"] = o.trials;

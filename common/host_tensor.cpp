@@ -1,6 +1,5 @@
 #include "common/host_tensor.h"
 
-
 namespace kb {
 
 const HostTensor<float>& TensorSet::get(const std::string& name) const {

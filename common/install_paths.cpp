@@ -36,7 +36,8 @@ std::string default_executor_path() {
 }
 
 std::string default_reference_pack_path() {
-  if (const char* env = std::getenv("KB_REFERENCE_PACK"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("KB_REFERENCE_PACK"); env != nullptr && *env != '\0')
+    return env;
   const fs::path dir = program_dir();
   if (dir.empty()) return "";
   return first_file({dir / "libkbref.so", dir.parent_path() / "kernels" / "libkbref.so",

@@ -182,8 +182,8 @@ Result<OpOutput> infer_linear(const OpCall& call) {
   const Shape& w = call.inputs[1];
   if (x.empty()) return bad_input(call, 0, "a tensor (*, K) of rank >= 1");
   if (w.size() != 2 || w[1] != x.back()) {
-    return bad_input(call, 1, "a weight (O, K) with K = " + std::to_string(x.back()) +
-                                  " (x's last dim)");
+    return bad_input(call, 1,
+                     "a weight (O, K) with K = " + std::to_string(x.back()) + " (x's last dim)");
   }
   if (call.inputs.size() > 2 && call.inputs[2] != Shape{w[0]}) {
     return bad_input(call, 2, shape_to_string({w[0]}) + ", one per output feature");

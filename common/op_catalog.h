@@ -31,10 +31,11 @@
 //                        in_proj_bias (3E), out_proj_weight (E,E), out_proj_bias (E)];
 //                        attr num_heads -> (L,N,E)  (batch_first=False, dropout 0)
 //
-// FLOPs: multiply-add = 2 (linear: 2*out*K, +1 per output element for the bias; convs: gather form out*C/groups*kvol; transposed convs: only taps
-// that land inside the output); elementwise per output element: add/mul/min/max/relu/clamp and
-// scalar ops 1, exp/log/erf/tanh 1, sigmoid 4, gelu 5, swish 5, hardswish 5, softmax 5, norms as
-// listed in op_catalog.cpp; a conv bias is 1 per output element. reshape/permute cost nothing.
+// FLOPs: multiply-add = 2 (linear: 2*out*K, +1 per output element for the bias; convs: gather form
+// out*C/groups*kvol; transposed convs: only taps that land inside the output); elementwise per
+// output element: add/mul/min/max/relu/clamp and scalar ops 1, exp/log/erf/tanh 1, sigmoid 4, gelu
+// 5, swish 5, hardswish 5, softmax 5, norms as listed in op_catalog.cpp; a conv bias is 1 per
+// output element. reshape/permute cost nothing.
 //
 // Thread safety: the catalog is immutable static data.
 #pragma once

@@ -32,8 +32,8 @@ constexpr double kFallbackTf32PerSm = 7.6e12;
 PhysicalPeaks nominal_peaks(const std::string& gpu_name, int sm_count) {
   for (const Row& row : kTable) {
     if (gpu_name.find(row.name_part) != std::string::npos) {
-      return {row.dram_bytes_per_s, row.tf32_dense_flops / 3, std::string("nominal ") + row.name_part +
-                                                                 " datasheet (peak DRAM; dense TF32 / 3)"};
+      return {row.dram_bytes_per_s, row.tf32_dense_flops / 3,
+              std::string("nominal ") + row.name_part + " datasheet (peak DRAM; dense TF32 / 3)"};
     }
   }
   return {kFallbackBytesPerS, std::max(1, sm_count) * kFallbackTf32PerSm / 3,

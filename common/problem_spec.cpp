@@ -7,7 +7,6 @@
 namespace kb {
 namespace {
 
-
 Result<Shape> resolve_shape(const std::vector<ShapeExpr>& exprs, const Dims& dims,
                             const std::string& what) {
   Shape shape;
@@ -201,7 +200,8 @@ const AttrValue& ProblemInstance::attr(const std::string& node, const std::strin
   const GraphNode* n = spec_->find_node(node);
   if (!n) fatal(spec_->id + " has no graph node '" + node + "'");
   auto it = n->attrs.find(name);
-  if (it == n->attrs.end()) fatal(spec_->id + ": node '" + node + "' has no attribute '" + name + "'");
+  if (it == n->attrs.end())
+    fatal(spec_->id + ": node '" + node + "' has no attribute '" + name + "'");
   return it->second;
 }
 
@@ -224,7 +224,8 @@ std::vector<int64_t> ProblemInstance::ints(const std::string& node, const std::s
 
 int64_t ProblemInstance::int_attr(const std::string& node, const std::string& name) const {
   std::vector<int64_t> values = ints(node, name);
-  if (values.size() != 1) fatal(spec_->id + ": attribute " + node + "." + name + " is not one integer");
+  if (values.size() != 1)
+    fatal(spec_->id + ": attribute " + node + "." + name + " is not one integer");
   return values[0];
 }
 

@@ -1,5 +1,5 @@
-#include "common/files.h"
 #include "common/spec_loader.h"
+#include "common/files.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -16,9 +16,9 @@ namespace kb {
 namespace {
 
 const std::set<std::string> kTopLevelFields = {
-    "id", "name", "level", "family", "init_inputs", "notes", "dims", "presets", "inputs",
-    "parameters", "graph", "output", "tolerance", "robustness", "source", "upstream",
-    "verification"};
+    "id",        "name",       "level",  "family",     "init_inputs", "notes",
+    "dims",      "presets",    "inputs", "parameters", "graph",       "output",
+    "tolerance", "robustness", "source", "upstream",   "verification"};
 const std::set<std::string> kFamilies = {"matmul", "conv", "conv_transpose", "loss",
                                          "activation", "network", "attention"};
 const std::map<std::string, InputGenerator> kGenerators = {
@@ -174,11 +174,12 @@ void read_origin(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   }
   spec.upstream.repo = r.text(r.require(upstream, "repo", "upstream.repo"), "upstream.repo");
   spec.upstream.path = r.text(r.require(upstream, "path", "upstream.path"), "upstream.path");
-  spec.upstream.commit = r.text(r.require(upstream, "commit", "upstream.commit"), "upstream.commit");
+  spec.upstream.commit =
+      r.text(r.require(upstream, "commit", "upstream.commit"), "upstream.commit");
   static const std::regex kCommit("[0-9a-f]{40}");
   if (upstream["commit"] && !std::regex_match(spec.upstream.commit, kCommit)) {
-    r.error("upstream.commit", "expected a full commit hash (40 hex digits), got '" +
-                                   spec.upstream.commit + "'");
+    r.error("upstream.commit",
+            "expected a full commit hash (40 hex digits), got '" + spec.upstream.commit + "'");
   }
 }
 
@@ -186,9 +187,10 @@ void read_header(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
   for (const auto& kv : doc) {
     std::string key = kv.first.Scalar();
     if (!kTopLevelFields.count(key)) {
-      r.error(key, "unknown field (expected one of id, name, level, family, init_inputs, notes, "
-                   "dims, presets, inputs, parameters, graph, output, tolerance, robustness, source, "
-                   "upstream, verification)");
+      r.error(key,
+              "unknown field (expected one of id, name, level, family, init_inputs, notes, "
+              "dims, presets, inputs, parameters, graph, output, tolerance, robustness, source, "
+              "upstream, verification)");
     }
   }
   spec.id = r.text(r.require(doc, "id", "id"), "id");

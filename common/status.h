@@ -111,6 +111,6 @@ class [[nodiscard]] Result {
 #define KB_ASSIGN_OR_RETURN(lhs, expr) \
   KB_ASSIGN_OR_RETURN_IMPL_(KB_STATUS_CONCAT_(kb_result_, __LINE__), lhs, expr)
 #define KB_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
-  auto result = (expr);                               \
-  if (!result.is_ok()) return result.status();        \
+  auto result = (expr);                              \
+  if (!result.is_ok()) return result.status();       \
   lhs = std::move(result).value()

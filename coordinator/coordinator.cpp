@@ -1,6 +1,6 @@
+#include "coordinator/coordinator.h"
 #include "common/files.h"
 #include "common/log.h"
-#include "coordinator/coordinator.h"
 
 #include <unistd.h>
 
@@ -421,8 +421,9 @@ HttpResponse Coordinator::on_http(const std::string& target) {
             metrics_.render(scheduler_.stats(), db_->stats(), scheduler_.quarantined())};
   }
   if (!dashboard_ && Dashboard::serves(target)) {
-    return {404, "text/plain; charset=utf-8",
-            "no dashboard: start kb-coordinator with --dashboard-db URL (a login in kb_readonly)\n"};
+    return {
+        404, "text/plain; charset=utf-8",
+        "no dashboard: start kb-coordinator with --dashboard-db URL (a login in kb_readonly)\n"};
   }
   return {404, "text/plain; charset=utf-8", "not found: try /, /healthz or /metrics\n"};
 }

@@ -3,8 +3,9 @@
 // (scheduler ticks and lease deadlines, heartbeats to workers, metrics rates), SIGTERM/SIGINT and
 // the HTTP endpoint. The Scheduler (scheduler.h) decides; the DbThread (db_thread.h) writes; the
 // loop never waits on PostgreSQL. With dashboard_db, the HTTP endpoint also serves the dashboard
-// (dashboard.h), whose pages are queried and rendered on its own thread and answered later. A RESULT is acknowledged only after the batch holding it has
-// committed (or it proved a duplicate of a committed row).
+// (dashboard.h), whose pages are queried and rendered on its own thread and answered later. A
+// RESULT is acknowledged only after the batch holding it has committed (or it proved a duplicate of
+// a committed row).
 //
 // Lifecycle: create() loads the open jobs from the store (lease grace for leased ones), binds the
 // sockets (loopback only unless CURVE keys are given) and the HTTP endpoint, and writes the
@@ -45,10 +46,10 @@
 #include "coordinator/bind_policy.h"
 #include "coordinator/dashboard.h"
 #include "coordinator/db_thread.h"
-#include "coordinator/pack_quota.h"
 #include "coordinator/http_endpoint.h"
 #include "coordinator/job_store.h"
 #include "coordinator/metrics.h"
+#include "coordinator/pack_quota.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/zap_handler.h"
 #include "coordinator/zmq_asio.h"
@@ -63,7 +64,7 @@ struct CoordinatorConfig {
   std::string curve_secret_key_file;  // with allow_lists, or neither
   AllowListFiles allow_lists;
   std::string http_token;              // "" = none (then HTTP must be on loopback)
-  std::string dashboard_db;  // the read-only role's URL; "" = no dashboard (dashboard.h)
+  std::string dashboard_db;            // the read-only role's URL; "" = no dashboard (dashboard.h)
   PackQuota pack_quota;
   std::string problems_dir;    // the catalog for SUBMIT; "" = default_problems_dir()
   SchedulerConfig scheduler;

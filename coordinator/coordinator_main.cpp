@@ -85,9 +85,12 @@ int main(int argc, char** argv) {
   app.add_option("--problems-dir", config.problems_dir, "Problem specs and suites.yaml (env KB_PROBLEMS_DIR)");
   app.add_option("--workers-bind", config.workers_bind, "ROUTER endpoint for workers")->capture_default_str();
   app.add_option("--clients-bind", config.clients_bind, "ROUTER endpoint for clients")->capture_default_str();
-  app.add_option("--http-bind", config.http_bind, "HOST:PORT for /healthz, /metrics and the dashboard")->capture_default_str();
+  app.add_option("--http-bind", config.http_bind,
+                 "HOST:PORT for /healthz, /metrics and the dashboard")
+      ->capture_default_str();
   app.add_option("--dashboard-db", config.dashboard_db,
-                 "Read-only role's PostgreSQL URL: serve the dashboard on the HTTP endpoint (env KB_DASHBOARD_DB_URL)");
+                 "Read-only role's PostgreSQL URL: serve the dashboard on the HTTP endpoint (env "
+                 "KB_DASHBOARD_DB_URL)");
   app.add_option("--endpoints-file", config.endpoints_file, "Write the bound endpoints here (JSON)");
   app.add_option("--curve-secret-key", config.curve_secret_key_file, "Coordinator key file (CURVE)")->check(CLI::ExistingFile);
   std::string allow_dir, http_token_file;

@@ -38,7 +38,7 @@ class ResultsReader;
 namespace kb::coord {
 
 struct DashboardConfig {
-  std::string db_url;  // the read-only role's URL
+  std::string db_url;   // the read-only role's URL
   int runs_shown = 25;  // ?last=N shows more
 };
 

@@ -40,8 +40,9 @@ class Session : public std::enable_shared_from_this<Session> {
       // The handler may answer from another thread: the answer comes back to this session's
       // executor (the loop) before anything touches the stream.
       handler_(std::string(request_.target()), [self = shared_from_this()](HttpResponse answer) {
-        asio::post(self->stream_.get_executor(),
-                   [self, answer = std::move(answer)]() mutable { self->write(std::move(answer)); });
+        asio::post(self->stream_.get_executor(), [self, answer = std::move(answer)]() mutable {
+          self->write(std::move(answer));
+        });
       });
     }
   }
@@ -109,9 +110,9 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind(asio::io_context& io,
 }
 
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::bind_async(asio::io_context& io,
-                                                             const std::string& host_port,
-                                                             AsyncHandler handler,
-                                                             std::string token) {
+                                                               const std::string& host_port,
+                                                               AsyncHandler handler,
+                                                               std::string token) {
   std::string host;
   uint16_t port = 0;
   if (!split_host_port(host_port, &host, &port)) {

@@ -43,9 +43,9 @@ class HttpEndpoint {
                                                    const std::string& host_port, Handler handler,
                                                    std::string token = {});
   static Result<std::unique_ptr<HttpEndpoint>> bind_async(boost::asio::io_context& io,
-                                                         const std::string& host_port,
-                                                         AsyncHandler handler,
-                                                         std::string token = {});
+                                                          const std::string& host_port,
+                                                          AsyncHandler handler,
+                                                          std::string token = {});
   void start();
   void stop();
   std::string address() const;  // "127.0.0.1:PORT"

@@ -10,8 +10,8 @@
 #include <regex>
 #include <sstream>
 
-#include "common/files.h"
 #include "common/config_file.h"
+#include "common/files.h"
 #include "coordinator/pg_status.h"
 
 namespace kb::coord {

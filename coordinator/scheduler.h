@@ -1,6 +1,7 @@
 // The coordinator's scheduler: the in-memory queue, the workers' sessions and credits, the leases
-// and the per-run counters (docs/design.md#job-lifecycle; schemas/protocol.md). Pure logic: no sockets,
-// no database. Each event updates the state and appends to three outboxes that the caller drains:
+// and the per-run counters (docs/design.md#job-lifecycle; schemas/protocol.md). Pure logic: no
+// sockets, no database. Each event updates the state and appends to three outboxes that the caller
+// drains:
 //   take_batch()       the state changes for the database thread (one JobStore::apply each)
 //   take_dispatches()  the JOBs whose leases are in that batch: sent only after it commits, and
 //                      only if send_or_requeue() says so (a JOB never names an uncommitted lease)

@@ -17,7 +17,8 @@ struct HostSet {
 
 class CpuDevice final : public ExecutionDevice {
  public:
-  CpuDevice(const KernelPack& reference, const KernelPack& candidate) : packs_{&reference, &candidate} {}
+  CpuDevice(const KernelPack& reference, const KernelPack& candidate)
+      : packs_{&reference, &candidate} {}
   ~CpuDevice() override {
     for (int slot = 0; slot < 2; ++slot) {
       if (instances_[slot]) packs_[slot]->table().destroy(instances_[slot]);
@@ -26,7 +27,8 @@ class CpuDevice final : public ExecutionDevice {
 
   std::string kind() const override { return "cpu"; }
   nlohmann::json environment() const override {
-    return {{"device", "cpu"}, {"threads", std::thread::hardware_concurrency()},
+    return {{"device", "cpu"},
+            {"threads", std::thread::hardware_concurrency()},
             {"pack", pack_environment(pack(Slot::kCustom))},
             {"reference_pack", pack_environment(pack(Slot::kReference))},
             {"peaks", "nominal 1 GFLOP/s and 10 GB/s per core (CPU runs are for correctness)"}};
@@ -38,18 +40,20 @@ class CpuDevice final : public ExecutionDevice {
 
   CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
                        const std::string& spec_yaml) override {
-    kb_instance_v1*& held = instances_[static_cast<int>(slot)];  // created again: let go of it first
+    kb_instance_v1*& held =
+        instances_[static_cast<int>(slot)];  // created again: let go of it first
     if (held) pack(slot).table().destroy(held);
     held = nullptr;
     std::vector<kb_dim_v1> dims;
     for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
     char error[2048] = "";
     kb_instance_v1* inst = nullptr;
-    int32_t code = pack(slot).table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
-                                        static_cast<int32_t>(dims.size()), variant, nullptr, &inst,
-                                        error, sizeof error);
+    int32_t code = pack(slot).table().create(spec_yaml.c_str(), problem.spec().file.c_str(),
+                                             dims.data(), static_cast<int32_t>(dims.size()),
+                                             variant, nullptr, &inst, error, sizeof error);
     instances_[static_cast<int>(slot)] = inst;
-    outputs_[static_cast<int>(slot)].assign(static_cast<size_t>(element_count(problem.output_shape())), 0.f);
+    outputs_[static_cast<int>(slot)].assign(
+        static_cast<size_t>(element_count(problem.output_shape())), 0.f);
     output_shape_ = problem.output_shape();
     return {code, error};
   }
@@ -59,8 +63,10 @@ class CpuDevice final : public ExecutionDevice {
     HostSet& s = sets_[set];
     s.inputs.clear();
     s.params.clear();
-    for (size_t i = 0; i < problem.spec().inputs.size(); ++i) s.inputs.push_back(generate_input(problem, i, key));
-    for (size_t i = 0; i < problem.spec().params.size(); ++i) s.params.push_back(generate_param(problem, i, key));
+    for (size_t i = 0; i < problem.spec().inputs.size(); ++i)
+      s.inputs.push_back(generate_input(problem, i, key));
+    for (size_t i = 0; i < problem.spec().params.size(); ++i)
+      s.params.push_back(generate_param(problem, i, key));
     return Status::ok();
   }
 
@@ -68,15 +74,17 @@ class CpuDevice final : public ExecutionDevice {
     std::vector<kb_tensor_v1> in = views(sets_.at(set).inputs), par = views(sets_.at(set).params);
     kb_tensor_v1 out = view(outputs_[static_cast<int>(slot)].data(), output_shape_);
     char error[2048] = "";
-    int32_t code = pack(slot).table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
-                                     par.data(), static_cast<int32_t>(par.size()), &out, nullptr, error, sizeof error);
+    int32_t code = pack(slot).table().run(
+        instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()), par.data(),
+        static_cast<int32_t>(par.size()), &out, nullptr, error, sizeof error);
     return code == KB_PACK_OK ? Status::ok() : Status::internal(error);
   }
 
   Result<double> run_timed(Slot slot, int set) override {
     auto start = std::chrono::steady_clock::now();
     if (Status s = run(slot, set); !s.is_ok()) return s;
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
   }
   Status synchronize() override { return Status::ok(); }
 
@@ -85,14 +93,17 @@ class CpuDevice final : public ExecutionDevice {
     std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
     return Status::ok();
   }
-  Result<std::vector<float>> read_output(Slot slot) override { return outputs_[static_cast<int>(slot)]; }
+  Result<std::vector<float>> read_output(Slot slot) override {
+    return outputs_[static_cast<int>(slot)];
+  }
 
   Result<uint64_t> input_hash(int set) override {
     uint64_t h = 14695981039346656037ull;
     auto mix = [&h](const std::vector<HostTensor<float>>& tensors) {
       for (const auto& t : tensors) {
         const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
-        for (size_t i = 0; i < t.data.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+        for (size_t i = 0; i < t.data.size() * sizeof(float); ++i)
+          h = (h ^ bytes[i]) * 1099511628211ull;
       }
     };
     mix(sets_.at(set).inputs);
@@ -147,11 +158,14 @@ class CpuDevice final : public ExecutionDevice {
 }  // namespace
 
 nlohmann::json pack_environment(const KernelPack& pack) {
-  return {{"path", pack.path()}, {"sha256", pack.sha256()}, {"commit", pack.table().commit},
+  return {{"path", pack.path()},
+          {"sha256", pack.sha256()},
+          {"commit", pack.table().commit},
           {"build", pack.table().build_info}};
 }
 
-std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference, const KernelPack& candidate) {
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference,
+                                                 const KernelPack& candidate) {
   return std::make_unique<CpuDevice>(reference, candidate);
 }
 

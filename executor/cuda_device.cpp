@@ -8,14 +8,14 @@
 #include <cmath>
 #include <memory>
 
-#include "kernels/device/cuda_check.h"
-#include "kernels/device/library_handles.h"
-#include "kernels/device/tensor_generator.cuh"
 #include "executor/device_buffers.cuh"
 #include "executor/device_identity.h"
 #include "executor/execution_device.h"
 #include "executor/gpu_clocks.h"
 #include "executor/launch_tracer.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/device/library_handles.h"
+#include "kernels/device/tensor_generator.cuh"
 
 namespace kb {
 namespace {
@@ -24,8 +24,10 @@ namespace {
 std::string uuid_string(const cudaDeviceProp& prop) {
   char uuid[64];
   const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  std::snprintf(uuid, sizeof uuid,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                u[14], u[15]);
   return uuid;
 }
 
@@ -94,7 +96,9 @@ class CudaDevice final : public ExecutionDevice {
   Result<uint64_t> output_hash(Slot slot) override;
   Status stash_reference() override;
   Result<std::vector<float>> read_stash() override { return read_buffer(stash_); }
-  Result<ErrorStats> compare_with_stash(const Tolerance& tolerance) override { return compare_with(stash_, tolerance); }
+  Result<ErrorStats> compare_with_stash(const Tolerance& tolerance) override {
+    return compare_with(stash_, tolerance);
+  }
   Status begin_trace() override { return tracer_.begin(); }
   Result<LaunchTrace> end_trace() override { return tracer_.end(stream_); }
   void sample_clocks() override { clocks_->sample(); }
@@ -102,7 +106,9 @@ class CudaDevice final : public ExecutionDevice {
   double peak_flops() const override { return peak_flops_; }
   double peak_bytes_per_s() const override { return peak_bytes_; }
   PhysicalPeaks floor_peaks() const override { return floor_peaks_; }
-  std::unique_ptr<ExecutionDevice> make_golden_device() const override { return make_cpu_device(pack(Slot::kReference), pack(Slot::kReference)); }
+  std::unique_ptr<ExecutionDevice> make_golden_device() const override {
+    return make_cpu_device(pack(Slot::kReference), pack(Slot::kReference));
+  }
 
  private:
   Status allocate(DeviceBuffer& b, const Shape& shape);
@@ -111,8 +117,8 @@ class CudaDevice final : public ExecutionDevice {
   // The custom output against `expected` (the reference slot or the stash), on the GPU.
   Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance) {
     const DeviceBuffer& custom = outputs_[static_cast<int>(Slot::kCustom)];
-    return compare_on_device(expected.data, custom.data, element_count(expected.shape), tolerance.atol,
-                             tolerance.rtol, compare_scratch_, stream_);
+    return compare_on_device(expected.data, custom.data, element_count(expected.shape),
+                             tolerance.atol, tolerance.rtol, compare_scratch_, stream_);
   }
   void describe_device(const cudaDeviceProp& prop);
 
@@ -158,9 +164,9 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
   const nlohmann::json software = software_versions();
   const std::string uuid = uuid_string(prop);
   const std::string name = prop.name;
-  // Roofline ceilings: the H100/H200 figures measured for this suite (docs/problems.md#method: strict fp32
-  // FMA 67 TFLOP/s; device-to-device copy 4.3 TB/s on the H200); elsewhere the fp32 FMA peak
-  // from SM count and clock, and the bandwidth of an H100-class part.
+  // Roofline ceilings: the H100/H200 figures measured for this suite (docs/problems.md#method:
+  // strict fp32 FMA 67 TFLOP/s; device-to-device copy 4.3 TB/s on the H200); elsewhere the fp32 FMA
+  // peak from SM count and clock, and the bandwidth of an H100-class part.
   const bool h200 = name.find("H200") != std::string::npos;
   int clock_khz = 0;
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal_);
@@ -168,18 +174,30 @@ void CudaDevice::describe_device(const cudaDeviceProp& prop) {
   peak_bytes_ = h200 ? 4.3e12 : 3.35e12;
   floor_peaks_ = nominal_peaks(name, prop.multiProcessorCount);
   environment_ = {
-      {"device", "cuda"}, {"gpu", {{"ordinal", ordinal_}, {"name", name}, {"uuid", uuid},
-                                   {"memory_bytes", prop.totalGlobalMem}, {"sm_count", prop.multiProcessorCount},
-                                   {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-                                   {"l2_bytes", prop.l2CacheSize}}},
-      {"driver_version", software["driver"]}, {"cuda_runtime_version", software["cuda_runtime"]},
-      {"cudnn_version", software["cudnn"]}, {"cublas_version", software["cublas"]},
+      {"device", "cuda"},
+      {"gpu",
+       {{"ordinal", ordinal_},
+        {"name", name},
+        {"uuid", uuid},
+        {"memory_bytes", prop.totalGlobalMem},
+        {"sm_count", prop.multiProcessorCount},
+        {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+        {"l2_bytes", prop.l2CacheSize}}},
+      {"driver_version", software["driver"]},
+      {"cuda_runtime_version", software["cuda_runtime"]},
+      {"cudnn_version", software["cudnn"]},
+      {"cublas_version", software["cublas"]},
       {"pack", pack_environment(pack(Slot::kCustom))},
       {"reference_pack", pack_environment(pack(Slot::kReference))},
-      {"peaks", {{"fp32_flops", peak_flops_}, {"dram_bytes_per_s", peak_bytes_},
-                 {"source", h200 ? "H200 figures of docs/problems.md#method" : "nominal from SM count and clock"}}},
-      {"hard_floor_peaks", {{"dram_bytes_per_s", floor_peaks_.dram_bytes_per_s},
-                            {"math_flops_3xtf32", floor_peaks_.math_flops}, {"source", floor_peaks_.source}}},
+      {"peaks",
+       {{"fp32_flops", peak_flops_},
+        {"dram_bytes_per_s", peak_bytes_},
+        {"source",
+         h200 ? "H200 figures of docs/problems.md#method" : "nominal from SM count and clock"}}},
+      {"hard_floor_peaks",
+       {{"dram_bytes_per_s", floor_peaks_.dram_bytes_per_s},
+        {"math_flops_3xtf32", floor_peaks_.math_flops},
+        {"source", floor_peaks_.source}}},
   };
 }
 
@@ -237,9 +255,9 @@ CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstan
   for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
   char error[4096] = "";
   kb_instance_v1* inst = nullptr;
-  int32_t code = pack(slot).table().create(spec_yaml.c_str(), problem.spec().file.c_str(), dims.data(),
-                                      static_cast<int32_t>(dims.size()), variant, stream_, &inst, error,
-                                      sizeof error);
+  int32_t code = pack(slot).table().create(spec_yaml.c_str(), problem.spec().file.c_str(),
+                                           dims.data(), static_cast<int32_t>(dims.size()), variant,
+                                           stream_, &inst, error, sizeof error);
   instances_[static_cast<int>(slot)] = inst;
   if (code == KB_PACK_OK) {
     if (Status s = synchronize(); !s.is_ok()) return {KB_PACK_ERROR, "setup: " + s.message()};
@@ -274,8 +292,9 @@ Status CudaDevice::run(Slot slot, int set) {
   char error[4096] = "";
   // Whatever this thread launches until close_call() is the call's (launch_tracer.h).
   tracer_.open_call(slot);
-  int32_t code = pack(slot).table().run(instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()),
-                                   par.data(), static_cast<int32_t>(par.size()), &out, stream_, error, sizeof error);
+  int32_t code = pack(slot).table().run(
+      instances_[static_cast<int>(slot)], in.data(), static_cast<int32_t>(in.size()), par.data(),
+      static_cast<int32_t>(par.size()), &out, stream_, error, sizeof error);
   tracer_.close_call();
   if (code != KB_PACK_OK) return Status::internal(error);
   KB_CUDA_TRY(cudaGetLastError());
@@ -293,11 +312,14 @@ Result<double> CudaDevice::run_timed(Slot slot, int set) {
   return static_cast<double>(ms);
 }
 
-Result<std::vector<float>> CudaDevice::read_output(Slot slot) { return read_buffer(outputs_[static_cast<int>(slot)]); }
+Result<std::vector<float>> CudaDevice::read_output(Slot slot) {
+  return read_buffer(outputs_[static_cast<int>(slot)]);
+}
 
 Result<std::vector<float>> CudaDevice::read_buffer(const DeviceBuffer& b) {
   std::vector<float> host(static_cast<size_t>(element_count(b.shape)));
-  KB_CUDA_TRY(cudaMemcpyAsync(host.data(), b.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  KB_CUDA_TRY(cudaMemcpyAsync(host.data(), b.data, host.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost, stream_));
   KB_TRY(synchronize());
   return host;
 }
@@ -310,13 +332,16 @@ Result<uint64_t> CudaDevice::input_hash(int set) {
   return hash_buffers(buffers);
 }
 
-Result<uint64_t> CudaDevice::output_hash(Slot slot) { return hash_buffers({&outputs_[static_cast<int>(slot)]}); }
+Result<uint64_t> CudaDevice::output_hash(Slot slot) {
+  return hash_buffers({&outputs_[static_cast<int>(slot)]});
+}
 
 Result<uint64_t> CudaDevice::hash_buffers(const std::vector<const DeviceBuffer*>& buffers) {
   KB_CUDA_TRY(cudaMemsetAsync(hash_, 0, sizeof *hash_, stream_));
   uint64_t salt = 0;
   for (const DeviceBuffer* b : buffers) {
-    KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(b->data), element_count(b->shape), salt, hash_, stream_));
+    KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(b->data), element_count(b->shape),
+                           salt, hash_, stream_));
     salt += 0x100000000ull;
   }
   unsigned long long value = 0;
@@ -327,7 +352,8 @@ Result<uint64_t> CudaDevice::hash_buffers(const std::vector<const DeviceBuffer*>
 
 Status CudaDevice::stash_reference() {
   const DeviceBuffer& ref = outputs_[static_cast<int>(Slot::kReference)];
-  KB_CUDA_TRY(cudaMemcpyAsync(stash_.data, ref.data, static_cast<size_t>(element_count(ref.shape)) * sizeof(float),
+  KB_CUDA_TRY(cudaMemcpyAsync(stash_.data, ref.data,
+                              static_cast<size_t>(element_count(ref.shape)) * sizeof(float),
                               cudaMemcpyDeviceToDevice, stream_));
   return poison_output(Slot::kReference);
 }
@@ -337,17 +363,19 @@ Status CudaDevice::stash_reference() {
 Result<nlohmann::json> describe_cuda_device(int ordinal) {
   cudaDeviceProp prop{};
   KB_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
-  return nlohmann::json{{"kind", "cuda"},
-                        {"model", std::string(prop.name)},
-                        {"uuid", uuid_string(prop)},
-                        {"memory_bytes", static_cast<int64_t>(prop.totalGlobalMem)},
-                        {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-                        {"ordinal", ordinal},
-                        {"software", software_versions()}};
+  return nlohmann::json{
+      {"kind", "cuda"},
+      {"model", std::string(prop.name)},
+      {"uuid", uuid_string(prop)},
+      {"memory_bytes", static_cast<int64_t>(prop.totalGlobalMem)},
+      {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+      {"ordinal", ordinal},
+      {"software", software_versions()}};
 }
 
 Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& reference,
-                                                          const KernelPack& candidate, int ordinal) {
+                                                          const KernelPack& candidate,
+                                                          int ordinal) {
   auto device = std::make_unique<CudaDevice>(reference, candidate, ordinal);
   if (Status s = device->init(); !s.is_ok()) return s;
   return std::unique_ptr<ExecutionDevice>(std::move(device));

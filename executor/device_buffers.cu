@@ -1,13 +1,14 @@
 #include <cstring>
 
-#include "kernels/device/cuda_check.h"
 #include "executor/device_buffers.cuh"
+#include "kernels/device/cuda_check.h"
 
 namespace kb {
 namespace {
 
 __global__ void fill_nan_kernel(float* data, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     data[i] = __int_as_float(0x7fc00000);
   }
 }
@@ -20,12 +21,15 @@ __device__ uint64_t mix64(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
-__global__ void hash_kernel(const uint32_t* words, int64_t n, uint64_t salt, unsigned long long* acc) {
+__global__ void hash_kernel(const uint32_t* words, int64_t n, uint64_t salt,
+                            unsigned long long* acc) {
   uint64_t local = 0;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     local += mix64((static_cast<uint64_t>(i) + salt) * 0x9e3779b97f4a7c15ull ^ words[i]);
   }
-  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_down_sync(0xffffffff, local, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    local += __shfl_down_sync(0xffffffff, local, offset);
   if ((threadIdx.x & 31) == 0) atomicAdd(acc, static_cast<unsigned long long>(local));
 }
 
@@ -52,7 +56,8 @@ __global__ void compare_kernel(const float* reference, const float* custom, int6
                                double rtol, CompareAccumulators* acc) {
   double max_abs = 0, max_rel = 0;
   unsigned long long mismatches = 0, non_finite = 0, first = ~0ull;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const double r = reference[i], c = custom[i];
     bool bad;
     if (!isfinite(r)) {
@@ -81,7 +86,9 @@ __global__ void compare_kernel(const float* reference, const float* custom, int6
   }
 }
 
-unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096)); }
+unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096));
+}
 
 }  // namespace
 
@@ -92,8 +99,8 @@ Status fill_nan(float* data, int64_t n, cudaStream_t stream) {
   return Status::ok();
 }
 
-Status hash_words_into(const uint32_t* words, int64_t n, uint64_t salt, unsigned long long* accumulator,
-                       cudaStream_t stream) {
+Status hash_words_into(const uint32_t* words, int64_t n, uint64_t salt,
+                       unsigned long long* accumulator, cudaStream_t stream) {
   if (n == 0) return Status::ok();
   hash_kernel<<<grid_for(n), 256, 0, stream>>>(words, n, salt, accumulator);
   KB_CUDA_TRY(cudaGetLastError());

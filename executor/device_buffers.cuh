@@ -18,8 +18,8 @@ Status fill_nan(float* data, int64_t n, cudaStream_t stream);
 // Adds to *accumulator (device memory, one uint64) a position-dependent hash of n words:
 // sum over i of mix(i, word_i) mod 2^64, so any change of any word changes the sum (with
 // overwhelming probability) and the order of the additions does not matter.
-Status hash_words_into(const uint32_t* words, int64_t n, uint64_t salt, unsigned long long* accumulator,
-                       cudaStream_t stream);
+Status hash_words_into(const uint32_t* words, int64_t n, uint64_t salt,
+                       unsigned long long* accumulator, cudaStream_t stream);
 
 // The custom output against the reference on the GPU, with exactly the rule and the statistics of
 // verification.h's compare_outputs (in double, per element): max abs / rel error, mismatches,

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "common/physical_floor.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "common/tensor_generator.h"
 #include "executor/kernel_pack.h"
-#include "common/physical_floor.h"
 #include "executor/verification.h"
 
 namespace kb {
@@ -60,7 +60,7 @@ struct CallTrace {
 
 // Everything launched between begin_trace() and end_trace().
 struct LaunchTrace {
-  bool available = false;  // false where tracing is not possible (CPU device, no CUPTI)
+  bool available = false;        // false where tracing is not possible (CPU device, no CUPTI)
   std::vector<CallTrace> calls;  // one per run()/run_timed() in the window, in call order
   // Activities no call of the executor thread launched: launched by another host thread (a
   // thread a variant left behind, a host callback), or not attributable to any API call. Named.
@@ -100,7 +100,8 @@ class ExecutionDevice {
     if (!ref.is_ok()) return ref.status();
     Result<std::vector<float>> custom = read_output(Slot::kCustom);
     if (!custom.is_ok()) return custom.status();
-    return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()), tolerance);
+    return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()),
+                           tolerance);
   }
   // A hash over every input and parameter of set `set`.
   virtual Result<uint64_t> input_hash(int set) = 0;
@@ -118,7 +119,8 @@ class ExecutionDevice {
     if (!ref.is_ok()) return ref.status();
     Result<std::vector<float>> custom = read_output(Slot::kCustom);
     if (!custom.is_ok()) return custom.status();
-    return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()), tolerance);
+    return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()),
+                           tolerance);
   }
 
   // Traces everything launched between begin_trace() and end_trace() (which synchronizes),
@@ -144,7 +146,8 @@ class ExecutionDevice {
   virtual std::unique_ptr<ExecutionDevice> make_golden_device() const { return nullptr; }
 };
 
-std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference, const KernelPack& candidate);
+std::unique_ptr<ExecutionDevice> make_cpu_device(const KernelPack& reference,
+                                                 const KernelPack& candidate);
 // Fails when CUDA is not built in or GPU `ordinal` does not exist.
 Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack& reference,
                                                           const KernelPack& candidate, int ordinal);

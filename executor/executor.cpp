@@ -24,8 +24,13 @@ uint64_t trace_seed(const JobRequest& request) {
 
 }  // namespace
 
-Job::Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem, JobResult& result)
-    : device_(device), request_(request), problem_(problem), result_(result), trace_rng_(trace_seed(request)) {}
+Job::Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem,
+         JobResult& result)
+    : device_(device),
+      request_(request),
+      problem_(problem),
+      result_(result),
+      trace_rng_(trace_seed(request)) {}
 
 bool Job::fail(JobStatus status, const std::string& message) {
   result_.status = status;
@@ -38,22 +43,24 @@ bool Job::fail_error(const std::string& where, const Status& status) {
 }
 
 bool Job::create_variants() {
-  CreateOutcome ref = device_.create(Slot::kReference, device_.pack_variant(Slot::kReference), problem_,
-                                     request_.spec_yaml);
-  if (ref.code == KB_PACK_UNSUPPORTED) return fail(JobStatus::kUnsupported, "reference: " + ref.message);
+  CreateOutcome ref = device_.create(Slot::kReference, device_.pack_variant(Slot::kReference),
+                                     problem_, request_.spec_yaml);
+  if (ref.code == KB_PACK_UNSUPPORTED)
+    return fail(JobStatus::kUnsupported, "reference: " + ref.message);
   if (ref.code != KB_PACK_OK) return fail(JobStatus::kRuntimeError, "reference: " + ref.message);
   if (request_.config.aa) {
     has_custom_ = true;  // B samples run the reference instance itself (see timed_reference_pair)
     return true;
   }
-  CreateOutcome custom = device_.create(Slot::kCustom, device_.pack_variant(Slot::kCustom), problem_,
-                                        request_.spec_yaml);
+  CreateOutcome custom = device_.create(Slot::kCustom, device_.pack_variant(Slot::kCustom),
+                                        problem_, request_.spec_yaml);
   if (custom.code == KB_PACK_NOT_IMPLEMENTED) {
     result_.status = JobStatus::kNotImplemented;
     result_.message = custom.message;
     return true;  // the reference is still timed
   }
-  if (custom.code == KB_PACK_UNSUPPORTED) return fail(JobStatus::kUnsupported, "custom: " + custom.message);
+  if (custom.code == KB_PACK_UNSUPPORTED)
+    return fail(JobStatus::kUnsupported, "custom: " + custom.message);
   if (custom.code != KB_PACK_OK) return fail(JobStatus::kRuntimeError, "custom: " + custom.message);
   has_custom_ = true;
   return true;
@@ -65,7 +72,8 @@ bool Job::judge_errors(const ErrorStats& errors, const std::string& where) {
   if (verdict == JobStatus::kOk) return true;
   return fail(verdict, where + std::to_string(errors.mismatches) + " of " +
                            std::to_string(element_count(problem_.output_shape())) +
-                           " outputs outside tolerance; first at index " + std::to_string(errors.first_mismatch_index));
+                           " outputs outside tolerance; first at index " +
+                           std::to_string(errors.first_mismatch_index));
 }
 
 bool Job::compare_trial_outputs(int trial) {
@@ -75,7 +83,8 @@ bool Job::compare_trial_outputs(int trial) {
     if (!ref.is_ok()) return fail_error("", ref.status());
     if (!custom.is_ok()) return fail_error("", custom.status());
     Status s = export_trial(request_.config.export_dir, problem_,
-                            GeneratorKey{request_.seed, static_cast<uint32_t>(trial)}, ref.value(), custom.value());
+                            GeneratorKey{request_.seed, static_cast<uint32_t>(trial)}, ref.value(),
+                            custom.value());
     if (!s.is_ok()) return fail_error("export: ", s);
   }
   Result<ErrorStats> e = device_.compare_slots(request_.spec->tolerance);
@@ -88,20 +97,25 @@ bool Job::compare_trial_outputs(int trial) {
 bool Job::check_custom_call(const CallTrace& call, const std::string& where) {
   if (result_.custom_kernels.empty()) result_.custom_kernels = call.kernel_names;
   if (!call.foreign.empty()) {
-    return fail(JobStatus::kForeignStream, where + std::to_string(call.foreign.size()) +
-                                               " activities of the custom call ran off the job stream or after the "
-                                               "call; first: " + call.foreign.front());
+    return fail(JobStatus::kForeignStream,
+                where + std::to_string(call.foreign.size()) +
+                    " activities of the custom call ran off the job stream or after the "
+                    "call; first: " +
+                    call.foreign.front());
   }
   if (call.own_kernels == 0) {
     return fail(JobStatus::kNoCustomKernel, where + "the custom call launched " +
-                                                std::to_string(call.library_kernels) + " library kernels and none of its own");
+                                                std::to_string(call.library_kernels) +
+                                                " library kernels and none of its own");
   }
   const double share_min = request_.spec->verification.own_kernel_share_min;
   const double share = call.total_gpu_ms > 0 ? call.own_gpu_ms / call.total_gpu_ms : 1.0;
   if (share < share_min) {
     char text[160];
-    std::snprintf(text, sizeof text, "own kernels carry %.1f%% of the custom call's %.3f ms of GPU time (minimum %.0f%%)",
-                  100 * share, call.total_gpu_ms, 100 * share_min);
+    std::snprintf(
+        text, sizeof text,
+        "own kernels carry %.1f%% of the custom call's %.3f ms of GPU time (minimum %.0f%%)",
+        100 * share, call.total_gpu_ms, 100 * share_min);
     return fail(JobStatus::kLibraryDominated, where + text);
   }
   return true;
@@ -110,9 +124,10 @@ bool Job::check_custom_call(const CallTrace& call, const std::string& where) {
 bool Job::check_trace(const LaunchTrace& trace, const std::string& where) {
   if (!trace.available || request_.config.aa) return true;
   if (!trace.stray.empty()) {
-    return fail(JobStatus::kForeignStream, where + std::to_string(trace.stray.size()) +
-                                               " activities launched outside the executor's calls; first: " +
-                                               trace.stray.front());
+    return fail(
+        JobStatus::kForeignStream,
+        where + std::to_string(trace.stray.size()) +
+            " activities launched outside the executor's calls; first: " + trace.stray.front());
   }
   for (const CallTrace& call : trace.calls) {
     if (call.slot == Slot::kCustom && !check_custom_call(call, where)) return false;
@@ -144,7 +159,8 @@ bool Job::check_correctness() {
     Result<uint64_t> after = device_.input_hash(0);
     if (!after.is_ok()) return fail_error(where, after.status());
     if (after.value() != before.value()) {
-      return fail(JobStatus::kInputMutated, where + "the custom call changed its inputs or parameters");
+      return fail(JobStatus::kInputMutated,
+                  where + "the custom call changed its inputs or parameters");
     }
     if (!compare_trial_outputs(t)) return false;
     ++result_.correctness_trials;
@@ -157,17 +173,19 @@ bool Job::check_floor() {
   const double floor = result_.hard_floor_ms, custom_ms = result_.custom.summary.median;
   if (floor <= 0 || custom_ms <= 0 || custom_ms >= floor) return true;
   char text[256];
-  std::snprintf(text, sizeof text,
-                "the custom median %.4g ms is below the hard physical floor %.4g ms (%.4g bytes at peak DRAM "
-                "bandwidth, %.4g FLOPs at 3xTF32 tensor-core peak)",
-                custom_ms, floor, result_.min_bytes, result_.flops);
+  std::snprintf(
+      text, sizeof text,
+      "the custom median %.4g ms is below the hard physical floor %.4g ms (%.4g bytes at peak DRAM "
+      "bandwidth, %.4g FLOPs at 3xTF32 tensor-core peak)",
+      custom_ms, floor, result_.min_bytes, result_.flops);
   return fail(JobStatus::kImplausible, text);
 }
 
 void Job::derive_figures() {
   result_.flops = problem_.cost().flops;
   result_.min_bytes = problem_.cost().min_bytes;
-  result_.floor_ms = 1e3 * std::max(result_.flops / device_.peak_flops(), result_.min_bytes / device_.peak_bytes_per_s());
+  result_.floor_ms = 1e3 * std::max(result_.flops / device_.peak_flops(),
+                                    result_.min_bytes / device_.peak_bytes_per_s());
   result_.hard_floor_ms = hard_floor_ms(result_.min_bytes, result_.flops, device_.floor_peaks());
   if (result_.reference.summary.median > 0) {
     result_.reference_over_floor = result_.reference.summary.median / result_.floor_ms;
@@ -177,7 +195,8 @@ void Job::derive_figures() {
     result_.custom_tflops = result_.flops / (custom_ms * 1e-3) / 1e12;
     result_.custom_gbps = result_.min_bytes / (custom_ms * 1e-3) / 1e9;
     result_.custom_over_floor = custom_ms / result_.floor_ms;
-    if (result_.hard_floor_ms > 0) result_.custom_over_hard_floor = custom_ms / result_.hard_floor_ms;
+    if (result_.hard_floor_ms > 0)
+      result_.custom_over_hard_floor = custom_ms / result_.hard_floor_ms;
   }
 }
 
@@ -191,7 +210,8 @@ namespace {
 // seconds go: `kb bench --json-out` keeps them per job).
 class PhaseClock {
  public:
-  explicit PhaseClock(nlohmann::json& into) : into_(into), last_(std::chrono::steady_clock::now()) {}
+  explicit PhaseClock(nlohmann::json& into)
+      : into_(into), last_(std::chrono::steady_clock::now()) {}
   void lap(const std::string& phase) {
     const auto now = std::chrono::steady_clock::now();
     into_[phase] = std::chrono::duration<double, std::milli>(now - last_).count();
@@ -208,10 +228,12 @@ class PhaseClock {
 void label_policy(const ExecutorConfig& c, JobResult& result) {
   std::string reason;
   if (c.correctness_trials < kMinVerifiedTrials) {
-    reason = std::to_string(c.correctness_trials) + " correctness trials (the fleet requires >= " +
-             std::to_string(kMinVerifiedTrials) + ")";
+    reason = std::to_string(c.correctness_trials) +
+             " correctness trials (the fleet requires >= " + std::to_string(kMinVerifiedTrials) +
+             ")";
   }
-  if (c.no_launch_trace) reason += std::string(reason.empty() ? "" : "; ") + "launch trace disabled";
+  if (c.no_launch_trace)
+    reason += std::string(reason.empty() ? "" : "; ") + "launch trace disabled";
   result.verified = reason.empty();
   result.unverified_reason = reason;
 }

@@ -1,6 +1,6 @@
 // The executor: runs one job — one problem, one preset (or dims), one seed — on an
-// ExecutionDevice and returns its JobResult. The policy of docs/design.md#executor and docs/verification.md
-// lives here:
+// ExecutionDevice and returns its JobResult. The policy of docs/design.md#executor and
+// docs/verification.md lives here:
 //
 //  1. Correctness trials (default 5), each with fresh inputs (trial t of the run's seed): run the
 //     reference; fill the custom output with NaN; hash the inputs; run the custom variant under

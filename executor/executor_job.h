@@ -15,7 +15,8 @@ namespace kb::detail {
 
 class Job {
  public:
-  Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem, JobResult& result);
+  Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem,
+      JobResult& result);
 
   // Each step returns false when the job has its verdict and must stop.
   bool create_variants();
@@ -35,7 +36,8 @@ class Job {
   static auto costed(double& into, F&& f) {
     const auto start = std::chrono::steady_clock::now();
     auto value = f();
-    into += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    into +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return value;
   }
 

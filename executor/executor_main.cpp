@@ -23,12 +23,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
+#include "common/install_paths.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"
 #include "executor/device_identity.h"
 #include "executor/executor.h"
-#include "common/files.h"
-#include "common/install_paths.h"
 #include "executor/kernel_pack.h"
 
 namespace {
@@ -40,8 +40,8 @@ double ms_since(Clock::time_point t) {
 }
 
 struct Options {
-  std::string pack, pack_sha256, reference_pack, reference_sha256, problem, preset, dims, device = "cuda",
-      output, problems_dir;
+  std::string pack, pack_sha256, reference_pack, reference_sha256, problem, preset, dims,
+      device = "cuda", output, problems_dir;
   uint64_t seed = 0;
   int gpu = 0, output_fd = -1;
   bool describe = false;
@@ -54,7 +54,8 @@ kb::JobResult failed(const Options& o, kb::JobStatus status, const std::string& 
 
 // The reference pack, only with the hash it is pinned to.
 kb::Result<kb::KernelPack> open_reference_pack(const Options& o) {
-  const std::string path = o.reference_pack.empty() ? kb::default_reference_pack_path() : o.reference_pack;
+  const std::string path =
+      o.reference_pack.empty() ? kb::default_reference_pack_path() : o.reference_pack;
   if (path.empty()) return kb::Status::not_found("no libkbref.so found; pass --reference-pack");
   std::string pin = o.reference_sha256;
   if (pin.empty()) {
@@ -70,10 +71,13 @@ kb::JobResult run(const Options& o) {
   auto catalog = kb::load_problem_catalog(o.problems_dir);
   if (!catalog.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, catalog.status().message());
   auto it = catalog->problems.find(o.problem);
-  if (it == catalog->problems.end()) return failed(o, kb::JobStatus::kUnsupported, "no problem " + o.problem);
+  if (it == catalog->problems.end())
+    return failed(o, kb::JobStatus::kUnsupported, "no problem " + o.problem);
   Clock::time_point pack_start = Clock::now();
   auto reference = open_reference_pack(o);
-  if (!reference.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, "reference pack: " + reference.status().message());
+  if (!reference.is_ok())
+    return failed(o, kb::JobStatus::kRuntimeError,
+                  "reference pack: " + reference.status().message());
   auto pack = kb::KernelPack::open(o.pack, o.pack_sha256);
   if (!pack.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, pack.status().message());
   const double pack_ms = ms_since(pack_start);
@@ -95,12 +99,18 @@ kb::JobResult run(const Options& o) {
   auto dims = kb::parse_dims(o.dims);
   if (!dims.is_ok()) return failed(o, kb::JobStatus::kUnsupported, dims.status().message());
   auto spec_yaml = kb::read_file(it->second->file);
-  if (!spec_yaml.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, spec_yaml.status().message());
-  kb::JobRequest request{it->second, std::move(spec_yaml).value(), o.dims.empty() ? o.preset : "",
-                         dims.value(), o.seed, o.config};
+  if (!spec_yaml.is_ok())
+    return failed(o, kb::JobStatus::kRuntimeError, spec_yaml.status().message());
+  kb::JobRequest request{it->second,
+                         std::move(spec_yaml).value(),
+                         o.dims.empty() ? o.preset : "",
+                         dims.value(),
+                         o.seed,
+                         o.config};
   Clock::time_point job_start = Clock::now();
   kb::JobResult result = kb::execute_job(*device, request);
-  result.overhead_ms["load_specs"] = std::chrono::duration<double, std::milli>(pack_start - start).count();
+  result.overhead_ms["load_specs"] =
+      std::chrono::duration<double, std::milli>(pack_start - start).count();
   result.overhead_ms["pack_load"] = pack_ms;
   result.overhead_ms["device_init"] = init_ms;
   result.overhead_ms["job"] = ms_since(job_start);
@@ -151,9 +161,11 @@ int main(int argc, char** argv) {
   CLI::App app{"kb-executor: run one kbfleet job and write its result as JSON"};
   app.add_flag("--describe", o.describe, "Print the device's identity (JSON) and exit");
   auto* pack = app.add_option("--pack", o.pack, "Candidate kernel pack (.so): the custom variants");
-  app.add_option("--pack-sha256", o.pack_sha256, "Load --pack only when its bytes have this sha256");
-  app.add_option("--reference-pack", o.reference_pack,
-                 "Trusted reference pack (default: $KB_REFERENCE_PACK or the installation's libkbref.so)");
+  app.add_option("--pack-sha256", o.pack_sha256,
+                 "Load --pack only when its bytes have this sha256");
+  app.add_option(
+      "--reference-pack", o.reference_pack,
+      "Trusted reference pack (default: $KB_REFERENCE_PACK or the installation's libkbref.so)");
   app.add_option("--reference-sha256", o.reference_sha256,
                  "The reference pack's pin (default: the hash recorded in REFERENCE_PACK.sha256)");
   auto* problem = app.add_option("--problem", o.problem, "Problem id");
@@ -162,20 +174,29 @@ int main(int argc, char** argv) {
   auto* seed = app.add_option("--seed", o.seed, "Run seed (inputs of every trial derive from it)");
   app.add_option("--device", o.device, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_option("--gpu", o.gpu, "GPU ordinal");
-  app.add_option("--trials", o.config.correctness_trials, "Correctness trials")->capture_default_str();
-  app.add_option("--time-cap", o.config.stopping.time_cap_s, "Timing cap, seconds")->capture_default_str();
-  app.add_option("--min-rounds", o.config.stopping.min_rounds, "Minimum timing rounds")->capture_default_str();
-  app.add_option("--target-ci", o.config.stopping.target_relative_half_width, "Stop at this CI half-width")
+  app.add_option("--trials", o.config.correctness_trials, "Correctness trials")
+      ->capture_default_str();
+  app.add_option("--time-cap", o.config.stopping.time_cap_s, "Timing cap, seconds")
+      ->capture_default_str();
+  app.add_option("--min-rounds", o.config.stopping.min_rounds, "Minimum timing rounds")
+      ->capture_default_str();
+  app.add_option("--target-ci", o.config.stopping.target_relative_half_width,
+                 "Stop at this CI half-width")
       ->capture_default_str();
   app.add_flag("--aa", o.config.aa, "Time the reference against itself (A/A)");
-  app.add_flag("--no-launch-trace", o.config.no_launch_trace,
-               "Skip the launch trace (own-kernel and side-stream checks) so that a profiler such as "
-               "ncu can hold CUPTI; recorded in the result");
-  app.add_option("--trace-fraction", o.config.trace_fraction,
-                 "Share of timing rounds run under the launch trace: 1 traces every round and keeps its "
-                 "samples; in [0.25, 1) a seeded random choice of rounds is traced and their samples discarded")
-      ->check(CLI::Range(kb::kMinTraceFraction, 1.0))->capture_default_str();
-  app.add_option("--export", o.config.export_dir, "Write each correctness trial's inputs and outputs (.npy) here");
+  app.add_flag(
+      "--no-launch-trace", o.config.no_launch_trace,
+      "Skip the launch trace (own-kernel and side-stream checks) so that a profiler such as "
+      "ncu can hold CUPTI; recorded in the result");
+  app.add_option(
+         "--trace-fraction", o.config.trace_fraction,
+         "Share of timing rounds run under the launch trace: 1 traces every round and keeps its "
+         "samples; in [0.25, 1) a seeded random choice of rounds is traced and their samples "
+         "discarded")
+      ->check(CLI::Range(kb::kMinTraceFraction, 1.0))
+      ->capture_default_str();
+  app.add_option("--export", o.config.export_dir,
+                 "Write each correctness trial's inputs and outputs (.npy) here");
   app.add_option("--output", o.output, "Write the JSON here instead of stdout");
   app.add_option("--output-fd", o.output_fd, "Write the JSON to this inherited file descriptor");
   app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");

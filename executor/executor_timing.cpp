@@ -46,21 +46,27 @@ class TraceGuard {
 // rotating by pair put every A B pair in the even sets and every B A pair in the odd ones: the
 // round ratio then carried that placement difference, and A/A intervals of +-0.05% missed 1.0 by
 // up to 0.14% (2026-12-01, 5 of 22). In one set, the round's two orders cancel it.
-int Job::round_set(int round) const { return round % input_sets_; }
+int Job::round_set(int round) const {
+  return round % input_sets_;
+}
 
 Status Job::fresh_contents(int set) {
-  return costed(costs_.generate, [&] { return device_.generate(set, problem_, next_timing_key()); });
+  return costed(costs_.generate,
+                [&] { return device_.generate(set, problem_, next_timing_key()); });
 }
 
 Result<double> Job::timed_call(Slot slot, int set) {
   return costed(costs_.calls, [&] { return device_.run_timed(slot, set); });
 }
 
-GeneratorKey Job::next_timing_key() { return GeneratorKey{request_.seed, next_timing_trial_++}; }
+GeneratorKey Job::next_timing_key() {
+  return GeneratorKey{request_.seed, next_timing_trial_++};
+}
 
 Status Job::warm_up(Slot slot) {
   Clock::time_point start = Clock::now();
-  for (int calls = 0; calls < request_.config.warmup_calls || seconds_since(start) * 1e3 < request_.config.warmup_ms;
+  for (int calls = 0; calls < request_.config.warmup_calls ||
+                      seconds_since(start) * 1e3 < request_.config.warmup_ms;
        ++calls) {
     if (Status s = device_.run(slot, 0); !s.is_ok()) return s;
     if (Status s = device_.synchronize(); !s.is_ok()) return s;
@@ -69,13 +75,18 @@ Status Job::warm_up(Slot slot) {
 }
 
 bool Job::prepare_timing() {
-  next_timing_trial_ = std::max<uint32_t>(kTimingTrialBase, static_cast<uint32_t>(request_.config.correctness_trials));
+  next_timing_trial_ = std::max<uint32_t>(
+      kTimingTrialBase, static_cast<uint32_t>(request_.config.correctness_trials));
   double set_bytes = 0;
-  for (const Shape& s : problem_.input_shapes()) set_bytes += 4.0 * static_cast<double>(element_count(s));
-  for (const Shape& s : problem_.param_shapes()) set_bytes += 4.0 * static_cast<double>(element_count(s));
-  input_sets_ = std::max(1, std::min(request_.config.max_input_sets, device_.max_input_sets(set_bytes)));
+  for (const Shape& s : problem_.input_shapes())
+    set_bytes += 4.0 * static_cast<double>(element_count(s));
+  for (const Shape& s : problem_.param_shapes())
+    set_bytes += 4.0 * static_cast<double>(element_count(s));
+  input_sets_ =
+      std::max(1, std::min(request_.config.max_input_sets, device_.max_input_sets(set_bytes)));
   // Warm-up runs on contents of its own: what a variant does to them cannot reach a timed call.
-  if (Status s = device_.generate(0, problem_, next_timing_key()); !s.is_ok()) return fail_error("warm-up: ", s);
+  if (Status s = device_.generate(0, problem_, next_timing_key()); !s.is_ok())
+    return fail_error("warm-up: ", s);
   for (Slot slot : {Slot::kReference, Slot::kCustom}) {
     if (slot == Slot::kCustom && (!has_custom_ || request_.config.aa)) continue;
     if (Status s = warm_up(slot); !s.is_ok()) return fail_error("warm-up: ", s);
@@ -132,12 +143,14 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   Result<uint64_t> inputs_after = device_.input_hash(set);
   if (!inputs_after.is_ok()) return fail_error(where, inputs_after.status());
   if (inputs_after.value() != inputs_before.value()) {
-    return fail(JobStatus::kInputMutated, where + "the custom call changed its inputs or parameters");
+    return fail(JobStatus::kInputMutated,
+                where + "the custom call changed its inputs or parameters");
   }
   Result<uint64_t> reference_after = device_.output_hash(Slot::kReference);
   if (!reference_after.is_ok()) return fail_error(where, reference_after.status());
   if (reference_after.value() != reference_before.value()) {
-    return fail(JobStatus::kInputMutated, where + "the custom call wrote into the reference's output buffer");
+    return fail(JobStatus::kInputMutated,
+                where + "the custom call wrote into the reference's output buffer");
   }
   if (!reference_first) {
     Result<double> ref_ms = timed_call(Slot::kReference, set);
@@ -160,7 +173,8 @@ bool Job::next_round_traced() {
   const ExecutorConfig& c = request_.config;
   if (c.no_launch_trace || !has_custom_ || c.aa) return false;
   if (c.trace_fraction >= 1) return true;
-  return std::uniform_real_distribution<double>(0, 1)(trace_rng_) < std::max(c.trace_fraction, kMinTraceFraction);
+  return std::uniform_real_distribution<double>(0, 1)(trace_rng_) <
+         std::max(c.trace_fraction, kMinTraceFraction);
 }
 
 // A B on contents c1, B A on contents c2. `keep`: the samples count (a traced round's are
@@ -168,7 +182,8 @@ bool Job::next_round_traced() {
 bool Job::timed_round(int round, bool traced, bool keep) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
   if (traced) {
-    if (Status s = costed(costs_.trace, [&] { return device_.begin_trace(); }); !s.is_ok()) return fail_error(where, s);
+    if (Status s = costed(costs_.trace, [&] { return device_.begin_trace(); }); !s.is_ok())
+      return fail_error(where, s);
   }
   TraceGuard guard(device_, traced);
   PairTimes ab, ba;
@@ -181,11 +196,13 @@ bool Job::timed_round(int round, bool traced, bool keep) {
     trace_unavailable_ = !trace.value().available;
   }
   if (!keep) return true;
-  result_.reference.samples_ms.insert(result_.reference.samples_ms.end(), {ab.reference_ms, ba.reference_ms});
+  result_.reference.samples_ms.insert(result_.reference.samples_ms.end(),
+                                      {ab.reference_ms, ba.reference_ms});
   if (has_custom_) {
     result_.custom.samples_ms.insert(result_.custom.samples_ms.end(), {ab.custom_ms, ba.custom_ms});
     // The geometric mean of the two pairs' ratios: each pair compares like with like.
-    round_ratios_.push_back(std::sqrt(ab.reference_ms / ab.custom_ms * (ba.reference_ms / ba.custom_ms)));
+    round_ratios_.push_back(
+        std::sqrt(ab.reference_ms / ab.custom_ms * (ba.reference_ms / ba.custom_ms)));
   }
   return true;
 }
@@ -208,12 +225,14 @@ bool Job::time_variants() {
     if (keep) ++result_.rounds;
     double half_width = INFINITY;
     if (has_custom_ && !round_ratios_.empty()) {
-      result_.speedup = estimate_speedup(result_.reference.samples_ms, result_.custom.samples_ms, round_ratios_);
+      result_.speedup =
+          estimate_speedup(result_.reference.samples_ms, result_.custom.samples_ms, round_ratios_);
       half_width = result_.speedup.relative_half_width;
     } else if (!has_custom_) {
       // Reference alone: stop when its median is known to ±1% (t interval on the mean).
       SampleSummary s = summarize(result_.reference.samples_ms);
-      if (s.count > 1) half_width = t_quantile_975(s.count - 1) * s.stddev / std::sqrt(s.count) / s.mean;
+      if (s.count > 1)
+        half_width = t_quantile_975(s.count - 1) * s.stddev / std::sqrt(s.count) / s.mean;
     }
     stop = should_stop(c.stopping, result_.rounds, seconds_since(start), half_width);
     // A job whose rounds are traced at random still gets at least one traced round.

@@ -28,11 +28,14 @@ const Nvml* nvml() {
     if (!lib) return nullptr;
     auto init = reinterpret_cast<NvmlInit>(dlsym(lib, "nvmlInit_v2"));
     static Nvml n;
-    n.handle_by_pci = reinterpret_cast<NvmlHandleByPci>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    n.handle_by_pci =
+        reinterpret_cast<NvmlHandleByPci>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     n.clock = reinterpret_cast<NvmlClockInfo>(dlsym(lib, "nvmlDeviceGetClockInfo"));
     n.max_clock = reinterpret_cast<NvmlClockInfo>(dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
     n.reasons = reinterpret_cast<NvmlReasons>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
-    if (!n.reasons) n.reasons = reinterpret_cast<NvmlReasons>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    if (!n.reasons)
+      n.reasons =
+          reinterpret_cast<NvmlReasons>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
     if (!init || !n.handle_by_pci || !n.clock || init() != 0) return nullptr;
     return &n;
   }();
@@ -40,9 +43,11 @@ const Nvml* nvml() {
 }
 
 // Reasons that mean the clock was pulled down by power or heat (not idleness or settings).
-const std::vector<std::pair<uint64_t, const char*>> kThrottleReasons = {
-    {0x4, "sw_power_cap"}, {0x8, "hw_slowdown"}, {0x20, "sw_thermal"}, {0x40, "hw_thermal"},
-    {0x80, "hw_power_brake"}};
+const std::vector<std::pair<uint64_t, const char*>> kThrottleReasons = {{0x4, "sw_power_cap"},
+                                                                        {0x8, "hw_slowdown"},
+                                                                        {0x20, "sw_thermal"},
+                                                                        {0x40, "hw_thermal"},
+                                                                        {0x80, "hw_power_brake"}};
 
 }  // namespace
 
@@ -53,7 +58,8 @@ GpuClocks::GpuClocks(const std::string& pci_bus_id) {
     return;
   }
   unsigned max_mhz = 0;
-  if (n->max_clock && n->max_clock(device_, kNvmlClockSm, &max_mhz) == 0) max_sm_mhz_ = static_cast<int>(max_mhz);
+  if (n->max_clock && n->max_clock(device_, kNvmlClockSm, &max_mhz) == 0)
+    max_sm_mhz_ = static_cast<int>(max_mhz);
 }
 
 void GpuClocks::sample() {
@@ -78,8 +84,8 @@ nlohmann::json GpuClocks::report() const {
   // A job whose SM clock moved by more than 3% while it was timed is flagged: its samples mix
   // clock rates, even when the driver reports no throttle reason.
   const bool dropped = sm_min_ < 0.97 * sm_max_;
-  return {{"available", true},       {"samples", samples_},          {"sm_mhz_min", sm_min_},
-          {"sm_mhz_max", sm_max_},   {"max_sm_mhz", max_sm_mhz_},     {"throttled", !reasons.empty()},
+  return {{"available", true},         {"samples", samples_},       {"sm_mhz_min", sm_min_},
+          {"sm_mhz_max", sm_max_},     {"max_sm_mhz", max_sm_mhz_}, {"throttled", !reasons.empty()},
           {"clocks_dropped", dropped}, {"reasons", reasons}};
 }
 

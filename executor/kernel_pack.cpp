@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,7 +32,8 @@ Result<std::string> read_descriptor(int fd, const std::string& path) {
     bytes.append(buf, static_cast<size_t>(n));
     offset += n;
   }
-  if (n < 0) return Status::not_found("cannot load kernel pack " + path + ": " + std::strerror(errno));
+  if (n < 0)
+    return Status::not_found("cannot load kernel pack " + path + ": " + std::strerror(errno));
   return bytes;
 }
 
@@ -45,7 +46,8 @@ Result<std::string> read_bytes(const std::string& path) {
     }
   }
   Result<std::string> bytes = read_file(path);
-  if (!bytes.is_ok()) return Status::not_found("cannot load kernel pack: " + bytes.status().message());
+  if (!bytes.is_ok())
+    return Status::not_found("cannot load kernel pack: " + bytes.status().message());
   return bytes;
 }
 
@@ -74,8 +76,8 @@ Result<KernelPack> KernelPack::open(const std::string& path, const std::string& 
   if (!bytes.is_ok()) return bytes.status();
   const std::string actual = sha256_hex(bytes.value());
   if (!expected_sha256.empty() && actual != expected_sha256) {
-    return Status::failed_precondition("kernel pack " + path + " has sha256 " + actual + ", expected " +
-                                       expected_sha256 + ": refused, not loaded");
+    return Status::failed_precondition("kernel pack " + path + " has sha256 " + actual +
+                                       ", expected " + expected_sha256 + ": refused, not loaded");
   }
   Result<int> fd = sealed_memfd(bytes.value(), path);
   if (!fd.is_ok()) return fd.status();

@@ -65,7 +65,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(record);
-      s.records.push_back({"kernel", k->streamId, k->correlationId, k->start, k->end, k->name ? k->name : ""});
+      s.records.push_back(
+          {"kernel", k->streamId, k->correlationId, k->start, k->end, k->name ? k->name : ""});
     } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(record);
       s.records.push_back({"memcpy", m->streamId, m->correlationId, m->start, m->end, "memcpy"});
@@ -100,8 +101,8 @@ Status cupti_status(CUptiResult r, const char* what) {
   return Status::internal(std::string(what) + ": " + (text ? text : "CUPTI error"));
 }
 
-const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                     CUPTI_ACTIVITY_KIND_MEMSET};
+const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 const CUpti_CallbackDomain kDomains[] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
 
 Status register_once(State& s) {
@@ -113,8 +114,9 @@ Status register_once(State& s) {
 }
 
 std::string describe(const Record& r, uint32_t job_stream) {
-  return std::string(r.kind) + (std::strcmp(r.kind, "kernel") == 0 ? " " + r.name : "") + " on stream " +
-         std::to_string(r.stream) + " (job stream " + std::to_string(job_stream) + ")";
+  return std::string(r.kind) + (std::strcmp(r.kind, "kernel") == 0 ? " " + r.name : "") +
+         " on stream " + std::to_string(r.stream) + " (job stream " + std::to_string(job_stream) +
+         ")";
 }
 
 // Folds the records into per-call summaries (caller holds the state's mutex).
@@ -135,10 +137,12 @@ LaunchTrace summarize_trace(const State& s, uint32_t job_stream) {
     }
     const Origin& origin = it->second;
     if (origin.call == kOtherThread) {
-      trace.stray.push_back(describe(r, job_stream) + ", launched by another host thread (" + origin.api + ")");
+      trace.stray.push_back(describe(r, job_stream) + ", launched by another host thread (" +
+                            origin.api + ")");
       continue;
     }
-    if (origin.call < 0 || origin.call >= static_cast<int>(trace.calls.size())) continue;  // the harness's
+    if (origin.call < 0 || origin.call >= static_cast<int>(trace.calls.size()))
+      continue;  // the harness's
     CallTrace& call = trace.calls[static_cast<size_t>(origin.call)];
     const double ms = static_cast<double>(r.end - r.start) * 1e-6;
     call.total_gpu_ms += ms;
@@ -149,7 +153,8 @@ LaunchTrace summarize_trace(const State& s, uint32_t job_stream) {
       if (call.kernel_names.size() < 32) call.kernel_names.push_back(r.name);
     }
     if (r.stream == job_stream) {
-      last_job_end[static_cast<size_t>(origin.call)] = std::max(last_job_end[static_cast<size_t>(origin.call)], r.end);
+      last_job_end[static_cast<size_t>(origin.call)] =
+          std::max(last_job_end[static_cast<size_t>(origin.call)], r.end);
     } else {
       off_stream[static_cast<size_t>(origin.call)].push_back(&r);
     }
@@ -188,7 +193,8 @@ Status LaunchTracer::begin() {
   for (CUpti_CallbackDomain domain : kDomains) {
     KB_TRY(cupti_status(cuptiEnableDomain(1, s.subscriber, domain), "cuptiEnableDomain"));
   }
-  for (CUpti_ActivityKind kind : kKinds) KB_TRY(cupti_status(cuptiActivityEnable(kind), "cuptiActivityEnable"));
+  for (CUpti_ActivityKind kind : kKinds)
+    KB_TRY(cupti_status(cuptiActivityEnable(kind), "cuptiActivityEnable"));
   s.active.store(true, std::memory_order_release);
   return Status::ok();
 }
@@ -201,7 +207,9 @@ void LaunchTracer::open_call(Slot slot) {
   s.open_call.store(static_cast<int>(s.calls.size()) - 1, std::memory_order_relaxed);
 }
 
-void LaunchTracer::close_call() { state().open_call.store(kHarness, std::memory_order_relaxed); }
+void LaunchTracer::close_call() {
+  state().open_call.store(kHarness, std::memory_order_relaxed);
+}
 
 Result<LaunchTrace> LaunchTracer::end(cudaStream_t job_stream) {
   State& s = state();
@@ -210,10 +218,12 @@ Result<LaunchTrace> LaunchTracer::end(cudaStream_t job_stream) {
   for (CUpti_CallbackDomain domain : kDomains) cuptiEnableDomain(0, s.subscriber, domain);
   for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
   KB_CUDA_TRY(synced);
-  KB_TRY(cupti_status(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"));
+  KB_TRY(cupti_status(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
+                      "cuptiActivityFlushAll"));
   // A null context: CUPTI takes the stream's own (and kb-executor needs no libcuda to load).
   uint32_t job_stream_id = 0;
-  KB_TRY(cupti_status(cuptiGetStreamIdEx(nullptr, job_stream, 0, &job_stream_id), "cuptiGetStreamIdEx"));
+  KB_TRY(cupti_status(cuptiGetStreamIdEx(nullptr, job_stream, 0, &job_stream_id),
+                      "cuptiGetStreamIdEx"));
   std::lock_guard<std::mutex> lock(s.mutex);
   return summarize_trace(s, job_stream_id);
 }

@@ -4,7 +4,8 @@
 
 namespace kb {
 
-Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack&, const KernelPack&, int) {
+Result<std::unique_ptr<ExecutionDevice>> make_cuda_device(const KernelPack&, const KernelPack&,
+                                                          int) {
   return Status::failed_precondition("this build of kbfleet has no CUDA support");
 }
 

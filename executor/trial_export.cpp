@@ -20,13 +20,17 @@ Status export_trial(const std::string& dir, const ProblemInstance& problem, Gene
   for (const auto& [name, tensor] : tensors.all()) {
     KB_TRY(write_npy((out / (name + ".npy")).string(), tensor));
   }
-  for (const auto& [name, values] : {std::pair{"reference", &reference}, std::pair{"custom", &custom}}) {
+  for (const auto& [name, values] :
+       {std::pair{"reference", &reference}, std::pair{"custom", &custom}}) {
     HostTensor<float> t(problem.output_shape());
     t.data = *values;
     KB_TRY(write_npy((out / (std::string(name) + ".npy")).string(), t));
   }
-  nlohmann::json meta = {{"problem", problem.spec().id}, {"dims", problem.dims()}, {"seed", key.seed},
-                         {"trial", key.trial}, {"atol", problem.spec().tolerance.atol},
+  nlohmann::json meta = {{"problem", problem.spec().id},
+                         {"dims", problem.dims()},
+                         {"seed", key.seed},
+                         {"trial", key.trial},
+                         {"atol", problem.spec().tolerance.atol},
                          {"rtol", problem.spec().tolerance.rtol}};
   std::ofstream(out / "meta.json") << meta.dump(2) << "\n";
   return Status::ok();

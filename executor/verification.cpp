@@ -33,7 +33,8 @@ ErrorStats compare_outputs(const float* reference, const float* custom, int64_t 
 void merge_errors(ErrorStats& worst, const ErrorStats& next) {
   worst.max_abs_error = std::max(worst.max_abs_error, next.max_abs_error);
   worst.max_rel_error = std::max(worst.max_rel_error, next.max_rel_error);
-  if (worst.mismatches == 0 && next.mismatches > 0) worst.first_mismatch_index = next.first_mismatch_index;
+  if (worst.mismatches == 0 && next.mismatches > 0)
+    worst.first_mismatch_index = next.first_mismatch_index;
   worst.mismatches += next.mismatches;
   worst.non_finite += next.non_finite;
 }

@@ -82,8 +82,8 @@ bool build_command(const ExecutorLaunch& launch, int output_fd, ChildFiles& file
 // uid before it execs, and clear close-on-exec on exactly the descriptors it inherits. A
 // close-on-exec pipe carries exec's errno back, so a missing executable is known at once.
 // Between fork and exec the child makes only async-signal-safe calls.
-pid_t spawn_child(std::vector<std::string> args, const std::vector<int>& inherit, const SandboxConfig& sandbox,
-                  std::string* error) {
+pid_t spawn_child(std::vector<std::string> args, const std::vector<int>& inherit,
+                  const SandboxConfig& sandbox, std::string* error) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

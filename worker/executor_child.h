@@ -82,5 +82,4 @@ JobResult run_executor_child(const ExecutorLaunch& launch);
 // writes nothing.
 Result<std::string> run_for_output(const ExecutorLaunch& launch);
 
-
 }  // namespace kb

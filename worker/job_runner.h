@@ -3,8 +3,8 @@
 //
 //   ChildProcessJobRunner  a kb-executor child per job (worker/executor_child.h), sandboxed as the
 //                      config says (worker/sandbox.h), with the reference pack and the job's
-//                      candidate pack, each checked against its hash before it loads: crash, hang and
-//                      runtime errors become the job's result; the child's timeout is the job's
+//                      candidate pack, each checked against its hash before it loads: crash, hang
+//                      and runtime errors become the job's result; the child's timeout is the job's
 //                      deadline less a margin, so the worker reports `timeout` before the
 //                      coordinator's lease ends. A child that cannot be spawned, or whose device
 //                      fails to initialise (stop_reason device_init_failed), is an infrastructure
@@ -83,7 +83,6 @@ struct ExecutorRunnerConfig {
   std::string reference_pack, reference_sha256;
   SandboxConfig sandbox;  // around every job's executor (it loads the job's candidate pack)
 };
-
 
 class ChildProcessJobRunner : public JobRunner {
  public:

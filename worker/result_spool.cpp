@@ -1,5 +1,5 @@
-#include "common/files.h"
 #include "worker/result_spool.h"
+#include "common/files.h"
 
 #include <fcntl.h>
 #include <unistd.h>

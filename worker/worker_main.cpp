@@ -39,15 +39,15 @@
 #include <sstream>
 #include <vector>
 
-#include "common/files.h"
 #include "common/config_file.h"
+#include "common/files.h"
+#include "common/install_paths.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/spec_loader.h"
 #include "coordinator/http_endpoint.h"
 #include "worker/executor_child.h"
 #include "worker/gpu_children.h"
-#include "common/install_paths.h"
 #include "worker/nvml_gauges.h"
 #include "worker/pack_cache.h"
 #include "worker/sandbox.h"
@@ -121,8 +121,9 @@ kb::Result<nlohmann::json> describe(const Options& o) {
 
 std::unique_ptr<kb::JobRunner> make_runner(const Options& o) {
   if (o.device == "sim") return std::make_unique<kb::SimJobRunner>();
-  return std::make_unique<kb::ChildProcessJobRunner>(kb::ExecutorRunnerConfig{
-      o.executor, o.device, o.gpu, o.problems_dir, o.reference_pack, o.reference_sha256, o.sandbox});
+  return std::make_unique<kb::ChildProcessJobRunner>(
+      kb::ExecutorRunnerConfig{o.executor, o.device, o.gpu, o.problems_dir, o.reference_pack,
+                               o.reference_sha256, o.sandbox});
 }
 
 kb::Result<std::unique_ptr<kb::WorkerSession>> make_session(zmq::context_t& context,

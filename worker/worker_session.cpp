@@ -296,10 +296,10 @@ void WorkerSession::fail_jobs_waiting_for(const std::string& pack, const std::st
     }
     JobSpec job = std::move(*it);
     it = held_.erase(it);
-    JobOutcome outcome{JobResult::failure(job.problem, job.preset,
-                                          config_.device.value("kind", std::string()),
-                                          JobStatus::kRuntimeError, why),
-                       now, now, ""};
+    JobOutcome outcome{
+        JobResult::failure(job.problem, job.preset, config_.device.value("kind", std::string()),
+                           JobStatus::kRuntimeError, why),
+        now, now, ""};
     if (!infra.empty()) outcome.infra_failure = infra + ": " + why;
     if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
     finish_job(job, std::move(outcome), now);

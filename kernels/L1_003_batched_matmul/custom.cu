@@ -1,8 +1,8 @@
 // L1_003 custom: torch.bmm(A, B) with error-compensated TF32 (3xTF32) on the tensor cores.
 //   C: (batch, M, N) = A: (batch, M, K) @ B: (batch, K, N), fp32, row-major, dense.
 //
-// Cost (full preset 128 x (512 x 1024) @ (1024 x 2048), docs/problems.md#l1_003): 274.9 GFLOP; min DRAM
-// 1,879 MB (A 268 + B 1,074 read once, C 537 written once) -> 0.44 ms at ~4.3 TB/s. fp32 FMA
+// Cost (full preset 128 x (512 x 1024) @ (1024 x 2048), docs/problems.md#l1_003): 274.9 GFLOP; min
+// DRAM 1,879 MB (A 268 + B 1,074 read once, C 537 written once) -> 0.44 ms at ~4.3 TB/s. fp32 FMA
 // floor 4.1 ms; strict-fp32 cuBLAS 5.37 ms (goal <= 4.47 ms). 3xTF32 does 3 TF32 MMAs per
 // product: 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //

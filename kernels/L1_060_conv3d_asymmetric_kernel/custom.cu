@@ -2,8 +2,8 @@
 //   x: (16, 3, 64, 64, 64) -> y: (16, 64, 62, 60, 58), fp32 NCDHW (full preset); the kernel
 //   extents apply to dims 2, 3, 4 in that order.
 //
-// Cost (docs/problems.md#l1_060): 69.6 G MAC = 139.2 GFLOP -> t_fp32 2.08 ms (TF32 fails the tolerance
-// 3.3x); 934 MB -> t_mem 217 us. Floor 2.08 ms, FMA-bound. Reference (cuDNN) 9.97 ms.
+// Cost (docs/problems.md#l1_060): 69.6 G MAC = 139.2 GFLOP -> t_fp32 2.08 ms (TF32 fails the
+// tolerance 3.3x); 934 MB -> t_mem 217 us. Floor 2.08 ms, FMA-bound. Reference (cuDNN) 9.97 ms.
 //
 // Design: the direct tile kernel of kernels/conv3d_direct/direct.cuh with the 3x5x7 taps fixed
 // at compile time: a block (4 output rows, all 64 channels) stages 3 x 3 input planes of 8 rows

@@ -1,8 +1,8 @@
 // L1_070 custom: ConvTranspose3d(48 -> 24, k 3, stride 1, no padding, no bias).
 //   x: (N, C_in, D, H, W) fp32; w: (C_in, C_out, 3, 3, 3); out: (N, C_out, D+2, H+2, W+2).
 //
-// Cost (docs/problems.md#l1_070, full preset 8 x 48 x 96^3 -> 8 x 24 x 98^3): 220.2 G MAC = 440.3 GFLOP;
-// min DRAM 2,082 MB -> 0.48 ms; fp32 FMA floor 6.57 ms, 3xTF32 ideal ~2.7 ms: compute-bound.
+// Cost (docs/problems.md#l1_070, full preset 8 x 48 x 96^3 -> 8 x 24 x 98^3): 220.2 G MAC = 440.3
+// GFLOP; min DRAM 2,082 MB -> 0.48 ms; fp32 FMA floor 6.57 ms, 3xTF32 ideal ~2.7 ms: compute-bound.
 // Strict-fp32 reference 39.2 ms, best peer 39.13 ms (goal <= 10.5 ms). v1 (per-tap 4-byte
 // gathers, split per MMA): 14.2 ms.
 //

@@ -2,10 +2,10 @@
 // effective layer, not the script's 4), no bias).
 //   x: (N, C_in, D, H, W) fp32; w: (C_in, C_out, 3, 3, 3); out: (N, C_out, 2D-1, 2H-1, 2W-1).
 //
-// Cost (docs/problems.md#l1_073, full preset 4 x 32 x 32 x 64 x 128 -> 4 x 32 x 63 x 127 x 255): 27.9 G MAC
-// = 55.9 GFLOP; min DRAM 1,179 MB (out 1,045) -> 0.27 ms; fp32 FMA floor 0.83 ms, 3xTF32 ideal
-// ~0.34 ms. Strict-fp32 reference 10.6 ms; previous custom (per-class gather, parity_gather3d.cuh)
-// 2.12 ms; goal <= 1.33 ms.
+// Cost (docs/problems.md#l1_073, full preset 4 x 32 x 32 x 64 x 128 -> 4 x 32 x 63 x 127 x
+// 255): 27.9 G MAC = 55.9 GFLOP; min DRAM 1,179 MB (out 1,045) -> 0.27 ms; fp32 FMA floor 0.83 ms,
+// 3xTF32 ideal ~0.34 ms. Strict-fp32 reference 10.6 ms; previous custom (per-class gather,
+// parity_gather3d.cuh) 2.12 ms; goal <= 1.33 ms.
 //
 // Design (../conv_transpose3d_tf32x3/all_classes3d.cuh): one persistent CTA per SM keeps the
 // 27 x 32 x 32 weights (raw, B-fragment order, 110.6 KB) in shared memory and walks boxes of

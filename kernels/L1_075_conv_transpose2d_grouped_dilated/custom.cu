@@ -1,9 +1,9 @@
 // L1_075 custom: ConvTranspose2d(C_in, C_out, (3, 5), stride=(2, 3), padding=(1, 2),
 // dilation=(2, 1), groups=4, bias=False).
 //
-// Cost (docs/problems.md#l1_075, full preset x (16, 32, 128, 256) -> y (16, 64, 257, 766)): 3.99 G MAC = 7.99
-// GFLOP -> t_fp32 119 us; 873 MB (y 806) -> t_mem 203 us. Floor 203 us: memory-bound (the output
-// writes). Best strict-fp32 peer 5.71 ms.
+// Cost (docs/problems.md#l1_075, full preset x (16, 32, 128, 256) -> y (16, 64, 257, 766)): 3.99 G
+// MAC = 7.99 GFLOP -> t_fp32 119 us; 873 MB (y 806) -> t_mem 203 us. Floor 203 us: memory-bound
+// (the output writes). Best strict-fp32 peer 5.71 ms.
 //
 // Math: rows: oh + 1 = 2 qh + rh; all 3 kernel rows land on phase rh = 0 (input rows qh, qh - 1,
 // qh - 2), phase 1 (every even row, 50.2% of y) is exactly 0. Columns: ow + 2 = 3 qw + rw; taps

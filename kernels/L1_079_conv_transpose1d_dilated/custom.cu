@@ -1,8 +1,8 @@
 // L1_079 custom: ConvTranspose1d(C_in, C_out, 3, stride=2, padding=1, dilation=2, bias=False).
 //
-// Cost (docs/problems.md#l1_079, full preset x (16, 32, 131072) -> y (16, 64, 262145)): 12.88 G MAC = 25.8
-// GFLOP -> t_fp32 385 us (fp32 FMA, no TF32); 1,342 MB (x 268, y 1,074) -> t_mem 312 us. Floor
-// 385 us: FMA-bound. Best strict-fp32 peer 2.93 ms.
+// Cost (docs/problems.md#l1_079, full preset x (16, 32, 131072) -> y (16, 64, 262145)): 12.88 G MAC
+// = 25.8 GFLOP -> t_fp32 385 us (fp32 FMA, no TF32); 1,342 MB (x 268, y 1,074) -> t_mem 312 us.
+// Floor 385 us: FMA-bound. Best strict-fp32 peer 2.93 ms.
 //
 // Math: with stride == dilation == 2 every tap lands on the even phase of o + pad: writing
 // o + pad = 2q + r, phase r = 1 is exactly 0 and phase 0 is the dense correlation

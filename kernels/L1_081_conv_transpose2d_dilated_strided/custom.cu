@@ -1,8 +1,8 @@
 // L1_081 custom: ConvTranspose2d(C_in, C_out, 3, stride=5, padding=1, dilation=2, bias=False).
 //
-// Cost (docs/problems.md#l1_081, full preset x (16, 32, 64, 128) -> y (16, 64, 318, 638)): 2.38 G MAC = 4.76
-// GFLOP -> t_fp32 71 us; 848 MB (y 831) -> t_mem 197 us. Floor 197 us: memory-bound (the output
-// writes). Best strict-fp32 peer 1.24 ms.
+// Cost (docs/problems.md#l1_081, full preset x (16, 32, 64, 128) -> y (16, 64, 318, 638)): 2.38 G
+// MAC = 4.76 GFLOP -> t_fp32 71 us; 848 MB (y 831) -> t_mem 197 us. Floor 197 us: memory-bound (the
+// output writes). Best strict-fp32 peer 1.24 ms.
 //
 // Math: per axis o + 1 = 5q + r; tap t lands on phase r = 2t mod 5 = {0, 2, 4} at input q (offset
 // floor(2t / 5) = 0), so each output gets at most one tap per axis and phases 1 and 3 are 0:

@@ -1,8 +1,9 @@
 // L1_098 custom: F.kl_div(log(predictions), targets, reduction='batchmean')
 //   out: () = (1 / N) * sum_{n,d} q * (log q - log p),  p = predictions, q = targets, (N, D) fp32.
 //
-// Cost (full preset N = D = 16384, docs/problems.md#l1_098): 2 x 268M fp32 read once = 2.15 GB, 1.6 GFLOP
-// (537M MUFU ops, ~0.13 ms, hidden). Floor 0.50 ms (memory). Reference 1.08 ms, best peer 0.80.
+// Cost (full preset N = D = 16384, docs/problems.md#l1_098): 2 x 268M fp32 read once = 2.15 GB, 1.6
+// GFLOP (537M MUFU ops, ~0.13 ms, hidden). Floor 0.50 ms (memory). Reference 1.08 ms, best peer
+// 0.80.
 //
 // Design: one streaming pass and one tiny fixed-order combine, no atomics.
 //  1. kl_partials_kernel: a persistent grid (SMs x resident blocks); block b owns a contiguous,

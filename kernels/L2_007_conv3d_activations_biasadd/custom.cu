@@ -2,8 +2,9 @@
 //   x: (64, 8, 32, 64, 64) -> out: (64, 32, 30, 62, 62), fp32 NCDHW (full preset);
 //   conv.bias: (32), bias: (32, 1, 1, 1).
 //
-// Cost (docs/problems.md#l2_007): 51.0 G MAC = 105 GFLOP -> t_fp32 1.57 ms (TF32 is borderline: not used);
-// 1,213 MB -> t_mem 282 us. Floor 1.57 ms, FMA-bound. Reference (cuDNN + 5 eager kernels) 7.38 ms.
+// Cost (docs/problems.md#l2_007): 51.0 G MAC = 105 GFLOP -> t_fp32 1.57 ms (TF32 is borderline: not
+// used); 1,213 MB -> t_mem 282 us. Floor 1.57 ms, FMA-bound. Reference (cuDNN + 5 eager
+// kernels) 7.38 ms.
 //
 // Math of the epilogue: r = relu(z) >= 0, so leaky_relu(r) = r for any slope; where r = 0 the
 // chain is sigmoid(gelu(0)) + bias = 0.5 + bias exactly (no erff/expf there, ~half the outputs).

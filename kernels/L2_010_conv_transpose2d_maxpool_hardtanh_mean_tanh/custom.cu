@@ -2,9 +2,9 @@
 //   x: (N, C_in, H, W); weight: (C_in, C_out, 3, 3); bias: (C_out); out: (N, C_out, 1, 1).
 //   Full preset: (128, 64, 256, 256) -> conv (128, 64, 256, 256) -> pool (.., 128, 128).
 //
-// Cost (docs/problems.md#l2_010, full preset): 616.6 GFLOP; min DRAM 2,148 MB -> 0.50 ms; floor 9.20 ms
-// strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.9 ms, best peer 12.31 ms,
-// goal <= 10.2 ms.
+// Cost (docs/problems.md#l2_010, full preset): 616.6 GFLOP; min DRAM 2,148 MB -> 0.50 ms;
+// floor 9.20 ms strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.9 ms, best
+// peer 12.31 ms, goal <= 10.2 ms.
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. Two paths, three kernels each:

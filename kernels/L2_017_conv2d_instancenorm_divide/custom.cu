@@ -3,8 +3,8 @@
 //   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
 //   Per (n, c) plane: out = (y - mean) / sqrt(var + eps) / d, biased variance.
 //
-// Cost (docs/problems.md#l2_017, full preset): 301.5 GFLOP (149.8 G MACs); realistic DRAM for the two-kernel
-// form 3,658 MB -> 0.85 ms; floor 4.50 ms strict fp32 FMA; 3xTF32 ~1.85 ms ideal. Best
+// Cost (docs/problems.md#l2_017, full preset): 301.5 GFLOP (149.8 G MACs); realistic DRAM for the
+// two-kernel form 3,658 MB -> 0.85 ms; floor 4.50 ms strict fp32 FMA; 3xTF32 ~1.85 ms ideal. Best
 // strict-fp32 peer 9.72 ms; goal <= 7.20 ms.
 //
 // Design, two kernels:

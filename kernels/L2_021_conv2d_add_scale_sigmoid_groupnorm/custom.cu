@@ -1,8 +1,8 @@
 // L2_021 custom: GroupNorm(sigmoid((conv2d(x) + conv.bias + bias[c]) * scale[c])).
 //   x: (N, C_in, H, W), w: (C_out, C_in, 3, 3), out: (N, C_out, H - 2, W - 2), fp32 NCHW.
 //
-// Cost (full preset 128 x 8 x 256 x 256 -> 128 x 32 x 254 x 254, docs/problems.md#l2_021): 19.0 G MAC ->
-// t_fp32 0.57 ms (strict FFMA); x 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms.
+// Cost (full preset 128 x 8 x 256 x 256 -> 128 x 32 x 254 x 254, docs/problems.md#l2_021): 19.0 G
+// MAC -> t_fp32 0.57 ms (strict FFMA); x 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms.
 //
 // Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than re-reading the
 // pre-norm tensor. So three launches (group_norm_pipeline/pipeline.cuh): conv_kernel writes the
@@ -11,15 +11,16 @@
 // (those are still in L2 when the conv launch ends).
 //
 // S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
-// before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared
-// loads per 576 FFMA), then t = (acc + bias) * scale, g = 1 / (1 + expf(-t)), written with
-// 8-byte stores; per-channel sums of g - pilot and (g - pilot)^2 (fp32 per thread and warp, pilot
-// = a warp-uniform value of the channel), turned into raw sums in double once per warp (shared
-// atomics), go to partials[n][task][group]. The conv bias starts the accumulator: the
-// same math, one rounding of a different order (|err| ~1e-7, ~15x after GroupNorm: << 1e-4).
-// N task (n, channel, part of the plane): (g - mean) * rstd * gamma + beta, float4 when aligned.
-// Other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared memory) run the
-// generic kernels: one thread per output element, block-per-group statistics, in place.
+// before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes 2
+// rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared loads per 576 FFMA), then t = (acc
+// + bias) * scale, g = 1 / (1 + expf(-t)), written with 8-byte stores; per-channel sums of g -
+// pilot and (g - pilot)^2 (fp32 per thread and warp, pilot = a warp-uniform value of the channel),
+// turned into raw sums in double once per warp (shared atomics), go to partials[n][task][group].
+// The conv bias starts the accumulator: the same math, one rounding of a different order (|err|
+// ~1e-7, ~15x after GroupNorm: << 1e-4). N task (n, channel, part of the plane): (g - mean) * rstd
+// * gamma + beta, float4 when aligned. Other geometries (kernel != 3x3, stride/padding/dilation,
+// too wide for shared memory) run the generic kernels: one thread per output element,
+// block-per-group statistics, in place.
 //
 // Accuracy of the statistics: fp32 sums of g and g^2 (before) lose 2 log10(mean/std) digits, all
 // of them when the sigmoid saturates (inputs in [100, 101): g ~ 1, std << 1). About a pilot

@@ -3,9 +3,9 @@
 //   x: (N, C_in, H, W), W: (C_out, C_in, 3, 3), conv.bias: (C_out), bias: (C_out, 1, 1);
 //   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
 //
-// Cost (docs/problems.md#l2_031, full preset): 300.7 GFLOP (149.8 G MACs); min DRAM 1,578 MB -> 0.37 ms;
-// floor 4.49 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms ideal.
-// Best strict-fp32 peer 8.96 ms (torch.compile); goal <= 7.18 ms.
+// Cost (docs/problems.md#l2_031, full preset): 300.7 GFLOP (149.8 G MACs); min DRAM 1,578 MB ->
+// 0.37 ms; floor 4.49 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms
+// ideal. Best strict-fp32 peer 8.96 ms (torch.compile); goal <= 7.18 ms.
 //
 // Design: the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh: CTA tile
 // 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,

@@ -3,8 +3,9 @@
 //   out: (N, C_out, 2D, 2H, 2W) (full preset: (32, 64, 32, 64, 64)). LayerNorm normalizes each
 //   (n, co, od, oh) row of 2W values (W_out == C_out is what lets PyTorch run it).
 //
-// Cost (docs/problems.md#l2_034, full preset): 132.8 GFLOP; min DRAM 1,141 MB -> 0.27 ms; floor 1.98 ms
-// strict fp32 FMA; 3xTF32 ~0.81 ms. Reference 25.4 ms, best peer 22.24 ms, goal <= 3.17 ms.
+// Cost (docs/problems.md#l2_034, full preset): 132.8 GFLOP; min DRAM 1,141 MB -> 0.27 ms;
+// floor 1.98 ms strict fp32 FMA; 3xTF32 ~0.81 ms. Reference 25.4 ms, best peer 22.24 ms, goal
+// <= 3.17 ms.
 //
 // Fast path (W = 32, C_out <= 64, x 16-byte aligned; the full preset), row_ln_gemm.cuh: per output
 // parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in = 256 (2 taps per axis);

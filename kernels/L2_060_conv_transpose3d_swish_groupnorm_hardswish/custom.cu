@@ -1,8 +1,9 @@
 // L2_060 custom: hardswish(GroupNorm(swish(ConvTranspose3d(x)))), conv k3 s2 p1 (groups 1).
 //   x: (N, C_in, D, H, W), w: (C_in, C_out, 3, 3, 3), out: (N, C_out, 2D-1, 2H-1, 2W-1), fp32.
 //
-// Cost (full preset 128 x 3 x 16 x 32 x 32 -> 128 x 16 x 31 x 63 x 63, docs/problems.md#l2_060): 2.5 G MAC,
-// ~4.5 G elementwise FLOP; 1.03 GB (the 1.0 GB output) -> floor 0.24 ms (memory).
+// Cost (full preset 128 x 3 x 16 x 32 x 32 -> 128 x 16 x 31 x 63 x 63,
+// docs/problems.md#l2_060): 2.5 G MAC, ~4.5 G elementwise FLOP; 1.03 GB (the 1.0 GB output) ->
+// floor 0.24 ms (memory).
 //
 // Math: per axis, output o = 2i - 1 + k. Even o = 2m takes one tap (i = m, k = 1); odd o = 2m + 1
 // takes two (i = m, k = 2 and i = m + 1, k = 0), all inside the input: no bounds tests. So a row

@@ -3,8 +3,8 @@
 //   out: (N, C_out, 2H + 1, 2W + 1) fp32, NCHW. ConvTranspose2d(k 4, stride 2, padding 1,
 //   output_padding 1); softmax over the channels (dim 1); scale 2.0 from the spec.
 //
-// Cost (docs/problems.md#l2_091, full preset 128 x 64 x 64 x 64 -> 128 x 128 x 129 x 129): 68.2 G MAC =
-// 139.6 GFLOP; min DRAM 1,225 MB (out 1,091) -> 0.29 ms. fp32 FMA floor 2.08 ms; 3xTF32 floor
+// Cost (docs/problems.md#l2_091, full preset 128 x 64 x 64 x 64 -> 128 x 128 x 129 x 129): 68.2 G
+// MAC = 139.6 GFLOP; min DRAM 1,225 MB (out 1,091) -> 0.29 ms. fp32 FMA floor 2.08 ms; 3xTF32 floor
 // ~0.86 ms. Strict-fp32 reference ~17.1 ms, best peer 14.48 ms (goal <= 3.33 ms).
 //
 // Design (../conv_transpose2d_tf32x3/parity_gemm.cuh): per axis o + 1 = 2 q + r; both phases take

@@ -2,8 +2,8 @@
 //   x: (N, C_in, H, W); w: (C_in, C_out, 4, 4); b: (C_out); out: (N, C_out, 2H + 2, 2W + 2) fp32,
 //   NCHW. ConvTranspose2d(k 4, stride 2, padding 0); add 0.5, cap 0.0, factor 2.0 from the spec.
 //
-// Cost (docs/problems.md#l2_093, full preset 128 x 64 x 64 x 64 -> 128 x 128 x 130 x 130): 68.7 G MAC =
-// 139.9 GFLOP; min DRAM 1,242 MB (out 1,108) -> 0.29 ms. fp32 FMA floor 2.09 ms; 3xTF32 floor
+// Cost (docs/problems.md#l2_093, full preset 128 x 64 x 64 x 64 -> 128 x 128 x 130 x 130): 68.7 G
+// MAC = 139.9 GFLOP; min DRAM 1,242 MB (out 1,108) -> 0.29 ms. fp32 FMA floor 2.09 ms; 3xTF32 floor
 // ~0.86 ms. Strict-fp32 reference ~15.8 ms, best peer 13.93 ms (goal <= 3.34 ms).
 //
 // Design (../conv_transpose2d_tf32x3/parity_gemm.cuh): per axis o = 2 q + r; both phases take

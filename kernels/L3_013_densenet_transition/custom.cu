@@ -4,9 +4,9 @@
 //   out[n,o,i,j] = sum_c (W1[o,c] / 4) * sum_{a,b in {0,1}} relu(x[n,c,2i+a,2j+b] * s_c + t_c),
 //   s_c = gamma_c / sqrt(var_c + eps), t_c = beta_c - mean_c * s_c (batch mean, biased var).
 //
-// Cost (full preset 128 x 32 x 256 x 256 -> 128 x 64 x 128 x 128, docs/problems.md#l3_013): pooling before
-// the 1x1 conv is exact (both linear): 4.3 GFMA instead of 17.2. Bytes: 2 reads of x + 1 write
-// = 2.68 GB -> realistic floor 0.62 ms (ideal 1.61 GB, 0.375 ms, is out of reach: the batch
+// Cost (full preset 128 x 32 x 256 x 256 -> 128 x 64 x 128 x 128, docs/problems.md#l3_013): pooling
+// before the 1x1 conv is exact (both linear): 4.3 GFMA instead of 17.2. Bytes: 2 reads of x + 1
+// write = 2.68 GB -> realistic floor 0.62 ms (ideal 1.61 GB, 0.375 ms, is out of reach: the batch
 // statistics need a full pass first). Reference 6.69 ms, best peer 5.58 ms.
 //
 // Design (three launches, no atomics, deterministic for a given device):

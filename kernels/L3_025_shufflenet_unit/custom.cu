@@ -3,8 +3,8 @@
 //   cg = mid / G (conv3 inputs per group), opg = C_out / G (conv3 outputs per group).
 //   out = relu(BN3(conv3(shuffle(BN2(dw3x3(relu(BN1(conv1(x)))))))) + BN_sc(conv_sc(x)).
 //
-// Cost (full preset 10 x 240 -> 480 x 224 x 224, docs/problems.md#l3_025): 150.35 GFLOP (conv_sc 77%),
-// 1.45 GB minimum DRAM traffic; floor 2.24 ms in fp32 FMA (3xTF32 ~0.92 ms of tensor work).
+// Cost (full preset 10 x 240 -> 480 x 224 x 224, docs/problems.md#l3_025): 150.35 GFLOP (conv_sc
+// 77%), 1.45 GB minimum DRAM traffic; floor 2.24 ms in fp32 FMA (3xTF32 ~0.92 ms of tensor work).
 // Reference 11.1 ms, best peer 9.22 ms, goal <= 3.59 ms. Plain TF32 fails the 1e-4 budget.
 //
 // Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):

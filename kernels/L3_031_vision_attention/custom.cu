@@ -3,10 +3,10 @@
 //   x: (N, E, H, W) fp32 NCHW; tokens t[l, n, e] = x[n, e, l], l = h*W + w, L = H*W.
 //   out[n, c, l] = LN_c(out_proj(concat_h softmax(q_h k_h^T) v_h)[l, n, c] + x[n, c, l]).
 //
-// Cost (full preset N 2, E 128, 4 heads, L 16384; docs/problems.md#l3_031): 290 GFLOP (QK^T 137 G, PV 137 G,
-// projections 4.3 G), 2.15e9 exps; min DRAM 33.8 MB (8 us). fp32 FMA floor 4.33 ms, TF32 0.59 ms,
-// 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (materializes 8.6 GB of scores); best peer
-// 14.65 ms; goal <= 6.92 ms.
+// Cost (full preset N 2, E 128, 4 heads, L 16384; docs/problems.md#l3_031): 290 GFLOP (QK^T 137 G,
+// PV 137 G, projections 4.3 G), 2.15e9 exps; min DRAM 33.8 MB (8 us). fp32 FMA floor 4.33 ms, TF32
+// 0.59 ms, 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (materializes 8.6 GB of scores); best
+// peer 14.65 ms; goal <= 6.92 ms.
 //
 // Design (three launches, no atomics, deterministic):
 //  1. qkv_projection_kernel (fp32 FMA, 64 tokens x 64 features x 16 k tiles): reads x in place

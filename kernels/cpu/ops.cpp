@@ -486,28 +486,29 @@ HostTensor<T> multihead_attention(const HostTensor<T>& q, const HostTensor<T>& k
   return linear_rows(o, out_proj_weight.data.data(), out_proj_bias.data.data(), embed);
 }
 
-#define KB_INSTANTIATE_CPU_OPS(T)                                                                  \
-  template HostTensor<T> cast<T>(const HostTensor<float>&);                                        \
-  template HostTensor<T> bmm<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
-  template HostTensor<T> add<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
-  template HostTensor<T> sub<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
-  template HostTensor<T> linear<T>(const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>*); \
-  template HostTensor<T> mul<T>(const HostTensor<T>&, const HostTensor<T>&);                       \
-  template HostTensor<T> mean<T>(const HostTensor<T>&, const std::vector<int64_t>&, bool);         \
-  template HostTensor<T> batch_norm_train<T>(const HostTensor<T>&, const HostTensor<T>&,           \
-                                             const HostTensor<T>&, double);                        \
-  template HostTensor<T> instance_norm<T>(const HostTensor<T>&, double);                           \
-  template HostTensor<T> group_norm<T>(const HostTensor<T>&, int64_t, const HostTensor<T>&,        \
-                                       const HostTensor<T>&, double);                              \
-  template HostTensor<T> layer_norm<T>(const HostTensor<T>&, const HostTensor<T>&,                 \
-                                       const HostTensor<T>&, double);                              \
-  template HostTensor<T> softmax<T>(const HostTensor<T>&, int64_t);                                \
-  template HostTensor<T> channel_shuffle<T>(const HostTensor<T>&, int64_t);                        \
-  template HostTensor<T> kl_div_batchmean<T>(const HostTensor<T>&, const HostTensor<T>&);          \
-  template HostTensor<T> reshape<T>(const HostTensor<T>&, const Shape&);                           \
-  template HostTensor<T> permute<T>(const HostTensor<T>&, const std::vector<int64_t>&);            \
-  template HostTensor<T> multihead_attention<T>(                                                   \
-      const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>&,      \
+#define KB_INSTANTIATE_CPU_OPS(T)                                                             \
+  template HostTensor<T> cast<T>(const HostTensor<float>&);                                   \
+  template HostTensor<T> bmm<T>(const HostTensor<T>&, const HostTensor<T>&);                  \
+  template HostTensor<T> add<T>(const HostTensor<T>&, const HostTensor<T>&);                  \
+  template HostTensor<T> sub<T>(const HostTensor<T>&, const HostTensor<T>&);                  \
+  template HostTensor<T> linear<T>(const HostTensor<T>&, const HostTensor<T>&,                \
+                                   const HostTensor<T>*);                                     \
+  template HostTensor<T> mul<T>(const HostTensor<T>&, const HostTensor<T>&);                  \
+  template HostTensor<T> mean<T>(const HostTensor<T>&, const std::vector<int64_t>&, bool);    \
+  template HostTensor<T> batch_norm_train<T>(const HostTensor<T>&, const HostTensor<T>&,      \
+                                             const HostTensor<T>&, double);                   \
+  template HostTensor<T> instance_norm<T>(const HostTensor<T>&, double);                      \
+  template HostTensor<T> group_norm<T>(const HostTensor<T>&, int64_t, const HostTensor<T>&,   \
+                                       const HostTensor<T>&, double);                         \
+  template HostTensor<T> layer_norm<T>(const HostTensor<T>&, const HostTensor<T>&,            \
+                                       const HostTensor<T>&, double);                         \
+  template HostTensor<T> softmax<T>(const HostTensor<T>&, int64_t);                           \
+  template HostTensor<T> channel_shuffle<T>(const HostTensor<T>&, int64_t);                   \
+  template HostTensor<T> kl_div_batchmean<T>(const HostTensor<T>&, const HostTensor<T>&);     \
+  template HostTensor<T> reshape<T>(const HostTensor<T>&, const Shape&);                      \
+  template HostTensor<T> permute<T>(const HostTensor<T>&, const std::vector<int64_t>&);       \
+  template HostTensor<T> multihead_attention<T>(                                              \
+      const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>&, \
       const HostTensor<T>&, const HostTensor<T>&, const HostTensor<T>&, int64_t);
 
 KB_INSTANTIATE_CPU_OPS(float)

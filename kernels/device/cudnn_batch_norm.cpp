@@ -25,8 +25,7 @@ bool CudnnBatchNorm::applies(const Shape& x, double eps) {
 
 CudnnBatchNorm::~CudnnBatchNorm() {
   if (x_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(x_desc_));
-  if (stats_desc_ != nullptr)
-    KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(stats_desc_));
+  if (stats_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(stats_desc_));
   if (buffers_ != nullptr) KB_CUDA_WARN(cudaFree(buffers_));
   if (workspace_ != nullptr) KB_CUDA_WARN(cudaFree(workspace_));
   if (reserve_ != nullptr) KB_CUDA_WARN(cudaFree(reserve_));
@@ -86,8 +85,8 @@ Status CudnnBatchNorm::run(const float* x, const float* weight, const float* bia
   float* saved_inv_std = buffers_ + 3 * channels_;
   KB_CUDNN_TRY(cudnnBatchNormalizationForwardTrainingEx(
       handle.value(), CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc_, x,
-      nullptr, nullptr, x_desc_, y, stats_desc_, weight, bias, kMomentum, running_mean,
-      running_var, eps_, saved_mean, saved_inv_std, nullptr, workspace_, workspace_bytes_, reserve_,
+      nullptr, nullptr, x_desc_, y, stats_desc_, weight, bias, kMomentum, running_mean, running_var,
+      eps_, saved_mean, saved_inv_std, nullptr, workspace_, workspace_bytes_, reserve_,
       reserve_bytes_));
   return Status::ok();
 }

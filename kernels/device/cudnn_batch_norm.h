@@ -35,8 +35,7 @@ class CudnnBatchNorm {
   Status setup(const Shape& x, double eps);
 
   // y = (x - mean) / sqrt(var + eps) * weight + bias per channel, batch statistics, on `stream`.
-  Status run(const float* x, const float* weight, const float* bias, float* y,
-             cudaStream_t stream);
+  Status run(const float* x, const float* weight, const float* bias, float* y, cudaStream_t stream);
 
  private:
   double eps_ = 0;

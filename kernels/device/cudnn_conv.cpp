@@ -371,8 +371,7 @@ CudnnConv::~CudnnConv() {
   if (x_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(x_desc_));
   if (y_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyTensorDescriptor(y_desc_));
   if (w_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyFilterDescriptor(w_desc_));
-  if (conv_desc_ != nullptr)
-    KB_CUDNN_WARN(cudnnDestroyConvolutionDescriptor(conv_desc_));
+  if (conv_desc_ != nullptr) KB_CUDNN_WARN(cudnnDestroyConvolutionDescriptor(conv_desc_));
   if (workspace_ != nullptr) KB_CUDA_WARN(cudaFree(workspace_));
 }
 

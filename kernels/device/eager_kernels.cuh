@@ -424,9 +424,8 @@ static __global__ void softmax_rows_block_kernel(const float* x, float* y, int64
 // ATen's cunn_SoftMaxForward does for rows longer than 1,024 (ILP 4, a power-of-two block of up to
 // 1,024 threads; the row does not fit its 48 KB shared-memory variant at L3_031's 16,384 keys).
 // With few, large blocks per SM the second and third passes mostly hit L2.
-static __global__ void __launch_bounds__(1024) softmax_rows_vec4_kernel(const float* x, float* y,
-                                                                        int64_t rows,
-                                                                        int64_t len) {
+static __global__ void __launch_bounds__(1024)
+    softmax_rows_vec4_kernel(const float* x, float* y, int64_t rows, int64_t len) {
   const int64_t vec_len = len / 4;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float4* xr = reinterpret_cast<const float4*>(x + r * len);
@@ -445,8 +444,8 @@ static __global__ void __launch_bounds__(1024) softmax_rows_vec4_kernel(const fl
     float4* yr = reinterpret_cast<float4*>(y + r * len);
     for (int64_t j = threadIdx.x; j < vec_len; j += blockDim.x) {
       const float4 v = xr[j];
-      yr[j] = make_float4(expf(v.x - m) / s, expf(v.y - m) / s, expf(v.z - m) / s,
-                          expf(v.w - m) / s);
+      yr[j] =
+          make_float4(expf(v.x - m) / s, expf(v.y - m) / s, expf(v.z - m) / s, expf(v.w - m) / s);
     }
   }
 }

@@ -26,7 +26,9 @@ constexpr int64_t kWarpRowMax = 2048;
 // Longer float4-aligned rows get one block of up to this many threads each.
 constexpr int kVecRowMaxThreads = 1024;
 
-bool aligned16(const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const float* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 // ---- Scratch memory for multi-pass reductions ----
 
@@ -229,7 +231,7 @@ Status softmax(const DeviceTensor& x, int dim, const DeviceTensor& out, cudaStre
     int threads = kWarp;  // ATen's SoftMaxForward_getBlockSize with ILP 4
     while (threads < kVecRowMaxThreads && threads < len / 4) threads *= 2;
     softmax_rows_vec4_kernel<<<grid_for(outer, 1), threads, 0, stream>>>(x.data, out.data, outer,
-                                                                          len);
+                                                                         len);
   } else {
     softmax_rows_block_kernel<<<grid_for(outer, 1), kThreads, 0, stream>>>(x.data, out.data, outer,
                                                                            len);

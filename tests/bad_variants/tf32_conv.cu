@@ -1,9 +1,10 @@
 // Bad variant (g), L2_017: conv2d with TF32 operands (each x and w rounded to TF32's 10 mantissa
 // bits, round-to-nearest as cvt.rna.tf32.f32 does before a TF32 tensor-core MMA; products exact,
 // fp32 accumulation), then its own InstanceNorm + divide in fp32. The InstanceNorm divides by each
-// plane's standard deviation and so amplifies the conv's TF32 error past 1e-4 (docs/problems.md#l2_017: TF32
-// uses ~8x the L2_017 tolerance budget). Expected verdict: mismatch, by errors of the order of
-// 1e-3 (not NaN, not O(1): the arithmetic is right, only its precision is not).
+// plane's standard deviation and so amplifies the conv's TF32 error past 1e-4
+// (docs/problems.md#l2_017: TF32 uses ~8x the L2_017 tolerance budget). Expected verdict: mismatch,
+// by errors of the order of 1e-3 (not NaN, not O(1): the arithmetic is right, only its precision is
+// not).
 #include <cuda_runtime.h>
 
 #include <cstddef>

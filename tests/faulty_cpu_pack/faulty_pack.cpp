@@ -33,7 +33,9 @@
 
 namespace {
 
-const kb_pack_v1_t& honest() { return kb::testing::honest_pack(); }
+const kb_pack_v1_t& honest() {
+  return kb::testing::honest_pack();
+}
 
 std::mutex g_mutex;
 std::unordered_map<const kb_instance_v1*, std::string> g_problem;  // instance -> problem id

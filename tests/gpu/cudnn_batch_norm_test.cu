@@ -49,8 +49,8 @@ TEST(CudnnBatchNorm, MatchesGoldenOnEveryRankAndOnRepeatedCalls) {
 }
 
 TEST(CudnnBatchNorm, LeavesToTheEagerKernelWhatPyTorchDoes) {
-  EXPECT_FALSE(CudnnBatchNorm::applies({16, 5}, 1e-5));                    // rank 2
-  EXPECT_FALSE(CudnnBatchNorm::applies({880802, 2, 1, 1}, 1e-5));          // batch over the bound
+  EXPECT_FALSE(CudnnBatchNorm::applies({16, 5}, 1e-5));                   // rank 2
+  EXPECT_FALSE(CudnnBatchNorm::applies({880802, 2, 1, 1}, 1e-5));         // batch over the bound
   EXPECT_FALSE(CudnnBatchNorm::applies({4, 2, 1 << 15, 1 << 15}, 1e-5));  // >= 2^31 elements
 }
 

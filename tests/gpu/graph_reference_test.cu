@@ -9,8 +9,8 @@
 #include "common/spec_loader.h"
 #include "kernels/device/graph_reference.h"
 #include "tests/gpu/problem_cases.h"
-#include "tests/support/probe_specs.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/probe_specs.h"
 
 namespace kb::gpu_test {
 namespace {

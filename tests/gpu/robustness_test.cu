@@ -3,16 +3,16 @@
 // and each robustness distribution that applies (shifted, scaled and centered inputs; random
 // affine norm/bias parameters; common/tensor_generator.h). Prints one table row per (problem,
 // distribution): each variant's max |err| and its max error over the tolerance ("excess": > 1 is
-// outside), and the robustness trials' verdict (executor/robustness_trials.h). The custom must never
-// be `fragile` (outside the tolerance and > 10x the reference's error).
+// outside), and the robustness trials' verdict (executor/robustness_trials.h). The custom must
+// never be `fragile` (outside the tolerance and > 10x the reference's error).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
+#include "executor/robustness_trials.h"
 #include "kernels/cpu_model.h"
 #include "tests/gpu/problem_cases.h"
-#include "executor/robustness_trials.h"
 
 namespace kb::gpu_test {
 namespace {

@@ -13,9 +13,9 @@
 #include <random>
 #include <thread>
 
+#include "tests/support/assert_ok.h"
 #include "tests/support/fleet_stack.h"
 #include "tests/support/postgres_test_db.h"
-#include "tests/support/assert_ok.h"
 
 namespace kb::testing {
 namespace {
@@ -74,8 +74,8 @@ class FleetTest : public ::testing::Test {
     ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
     stack.add_worker("cpu-a", {"--device", "cpu"});
     stack.add_worker("cpu-b", {"--device", "cpu"});
-    run = submit(stack, {"submit", suite, "--preset", "small", "--pack", pack_path(),
-                         "--time-cap", time_cap});
+    run = submit(stack, {"submit", suite, "--preset", "small", "--pack", pack_path(), "--time-cap",
+                         time_cap});
     ASSERT_GT(run, 0);
     ASSERT_TRUE(stack.wait_for_run(run, deadline)) << "run " << run << " did not finish";
   }
@@ -120,7 +120,8 @@ TEST_F(FleetTest, ImportedSuiteIsOkOnCpuWorkersAtTheSmallPreset) {
   expect_exactly_once(stack, run, jobs);
   const Result<std::string> not_ok = stack.query_value(
       "SELECT coalesce(string_agg(problem_id || ' ' || status || ': ' || coalesce(message, ''), "
-      "'; '), '') FROM results WHERE run_id = " + r + " AND status <> 'ok'");
+      "'; '), '') FROM results WHERE run_id = " +
+      r + " AND status <> 'ok'");
   ASSERT_TRUE(not_ok.is_ok()) << not_ok.status().to_string();
   EXPECT_EQ(not_ok.value(), "") << "problems not ok";
 }

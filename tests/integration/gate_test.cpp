@@ -21,8 +21,12 @@ namespace {
 using std::chrono::seconds;
 
 // The paced packs (tests/paced_cpu_pack/): 250 and 260 ms per custom call.
-std::string paced_pack_path() { return KB_TEST_PACED_PACK_PATH; }
-std::string paced_slow_pack_path() { return KB_TEST_PACED_SLOW_PACK_PATH; }
+std::string paced_pack_path() {
+  return KB_TEST_PACED_PACK_PATH;
+}
+std::string paced_slow_pack_path() {
+  return KB_TEST_PACED_SLOW_PACK_PATH;
+}
 
 // Two problems whose fp32 CPU models take microseconds at the small preset, far under the pace.
 constexpr const char* kProblems = "L1_003,L1_098";
@@ -52,16 +56,20 @@ class GateTest : public ::testing::Test {
   // 250 ms pace (at 2 s, ~4: a Mann–Whitney p no lower than 0.03, too close to the gate's 0.05).
   int submit(const std::string& pack, const std::string& commit, const std::string& branch,
              const std::vector<std::string>& extra, std::string* output) {
-    std::vector<std::string> args = {"submit", kProblems, "--preset", "small", "--pack", pack,
-                                     "--commit", commit, "--branch", branch, "--time-cap", "4",
-                                     "--trials", "3",
-                                     "--wait"};
+    std::vector<std::string> args = {"submit",     kProblems,  "--preset", "small",    "--pack",
+                                     pack,         "--commit", commit,     "--branch", branch,
+                                     "--time-cap", "4",        "--trials", "3",        "--wait"};
     args.insert(args.end(), extra.begin(), extra.end());
     return stack_->kb(args, output, seconds(300));
   }
   std::vector<std::string> gate_flags(const std::string& name) {
-    return {"--gate", "--max-slowdown", "3%", "--summary-md", work_dir_ + "/" + name + ".md",
-            "--junit", work_dir_ + "/" + name + ".xml"};
+    return {"--gate",
+            "--max-slowdown",
+            "3%",
+            "--summary-md",
+            work_dir_ + "/" + name + ".md",
+            "--junit",
+            work_dir_ + "/" + name + ".xml"};
   }
   std::string work_dir_;
   std::unique_ptr<FleetStack> stack_;
@@ -75,7 +83,8 @@ TEST_F(GateTest, AFourPercentSlowdownFailsTheGateAndAnAaRunPassesIt) {
   stack_->add_worker("cpu-a", {"--device", "cpu"});
 
   std::string out;
-  ASSERT_EQ(submit(paced_pack_path(), "aaaa000000000000000000000000000000000001", "main", {}, &out), 0)
+  ASSERT_EQ(submit(paced_pack_path(), "aaaa000000000000000000000000000000000001", "main", {}, &out),
+            0)
       << out;
 
   // 4% slower than the baseline: exit 1, both problems fail as slowdowns.

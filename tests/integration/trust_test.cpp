@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "common/curve_keys.h"
-#include "tests/support/read_text.h"
+#include "tests/support/assert_ok.h"
 #include "tests/support/fleet_stack.h"
 #include "tests/support/postgres_test_db.h"
-#include "tests/support/assert_ok.h"
+#include "tests/support/read_text.h"
 
 namespace kb::testing {
 namespace {
@@ -91,8 +91,10 @@ TEST_F(TrustTest, ASecondCoordinatorOnTheSameDatabaseExitsAndDispatchesNothing) 
   const std::optional<int> status = second.process.wait(milliseconds(30000));
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << ::kb::test::read_text(second.log);
-  EXPECT_NE(::kb::test::read_text(second.log).find("another kb-coordinator is already serving this database"),
-            std::string::npos) << ::kb::test::read_text(second.log);
+  EXPECT_NE(::kb::test::read_text(second.log)
+                .find("another kb-coordinator is already serving this database"),
+            std::string::npos)
+      << ::kb::test::read_text(second.log);
   ASSERT_TRUE(stack.wait_for_run(run, seconds(120)));
   // Each job leased once (one coordinator dispatching) and stored once.
   const std::string r = std::to_string(run);
@@ -164,7 +166,8 @@ TEST_F(CurveTrustTest, WorkerKeysCannotSubmitAndSighupAdmitsANewSubmitter) {
          std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(milliseconds(20));
   }
-  ASSERT_EQ(submit_as("carol", coordinator.clients, db.url(), &out), 0) << out << ::kb::test::read_text(coordinator.log);
+  ASSERT_EQ(submit_as("carol", coordinator.clients, db.url(), &out), 0)
+      << out << ::kb::test::read_text(coordinator.log);
   pqxx::connection conn(db.url());
   pqxx::nontransaction txn(conn);
   const pqxx::result runs = txn.exec("SELECT submitted_by FROM runs ORDER BY id");
@@ -196,11 +199,13 @@ TEST_F(CurveTrustTest, OnlyTheListedWorkerRunsJobsNotAClientKeyNorASecondProcess
   ASSERT_TRUE(start_worker(second, coordinator.workers, "gpu-1", "gpu-1", "second"));
   ASSERT_TRUE(start_worker(client_key, coordinator.workers, "alice", "alice", "client-key"));
   const auto end = std::chrono::steady_clock::now() + seconds(20);
-  while (::kb::test::read_text(coordinator.log).find("READY from gpu-1 refused") == std::string::npos &&
+  while (::kb::test::read_text(coordinator.log).find("READY from gpu-1 refused") ==
+             std::string::npos &&
          std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(milliseconds(20));
   }
-  ASSERT_NE(::kb::test::read_text(coordinator.log).find("is in use by a live session"), std::string::npos)
+  ASSERT_NE(::kb::test::read_text(coordinator.log).find("is in use by a live session"),
+            std::string::npos)
       << ::kb::test::read_text(coordinator.log);
 
   std::string out;

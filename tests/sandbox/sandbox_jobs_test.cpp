@@ -1,6 +1,6 @@
 // Candidate code under the sandbox (worker/sandbox.h, docs/sandbox.md), with real processes: one
-// ChildProcessJobRunner, as kb-worker holds it, runs real kb-executor jobs on the CPU device under real
-// bubblewrap, with the trusted reference pack and the faulty/hostile candidate pack
+// ChildProcessJobRunner, as kb-worker holds it, runs real kb-executor jobs on the CPU device under
+// real bubblewrap, with the trusted reference pack and the faulty/hostile candidate pack
 // (tests/faulty_cpu_pack). Each hostile job must fail with a clear status and leave no trace (no
 // connection reached the listener, no file appeared, the key did not leak), the same runner must
 // go on to the next job, and the honest control must be `ok`. A control run without the sandbox
@@ -24,9 +24,9 @@
 #include <sstream>
 #include <thread>
 
+#include "common/install_paths.h"
 #include "common/sha256.h"
 #include "worker/job_runner.h"
-#include "common/install_paths.h"
 #include "worker/sandbox.h"
 
 namespace kb {

@@ -6,9 +6,9 @@
 #include "tests/support/assert_ok.h"
 #include "tests/support/postgres_test_db.h"
 
-#define KB_OPEN_STORE(db, store)                                              \
-  KB_REQUIRE_TEST_DB(db);                                                     \
-  KB_ASSERT_OK(::kb::testing::apply_migrations(db.url()));                    \
-  auto store##_opened = ::kb::coord::PgJobStore::open(db.url());              \
-  KB_ASSERT_OK(store##_opened);                                               \
+#define KB_OPEN_STORE(db, store)                                 \
+  KB_REQUIRE_TEST_DB(db);                                        \
+  KB_ASSERT_OK(::kb::testing::apply_migrations(db.url()));       \
+  auto store##_opened = ::kb::coord::PgJobStore::open(db.url()); \
+  KB_ASSERT_OK(store##_opened);                                  \
   ::kb::coord::PgJobStore& store = *store##_opened.value()

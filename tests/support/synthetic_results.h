@@ -105,24 +105,36 @@ inline void insert_bulk_history(pqxx::connection& conn, int64_t rows, int proble
   const std::string n = std::to_string(rows), per_run = std::to_string(problems * models);
   const std::string p = std::to_string(problems), m = std::to_string(models);
   pqxx::work txn(conn);
-  txn.exec("INSERT INTO workers (id, name, device_kind, gpu_model, state) SELECT g, 'worker' || g, "
-           "'cuda', 'GPU' || g, 'idle' FROM generate_series(0, " + m + " - 1) g");
-  txn.exec("INSERT INTO runs (id, submitted_by, problems, preset, gpu_models, state) "
-           "SELECT g, 'bench', '{}', 'full', '{}', 'done' FROM generate_series(1, " + n + " / " +
-           per_run + " + 1) g");
-  txn.exec("INSERT INTO jobs (id, run_id, problem_id, preset, seed, state) "
-           "SELECT g, 1 + (g - 1) / " + per_run + ", 'P' || ((g - 1) % " + p +
-           "), 'full', 0, 'done' FROM generate_series(1, " + n + ") g");
+  txn.exec(
+      "INSERT INTO workers (id, name, device_kind, gpu_model, state) SELECT g, 'worker' || g, "
+      "'cuda', 'GPU' || g, 'idle' FROM generate_series(0, " +
+      m + " - 1) g");
+  txn.exec(
+      "INSERT INTO runs (id, submitted_by, problems, preset, gpu_models, state) "
+      "SELECT g, 'bench', '{}', 'full', '{}', 'done' FROM generate_series(1, " +
+      n + " / " + per_run + " + 1) g");
+  txn.exec(
+      "INSERT INTO jobs (id, run_id, problem_id, preset, seed, state) "
+      "SELECT g, 1 + (g - 1) / " +
+      per_run + ", 'P' || ((g - 1) % " + p + "), 'full', 0, 'done' FROM generate_series(1, " + n +
+      ") g");
   txn.exec(
       "INSERT INTO results (job_id, run_id, attempt, worker_id, problem_id, preset, gpu_model, "
       "device_kind, status, reference_median_ms, custom_median_ms, speedup, reference_samples_ms, "
       "custom_samples_ms, commit_sha, commit_time, result) "
-      "SELECT g, 1 + (g - 1) / " + per_run + ", 1, ((g - 1) / " + p + ") % " + m + ", 'P' || ((g - 1) % " +
-      p + "), 'full', 'GPU' || (((g - 1) / " + p + ") % " + m + "), 'cuda', 'ok', 2.0, "
+      "SELECT g, 1 + (g - 1) / " +
+      per_run + ", 1, ((g - 1) / " + p + ") % " + m + ", 'P' || ((g - 1) % " + p +
+      "), 'full', 'GPU' || (((g - 1) / " + p + ") % " + m +
+      "), 'cuda', 'ok', 2.0, "
       "1.0 + random() * 0.01, 2.0, array_fill(2.0::float8, ARRAY[20]), "
-      "array_fill(1.0::float8, ARRAY[20]), md5(((g - 1) / " + per_run + ")::text), "
-      "to_timestamp(1700000000 + ((g - 1) / " + per_run + ") * 60), '{}' "
-      "FROM generate_series(1, " + n + ") g");
+      "array_fill(1.0::float8, ARRAY[20]), md5(((g - 1) / " +
+      per_run +
+      ")::text), "
+      "to_timestamp(1700000000 + ((g - 1) / " +
+      per_run +
+      ") * 60), '{}' "
+      "FROM generate_series(1, " +
+      n + ") g");
   txn.exec("SELECT setval(pg_get_serial_sequence('runs', 'id'), (SELECT max(id) FROM runs))");
   txn.exec("SELECT setval(pg_get_serial_sequence('jobs', 'id'), (SELECT max(id) FROM jobs))");
   txn.commit();

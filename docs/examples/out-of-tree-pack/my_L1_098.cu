@@ -36,9 +36,9 @@ __device__ double block_sum(double value, double* partial_smem) {
 }
 
 // block_sums_gmem: (gridDim.x,) double
-__global__ void __launch_bounds__(kThreads) kl_block_sums(const float* __restrict__ p_gmem,
-                                                          const float* __restrict__ q_gmem,
-                                                          int64_t count, double* block_sums_gmem) {
+__global__ void __launch_bounds__(kThreads)
+    kl_block_sums(const float* __restrict__ p_gmem, const float* __restrict__ q_gmem, int64_t count,
+                  double* block_sums_gmem) {
   __shared__ double partial_smem[kThreads];
   double sum = 0;
   const int64_t stride = int64_t{gridDim.x} * kThreads;
@@ -50,8 +50,8 @@ __global__ void __launch_bounds__(kThreads) kl_block_sums(const float* __restric
   if (threadIdx.x == 0) block_sums_gmem[blockIdx.x] = total;
 }
 
-__global__ void __launch_bounds__(kThreads) kl_finish(const double* block_sums_gmem, int blocks,
-                                                      double rows, float* out_gmem) {
+__global__ void __launch_bounds__(kThreads)
+    kl_finish(const double* block_sums_gmem, int blocks, double rows, float* out_gmem) {
   __shared__ double partial_smem[kThreads];
   double sum = 0;
   for (int b = threadIdx.x; b < blocks; b += kThreads) sum += block_sums_gmem[b];

@@ -88,9 +88,11 @@ TEST(CiGate, WithoutABaselineOnlyTheStatusesCount) {
 
 TEST(CiGate, JunitHasOneCasePerProblemAndAFailureForTheGatedOne) {
   const std::string xml = gate_junit(gate(1.04, {job("L1_003"), job("L2_017")}));
-  EXPECT_NE(xml.find("<testsuites name=\"kbfleet\" tests=\"2\" failures=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testsuites name=\"kbfleet\" tests=\"2\" failures=\"1\""), std::string::npos)
+      << xml;
   EXPECT_NE(xml.find("<testcase classname=\"kbfleet.NVIDIA H200\" name=\"L1_003\" time=\"2.500\">"),
-            std::string::npos) << xml;
+            std::string::npos)
+      << xml;
   EXPECT_NE(xml.find("<failure type=\"slowdown\""), std::string::npos);
   EXPECT_NE(xml.find("<property name=\"speedup_ci_low\" value=\"1.48\"/>"), std::string::npos);
   EXPECT_NE(xml.find("<property name=\"change\" value=\"0.0"), std::string::npos) << xml;  // ~+4%

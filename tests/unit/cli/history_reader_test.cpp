@@ -13,9 +13,9 @@
 #include "cli/compare_table.h"
 #include "cli/report_builder.h"
 #include "coordinator/regression_store.h"
+#include "tests/support/assert_ok.h"
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/synthetic_results.h"
-#include "tests/support/assert_ok.h"
 
 namespace kb::cli {
 namespace {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "cli/history_reader.h"
-#include "tests/support/postgres_test_db.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/postgres_test_db.h"
 #include "tests/support/synthetic_results.h"
 
 namespace kb::cli {

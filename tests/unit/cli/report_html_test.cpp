@@ -94,8 +94,9 @@ TEST(ReportHtml, IsSelfContained) {
 TEST(ReportHtml, CsvAndJsonCarryTheRows) {
   const ReportData d = sample_report();
   const std::string csv = report_csv(d);
-  EXPECT_NE(csv.find("L1_003,NVIDIA H200,full,ok,abcdef1234567890,2,1.5,1.45,1.55,2.04,1.02,1.9,0.95\n"),
-            std::string::npos);
+  EXPECT_NE(
+      csv.find("L1_003,NVIDIA H200,full,ok,abcdef1234567890,2,1.5,1.45,1.55,2.04,1.02,1.9,0.95\n"),
+      std::string::npos);
   const nlohmann::json j = report_json(d);
   EXPECT_EQ(j["problems"].size(), 2u);
   EXPECT_DOUBLE_EQ(j["problems"][0]["roofline_fraction"].get<double>(), 1.02);

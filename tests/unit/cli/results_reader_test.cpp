@@ -9,8 +9,8 @@
 
 #include "cli/cli_app.h"
 #include "cli/fleet_commands.h"
-#include "tests/support/postgres_test_db.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/postgres_test_db.h"
 
 namespace kb::cli {
 namespace {
@@ -139,8 +139,10 @@ INSERT INTO results (job_id, run_id, attempt, problem_id, preset, gpu_model, dev
   auto before_6 = reader.value()->last_run_on_branch("main", "small", 6);
   ASSERT_TRUE(before_6.is_ok()) << before_6.status().to_string();
   EXPECT_EQ(before_6.value(), std::optional<int64_t>(2));
-  EXPECT_EQ(reader.value()->last_run_on_branch("main", "small", 7).value(), std::optional<int64_t>(6));
-  EXPECT_EQ(reader.value()->last_run_on_branch("main", "full", 7).value(), std::optional<int64_t>(3));
+  EXPECT_EQ(reader.value()->last_run_on_branch("main", "small", 7).value(),
+            std::optional<int64_t>(6));
+  EXPECT_EQ(reader.value()->last_run_on_branch("main", "full", 7).value(),
+            std::optional<int64_t>(3));
   EXPECT_FALSE(reader.value()->last_run_on_branch("release", "small", 7).value().has_value());
 }
 

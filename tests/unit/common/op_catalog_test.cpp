@@ -550,8 +550,7 @@ TEST(OpCatalogErrors, OutputPaddingNotBelowStrideOrDilation) {
       {"attribute 'output_padding'", "smaller than stride (2) or dilation (1)", "got [2]"}));
   // Allowed when it is below the dilation even if not below the stride (PyTorch's rule).
   KB_EXPECT_OK(
-      infer("conv_transpose", {{1, 1, 5}, {1, 1, 3}}, conv_transpose_attrs({1}, {0}, {1}, {2}, 1))
-          );
+      infer("conv_transpose", {{1, 1, 5}, {1, 1, 3}}, conv_transpose_attrs({1}, {0}, {1}, {2}, 1)));
 }
 
 TEST(OpCatalogErrors, TransposedOutputNotPositive) {

@@ -29,8 +29,8 @@ TEST(PhysicalFloor, AnUnknownGpuGetsRatesAboveEveryKnownPart) {
 
 TEST(PhysicalFloor, TheFloorIsTheSlowerOfBytesAndFlops) {
   const PhysicalPeaks p{1e12, 1e14, "test"};
-  EXPECT_DOUBLE_EQ(hard_floor_ms(2e9, 1e10, p), 2.0);   // 2 ms of bytes, 0.1 ms of math
-  EXPECT_DOUBLE_EQ(hard_floor_ms(1e6, 5e11, p), 5.0);   // math-bound
+  EXPECT_DOUBLE_EQ(hard_floor_ms(2e9, 1e10, p), 2.0);  // 2 ms of bytes, 0.1 ms of math
+  EXPECT_DOUBLE_EQ(hard_floor_ms(1e6, 5e11, p), 5.0);  // math-bound
   EXPECT_DOUBLE_EQ(hard_floor_ms(2e9, 1e10, PhysicalPeaks{}), 0.0);  // no floor
 }
 

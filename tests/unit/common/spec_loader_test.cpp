@@ -191,7 +191,8 @@ TEST(SpecLoader, UpstreamNeedsAFullCommitHash) {
                         "expected a full commit hash (40 hex digits), got '423217d'"));
   text = edit(text, "path: KernelBench/level1/19_ReLU.py,", "file: x.py,");
   EXPECT_TRUE(has_error(errors_of(text), "upstream.path", "missing (required field)"));
-  EXPECT_TRUE(has_error(errors_of(text), "upstream.file", "unknown field (expected repo, path, commit)"));
+  EXPECT_TRUE(
+      has_error(errors_of(text), "upstream.file", "unknown field (expected repo, path, commit)"));
 }
 
 // ---- missing fields and wrong types --------------------------------------------------------
@@ -450,9 +451,9 @@ TEST(SpecLoader, FanInOfThatNamesNoEarlierParameter) {
 
 TEST(SpecLoader, UnknownOp) {
   std::string text = edit(kRelu, "op: relu", "op: rectify");
-  EXPECT_TRUE(
-      has_error_containing(errors_of(text), "graph[0].op",
-                           {"expected one of bmm, linear, conv, conv_transpose, relu,", "got 'rectify'"}));
+  EXPECT_TRUE(has_error_containing(
+      errors_of(text), "graph[0].op",
+      {"expected one of bmm, linear, conv, conv_transpose, relu,", "got 'rectify'"}));
 }
 
 TEST(SpecLoader, UnknownAttribute) {

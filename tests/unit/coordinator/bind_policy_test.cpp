@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/coordinator.h"
-#include "tests/unit/coordinator/fake_job_store.h"
 #include "tests/support/assert_ok.h"
+#include "tests/unit/coordinator/fake_job_store.h"
 
 namespace kb::coord {
 namespace {

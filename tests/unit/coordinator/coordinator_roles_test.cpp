@@ -12,8 +12,8 @@
 
 #include "common/curve_keys.h"
 #include "common/sha256.h"
-#include "tests/unit/coordinator/coordinator_fixture.h"
 #include "tests/support/assert_ok.h"
+#include "tests/unit/coordinator/coordinator_fixture.h"
 
 namespace kb::coord {
 namespace {

@@ -5,8 +5,8 @@
 #include <atomic>
 #include <future>
 
-#include "tests/unit/coordinator/fake_job_store.h"
 #include "tests/support/assert_ok.h"
+#include "tests/unit/coordinator/fake_job_store.h"
 
 namespace kb::coord {
 namespace {

@@ -10,8 +10,8 @@
 #include <random>
 #include <thread>
 
-#include "tests/support/postgres_test_db.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/postgres_test_db.h"
 
 namespace kb::coord {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/assert_ok.h"
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/synthetic_results.h"
-#include "tests/support/assert_ok.h"
 
 namespace kb::coord {
 namespace {

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "common/spec_loader.h"
-#include "tests/unit/executor/fake_execution_device.h"
 #include "executor/executor.h"
+#include "tests/unit/executor/fake_execution_device.h"
 
 namespace kb {
 
@@ -40,7 +40,9 @@ class ExecutorTest : public ::testing::Test {
   }
 
   JobResult run() { return execute_job(device_, request_); }
-  void set_custom(fake::Implementation impl) { device_.variants[KB_VARIANT_CUSTOM].run = std::move(impl); }
+  void set_custom(fake::Implementation impl) {
+    device_.variants[KB_VARIANT_CUSTOM].run = std::move(impl);
+  }
 
   // Elements of L1_003 small: batch 3 x M 17 x N 19.
   static constexpr int64_t kOutputs = 3 * 17 * 19;

@@ -64,7 +64,8 @@ TEST_F(ExecutorTest, DerivedFiguresUseTheProblemCostAndTheDevicePeaks) {
   EXPECT_DOUBLE_EQ(r.reference_over_floor, r.reference.summary.median / floor_ms);
   EXPECT_DOUBLE_EQ(r.custom_tflops, r.flops / (r.custom.summary.median * 1e-3) / 1e12);
   EXPECT_DOUBLE_EQ(r.custom_gbps, r.min_bytes / (r.custom.summary.median * 1e-3) / 1e9);
-  // The hard floor: bytes at the nominal DRAM peak, FLOPs at the 3xTF32 peak (the fake's 2e11, 2e12).
+  // The hard floor: bytes at the nominal DRAM peak, FLOPs at the 3xTF32 peak (the fake's 2e11,
+  // 2e12).
   EXPECT_DOUBLE_EQ(r.hard_floor_ms, 1e3 * std::max(r.min_bytes / 2e11, r.flops / 2e12));
   EXPECT_DOUBLE_EQ(r.custom_over_hard_floor, r.custom.summary.median / r.hard_floor_ms);
 }
@@ -87,8 +88,9 @@ TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
   for (const GeneratorKey& key : device_.generated) EXPECT_EQ(key.seed, 1234u);
   // Each trial: reference, poison, hash, custom (traced), hash.
   const std::vector<std::string> first_trial(device_.log.begin() + 3, device_.log.begin() + 11);
-  EXPECT_EQ(first_trial, (std::vector<std::string>{"run reference 0", "poison custom", "hash 0", "begin_trace",
-                                                   "run custom 0", "end_trace", "hash 0", "generate 0 trial 1"}));
+  EXPECT_EQ(first_trial, (std::vector<std::string>{"run reference 0", "poison custom", "hash 0",
+                                                   "begin_trace", "run custom 0", "end_trace",
+                                                   "hash 0", "generate 0 trial 1"}));
   // Every trial and every timed round is traced; every custom call, timed or not, is poisoned.
   EXPECT_EQ(device_.logged("begin_trace").size(), 5u + static_cast<size_t>(r.rounds));
   EXPECT_EQ(device_.logged("poison custom").size(), 5u + 2u * static_cast<size_t>(r.rounds));
@@ -117,7 +119,8 @@ TEST_F(ExecutorTest, RoundsAlternateABBA) {
   ASSERT_GE(timed.size(), 8u);
   for (size_t i = 0; i < timed.size(); ++i) {
     const bool reference = i % 4 == 0 || i % 4 == 3;
-    EXPECT_EQ(timed[i].rfind(reference ? "time reference" : "time custom", 0), 0u) << i << ": " << timed[i];
+    EXPECT_EQ(timed[i].rfind(reference ? "time reference" : "time custom", 0), 0u)
+        << i << ": " << timed[i];
   }
 }
 
@@ -143,7 +146,8 @@ TEST_F(ExecutorTest, InputSetsAreCappedByConfigAndDevice) {
   EXPECT_EQ(sets, (std::set<std::string>{"0", "1"}));
 }
 
-// The CPU device: no trace, but no custom GPU code either; its results stay verified (labelled cpu).
+// The CPU device: no trace, but no custom GPU code either; its results stay verified (labelled
+// cpu).
 TEST_F(ExecutorTest, TraceUnavailableIsNotAFailure) {
   device_.trace_available = false;
   request_.config.trace_fraction = 0.5;
@@ -310,7 +314,8 @@ TEST_F(ExecutorTest, OnlyLibraryKernelsIsNoCustomKernel) {
   device_.trace_call = library_only;
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kNoCustomKernel);
-  EXPECT_EQ(r.message, "correctness trial 0: the custom call launched 2 library kernels and none of its own");
+  EXPECT_EQ(r.message,
+            "correctness trial 0: the custom call launched 2 library kernels and none of its own");
   EXPECT_EQ(r.custom_kernels, library_only(Slot::kCustom, 0).kernel_names);
   EXPECT_TRUE(r.custom.samples_ms.empty());
 }
@@ -337,13 +342,16 @@ TEST_F(ExecutorTest, NothingLaunchedIsNoCustomKernel) {
 TEST_F(ExecutorTest, WorkOnAnotherStreamIsForeignStream) {
   device_.trace_call = [](Slot slot, int index) {
     CallTrace t = fake::honest_trace(slot, index);
-    t.foreign = {"kernel kb::side_kernel on stream 13 (job stream 7)", "memset on stream 13 (job stream 7)"};
+    t.foreign = {"kernel kb::side_kernel on stream 13 (job stream 7)",
+                 "memset on stream 13 (job stream 7)"};
     return t;
   };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kForeignStream);
-  EXPECT_EQ(r.message, "correctness trial 0: 2 activities of the custom call ran off the job stream or after the "
-                       "call; first: kernel kb::side_kernel on stream 13 (job stream 7)");
+  EXPECT_EQ(
+      r.message,
+      "correctness trial 0: 2 activities of the custom call ran off the job stream or after the "
+      "call; first: kernel kb::side_kernel on stream 13 (job stream 7)");
 }
 
 // ---- Errors and missing variants ------------------------------------------------------------
@@ -367,11 +375,14 @@ TEST_F(ExecutorTest, AnErrorDuringTimingIsRuntimeError) {
   EXPECT_EQ(r.correctness_trials, 5);
   EXPECT_TRUE(r.reference.samples_ms.empty());  // round 0 stopped at its first custom sample
   EXPECT_TRUE(r.custom.samples_ms.empty());
-  EXPECT_EQ(device_.logged("begin_trace").size(), device_.logged("end_trace").size());  // the trace was ended
+  EXPECT_EQ(device_.logged("begin_trace").size(),
+            device_.logged("end_trace").size());  // the trace was ended
 }
 
 TEST_F(ExecutorTest, AReferenceErrorIsRuntimeError) {
-  device_.variants[KB_VARIANT_REFERENCE].run = [](Call&) { return Status::internal("cudnn: bad param"); };
+  device_.variants[KB_VARIANT_REFERENCE].run = [](Call&) {
+    return Status::internal("cudnn: bad param");
+  };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kRuntimeError);
   EXPECT_NE(r.message.find("cudnn: bad param"), std::string::npos) << r.message;
@@ -385,7 +396,8 @@ TEST_F(ExecutorTest, CreateErrorIsRuntimeError) {
 }
 
 TEST_F(ExecutorTest, NotImplementedStillTimesTheReference) {
-  device_.variants[KB_VARIANT_CUSTOM].create = {KB_PACK_NOT_IMPLEMENTED, "no custom variant for L1_003"};
+  device_.variants[KB_VARIANT_CUSTOM].create = {KB_PACK_NOT_IMPLEMENTED,
+                                                "no custom variant for L1_003"};
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kNotImplemented);
   EXPECT_EQ(r.message, "no custom variant for L1_003");

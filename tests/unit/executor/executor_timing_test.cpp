@@ -18,7 +18,9 @@ namespace {
 
 using fake::Call;
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
 
 // ---- Fresh contents ---------------------------------------------------------------------------
 
@@ -26,7 +28,8 @@ TEST_F(ExecutorTest, EveryTimedCustomCallSeesContentsNoOtherCallSaw) {
   JobResult r = run();
   ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
   std::set<uint32_t> trials;
-  for (const GeneratorKey& key : device_.generated) EXPECT_TRUE(trials.insert(key.trial).second) << key.trial;
+  for (const GeneratorKey& key : device_.generated)
+    EXPECT_TRUE(trials.insert(key.trial).second) << key.trial;
   // Between two timed custom calls the contents are regenerated; each is timed with the
   // reference on the same contents, inside the same pair (A B or B A).
   std::string last_generate;
@@ -51,15 +54,16 @@ TEST_F(ExecutorTest, APairIsCheckedAroundItsCustomCall) {
   ASSERT_NE(first, device_.log.end());
   // A B: the reference's answer goes to the private copy, then the custom is judged against it.
   const std::vector<std::string> ab(first, first + 11);
-  EXPECT_EQ(ab, (std::vector<std::string>{"generate 0 trial 1001", "hash 0", "time reference 0", "stash",
-                                          "poison custom", "hash output reference", "time custom 0", "hash 0",
-                                          "hash output reference", "generate 0 trial 1002", "hash 0"}));
+  EXPECT_EQ(ab, (std::vector<std::string>{"generate 0 trial 1001", "hash 0", "time reference 0",
+                                          "stash", "poison custom", "hash output reference",
+                                          "time custom 0", "hash 0", "hash output reference",
+                                          "generate 0 trial 1002", "hash 0"}));
   // B A, in the same input set on new contents: no answer anywhere (the reference slot
   // poisoned), the reference runs after the checks.
   const std::vector<std::string> ba(first + 9, first + 18);
-  EXPECT_EQ(ba, (std::vector<std::string>{"generate 0 trial 1002", "hash 0", "poison reference", "poison custom",
-                                          "hash output reference", "time custom 0", "hash 0", "hash output reference",
-                                          "time reference 0"}));
+  EXPECT_EQ(ba, (std::vector<std::string>{"generate 0 trial 1002", "hash 0", "poison reference",
+                                          "poison custom", "hash output reference", "time custom 0",
+                                          "hash 0", "hash output reference", "time reference 0"}));
 }
 
 // Trick 1: an output memo keyed on the inputs' addresses. Fixed timing data would hit it; fresh
@@ -85,7 +89,8 @@ TEST_F(ExecutorTest, AMemoKeyedOnSampledValuesNeverHitsATimedCall) {
   std::map<std::vector<float>, std::vector<float>> memo;
   int timed_hits = 0;
   set_custom([&](Call& c) {
-    const std::vector<float> key = {static_cast<float>(c.set), c.inputs[0].data[0], c.inputs[1].data[7]};
+    const std::vector<float> key = {static_cast<float>(c.set), c.inputs[0].data[0],
+                                    c.inputs[1].data[7]};
     if (auto it = memo.find(key); it != memo.end()) {
       timed_hits += c.index >= kFirstTimedCall;
       c.output = it->second;
@@ -115,7 +120,9 @@ TEST_F(ExecutorTest, SkippingWhenTheInputsHaveNotMovedIsCaught) {
 }
 
 TEST_F(ExecutorTest, AnOutputLeftFromAPreviousCallIsCaught) {
-  set_custom([](Call& c) { return c.index % 2 == 1 && c.index >= kFirstTimedCall ? Status::ok() : fake::bmm(c); });
+  set_custom([](Call& c) {
+    return c.index % 2 == 1 && c.index >= kFirstTimedCall ? Status::ok() : fake::bmm(c);
+  });
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kNonFinite);
   EXPECT_TRUE(starts_with(r.message, "timed round 0: ")) << r.message;  // pair B A of round 0
@@ -126,7 +133,8 @@ TEST_F(ExecutorTest, AnOutputLeftFromAPreviousCallIsCaught) {
 TEST_F(ExecutorTest, ZeroingTheInputsDuringTimingIsInputMutated) {
   set_custom([](Call& c) {
     Status s = fake::bmm(c);
-    if (c.index >= kFirstTimedCall + 6) std::fill(c.inputs[0].data.begin(), c.inputs[0].data.end(), 0.f);
+    if (c.index >= kFirstTimedCall + 6)
+      std::fill(c.inputs[0].data.begin(), c.inputs[0].data.end(), 0.f);
     return s;
   });
   JobResult r = run();
@@ -137,11 +145,14 @@ TEST_F(ExecutorTest, ZeroingTheInputsDuringTimingIsInputMutated) {
 // Trick 4 during warm-up: the timed calls run on regenerated contents, never the zeros.
 TEST_F(ExecutorTest, ZeroingTheInputsDuringWarmUpReachesNoTimedCall) {
   int timed_on_zeros = 0;
-  auto all_zero = [](const std::vector<float>& v) { return std::all_of(v.begin(), v.end(), [](float x) { return x == 0; }); };
+  auto all_zero = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return x == 0; });
+  };
   set_custom([&](Call& c) {
     timed_on_zeros += c.index >= kFirstTimedCall && all_zero(c.inputs[0].data);
     Status s = fake::bmm(c);
-    if (c.index >= 5 && c.index < kFirstTimedCall) std::fill(c.inputs[0].data.begin(), c.inputs[0].data.end(), 0.f);
+    if (c.index >= 5 && c.index < kFirstTimedCall)
+      std::fill(c.inputs[0].data.begin(), c.inputs[0].data.end(), 0.f);
     return s;
   });
   JobResult r = run();
@@ -193,13 +204,16 @@ TEST_F(ExecutorTest, ASideStreamInATimedRoundIsForeignStream) {
   device_.trace_call = [](Slot slot, int index) {
     CallTrace t = fake::honest_trace(slot, index);
     if (slot == Slot::kCustom && index == kFirstTimedCall + 9) {
-      t.foreign = {"kernel kb::bmm_kernel on stream 0 (legacy default; job stream 7), ending 0.2 ms after the call"};
+      t.foreign = {
+          "kernel kb::bmm_kernel on stream 0 (legacy default; job stream 7), ending 0.2 ms after "
+          "the call"};
     }
     return t;
   };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kForeignStream);
-  EXPECT_TRUE(starts_with(r.message, "timed round 4: 1 activities of the custom call")) << r.message;
+  EXPECT_TRUE(starts_with(r.message, "timed round 4: 1 activities of the custom call"))
+      << r.message;
   EXPECT_NE(r.message.find("legacy default"), std::string::npos);
 }
 
@@ -213,7 +227,9 @@ TEST_F(ExecutorTest, ALaunchFromAnotherHostThreadIsForeignStream) {
   };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kForeignStream);
-  EXPECT_TRUE(starts_with(r.message, "timed round 6: 1 activities launched outside the executor's calls")) << r.message;
+  EXPECT_TRUE(
+      starts_with(r.message, "timed round 6: 1 activities launched outside the executor's calls"))
+      << r.message;
 }
 
 CallTrace mostly_library(Slot slot, int index) {
@@ -229,13 +245,16 @@ TEST_F(ExecutorTest, OwnKernelsBelowHalfTheGpuTimeIsLibraryDominated) {
   device_.trace_call = mostly_library;
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kLibraryDominated);
-  EXPECT_EQ(r.message, "correctness trial 0: own kernels carry 20.0% of the custom call's 1.000 ms of GPU time "
-                       "(minimum 50%)");
+  EXPECT_EQ(
+      r.message,
+      "correctness trial 0: own kernels carry 20.0% of the custom call's 1.000 ms of GPU time "
+      "(minimum 50%)");
 }
 
 TEST_F(ExecutorTest, LibraryDominatedOnlyWhenTimedIsCaughtInItsRound) {
   device_.trace_call = [](Slot slot, int index) {
-    return index >= kFirstTimedCall + 4 ? mostly_library(slot, index) : fake::honest_trace(slot, index);
+    return index >= kFirstTimedCall + 4 ? mostly_library(slot, index)
+                                        : fake::honest_trace(slot, index);
   };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kLibraryDominated);
@@ -260,7 +279,8 @@ TEST_F(ExecutorTest, ARandomFractionOfRoundsIsTracedAndTheirSamplesDiscarded) {
   EXPECT_GE(r.traced_rounds, 1);
   EXPECT_LT(r.traced_rounds, r.rounds);
   EXPECT_EQ(device_.logged("begin_trace").size(), 5u + static_cast<size_t>(r.traced_rounds));
-  EXPECT_EQ(device_.logged("time custom").size(), 2u * static_cast<size_t>(r.rounds + r.traced_rounds));
+  EXPECT_EQ(device_.logged("time custom").size(),
+            2u * static_cast<size_t>(r.rounds + r.traced_rounds));
   EXPECT_EQ(r.custom.samples_ms.size(), 2u * static_cast<size_t>(r.rounds));
 }
 

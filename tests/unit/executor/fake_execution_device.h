@@ -28,9 +28,9 @@ struct Call {
   const ProblemInstance& problem;
   std::vector<HostTensor<float>>& inputs;  // mutable so that a fault can write into them
   std::vector<HostTensor<float>>& params;
-  std::vector<float>& output;              // the slot's output buffer, as the last call left it
-  int index;                               // calls of this slot before this one
-  int set;                                 // the input set: stands for the inputs' addresses
+  std::vector<float>& output;  // the slot's output buffer, as the last call left it
+  int index;                   // calls of this slot before this one
+  int set;                     // the input set: stands for the inputs' addresses
   // The reference slot's output buffer, as a custom that found its address would see it.
   std::vector<float>& reference_output;
 };
@@ -49,7 +49,8 @@ inline Status bmm(Call& c) {
   const HostTensor<float>& a = c.inputs.at(0);
   const HostTensor<float>& b = c.inputs.at(1);
   const int64_t batch = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape[2];
-  if (static_cast<int64_t>(c.output.size()) != batch * m * n) return Status::internal("bmm: bad output size");
+  if (static_cast<int64_t>(c.output.size()) != batch * m * n)
+    return Status::internal("bmm: bad output size");
   for (int64_t p = 0; p < batch; ++p) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -86,7 +87,9 @@ class Device final : public ExecutionDevice {
   // any call (`trace` counts the traces taken, from 0).
   bool trace_available = true;
   std::function<CallTrace(Slot, int index)> trace_call = honest_trace;
-  std::function<std::vector<std::string>(int trace)> stray = [](int) { return std::vector<std::string>{}; };
+  std::function<std::vector<std::string>(int trace)> stray = [](int) {
+    return std::vector<std::string>{};
+  };
   // The hard floor's rates (L1_003 small: 18132 bytes, 63954 FLOPs: a floor of ~9e-5 ms).
   PhysicalPeaks floor = {2e11, 2e12, "fake"};
   int input_sets = 3;
@@ -109,7 +112,8 @@ class Device final : public ExecutionDevice {
   }
   int max_input_sets(double) const override { return input_sets; }
 
-  CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem, const std::string&) override {
+  CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
+                       const std::string&) override {
     log.push_back("create " + name(slot) + " " + std::to_string(variant));
     const CreateOutcome outcome = variants.at(variant).create;
     SlotState& s = slots_[index(slot)];
@@ -127,8 +131,10 @@ class Device final : public ExecutionDevice {
     InputSet& s = sets_[static_cast<size_t>(set)];
     s.inputs.clear();
     s.params.clear();
-    for (size_t i = 0; i < problem.spec().inputs.size(); ++i) s.inputs.push_back(generate_input(problem, i, key));
-    for (size_t i = 0; i < problem.spec().params.size(); ++i) s.params.push_back(generate_param(problem, i, key));
+    for (size_t i = 0; i < problem.spec().inputs.size(); ++i)
+      s.inputs.push_back(generate_input(problem, i, key));
+    for (size_t i = 0; i < problem.spec().params.size(); ++i)
+      s.params.push_back(generate_param(problem, i, key));
     return Status::ok();
   }
 
@@ -160,7 +166,8 @@ class Device final : public ExecutionDevice {
   Result<uint64_t> input_hash(int set) override {
     log.push_back("hash " + std::to_string(set));
     uint64_t h = 14695981039346656037ull;
-    for (const auto* group : {&sets_.at(static_cast<size_t>(set)).inputs, &sets_.at(static_cast<size_t>(set)).params}) {
+    for (const auto* group :
+         {&sets_.at(static_cast<size_t>(set)).inputs, &sets_.at(static_cast<size_t>(set)).params}) {
       for (const auto& t : *group) h = hash_floats(t.data, h);
     }
     return h;
@@ -193,7 +200,9 @@ class Device final : public ExecutionDevice {
     return trace_available ? traced_ : LaunchTrace{};
   }
   void sample_clocks() override { ++clock_samples; }
-  nlohmann::json clock_report() const override { return {{"fake", true}, {"samples", clock_samples}}; }
+  nlohmann::json clock_report() const override {
+    return {{"fake", true}, {"samples", clock_samples}};
+  }
   double peak_flops() const override { return 1e12; }
   double peak_bytes_per_s() const override { return 1e11; }
   PhysicalPeaks floor_peaks() const override { return floor; }
@@ -220,7 +229,8 @@ class Device final : public ExecutionDevice {
   };
 
   static int index(Slot slot) { return static_cast<int>(slot); }
-  static uint64_t hash_floats(const std::vector<float>& data, uint64_t h = 14695981039346656037ull) {
+  static uint64_t hash_floats(const std::vector<float>& data,
+                              uint64_t h = 14695981039346656037ull) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
     for (size_t i = 0; i < data.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
     return h;
@@ -229,10 +239,17 @@ class Device final : public ExecutionDevice {
 
   Status call(Slot slot, int set) {
     SlotState& s = slots_[index(slot)];
-    if (s.variant < 0) return Status::failed_precondition("fake: " + name(slot) + " was not created");
+    if (s.variant < 0)
+      return Status::failed_precondition("fake: " + name(slot) + " was not created");
     InputSet& in = sets_.at(static_cast<size_t>(set));
     if (tracing_) traced_.calls.push_back(trace_call(slot, s.calls));
-    Call c{*problem_, in.inputs, in.params, s.output, s.calls++, set, slots_[index(Slot::kReference)].output};
+    Call c{*problem_,
+           in.inputs,
+           in.params,
+           s.output,
+           s.calls++,
+           set,
+           slots_[index(Slot::kReference)].output};
     return variants.at(s.variant).run(c);
   }
 

@@ -48,7 +48,8 @@ const KernelPack& candidate() {
 }
 
 TEST(KernelPack, RefusesBytesThatDoNotHashToTheExpectedSha256BeforeLoading) {
-  const std::filesystem::path copy = std::filesystem::temp_directory_path() / "kb-tampered-pack-test.so";
+  const std::filesystem::path copy =
+      std::filesystem::temp_directory_path() / "kb-tampered-pack-test.so";
   std::string bytes = file_bytes(KB_PACK_PATH);
   const std::string honest_hash = sha256_hex(bytes);
   bytes[bytes.size() / 2] ^= 0x01;  // changed after the hash was taken, as a tampered cache file
@@ -57,7 +58,8 @@ TEST(KernelPack, RefusesBytesThatDoNotHashToTheExpectedSha256BeforeLoading) {
   std::filesystem::remove(copy);
   ASSERT_FALSE(p.is_ok());
   EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(p.status().message().find("refused, not loaded"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("refused, not loaded"), std::string::npos)
+      << p.status().message();
 }
 
 TEST(KernelPack, LoadsWithTheRightHashAndRecordsIt) {
@@ -85,8 +87,8 @@ TEST(KernelPack, ReferenceAndCandidatePacksEachOfferOnlyTheirOwnSlots) {
   }
   kb_instance_v1* inst = nullptr;
   char error[256] = "";
-  EXPECT_EQ(candidate().table().create("id: L1_003\n", "x.yaml", nullptr, 0, KB_VARIANT_CPU_GOLDEN, nullptr,
-                                       &inst, error, sizeof error),
+  EXPECT_EQ(candidate().table().create("id: L1_003\n", "x.yaml", nullptr, 0, KB_VARIANT_CPU_GOLDEN,
+                                       nullptr, &inst, error, sizeof error),
             KB_PACK_NOT_IMPLEMENTED);
   EXPECT_EQ(inst, nullptr);
   EXPECT_NE(std::string(error).find("only custom variants"), std::string::npos) << error;
@@ -95,7 +97,8 @@ TEST(KernelPack, ReferenceAndCandidatePacksEachOfferOnlyTheirOwnSlots) {
 TEST(KernelPack, RefusesAFileThatIsNotAPack) {
   Result<KernelPack> p = KernelPack::open("/nonexistent/libnothing.so");
   ASSERT_FALSE(p.is_ok());
-  EXPECT_NE(p.status().message().find("cannot load kernel pack /nonexistent/libnothing.so"), std::string::npos);
+  EXPECT_NE(p.status().message().find("cannot load kernel pack /nonexistent/libnothing.so"),
+            std::string::npos);
 }
 
 TEST(KernelPack, TableListsEveryProblemWithItsGoldenModel) {
@@ -120,8 +123,8 @@ TEST(KernelPack, TableListsEveryProblemWithItsGoldenModel) {
 TEST(KernelPack, CreateReportsAnInvalidSpec) {
   kb_instance_v1* inst = nullptr;
   char error[512] = "";
-  int32_t code = pack().table().create("id: L1_003\n", "bad.yaml", nullptr, 0, KB_VARIANT_CPU_GOLDEN, nullptr,
-                                       &inst, error, sizeof error);
+  int32_t code = pack().table().create("id: L1_003\n", "bad.yaml", nullptr, 0,
+                                       KB_VARIANT_CPU_GOLDEN, nullptr, &inst, error, sizeof error);
   EXPECT_EQ(code, KB_PACK_ERROR);
   EXPECT_EQ(inst, nullptr);
   EXPECT_NE(std::string(error).find("bad.yaml: graph: missing"), std::string::npos) << error;
@@ -137,8 +140,8 @@ TEST(KernelPack, CpuGoldenThroughTheAbiMatchesTheLinkedGoldenModel) {
   kb_instance_v1* inst = nullptr;
   char error[512] = "";
   ASSERT_EQ(pack().table().create(yaml.str().c_str(), spec->file.c_str(), dims.data(),
-                                  static_cast<int32_t>(dims.size()), KB_VARIANT_CPU_GOLDEN, nullptr, &inst,
-                                  error, sizeof error),
+                                  static_cast<int32_t>(dims.size()), KB_VARIANT_CPU_GOLDEN, nullptr,
+                                  &inst, error, sizeof error),
             KB_PACK_OK)
       << error;
   TensorSet tensors = generate_tensors(p, GeneratorKey{5, 1});
@@ -150,11 +153,14 @@ TEST(KernelPack, CpuGoldenThroughTheAbiMatchesTheLinkedGoldenModel) {
   kb_tensor_v1 inputs[2] = {view(tensors.get("A")), view(tensors.get("B"))};
   HostTensor<float> out(p.output_shape());
   kb_tensor_v1 out_view = view(out);
-  ASSERT_EQ(pack().table().run(inst, inputs, 2, nullptr, 0, &out_view, nullptr, error, sizeof error), KB_PACK_OK)
+  ASSERT_EQ(
+      pack().table().run(inst, inputs, 2, nullptr, 0, &out_view, nullptr, error, sizeof error),
+      KB_PACK_OK)
       << error;
   pack().table().destroy(inst);
   HostTensor<double> golden = find_cpu_model("L1_003")->golden(p, tensors);
-  for (size_t i = 0; i < golden.data.size(); ++i) EXPECT_EQ(out.data[i], static_cast<float>(golden.data[i])) << i;
+  for (size_t i = 0; i < golden.data.size(); ++i)
+    EXPECT_EQ(out.data[i], static_cast<float>(golden.data[i])) << i;
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 ErrorStats compare(const std::vector<float>& reference, const std::vector<float>& custom,
                    Tolerance tolerance = {}) {
-  return compare_outputs(reference.data(), custom.data(), static_cast<int64_t>(reference.size()), tolerance);
+  return compare_outputs(reference.data(), custom.data(), static_cast<int64_t>(reference.size()),
+                         tolerance);
 }
 
 TEST(CompareOutputs, IdenticalOutputsPass) {
@@ -114,15 +115,24 @@ TEST(CompareOutputs, FirstMismatchIndexIsTheEarliest) {
 
 TEST(MergeErrors, KeepsTheWorstAndTheEarliestTrialsFirstIndex) {
   ErrorStats worst;
-  merge_errors(worst, ErrorStats{.max_abs_error = 0.1, .max_rel_error = 0.01, .mismatches = 0,
-                                 .first_mismatch_index = -1, .non_finite = 0});
+  merge_errors(worst, ErrorStats{.max_abs_error = 0.1,
+                                 .max_rel_error = 0.01,
+                                 .mismatches = 0,
+                                 .first_mismatch_index = -1,
+                                 .non_finite = 0});
   EXPECT_EQ(worst.first_mismatch_index, -1);
   EXPECT_DOUBLE_EQ(worst.max_abs_error, 0.1);
 
-  merge_errors(worst, ErrorStats{.max_abs_error = 0.05, .max_rel_error = 0.2, .mismatches = 3,
-                                 .first_mismatch_index = 30, .non_finite = 1});
-  merge_errors(worst, ErrorStats{.max_abs_error = 0.5, .max_rel_error = 0.02, .mismatches = 2,
-                                 .first_mismatch_index = 5, .non_finite = 0});
+  merge_errors(worst, ErrorStats{.max_abs_error = 0.05,
+                                 .max_rel_error = 0.2,
+                                 .mismatches = 3,
+                                 .first_mismatch_index = 30,
+                                 .non_finite = 1});
+  merge_errors(worst, ErrorStats{.max_abs_error = 0.5,
+                                 .max_rel_error = 0.02,
+                                 .mismatches = 2,
+                                 .first_mismatch_index = 5,
+                                 .non_finite = 0});
   EXPECT_DOUBLE_EQ(worst.max_abs_error, 0.5);
   EXPECT_DOUBLE_EQ(worst.max_rel_error, 0.2);
   EXPECT_EQ(worst.mismatches, 5);

@@ -33,7 +33,8 @@ bool process_alive(pid_t pid) {
   const std::string stat = ::kb::test::read_text("/proc/" + std::to_string(pid) + "/stat");
   if (stat.empty()) return false;
   const size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' &&
+         stat[paren + 2] != 'X';
 }
 
 class ExecutorChildTest : public ::testing::Test {
@@ -49,7 +50,8 @@ class ExecutorChildTest : public ::testing::Test {
   }
 
   // Writes an executable /bin/sh script; its first argument is always `side` (a file it may use
-  // to tell the test what it saw), then the supervisor's --output-fd N (written as /proc/self/fd/N).
+  // to tell the test what it saw), then the supervisor's --output-fd N (written as
+  // /proc/self/fd/N).
   ExecutorLaunch script(const std::string& name, const std::string& body, double timeout_s = 10) {
     const fs::path path = dir_ / name;
     {
@@ -58,7 +60,8 @@ class ExecutorChildTest : public ::testing::Test {
           << "side=\"$1\"\n"
           << "out=\n"
           << "prev=\n"
-          << "for a in \"$@\"; do if [ \"$prev\" = --output-fd ]; then out=/proc/self/fd/$a; fi; prev=\"$a\"; done\n"
+          << "for a in \"$@\"; do if [ \"$prev\" = --output-fd ]; then out=/proc/self/fd/$a; fi; "
+             "prev=\"$a\"; done\n"
           << body << "\n";
     }
     fs::permissions(path, fs::perms::owner_all);
@@ -109,7 +112,8 @@ JSON)");
 }
 
 TEST_F(ExecutorChildTest, ChildReportedFailureIsPassedThrough) {
-  ExecutorLaunch launch = script("mismatch.sh", R"(printf '{"status": "mismatch", "message": "3 of 9"}' > "$out")");
+  ExecutorLaunch launch =
+      script("mismatch.sh", R"(printf '{"status": "mismatch", "message": "3 of 9"}' > "$out")");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kMismatch);
   EXPECT_EQ(r.message, "3 of 9");
@@ -124,17 +128,21 @@ TEST_F(ExecutorChildTest, DeathBySignalIsCrashedWithTheSignalName) {
 }
 
 TEST_F(ExecutorChildTest, DeathBySignalAfterWritingIsStillCrashed) {
-  ExecutorLaunch launch = script("late_segv.sh", "ulimit -c 0\necho '{\"status\": \"ok\"}' > \"$out\"\nkill -SEGV $$");
+  ExecutorLaunch launch =
+      script("late_segv.sh", "ulimit -c 0\necho '{\"status\": \"ok\"}' > \"$out\"\nkill -SEGV $$");
   EXPECT_EQ(run_executor_child(launch).status, JobStatus::kCrashed);
 }
 
 TEST_F(ExecutorChildTest, PastTheDeadlineIsTimeoutAndTheGroupIsKilled) {
   // The script and a child of its own (as a CUDA runtime's helper threads would be processes).
-  ExecutorLaunch launch =
-      script("hang.sh", "sleep 30 &\necho $$ > \"$side\"\necho $! >> \"$side\"\necho \"$out\" >> \"$side\"\nwait", 0.5);
+  ExecutorLaunch launch = script(
+      "hang.sh",
+      "sleep 30 &\necho $$ > \"$side\"\necho $! >> \"$side\"\necho \"$out\" >> \"$side\"\nwait",
+      0.5);
   const auto start = std::chrono::steady_clock::now();
   JobResult r = run_executor_child(launch);
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.status, JobStatus::kTimeout);
   EXPECT_NE(r.message.find("0.5 s"), std::string::npos) << r.message;
   expect_bare(r);
@@ -170,7 +178,8 @@ TEST_F(ExecutorChildTest, CleanExitWithoutOutputIsCrashed) {
 }
 
 TEST_F(ExecutorChildTest, GarbageOutputIsCrashedUnreadable) {
-  ExecutorLaunch launch = script("garbage.sh", "echo 'Segmentation fault {\"status\": ' > \"$out\"");
+  ExecutorLaunch launch =
+      script("garbage.sh", "echo 'Segmentation fault {\"status\": ' > \"$out\"");
   JobResult r = run_executor_child(launch);
   EXPECT_EQ(r.status, JobStatus::kCrashed);
   EXPECT_NE(r.message.find("unreadable"), std::string::npos) << r.message;

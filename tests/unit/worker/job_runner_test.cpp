@@ -123,8 +123,13 @@ class ChildProcessJobRunnerTest : public ::testing::Test {
 
 TEST_F(ChildProcessJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
   ChildProcessJobRunner runner(
-      {script("echo '{\"status\": \"mismatch\", \"message\": \"2 of 9\"}' > \"$out\""), "cuda", 3,
-       "/problems", "", "", {}});
+      {script("echo '{\"status\": \"mismatch\", \"message\": \"2 of 9\"}' > \"$out\""),
+       "cuda",
+       3,
+       "/problems",
+       "",
+       "",
+       {}});
   std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->result.status, JobStatus::kMismatch);
@@ -168,8 +173,13 @@ TEST_F(ChildProcessJobRunnerTest, AHangIsATimeoutAtTheDeadlineLessTheMargin) {
 }
 
 TEST_F(ChildProcessJobRunnerTest, AbortKillsTheChild) {
-  ChildProcessJobRunner runner(
-      {script("echo $$ > \"" + (dir_ / "pid").string() + "\"\nsleep 60"), "cpu", 0, "", "", "", {}});
+  ChildProcessJobRunner runner({script("echo $$ > \"" + (dir_ / "pid").string() + "\"\nsleep 60"),
+                                "cpu",
+                                0,
+                                "",
+                                "",
+                                "",
+                                {}});
   runner.start(job(), SteadyClock::now());
   for (int i = 0; i < 200 && !fs::exists(dir_ / "pid"); ++i)
     std::this_thread::sleep_for(milliseconds(10));

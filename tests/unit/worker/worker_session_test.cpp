@@ -312,8 +312,8 @@ TEST_F(WorkerSessionTest, APackThatIsMissingOrCorruptFailsItsJob) {
 TEST_F(WorkerSessionTest, ResultsSpooledByAnEarlierRunAreSentAfterWelcome) {
   {
     auto spool = ResultSpool::open(dir_ / "results");
-    KB_ASSERT_OK(spool->put(99, 2, {{"job_id", 99}, {"attempt", 2}, {"result", {{"status", "ok"}}}})
-                    );
+    KB_ASSERT_OK(
+        spool->put(99, 2, {{"job_id", 99}, {"attempt", 2}, {"result", {{"status", "ok"}}}}));
   }
   make_session();
   Received ready = expect(MessageType::kReady);
@@ -435,10 +435,12 @@ TEST_F(WorkerSessionTest, ResultsEchoTheLeaseAndARejectedOneIsDropped) {
 TEST_F(WorkerSessionTest, ASpooledResultOfAnotherDatabaseEpochIsDropped) {
   {
     auto spool = ResultSpool::open(dir_ / "results");
-    KB_ASSERT_OK(spool->put(98, 1, {{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"},
-                                   {"result", {{"status", "ok"}}}}));
-    KB_ASSERT_OK(spool->put(99, 1, {{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"},
-                                   {"result", {{"status", "ok"}}}}));
+    KB_ASSERT_OK(spool->put(
+        98, 1,
+        {{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"}, {"result", {{"status", "ok"}}}}));
+    KB_ASSERT_OK(spool->put(
+        99, 1,
+        {{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"}, {"result", {{"status", "ok"}}}}));
   }
   make_session();
   Received ready = expect(MessageType::kReady);
