@@ -107,12 +107,17 @@ Status HonestWork::setup(const ProblemInstance& p, cudaStream_t stream) {
   cudaEvent_t start = nullptr, end = nullptr;
   KB_CUDA_TRY(cudaEventCreate(&start));
   KB_CUDA_TRY(cudaEventCreate(&end));
-  Status s = cuda_status(cudaEventRecord(start, stream), "cudaEventRecord", __FILE__, __LINE__);
-  if (s.is_ok()) s = reference_->run(args, stream);
-  if (s.is_ok()) s = cuda_status(cudaEventRecord(end, stream), "cudaEventRecord", __FILE__, __LINE__);
-  if (s.is_ok()) s = cuda_status(cudaEventSynchronize(end), "cudaEventSynchronize", __FILE__, __LINE__);
   float ms = 0;
-  if (s.is_ok()) s = cuda_status(cudaEventElapsedTime(&ms, start, end), "cudaEventElapsedTime", __FILE__, __LINE__);
+  // One timed call; the events are destroyed whatever happens.
+  const auto time_reference = [&]() -> Status {
+    KB_CUDA_TRY(cudaEventRecord(start, stream));
+    KB_TRY(reference_->run(args, stream));
+    KB_CUDA_TRY(cudaEventRecord(end, stream));
+    KB_CUDA_TRY(cudaEventSynchronize(end));
+    KB_CUDA_TRY(cudaEventElapsedTime(&ms, start, end));
+    return Status::ok();
+  };
+  const Status s = time_reference();
   KB_CUDA_WARN(cudaEventDestroy(start));
   KB_CUDA_WARN(cudaEventDestroy(end));
   KB_TRY(s);

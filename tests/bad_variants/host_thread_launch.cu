@@ -14,6 +14,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "kernels/device/cuda_check.h"
 #include "kernels/device/library_handles.h"
@@ -70,7 +71,7 @@ class HostThreadLaunch final : public Implementation {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       Status s = work_.run(job.args.view(), job.stream);
       lock.lock();
-      if (!s.is_ok() && failure_.is_ok()) failure_ = s;
+      if (!s.is_ok() && failure_.is_ok()) std::swap(failure_, s);  // (nvcc: no discarded operator=)
     }
   }
 

@@ -16,6 +16,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/device/cudnn_conv.h"
 #include "tests/gpu/gpu_compare.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -106,10 +107,9 @@ void CudnnConvTest::check(const ConvCase& c) {
   upload(w, gw.view);
   upload(b, gb.view);
   CudnnConv conv;
-  Status s = conv.setup(p, "conv", stream_);
-  ASSERT_TRUE(s.is_ok()) << s.message();
-  s = conv.run(gx.view.data, gw.view.data, c.bias ? gb.view.data : nullptr, gy.view.data, stream_);
-  ASSERT_TRUE(s.is_ok()) << s.message();
+  KB_ASSERT_OK(conv.setup(p, "conv", stream_));
+  KB_ASSERT_OK(
+      conv.run(gx.view.data, gw.view.data, c.bias ? gb.view.data : nullptr, gy.view.data, stream_));
   const HostTensor<double> bias = cpu::cast<double>(b);
   const cpu::ConvParams cp = cpu::conv_params(p, "conv");
   const HostTensor<double> want =
@@ -217,10 +217,8 @@ void check_huge_pointwise(const ConvCase& c, cudaStream_t stream) {
   ASSERT_EQ(cudaMemcpy(gw.view.data, &w, sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(gb.view.data, &b, sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   CudnnConv conv;
-  Status s = conv.setup(inst.value(), "conv", stream);
-  ASSERT_TRUE(s.is_ok()) << s.message();
-  s = conv.run(gx.view.data, gw.view.data, gb.view.data, gy.view.data, stream);
-  ASSERT_TRUE(s.is_ok()) << s.message();
+  KB_ASSERT_OK(conv.setup(inst.value(), "conv", stream));
+  KB_ASSERT_OK(conv.run(gx.view.data, gw.view.data, gb.view.data, gy.view.data, stream));
   const HostTensor<float> got = download(gy.view);
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < got.numel(); ++i) {
