@@ -109,8 +109,8 @@ inline std::vector<float> run_variant(const Case& c, const ProblemInstance& p, V
     CaseTensors tensors(p, c.key(), stream);
     DeviceTensor out = tensors.output(p.output_shape(), stream);
     std::unique_ptr<Implementation> impl = factory();
-    Status s = impl->setup(p, stream);
-    if (s.is_ok()) s = impl->run(tensors.args(out), stream);
+    const Status set_up = impl->setup(p, stream);
+    const Status s = set_up.is_ok() ? impl->run(tensors.args(out), stream) : set_up;
     EXPECT_TRUE(s.is_ok()) << c.id << " " << c.label << ": " << s.message();
     EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
     if (s.is_ok()) {
