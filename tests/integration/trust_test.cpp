@@ -195,7 +195,7 @@ TEST_F(CurveTrustTest, OnlyTheListedWorkerRunsJobsNotAClientKeyNorASecondProcess
   ASSERT_TRUE(start_worker(real, coordinator.workers, "gpu-1", "gpu-1", "real"));
   ASSERT_TRUE(reader.wait_for_value("SELECT state FROM workers WHERE name = 'gpu-1'", "idle",
                                     milliseconds(20000)))
-      << ::kb::test::read_text(coordinator.log).value_or("") << read_file(dir_ + "/real.log");
+      << ::kb::test::read_text(coordinator.log) << ::kb::test::read_text(dir_ + "/real.log");
   ASSERT_TRUE(start_worker(second, coordinator.workers, "gpu-1", "gpu-1", "second"));
   ASSERT_TRUE(start_worker(client_key, coordinator.workers, "alice", "alice", "client-key"));
   const auto end = std::chrono::steady_clock::now() + seconds(20);
