@@ -46,8 +46,10 @@ Result<std::string> read_bytes(const std::string& path) {
     }
   }
   Result<std::string> bytes = read_file(path);
-  if (!bytes.is_ok())
-    return Status::not_found("cannot load kernel pack: " + bytes.status().message());
+  if (!bytes.is_ok()) {
+    return Status::not_found("cannot load kernel pack " + path + " (" + bytes.status().message() +
+                             ")");
+  }
   return bytes;
 }
 
