@@ -30,10 +30,10 @@ done
 "$here/stack.sh" up --workers 1 --device cpu "${cuda_libs[@]}" || fail "stack.sh up"
 eval "$("$here/stack.sh" env)"
 for _ in $(seq 300); do
-  curl -sf http://127.0.0.1:9469/metrics | grep -q '^kb_workers{state="idle"} 1$' && break
+  curl -sf http://127.0.0.1:9469/metrics | grep '^kb_workers{state="idle"} 1$' >/dev/null && break
   sleep 0.1
 done
-curl -sf http://127.0.0.1:9469/metrics | grep -q '^kb_workers{state="idle"} 1$' ||
+curl -sf http://127.0.0.1:9469/metrics | grep '^kb_workers{state="idle"} 1$' >/dev/null ||
   { podman logs kbfleet-worker-0 2>&1 | tail -20; fail "the worker container did not register"; }
 set +e
 "$kb" submit kernelbench22 --preset small --time-cap 3 --timeout 60 --wait > "$tmp/submit.log" 2>&1

@@ -61,7 +61,7 @@ curl -sf "$coord_http/metrics" | promtool check metrics || fail "promtool on the
 curl -sf "$worker_http/metrics" | promtool check metrics || fail "promtool on the worker's /metrics"
 # The worker publishes its session states every 500 ms: give it a few periods after registering.
 worker_shows_registered() {
-  curl -sf "$worker_http/metrics" | grep -q '^kb_worker_sessions{state="registered"} 1$'
+  curl -sf "$worker_http/metrics" | grep '^kb_worker_sessions{state="registered"} 1$' >/dev/null
 }
 wait_for 5 "the worker's /metrics to show its registered session" worker_shows_registered
 
