@@ -11,6 +11,7 @@
 #include <random>
 
 #include "cli/pack_file.h"
+#include "cli/shape_sweep.h"
 #include "common/install_paths.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"
@@ -34,6 +35,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
+  int sweep = 0;  // --sweep N: N random shapes per problem instead of the preset
   double trace_fraction = kMinTraceFraction;  // kb-executor --trace-fraction
   bool no_launch_trace = false;
   double time_cap = 0;  // 0: 15 s per job on the GPU, 3 s on the CPU device (correctness runs)
@@ -44,11 +46,14 @@ struct BenchOptions {
 
 bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
 
-std::vector<std::string> executor_args(const BenchOptions& o, const std::string& id, uint64_t seed) {
+// `dims` ("N=3,...") replaces the preset when not empty.
+std::vector<std::string> executor_args(const BenchOptions& o, const std::string& id, uint64_t seed,
+                                       const std::string& dims = "") {
   std::vector<std::string> a = {"--pack", o.pack, "--reference-pack", o.reference_pack, "--problem", id, "--preset", o.preset,
                                 "--seed", std::to_string(seed), "--device", o.device,
                                 "--gpu", std::to_string(o.gpu), "--trials", std::to_string(o.trials),
                                 "--time-cap", std::to_string(o.time_cap), "--problems-dir", o.problems_dir};
+  if (!dims.empty()) a.insert(a.end(), {"--dims", dims});
   if (o.aa) a.push_back("--aa");
   a.insert(a.end(), {"--trace-fraction", std::to_string(o.trace_fraction)});
   if (o.no_launch_trace) a.push_back("--no-launch-trace");
@@ -112,6 +117,58 @@ void print_summary(const std::vector<JobResult>& results, const std::string& dev
   }
 }
 
+// One kb-executor process for `id` at the preset (or `dims`); its wall time in overhead_ms.
+JobResult run_job(const BenchOptions& o, const std::string& id, const std::string& dims) {
+  const auto job_start = std::chrono::steady_clock::now();
+  ExecutorLaunch launch;
+  launch.executable = o.executor;
+  launch.args = executor_args(o, id, o.seed, dims);
+  launch.timeout_s = o.timeout;
+  launch.problem_id = id;
+  launch.preset = dims.empty() ? o.preset : dims;
+  launch.device_kind = o.device;
+  JobResult r = run_executor_child(launch);
+  r.overhead_ms["wall"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job_start).count();
+  return r;
+}
+
+// --sweep N: N random valid shapes per problem (cli/shape_sweep.h), reference and custom at each.
+void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog, const std::vector<std::string>& ids) {
+  std::vector<std::pair<std::string, SweepShape>> jobs;
+  for (const std::string& id : ids) {
+    auto shapes = draw_sweep_shapes(catalog.problems.at(id), o.sweep, o.seed);
+    if (!shapes.is_ok()) {
+      std::fprintf(stderr, "kb: %s\n", shapes.status().message().c_str());
+      throw CLI::RuntimeError(2);
+    }
+    for (SweepShape& s : shapes.value()) jobs.emplace_back(id, std::move(s));
+  }
+  std::vector<SweepRow> rows;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& [id, shape] = jobs[i];
+    const std::string dims = dims_argument(*catalog.problems.at(id), shape.dims);
+    JobResult r = run_job(o, id, dims);
+    std::fprintf(stderr, "[%zu/%zu] %-7s %-44s %-12s %6.3fx %7.1f s\n", i + 1, jobs.size(), id.c_str(),
+                 dims.c_str(), status_label(r).c_str(), r.speedup.speedup, r.overhead_ms["wall"] / 1e3);
+    rows.push_back({id, dims, shape, std::move(r)});
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!o.json_path.empty()) {
+    nlohmann::json all = {{"device", o.device}, {"sweep", o.sweep}, {"seed", o.seed}, {"pack", o.pack},
+                          {"wall_s", total}, {"rows", nlohmann::json::array()}};
+    for (const SweepRow& row : rows) {
+      all["rows"].push_back({{"problem_id", row.problem_id}, {"dims", row.dims},
+                             {"flop_share", row.shape.flop_share}, {"large", row.shape.large},
+                             {"result", to_json(row.result)}});
+    }
+    std::ofstream(o.json_path) << all.dump(1) << "\n";
+  }
+  std::printf("%s", sweep_text(rows).c_str());
+  std::printf("wall time %.1f s, seed %llu\n", total, static_cast<unsigned long long>(o.seed));
+}
+
 void run_bench(BenchOptions o) {
   auto catalog = load_problem_catalog(o.problems_dir);
   if (!catalog.is_ok()) {
@@ -125,7 +182,7 @@ void run_bench(BenchOptions o) {
   }
   if (o.device == "auto") o.device = gpu_present() ? "cuda" : "cpu";
   if (o.preset.empty()) o.preset = o.device == "cuda" ? "full" : "small";
-  if (o.time_cap <= 0) o.time_cap = o.device == "cuda" ? 15 : 3;
+  if (o.time_cap <= 0) o.time_cap = o.device == "cuda" ? (o.sweep > 0 ? 3 : 15) : 3;
   if (o.pack.empty()) o.pack = default_pack_path();  // cli/pack_file.h: KB_PACK_PATH, beside kb
   if (o.pack.empty()) o.pack = "libkbpack.so";        // the dynamic loader's search path
   if (o.reference_pack.empty()) o.reference_pack = default_reference_pack_path();
@@ -137,23 +194,15 @@ void run_bench(BenchOptions o) {
   if (o.seed == 0) o.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
   std::fprintf(stderr, "kb bench: %zu problems on %s, preset %s, pack %s, reference pack %s\n", ids->size(),
                o.device.c_str(), o.preset.c_str(), o.pack.c_str(), o.reference_pack.c_str());
+  if (o.sweep > 0) return run_sweep(o, catalog.value(), ids.value());
   std::vector<JobResult> results;
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < ids->size(); ++i) {
     const std::string& id = ids.value()[i];
-    const auto job_start = std::chrono::steady_clock::now();
-    ExecutorLaunch launch;
-    launch.executable = o.executor;
-    launch.args = executor_args(o, id, o.seed);
-    launch.timeout_s = o.timeout;
-    launch.problem_id = id;
-    launch.preset = o.preset;
-    launch.device_kind = o.device;
-    JobResult r = run_executor_child(launch);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
+    JobResult r = run_job(o, id, "");
     std::fprintf(stderr, "[%zu/%zu] %-7s %-16s %7.1f s  %s\n", i + 1, ids->size(), id.c_str(),
-                 status_label(r).c_str(), secs, (r.verified ? r.message : r.unverified_reason).substr(0, 100).c_str());
-    r.overhead_ms["wall"] = secs * 1e3;
+                 status_label(r).c_str(), r.overhead_ms["wall"] / 1e3,
+                 (r.verified ? r.message : r.unverified_reason).substr(0, 100).c_str());
     results.push_back(std::move(r));
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -195,6 +244,11 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--trials", o->trials, "Correctness trials")->capture_default_str();
   bench->add_option("--time-cap", o->time_cap, "Timing cap per job, seconds (default: 15 on cuda, 3 on cpu)");
   bench->add_option("--timeout", o->timeout, "Deadline per job process, seconds")->capture_default_str();
+  bench->add_option("--sweep", o->sweep,
+                    "Shape robustness: N random valid shapes per problem (odd sizes, batch 1 to full, "
+                    "channels no tile divides) instead of the preset; prints each shape and the worst "
+                    "speedup per problem")
+      ->check(CLI::Range(1, 1000));
   bench->add_flag("--aa", o->aa, "A/A: time each reference against itself");
   bench->add_option("--trace-fraction", o->trace_fraction,
                     "Share of timing rounds traced (1: all, samples kept; 0.25..1: random rounds, their "

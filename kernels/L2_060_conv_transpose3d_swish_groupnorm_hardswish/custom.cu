@@ -23,7 +23,8 @@
 // weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
 // Stores are scalar, the warp's even and odd columns filling the same 256 bytes.
 // Any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out) runs the
-// generic kernels: one thread per output element, one block per (n, group) for the statistics.
+// generic path: s = swish(y) materialized by a one-thread-per-output gather, then parallel
+// statistics and an elementwise normalize (see "Generic path" below).
 //
 // Accuracy of the statistics: raw fp32 sums of s and s^2 (before) lose 2 log10(mean/std) digits
 // of the group variance, which matters once the inputs move (x in [100, 101): conv outputs of
@@ -82,9 +83,9 @@ struct Buffers {
   const float* gamma;  // (C_out)
   const float* beta;   // (C_out)
   float* out;          // (N, C_out, 2D-1, 2H-1, 2W-1)
-  double2* stats;      // generic path: [N * groups] (sum s, sum s^2)
-  double2* partials;   // fast path: [N][tasks][groups] (sum s, sum s^2) of each stats task
-  float2* coef;        // fast path: [N][C_out] (scale, shift)
+  float* s;            // generic path: swish(y), (N, C_out, Do, Ho, Wo)
+  double2* partials;   // [N][tasks or parts][groups] (sum s, sum s^2) of each statistics task
+  float2* coef;        // [N][C_out] (scale, shift)
 };
 
 // ---- Elementwise pieces ----
@@ -97,13 +98,6 @@ __device__ __forceinline__ float swish(float y) {
 // t * clamp(t + 3, 0, 6) / 6 as t * saturate(t / 6 + 1 / 2).
 __device__ __forceinline__ float hardswish(float t) {
   return t * __saturatef(fmaf(t, 1.0f / 6.0f, 0.5f));
-}
-
-// (scale, shift) of channel o of sample n from the group sums.
-__device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int64_t n, int64_t o,
-                                    const float* gamma, const float* beta) {
-  return sp::group_norm_coefficients(__ldcg(&stats[n * g.groups + o / g.cpg]),
-                                     static_cast<double>(g.cpg * g.plane()), gamma[o], beta[o], g.eps);
 }
 
 // ---- Fast path: one warp item ----
@@ -314,63 +308,107 @@ __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geome
   }
 }
 
-// ---- Generic path (any conv_transpose geometry): slow, simple ----
+// ---- Generic path (any conv_transpose geometry, any C_in) ----
+//
+// Three passes over a materialized s = swish(y), all of them fully parallel (the old generic
+// path recomputed the convolution inside one block per (n, group) and took 3.0 ms where the
+// reference takes 0.14 ms at odd channel counts):
+//   generic_swish_kernel:     one thread per output, the transposed convolution by gather over
+//                             the valid taps only (32-bit index math), bias, swish -> s;
+//   generic_partials_kernel:  `parts` blocks per (n, group), each summing a contiguous chunk of
+//                             the group's s and s^2 in double -> partials (two-launch form);
+//   coefficients + generic_normalize_kernel: hardswish(s * scale + shift), float4 when aligned.
+// No library call: the work is this pack's own.
 
 struct ConvT {
-  int64_t k[3], stride[3], pad[3], dil[3];
+  int k[3], stride[3], pad[3], dil[3];
 };
 
-// y[n, o, od, oh, ow] by gather.
-__device__ float convt_at(const Buffers& b, const Geometry& g, const ConvT& cv, int64_t n,
-                          int64_t o, int64_t od, int64_t oh, int64_t ow) {
-  float acc = b.bias[o];
-  for (int64_t kd = 0; kd < cv.k[0]; ++kd) {
-    const int64_t td = od + cv.pad[0] - kd * cv.dil[0];
-    if (td < 0 || td % cv.stride[0] != 0 || td / cv.stride[0] >= g.in_d) continue;
-    for (int64_t kh = 0; kh < cv.k[1]; ++kh) {
-      const int64_t th = oh + cv.pad[1] - kh * cv.dil[1];
-      if (th < 0 || th % cv.stride[1] != 0 || th / cv.stride[1] >= g.in_h) continue;
-      for (int64_t kw = 0; kw < cv.k[2]; ++kw) {
-        const int64_t tw = ow + cv.pad[2] - kw * cv.dil[2];
-        if (tw < 0 || tw % cv.stride[2] != 0 || tw / cv.stride[2] >= g.in_w) continue;
-        for (int64_t c = 0; c < g.c_in; ++c) {
-          const float xv = b.x[(((n * g.c_in + c) * g.in_d + td / cv.stride[0]) * g.in_h +
-                                th / cv.stride[1]) * g.in_w + tw / cv.stride[2]];
-          const float wv = b.w[(((c * g.c_out + o) * cv.k[0] + kd) * cv.k[1] + kh) * cv.k[2] + kw];
-          acc = fmaf(xv, wv, acc);
+// The taps k of one axis that reach output coordinate o: (o + pad - k * dil) = stride * i with
+// 0 <= i < in. Writes up to kMaxTaps (k, i) pairs; returns their count.
+constexpr int kMaxTaps = 16;
+__device__ __forceinline__ int axis_taps(int o, int axis, const ConvT& cv, int in, int* ks, int* is) {
+  int count = 0;
+  for (int k = 0; k < cv.k[axis] && count < kMaxTaps; ++k) {
+    const int t = o + cv.pad[axis] - k * cv.dil[axis];
+    if (t < 0 || t % cv.stride[axis] != 0) continue;
+    const int i = t / cv.stride[axis];
+    if (i >= in) continue;
+    ks[count] = k;
+    is[count++] = i;
+  }
+  return count;
+}
+
+__global__ void __launch_bounds__(kThreads) generic_swish_kernel(Buffers b, Geometry g, ConvT cv) {
+  const int64_t total = g.batch * g.c_out * g.plane();
+  const int in_d = static_cast<int>(g.in_d), in_h = static_cast<int>(g.in_h), in_w = static_cast<int>(g.in_w);
+  const int out_h = static_cast<int>(g.out_h), out_w = static_cast<int>(g.out_w);
+  const int c_in = static_cast<int>(g.c_in), c_out = static_cast<int>(g.c_out);
+  const int64_t in_plane = g.in_d * g.in_h * g.in_w;
+  const int kvol = cv.k[0] * cv.k[1] * cv.k[2];
+  for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * kThreads) {
+    const int r = static_cast<int>(e % g.plane());
+    const int64_t nc = e / g.plane();
+    const int o = static_cast<int>(nc % c_out);
+    const int64_t n = nc / c_out;
+    const int ow = r % out_w, oh = (r / out_w) % out_h, od = r / (out_w * out_h);
+    int kd[kMaxTaps], id[kMaxTaps], kh[kMaxTaps], ih[kMaxTaps], kw[kMaxTaps], iw[kMaxTaps];
+    const int nd = axis_taps(od, 0, cv, in_d, kd, id);
+    const int nh = axis_taps(oh, 1, cv, in_h, kh, ih);
+    const int nw = axis_taps(ow, 2, cv, in_w, kw, iw);
+    float acc = __ldg(&b.bias[o]);
+    const float* xn = b.x + n * c_in * in_plane;
+    for (int a = 0; a < nd; ++a) {
+      for (int c2 = 0; c2 < nh; ++c2) {
+        for (int c3 = 0; c3 < nw; ++c3) {
+          const int x_off = (id[a] * in_h + ih[c2]) * in_w + iw[c3];
+          const int w_off = o * kvol + (kd[a] * cv.k[1] + kh[c2]) * cv.k[2] + kw[c3];
+          for (int c = 0; c < c_in; ++c)
+            acc = fmaf(__ldg(&xn[c * in_plane + x_off]), __ldg(&b.w[int64_t{c} * c_out * kvol + w_off]), acc);
         }
       }
     }
+    b.s[e] = swish(acc);
   }
-  return acc;
 }
 
-__device__ float swish_at(const Buffers& b, const Geometry& g, const ConvT& cv, int64_t n,
-                          int64_t o, int64_t r) {  // r: index inside the channel plane
-  const int64_t ow = r % g.out_w, oh = (r / g.out_w) % g.out_h, od = r / (g.out_w * g.out_h);
-  return swish(convt_at(b, g, cv, n, o, od, oh, ow));
-}
-
-// One block per (n, group): stats[n * groups + group] = (sum s, sum s^2).
-__global__ void __launch_bounds__(kThreads) generic_stats_kernel(Buffers b, Geometry g, ConvT cv) {
-  const int64_t n = blockIdx.x / g.groups, grp = blockIdx.x % g.groups;
+// partials[(n * parts + p) * groups + grp] = (sum s, sum s^2) over chunk p of group (n, grp).
+__global__ void __launch_bounds__(kThreads) generic_partials_kernel(Buffers b, Geometry g, int64_t parts) {
+  const int64_t p = blockIdx.x % parts, pair = blockIdx.x / parts;
+  const int64_t n = pair / g.groups, grp = pair % g.groups;
+  const int64_t len = g.cpg * g.plane(), chunk = (len + parts - 1) / parts;
+  const float* src = b.s + (n * g.c_out + grp * g.cpg) * g.plane();
+  const int64_t end = std::min(len, (p + 1) * chunk);
   double2 m = make_double2(0.0, 0.0);
-  for (int64_t e = threadIdx.x; e < g.cpg * g.plane(); e += kThreads) {
-    const float v = swish_at(b, g, cv, n, grp * g.cpg + e / g.plane(), e % g.plane());
+  for (int64_t e = p * chunk + threadIdx.x; e < end; e += kThreads) {
+    const double v = __ldcg(&src[e]);
     m.x += v;
-    m.y += static_cast<double>(v) * v;
+    m.y += v * v;
   }
   m = sp::block_sum(m);
-  if (threadIdx.x == 0) b.stats[blockIdx.x] = m;
+  if (threadIdx.x == 0) b.partials[(n * parts + p) * g.groups + grp] = m;
 }
 
-__global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, Geometry g, ConvT cv) {
-  const int64_t total = g.batch * g.c_out * g.plane();
-  for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * kThreads) {
-    const int64_t r = e % g.plane(), o = (e / g.plane()) % g.c_out, n = e / (g.plane() * g.c_out);
-    const float2 cf = norm_coefficients(b.stats, g, n, o, b.gamma, b.beta);
-    b.out[e] = hardswish(fmaf(swish_at(b, g, cv, n, o, r), cf.x, cf.y));
+__global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, Geometry g) {
+  const int64_t plane = g.plane(), total = g.batch * g.c_out * plane;
+  const int64_t step = int64_t{gridDim.x} * kThreads;
+  if (plane % 4 == 0) {  // a float4 never crosses a channel plane
+    const auto* s4 = reinterpret_cast<const float4*>(b.s);
+    auto* out4 = reinterpret_cast<float4*>(b.out);
+    for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total / 4; e += step) {
+      const float2 cf = b.coef[(4 * e) / plane];
+      float4 v = __ldcs(&s4[e]);
+      v = make_float4(hardswish(fmaf(v.x, cf.x, cf.y)), hardswish(fmaf(v.y, cf.x, cf.y)),
+                      hardswish(fmaf(v.z, cf.x, cf.y)), hardswish(fmaf(v.w, cf.x, cf.y)));
+      __stcs(&out4[e], v);
+    }
+    return;
+  }
+  for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total; e += step) {
+    const float2 cf = b.coef[e / plane];
+    b.out[e] = hardswish(fmaf(__ldcs(&b.s[e]), cf.x, cf.y));
   }
 }
 
@@ -397,48 +435,74 @@ class Custom final : public Implementation {
       return Status::failed_precondition("L2_060 custom: needs a conv_transpose with groups 1");
     bool unit = true;  // k 3, stride 2, padding 1, dilation 1, output_padding 0 on every axis
     for (int a = 0; a < 3; ++a) {
-      cv_.k[a] = ws[2 + a];
-      cv_.stride[a] = p.ints("conv_transpose", "stride")[a];
-      cv_.pad[a] = attr_or(p, "padding", a, 0);
-      cv_.dil[a] = attr_or(p, "dilation", a, 1);
+      cv_.k[a] = static_cast<int>(ws[2 + a]);
+      cv_.stride[a] = static_cast<int>(p.ints("conv_transpose", "stride")[a]);
+      cv_.pad[a] = static_cast<int>(attr_or(p, "padding", a, 0));
+      cv_.dil[a] = static_cast<int>(attr_or(p, "dilation", a, 1));
       unit = unit && cv_.k[a] == 3 && cv_.stride[a] == 2 && cv_.pad[a] == 1 && cv_.dil[a] == 1 &&
              attr_or(p, "output_padding", a, 0) == 0;
+      if (cv_.k[a] > kMaxTaps)
+        return Status::failed_precondition("L2_060 custom: kernel sizes above 16 are not supported");
     }
+    if (g_.plane() * g_.c_out > (int64_t{1} << 31) || g_.in_d * g_.in_h * g_.in_w > (int64_t{1} << 31))
+      return Status::failed_precondition("L2_060 custom: a sample above 2^31 elements is not supported");
     g_.m_chunks = (g_.in_d + kRows - 1) / kRows;
     g_.q_chunks = (g_.in_w + kWarp - 1) / kWarp;
     g_.items = 2 * g_.m_chunks * g_.out_h * g_.q_chunks;
     g_.tasks = (g_.items + kWarps - 1) / kWarps;
     smem_ = smem_bytes(g_);
     fast_ = unit && g_.c_in == kCin && smem_ <= 96 * 1024;
-    if (fast_) KB_TRY(plan_fast());
-    // workspace: stats [N * groups] | partials [N * tasks * groups] double2 | coef [N * C_out] float2
-    const size_t bytes = sizeof(double2) * g_.batch * g_.groups * (1 + g_.tasks) +
-                         sizeof(float2) * g_.batch * g_.c_out;
-    KB_CUDA_TRY(cudaMalloc(&workspace_, bytes));
+    int64_t parts = g_.tasks;
+    size_t s_bytes = 0;
+    if (fast_) {
+      KB_TRY(plan_fast());
+    } else {
+      int device = 0, sms = 0;
+      KB_CUDA_TRY(cudaGetDevice(&device));
+      KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      const int64_t pairs = g_.batch * g_.groups, len = g_.cpg * g_.plane();
+      parts_ = std::clamp<int64_t>((4 * int64_t{sms} + pairs - 1) / pairs, 1, std::max<int64_t>(1, len / 2048));
+      parts = parts_;
+      s_bytes = sizeof(float) * g_.batch * g_.c_out * g_.plane();
+    }
+    // workspace: partials [N * parts * groups] double2 | coef [N * C_out] float2 | s (generic)
+    partials_bytes_ = sizeof(double2) * g_.batch * parts * g_.groups;
+    coef_bytes_ = sizeof(float2) * g_.batch * g_.c_out;
+    KB_CUDA_TRY(cudaMalloc(&workspace_, partials_bytes_ + coef_bytes_ + s_bytes));
     return Status::ok();
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     // Every workspace slot a launch reads was written earlier in this run: no zeroing.
-    auto* stats = static_cast<double2*>(workspace_);
-    auto* partials = stats + g_.batch * g_.groups;
-    auto* coef = reinterpret_cast<float2*>(partials + g_.batch * g_.tasks * g_.groups);
+    auto* base = static_cast<unsigned char*>(workspace_);
+    auto* partials = reinterpret_cast<double2*>(base);
+    auto* coef = reinterpret_cast<float2*>(base + partials_bytes_);
+    auto* s = reinterpret_cast<float*>(base + partials_bytes_ + coef_bytes_);
     const Buffers b{args.inputs[x_].data, args.params[w_].data,     args.params[bias_].data,
                     args.params[gamma_].data, args.params[beta_].data, args.output.data,
-                    stats, partials, coef};
+                    s, partials, coef};
+    const double count = static_cast<double>(g_.cpg * g_.plane());
     if (fast_) {
       stats_kernel<<<stats_blocks_, kThreads, smem_, stream>>>(b, g_);
       KB_CUDA_TRY(cudaGetLastError());
-      sp::launch_coefficients(partials, g_.batch, g_.tasks, g_.groups, g_.cpg,
-                              static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
-                              coef, stream);
+      sp::launch_coefficients(partials, g_.batch, g_.tasks, g_.groups, g_.cpg, count, b.gamma,
+                              b.beta, g_.eps, coef, stream);
       KB_CUDA_TRY(cudaGetLastError());
       normalize_kernel<<<normalize_blocks_, kThreads, smem_, stream>>>(b, g_);
     } else {
-      generic_stats_kernel<<<static_cast<unsigned>(g_.batch * g_.groups), kThreads, 0, stream>>>(b, g_, cv_);
+      const int64_t total = g_.batch * g_.c_out * g_.plane();
+      const auto grid = [](int64_t n) {
+        return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 20));
+      };
+      generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, g_, cv_);
       KB_CUDA_TRY(cudaGetLastError());
-      const int64_t blocks = std::clamp<int64_t>((g_.batch * g_.c_out * g_.plane() + kThreads - 1) / kThreads, 1, 65536);
-      generic_normalize_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(b, g_, cv_);
+      generic_partials_kernel<<<static_cast<unsigned>(g_.batch * g_.groups * parts_), kThreads, 0,
+                                stream>>>(b, g_, parts_);
+      KB_CUDA_TRY(cudaGetLastError());
+      sp::launch_coefficients(partials, g_.batch, parts_, g_.groups, g_.cpg, count, b.gamma,
+                              b.beta, g_.eps, coef, stream);
+      KB_CUDA_TRY(cudaGetLastError());
+      generic_normalize_kernel<<<grid(g_.plane() % 4 == 0 ? total / 4 : total), kThreads, 0, stream>>>(b, g_);
     }
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
@@ -468,7 +532,9 @@ class Custom final : public Implementation {
   bool fast_ = false;
   size_t smem_ = 0;
   int stats_blocks_ = 1, normalize_blocks_ = 1;
-  void* workspace_ = nullptr;  // stats, partials, coefficients; owned
+  int64_t parts_ = 1;  // generic path: statistics blocks per (n, group)
+  size_t partials_bytes_ = 0, coef_bytes_ = 0;
+  void* workspace_ = nullptr;  // partials, coefficients, s (generic path); owned
 };
 
 }  // namespace kb::custom::L2_060

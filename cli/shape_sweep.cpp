@@ -1,0 +1,178 @@
+#include "cli/shape_sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+
+namespace kb::cli {
+namespace {
+
+constexpr int kAttemptsPerShape = 400;
+
+enum class DimKind { kBatch, kChannel, kFixed, kSize };
+
+DimKind kind_of(const ProblemSpec& spec, size_t index, int64_t full) {
+  const std::string& name = spec.dims[index];
+  if (index == 0) return DimKind::kBatch;
+  if (name[0] == 'C') return DimKind::kChannel;
+  if (full <= 8) return DimKind::kFixed;
+  return DimKind::kSize;
+}
+
+class Drawer {
+ public:
+  explicit Drawer(uint64_t seed) : rng_(seed) {}
+
+  // Log-uniform integer in [lo, hi].
+  int64_t log_uniform(int64_t lo, int64_t hi) {
+    if (hi <= lo) return lo;
+    std::uniform_real_distribution<double> u(std::log(static_cast<double>(lo)),
+                                             std::log(static_cast<double>(hi) + 1.0));
+    return std::clamp<int64_t>(static_cast<int64_t>(std::exp(u(rng_))), lo, hi);
+  }
+
+  int64_t uniform(int64_t lo, int64_t hi) {
+    if (hi <= lo) return lo;
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// One value of dim `kind` with full-preset value `full`; `strict`: channels avoid multiples of 8.
+int64_t draw_dim(Drawer& d, DimKind kind, int64_t full, bool large, bool strict) {
+  switch (kind) {
+    case DimKind::kFixed:
+      return full;
+    case DimKind::kBatch:
+      return large ? d.uniform((full + 1) / 2, full) : d.log_uniform(1, full);
+    case DimKind::kChannel: {
+      const int64_t hi = std::max<int64_t>(full, 16);
+      int64_t c = large ? d.uniform(std::max<int64_t>(1, full * 3 / 4), full) : d.log_uniform(1, hi);
+      if (strict && c % 8 == 0) c = c > 1 ? c - 1 : c + 1;
+      return c;
+    }
+    case DimKind::kSize: {
+      const int64_t lo = std::min<int64_t>(3, full);
+      int64_t v = large ? d.uniform(std::max(lo, full / 2), full) : d.log_uniform(lo, full);
+      if (v % 2 == 0) v = v + 1 <= full ? v + 1 : v - 1;
+      return std::max(v, lo);
+    }
+  }
+  return full;
+}
+
+}  // namespace
+
+Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemSpec> spec,
+                                                  int count, uint64_t seed) {
+  auto full = ProblemInstance::create(spec, "full");
+  if (!full.is_ok()) return Status::invalid_argument(spec->id + ": no valid full preset to sweep around");
+  const Cost full_cost = full->cost();
+  Drawer d(seed ^ std::hash<std::string>{}(spec->id));
+  std::vector<SweepShape> shapes;
+  const int attempts = kAttemptsPerShape * std::max(count, 1);
+  for (int attempt = 0; attempt < attempts && static_cast<int>(shapes.size()) < count; ++attempt) {
+    const bool large = shapes.size() % 2 == 1;
+    // Channel counts avoid multiples of 8 during the first half of a shape's attempts; a spec
+    // whose groups need them (GroupNorm over 8 groups) gets them afterwards.
+    const bool strict = attempt % kAttemptsPerShape < kAttemptsPerShape / 2;
+    Dims dims;
+    for (size_t i = 0; i < spec->dims.size(); ++i) {
+      const int64_t f = full->dims().at(spec->dims[i]);
+      dims[spec->dims[i]] = draw_dim(d, kind_of(*spec, i, f), f, large, strict);
+    }
+    if (dims == full->dims()) continue;
+    if (std::any_of(shapes.begin(), shapes.end(), [&](const SweepShape& s) { return s.dims == dims; }))
+      continue;
+    auto inst = ProblemInstance::create(spec, dims);
+    if (!inst.is_ok()) continue;
+    const Cost& cost = inst->cost();
+    if (cost.flops > full_cost.flops || cost.min_bytes > full_cost.min_bytes) continue;
+    shapes.push_back({dims, full_cost.flops > 0 ? cost.flops / full_cost.flops : 0.0, large});
+  }
+  return shapes;
+}
+
+std::string dims_argument(const ProblemSpec& spec, const Dims& dims) {
+  std::string out;
+  for (const std::string& name : spec.dims) {
+    if (!out.empty()) out += ",";
+    out += name + "=" + std::to_string(dims.at(name));
+  }
+  return out;
+}
+
+}  // namespace kb::cli
+
+namespace kb::cli {
+
+std::vector<SweepVerdict> sweep_verdicts(const std::vector<SweepRow>& rows) {
+  std::vector<SweepVerdict> out;
+  for (const SweepRow& row : rows) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const SweepVerdict& v) { return v.problem_id == row.problem_id; });
+    if (it == out.end()) {
+      out.push_back(SweepVerdict{row.problem_id});
+      it = out.end() - 1;
+    }
+    ++it->shapes;
+    const double s = row.result.speedup.speedup;
+    if (row.result.status != JobStatus::kOk || !(s > 0)) {
+      ++it->failed;
+      continue;
+    }
+    if (it->worst == 0 || s < it->worst) {
+      it->worst = s;
+      it->worst_dims = row.dims;
+    }
+    if (row.shape.flop_share >= kSweepLargeShare) {
+      ++it->large_shapes;
+      if (it->worst_large == 0 || s < it->worst_large) it->worst_large = s;
+    }
+  }
+  for (SweepVerdict& v : out) {
+    v.meets_goal = v.failed == 0 && v.worst >= kSweepMinSpeedup &&
+                   (v.large_shapes == 0 || v.worst_large >= kSweepLargeMinSpeedup);
+  }
+  return out;
+}
+
+std::string sweep_text(const std::vector<SweepRow>& rows) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-7s %-44s %7s %-12s %9s %9s %8s\n", "problem", "dims",
+                "flops", "status", "ref_ms", "cust_ms", "speedup");
+  out += line;
+  for (const SweepRow& r : rows) {
+    std::snprintf(line, sizeof line, "%-7s %-44s %6.1f%% %-12s %9.4f %9.4f %7.3fx\n",
+                  r.problem_id.c_str(), r.dims.c_str(), 100 * r.shape.flop_share,
+                  to_string(r.result.status).c_str(), r.result.reference.summary.median,
+                  r.result.custom.summary.median, r.result.speedup.speedup);
+    out += line;
+  }
+  const std::vector<SweepVerdict> verdicts = sweep_verdicts(rows);
+  std::snprintf(line, sizeof line, "\n%-7s %6s %6s %8s %8s  %-5s %s\n", "problem", "shapes",
+                "failed", "worst", "worst25", "goal", "worst at");
+  out += line;
+  int meets = 0;
+  for (const SweepVerdict& v : verdicts) {
+    meets += v.meets_goal;
+    std::snprintf(line, sizeof line, "%-7s %6d %6d %7.3fx %7.3fx  %-5s %s\n", v.problem_id.c_str(),
+                  v.shapes, v.failed, v.worst, v.worst_large, v.meets_goal ? "met" : "MISS",
+                  v.worst_dims.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "\n%d of %zu problems meet the sweep goal (custom >= %.1fx the reference at every "
+                "shape, >= %.1fx at shapes with >= %.0f%% of the full preset's FLOPs)\n",
+                meets, verdicts.size(), kSweepMinSpeedup, kSweepLargeMinSpeedup,
+                100 * kSweepLargeShare);
+  out += line;
+  return out;
+}
+
+}  // namespace kb::cli

@@ -1,0 +1,73 @@
+// The shapes of `kb bench --sweep N`: N random valid dims per problem, drawn the way a user's own
+// shapes differ from the presets, to show whether a custom kernel is fast at every shape or at
+// the preset only (issue 15's shape robustness).
+//
+// Rules, from the spec's dims and its full preset (names as the specs write them):
+//   - the first dim is the batch: 1 to the full preset's value;
+//   - a dim named C... is a channel count: not a multiple of 8 while the spec's constraints allow
+//     it (groups, heads and tied shapes are the spec's own: a draw the spec rejects is redrawn),
+//     up to max(full, 16), so that a preset of 3 channels also meets 5 or 13;
+//   - a dim whose full value is at most 8 and is not a channel count (ShuffleNet's G) is kept;
+//   - every other dim (spatial, matrix) is odd, from 3 to the full value.
+// Draws alternate between two regimes: "any" (log-uniform over the whole range, mostly small
+// shapes) and "large" (every dim in the top half of its range, usually >= 25% of the preset's
+// FLOPs, where a custom is expected to beat the reference clearly). A draw is kept only when
+// ProblemInstance::create accepts it and its FLOPs and bytes do not exceed the full preset's.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/job_result.h"
+#include "common/problem_spec.h"
+
+namespace kb::cli {
+
+struct SweepShape {
+  Dims dims;
+  double flop_share = 0;  // FLOPs / the full preset's FLOPs
+  bool large = false;     // drawn in the "large" regime
+};
+
+// `count` shapes of `spec`, deterministic for (`spec.id`, `seed`). Fewer when the spec admits
+// fewer distinct draws (a fixed-size problem); fails when the spec has no `full` preset.
+Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemSpec> spec,
+                                                  int count, uint64_t seed);
+
+// "N=3,C_in=5,...", in the spec's dim order: kb-executor's --dims.
+std::string dims_argument(const ProblemSpec& spec, const Dims& dims);
+
+// One job of a sweep: a shape and what the executor made of it.
+struct SweepRow {
+  std::string problem_id;
+  std::string dims;  // dims_argument
+  SweepShape shape;
+  JobResult result;
+};
+
+// The sweep's goal (issue 15): at every shape the custom is >= 0.9x the reference, and >= 1.2x at
+// shapes with >= 25% of the full preset's FLOPs. A job that did not end ok misses it.
+constexpr double kSweepMinSpeedup = 0.9;
+constexpr double kSweepLargeShare = 0.25;
+constexpr double kSweepLargeMinSpeedup = 1.2;
+
+struct SweepVerdict {
+  std::string problem_id;
+  int shapes = 0, failed = 0;
+  double worst = 0;        // the lowest speedup over the ok shapes (0: none ok)
+  std::string worst_dims;
+  double worst_large = 0;  // the lowest speedup over ok shapes with >= 25% of the FLOPs (0: none)
+  int large_shapes = 0;
+  bool meets_goal = false;
+};
+
+// One verdict per problem, in the rows' order of first appearance.
+std::vector<SweepVerdict> sweep_verdicts(const std::vector<SweepRow>& rows);
+
+// The text tables: every row, then the verdict per problem and the count meeting the goal.
+std::string sweep_text(const std::vector<SweepRow>& rows);
+
+}  // namespace kb::cli
