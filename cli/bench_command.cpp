@@ -151,7 +151,7 @@ void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog, const std::
     const std::string dims = dims_argument(*catalog.problems.at(id), shape.dims);
     JobResult r = run_job(o, id, dims);
     std::fprintf(stderr, "[%zu/%zu] %-7s %-44s %-12s %6.3fx %7.1f s\n", i + 1, jobs.size(), id.c_str(),
-                 dims.c_str(), status_label(r).c_str(), r.speedup.speedup, r.overhead_ms["wall"] / 1e3);
+                 dims.c_str(), status_label(r).c_str(), r.speedup.speedup, r.overhead_ms["wall"].get<double>() / 1e3);
     rows.push_back({id, dims, shape, std::move(r)});
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -201,7 +201,7 @@ void run_bench(BenchOptions o) {
     const std::string& id = ids.value()[i];
     JobResult r = run_job(o, id, "");
     std::fprintf(stderr, "[%zu/%zu] %-7s %-16s %7.1f s  %s\n", i + 1, ids->size(), id.c_str(),
-                 status_label(r).c_str(), r.overhead_ms["wall"] / 1e3,
+                 status_label(r).c_str(), r.overhead_ms["wall"].get<double>() / 1e3,
                  (r.verified ? r.message : r.unverified_reason).substr(0, 100).c_str());
     results.push_back(std::move(r));
   }

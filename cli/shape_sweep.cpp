@@ -116,7 +116,9 @@ std::vector<SweepVerdict> sweep_verdicts(const std::vector<SweepRow>& rows) {
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const SweepVerdict& v) { return v.problem_id == row.problem_id; });
     if (it == out.end()) {
-      out.push_back(SweepVerdict{row.problem_id});
+      SweepVerdict v;
+      v.problem_id = row.problem_id;
+      out.push_back(v);
       it = out.end() - 1;
     }
     ++it->shapes;
