@@ -91,7 +91,7 @@ TEST(ShapeSweepTest, TheGoalNeedsPointNineEverywhereAndOnePointTwoOnLargeShapes)
                                 row("C", 0.01, 1.5), row("C", 0.3, 1.1),   // large not 1.2x
                                 row("D", 0.01, 1.5)};
   rows.push_back(row("D", 0.5, 3.0));
-  rows.back().result.status = JobStatus::kIncorrect;  // a wrong answer misses whatever its speed
+  rows.back().result.status = JobStatus::kMismatch;  // a wrong answer misses whatever its speed
   const std::vector<SweepVerdict> v = sweep_verdicts(rows);
   ASSERT_EQ(v.size(), 4u);
   EXPECT_TRUE(v[0].meets_goal);
