@@ -74,12 +74,13 @@ Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemS
   const Cost full_cost = full->cost();
   Drawer d(seed ^ std::hash<std::string>{}(spec->id));
   std::vector<SweepShape> shapes;
-  const int attempts = kAttemptsPerShape * std::max(count, 1);
-  for (int attempt = 0; attempt < attempts && static_cast<int>(shapes.size()) < count; ++attempt) {
+  // `attempt` counts the draws since the last shape kept; a shape that takes them all ends the
+  // sweep of this spec.
+  for (int attempt = 0; attempt < kAttemptsPerShape && static_cast<int>(shapes.size()) < count; ++attempt) {
     const bool large = shapes.size() % 2 == 1;
     // Channel counts avoid multiples of 8 during the first half of a shape's attempts; a spec
     // whose groups need them (GroupNorm over 8 groups) gets them afterwards.
-    const bool strict = attempt % kAttemptsPerShape < kAttemptsPerShape / 2;
+    const bool strict = attempt < kAttemptsPerShape / 2;
     Dims dims;
     for (size_t i = 0; i < spec->dims.size(); ++i) {
       const int64_t f = full->dims().at(spec->dims[i]);
@@ -93,6 +94,7 @@ Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemS
     const Cost& cost = inst->cost();
     if (cost.flops > full_cost.flops || cost.min_bytes > full_cost.min_bytes) continue;
     shapes.push_back({dims, full_cost.flops > 0 ? cost.flops / full_cost.flops : 0.0, large});
+    attempt = -1;
   }
   return shapes;
 }
