@@ -68,9 +68,13 @@ int64_t draw_dim(Drawer& d, DimKind kind, int64_t full, bool large, bool strict)
 }  // namespace
 
 Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemSpec> spec,
-                                                  int count, uint64_t seed) {
-  auto full = ProblemInstance::create(spec, "full");
-  if (!full.is_ok()) return Status::invalid_argument(spec->id + ": no valid full preset to sweep around");
+                                                  const std::string& preset, int count,
+                                                  uint64_t seed) {
+  auto full = ProblemInstance::create(spec, preset);
+  if (!full.is_ok()) {
+    return Status::invalid_argument(spec->id + ": no valid preset '" + preset + "' to sweep under: " +
+                                    full.status().message());
+  }
   const Cost full_cost = full->cost();
   Drawer d(seed ^ std::hash<std::string>{}(spec->id));
   std::vector<SweepShape> shapes;

@@ -28,14 +28,16 @@ namespace kb::cli {
 
 struct SweepShape {
   Dims dims;
-  double flop_share = 0;  // FLOPs / the full preset's FLOPs
+  double flop_share = 0;  // FLOPs / the swept preset's FLOPs
   bool large = false;     // drawn in the "large" regime
 };
 
-// `count` shapes of `spec`, deterministic for (`spec.id`, `seed`). Fewer when the spec admits
-// fewer distinct draws (a fixed-size problem); fails when the spec has no `full` preset.
+// `count` shapes of `spec` under `preset` (the "full preset" above: `full` on a GPU, `small` on
+// the CPU device), deterministic for (`spec.id`, `seed`). Fewer when the spec admits fewer
+// distinct draws (a fixed-size problem); fails when the spec has no such preset.
 Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemSpec> spec,
-                                                  int count, uint64_t seed);
+                                                  const std::string& preset, int count,
+                                                  uint64_t seed);
 
 // "N=3,C_in=5,...", in the spec's dim order: kb-executor's --dims.
 std::string dims_argument(const ProblemSpec& spec, const Dims& dims);

@@ -22,7 +22,7 @@ std::shared_ptr<const ProblemSpec> spec(const std::string& id) { return catalog(
 
 TEST(ShapeSweepTest, EveryShapeOfEverySuiteProblemIsValidAndNoCostlierThanTheFullPreset) {
   for (const std::string& id : catalog().suites.at("kernelbench22")) {
-    auto shapes = draw_sweep_shapes(spec(id), 8, 42);
+    auto shapes = draw_sweep_shapes(spec(id), "full", 8, 42);
     KB_ASSERT_OK(shapes);
     EXPECT_EQ(shapes->size(), 8u) << id;
     const Cost full = ProblemInstance::create(spec(id), "full").value().cost();
@@ -37,7 +37,7 @@ TEST(ShapeSweepTest, EveryShapeOfEverySuiteProblemIsValidAndNoCostlierThanTheFul
 }
 
 TEST(ShapeSweepTest, SizesAreOddBatchesReachOneAndChannelsAvoidMultiplesOfEight) {
-  auto shapes = draw_sweep_shapes(spec("L2_060"), 40, 7);  // C_out: GroupNorm(4) divides it
+  auto shapes = draw_sweep_shapes(spec("L2_060"), "full", 40, 7);  // C_out: GroupNorm(4) divides it
   KB_ASSERT_OK(shapes);
   std::set<int64_t> batches;
   for (const SweepShape& s : shapes.value()) {
@@ -52,15 +52,15 @@ TEST(ShapeSweepTest, SizesAreOddBatchesReachOneAndChannelsAvoidMultiplesOfEight)
 }
 
 TEST(ShapeSweepTest, ChannelsTheSpecTiesToMultiplesOfEightStillGetDrawn) {
-  auto shapes = draw_sweep_shapes(spec("L2_021"), 6, 3);  // GroupNorm(8 groups) over C_out
+  auto shapes = draw_sweep_shapes(spec("L2_021"), "full", 6, 3);  // GroupNorm(8 groups) over C_out
   KB_ASSERT_OK(shapes);
   EXPECT_EQ(shapes->size(), 6u);
   for (const SweepShape& s : shapes.value()) EXPECT_EQ(s.dims.at("C_out") % 8, 0);
 }
 
 TEST(ShapeSweepTest, TheSameSeedDrawsTheSameShapesAndHalfAreLarge) {
-  auto a = draw_sweep_shapes(spec("L1_003"), 6, 11), b = draw_sweep_shapes(spec("L1_003"), 6, 11);
-  auto c = draw_sweep_shapes(spec("L1_003"), 6, 12);
+  auto a = draw_sweep_shapes(spec("L1_003"), "full", 6, 11), b = draw_sweep_shapes(spec("L1_003"), "full", 6, 11);
+  auto c = draw_sweep_shapes(spec("L1_003"), "full", 6, 12);
   KB_ASSERT_OK(a);
   KB_ASSERT_OK(c);
   int large = 0;
