@@ -176,7 +176,7 @@ std::string sweep_text(const std::vector<SweepRow>& rows) {
   }
   std::snprintf(line, sizeof line,
                 "\n%d of %zu problems meet the sweep goal (custom >= %.1fx the reference at every "
-                "shape, >= %.1fx at shapes with >= %.0f%% of the full preset's FLOPs)\n",
+                "shape, >= %.1fx at shapes with >= %.0f%% of the preset's FLOPs)\n",
                 meets, verdicts.size(), kSweepMinSpeedup, kSweepLargeMinSpeedup,
                 100 * kSweepLargeShare);
   out += line;
