@@ -19,8 +19,8 @@
 // The conv bias starts the accumulator: the same math, one rounding of a different order (|err|
 // ~1e-7, ~15x after GroupNorm: << 1e-4). N task (n, channel, part of the plane): (g - mean) * rstd
 // * gamma + beta, float4 when aligned. Other geometries (kernel != 3x3, stride/padding/dilation,
-// too wide for shared memory) run the generic kernels: one thread per output element,
-// block-per-group statistics, in place.
+// too wide for shared memory, or too narrow to keep a quarter of a block busy) run the generic
+// kernels: one thread per output element, parallel statistics (pipeline.cuh), in place.
 //
 // Accuracy of the statistics: fp32 sums of g and g^2 (before) lose 2 log10(mean/std) digits, all
 // of them when the sigmoid saturates (inputs in [100, 101): g ~ 1, std << 1). About a pilot
@@ -83,9 +83,8 @@ struct Buffers {
   const float* gamma;   // (C_out)
   const float* beta;    // (C_out)
   float* out;           // (N, C_out, H - 2, W - 2): sigmoid output, then normalized in place
-  double2* stats;       // generic path: [N * groups] (sum g, sum g^2)
-  double2* partials;    // fast path: [N][s_tasks][groups] (sum g, sum g^2) of each conv task
-  float2* coef;         // fast path: [N][C_out] (scale, shift)
+  double2* partials;    // [N][s_tasks or parts][groups] (sum g, sum g^2) of each statistics task
+  float2* coef;         // [N][C_out] (scale, shift)
 };
 
 // sigmoid((y + bias) * scale), rounded as the reference rounds it (fp32 add, mul, then
@@ -95,12 +94,6 @@ struct Buffers {
 __device__ __forceinline__ float activation(float y, float bias, float scale) {
   const float t = (y + bias) * scale;
   return 1.0f / (1.0f + expf(-t));
-}
-
-__device__ float2 norm_coefficients(const double2* stats, const Geometry& g, int64_t n, int64_t o,
-                                    const float* gamma, const float* beta) {
-  return sp::group_norm_coefficients(__ldcg(&stats[n * g.groups + o / g.cpg]),
-                                     static_cast<double>(g.cpg * g.plane()), gamma[o], beta[o], g.eps);
 }
 
 // ---- Fast path: shared memory ----
@@ -406,26 +399,11 @@ __global__ void __launch_bounds__(kThreads) generic_activation_kernel(Buffers b,
   }
 }
 
-// One block per (n, group): stats[n * groups + group] = (sum g, sum g^2) of out.
-__global__ void __launch_bounds__(kThreads) generic_stats_kernel(Buffers b, Geometry g) {
-  const int64_t len = g.cpg * g.plane();
-  const float* src = b.out + blockIdx.x * len;  // groups are contiguous in NCHW
-  double2 m = make_double2(0.0, 0.0);
-  for (int64_t e = threadIdx.x; e < len; e += kThreads) {
-    const double v = src[e];
-    m.x += v;
-    m.y += v * v;
-  }
-  m = sp::block_sum(m);
-  if (threadIdx.x == 0) b.stats[blockIdx.x] = m;
-}
-
 __global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, Geometry g) {
   const int64_t total = g.batch * g.c_out * g.plane();
   for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * kThreads) {
-    const int64_t o = (e / g.plane()) % g.c_out, n = e / (g.plane() * g.c_out);
-    const float2 cf = norm_coefficients(b.stats, g, n, o, b.gamma, b.beta);
+    const float2 cf = b.coef[e / g.plane()];
     b.out[e] = fmaf(b.out[e], cf.x, cf.y);
   }
 }
@@ -472,28 +450,42 @@ class Custom final : public Implementation {
     g_.part_len = (g_.part_len + 3) / 4 * 4;
     g_.s_tasks = (g_.ho + kTileRows - 1) / kTileRows;
     smem_ = smem_bytes(g_);
-    fast_ = unit && smem_ <= 100 * 1024;
+    // A conv task's block maps quads x col_groups_pad slots to its 256 threads; narrow images
+    // with few channels leave most of them idle (C_out 8, Wo 9: 4 working threads of 256, 3.6x
+    // slower than the reference in the shape sweep). Below a quarter of the block, the generic
+    // kernels are faster.
+    const int64_t slots = g_.quads * g_.col_groups_pad;
+    const double busy = static_cast<double>(g_.quads * g_.col_groups) /
+                        static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
+    fast_ = unit && smem_ <= 100 * 1024 && busy >= 0.25;
+    int64_t parts = g_.s_tasks;
     if (fast_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
       KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(conv_kernel), kThreads, smem_,
                                         g_.batch * g_.s_tasks, &conv_blocks_));
     }
-    // workspace: stats [N * groups] | partials [N * s_tasks * groups] double2 | coef [N * C_out] float2
-    const size_t bytes = sizeof(double2) * g_.batch * g_.groups * (1 + g_.s_tasks) +
-                         sizeof(float2) * g_.batch * g_.c_out;
+    if (!fast_) {
+      int device = 0, sms = 0;
+      KB_CUDA_TRY(cudaGetDevice(&device));
+      KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      generic_parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
+    }
+    parts = std::max(parts, generic_parts_);  // the generic path also serves a misaligned output
+    // workspace: partials [N * parts * groups] double2 | coef [N * C_out] float2
+    partials_count_ = g_.batch * parts * g_.groups;
+    const size_t bytes = sizeof(double2) * partials_count_ + sizeof(float2) * g_.batch * g_.c_out;
     KB_CUDA_TRY(cudaMalloc(&workspace_, bytes));
     return Status::ok();
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     // Every workspace slot a launch reads was written earlier in this run: no zeroing.
-    auto* stats = static_cast<double2*>(workspace_);
-    auto* partials = stats + g_.batch * g_.groups;
-    auto* coef = reinterpret_cast<float2*>(partials + g_.batch * g_.s_tasks * g_.groups);
+    auto* partials = static_cast<double2*>(workspace_);
+    auto* coef = reinterpret_cast<float2*>(partials + partials_count_);
     const Buffers b{args.inputs[x_].data,  args.params[w_].data,     args.params[b_conv_].data,
                     args.params[bias_].data, args.params[scale_].data, args.params[gamma_].data,
-                    args.params[beta_].data, args.output.data,          stats, partials, coef};
+                    args.params[beta_].data, args.output.data,          partials, coef};
     const bool aligned = reinterpret_cast<uintptr_t>(args.output.data) % 8 == 0;
     if (fast_ && aligned) {
       conv_kernel<<<conv_blocks_, kThreads, smem_, stream>>>(b, g_);
@@ -512,7 +504,11 @@ class Custom final : public Implementation {
     const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65536));
     generic_activation_kernel<<<blocks, kThreads, 0, stream>>>(b, g_, cv_);
     KB_CUDA_TRY(cudaGetLastError());
-    generic_stats_kernel<<<static_cast<unsigned>(g_.batch * g_.groups), kThreads, 0, stream>>>(b, g_);
+    const int64_t group_len = g_.cpg * g_.plane();
+    sp::launch_group_partials(b.out, g_.batch, g_.groups, group_len, generic_parts_, partials, stream);
+    KB_CUDA_TRY(cudaGetLastError());
+    sp::launch_coefficients(partials, g_.batch, generic_parts_, g_.groups, g_.cpg,
+                            static_cast<double>(group_len), b.gamma, b.beta, g_.eps, coef, stream);
     KB_CUDA_TRY(cudaGetLastError());
     generic_normalize_kernel<<<blocks, kThreads, 0, stream>>>(b, g_);
     KB_CUDA_TRY(cudaGetLastError());
@@ -532,7 +528,9 @@ class Custom final : public Implementation {
   bool fast_ = false;
   size_t smem_ = 0;
   int conv_blocks_ = 1;
-  void* workspace_ = nullptr;  // stats, partials, coefficients; owned
+  int64_t generic_parts_ = 1;    // generic path: statistics blocks per (n, group)
+  int64_t partials_count_ = 0;
+  void* workspace_ = nullptr;  // partials, coefficients; owned
 };
 
 }  // namespace kb::custom::L2_021

@@ -315,8 +315,8 @@ __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geome
 // reference takes 0.14 ms at odd channel counts):
 //   generic_swish_kernel:     one thread per output, the transposed convolution by gather over
 //                             the valid taps only (32-bit index math), bias, swish -> s;
-//   generic_partials_kernel:  `parts` blocks per (n, group), each summing a contiguous chunk of
-//                             the group's s and s^2 in double -> partials (two-launch form);
+//   sp::launch_group_partials: `parts` blocks per (n, group), each summing a contiguous chunk
+//                             of the group's s and s^2 in double -> partials (two-launch form);
 //   coefficients + generic_normalize_kernel: hardswish(s * scale + shift), float4 when aligned.
 // No library call: the work is this pack's own.
 
@@ -372,23 +372,6 @@ __global__ void __launch_bounds__(kThreads) generic_swish_kernel(Buffers b, Geom
     }
     b.s[e] = swish(acc);
   }
-}
-
-// partials[(n * parts + p) * groups + grp] = (sum s, sum s^2) over chunk p of group (n, grp).
-__global__ void __launch_bounds__(kThreads) generic_partials_kernel(Buffers b, Geometry g, int64_t parts) {
-  const int64_t p = blockIdx.x % parts, pair = blockIdx.x / parts;
-  const int64_t n = pair / g.groups, grp = pair % g.groups;
-  const int64_t len = g.cpg * g.plane(), chunk = (len + parts - 1) / parts;
-  const float* src = b.s + (n * g.c_out + grp * g.cpg) * g.plane();
-  const int64_t end = std::min(len, (p + 1) * chunk);
-  double2 m = make_double2(0.0, 0.0);
-  for (int64_t e = p * chunk + threadIdx.x; e < end; e += kThreads) {
-    const double v = __ldcg(&src[e]);
-    m.x += v;
-    m.y += v * v;
-  }
-  m = sp::block_sum(m);
-  if (threadIdx.x == 0) b.partials[(n * parts + p) * g.groups + grp] = m;
 }
 
 __global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, Geometry g) {
@@ -460,8 +443,7 @@ class Custom final : public Implementation {
       int device = 0, sms = 0;
       KB_CUDA_TRY(cudaGetDevice(&device));
       KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      const int64_t pairs = g_.batch * g_.groups, len = g_.cpg * g_.plane();
-      parts_ = std::clamp<int64_t>((4 * int64_t{sms} + pairs - 1) / pairs, 1, std::max<int64_t>(1, len / 2048));
+      parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
       parts = parts_;
       s_bytes = sizeof(float) * g_.batch * g_.c_out * g_.plane();
     }
@@ -496,8 +478,7 @@ class Custom final : public Implementation {
       };
       generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, g_, cv_);
       KB_CUDA_TRY(cudaGetLastError());
-      generic_partials_kernel<<<static_cast<unsigned>(g_.batch * g_.groups * parts_), kThreads, 0,
-                                stream>>>(b, g_, parts_);
+      sp::launch_group_partials(s, g_.batch, g_.groups, g_.cpg * g_.plane(), parts_, partials, stream);
       KB_CUDA_TRY(cudaGetLastError());
       sp::launch_coefficients(partials, g_.batch, parts_, g_.groups, g_.cpg, count, b.gamma,
                               b.beta, g_.eps, coef, stream);

@@ -20,7 +20,9 @@
 //     both MMAs is permuted (logical t, t+4 -> physical 2t, 2t+1) so that the S accumulator is
 //     directly P's A fragment and K's B fragment is one float2. Each KV tile's P V goes into a
 //     fresh accumulator folded into O with one rounded fma (short MMA sum chains: no drift over
-//     16384 keys even if the tensor core truncates its sums). Other head dims:
+//     16384 keys even if the tensor core truncates its sums). A head_dim below 32 (E = 108 or
+//     116 at 4 heads) runs the same kernel with q, k, v zero-padded to 32 dims (the sweep
+//     measured the generic kernel 8x slower than the reference there); above 32:
 //     generic_attention_kernel (one warp per query row, fp32, exact expf).
 //  3. out_proj_layernorm_kernel: 32 tokens of one image per CTA; concat heads (O is (N, L, E)),
 //     out_proj + bias + residual x, two-pass LayerNorm over E, writes out[n, c, l] coalesced.
@@ -67,6 +69,7 @@ struct QkvArgs {
   float* v_big;
   float* v_small;
   int len, embed, heads, head_dim;
+  int hd_stride;       // row stride of q, k, v: head_dim, or 32 when head_dim < 32 is zero-padded
   float q_scale;
   bool split;          // write k, v as 3xTF32 big / small parts
 };
@@ -74,7 +77,7 @@ struct QkvArgs {
 __device__ __forceinline__ void store_qkv(const QkvArgs& a, int n, int l, int j, float acc) {
   const int which = j / a.embed, within = j - which * a.embed;  // 0: q, 1: k, 2: v
   const int h = within / a.head_dim, d = within - h * a.head_dim;
-  const int64_t idx = ((int64_t{n} * a.heads + h) * a.len + l) * a.head_dim + d;
+  const int64_t idx = ((int64_t{n} * a.heads + h) * a.len + l) * a.hd_stride + d;
   const float v = acc + a.bias[j];
   if (which == 0) {
     a.q[idx] = v * a.q_scale;
@@ -154,8 +157,8 @@ static_assert(2 * kFlashSmem <= 227 * 1024, "two CTAs per SM");
 struct FlashArgs {
   const float* q;  // (N*heads, L, 32), scaled
   const float *k_big, *k_small, *v_big, *v_small;  // (N*heads, L, 32)
-  float* o;        // (N, L, E): heads concatenated per token
-  int len, heads, embed;
+  float* o;        // (N, L, embed): heads concatenated per token, 32 columns each
+  int len, heads, embed;  // embed: O's row stride, heads * 32
 };
 
 // Copies keys [key0, key0 + 64) of head row base `head` (= bh * L) into the stage (zero rows past L).
@@ -379,7 +382,7 @@ constexpr int kEpiTok = 32, kEpiWarps = 8, kEpiThreads = 32 * kEpiWarps;
 static_assert(kEpiTok == 32, "lane = token");
 
 struct EpilogueArgs {
-  const float* o;      // (N, L, E)
+  const float* o;      // (N, L, heads * hd_stride): head h's dims at h * hd_stride
   const float* x;      // (N, E, L): the residual
   const float* w;      // out_proj.weight (E, E)
   const float* bias;   // out_proj.bias (E)
@@ -387,6 +390,7 @@ struct EpilogueArgs {
   const float* beta;   // norm.bias (E)
   float* out;          // (N, E, L)
   int len, embed;
+  int head_dim, hd_stride;
   float eps;
 };
 
@@ -404,10 +408,12 @@ __global__ void __launch_bounds__(kEpiThreads) out_proj_layernorm_kernel(const E
   float* mean = ys + kEpiTok * stride;
   float* rstd = mean + kEpiTok;
   const int n = blockIdx.y, l0 = blockIdx.x * kEpiTok, l = l0 + lane;
-  const float* o = a.o + (int64_t{n} * a.len + l0) * a.embed;
+  const int o_row = a.embed / a.head_dim * a.hd_stride;
+  const float* o = a.o + (int64_t{n} * a.len + l0) * o_row;
   for (int i = threadIdx.x; i < kEpiTok * a.embed; i += kEpiThreads) {
     const int tok = i / a.embed, e = i - tok * a.embed;
-    os[tok * stride + e] = l0 + tok < a.len ? o[i] : 0.f;
+    const int h = e / a.head_dim, col = h * a.hd_stride + (e - h * a.head_dim);
+    os[tok * stride + e] = l0 + tok < a.len ? o[int64_t{tok} * o_row + col] : 0.f;
   }
   __syncthreads();
   const float* x = a.x + int64_t{n} * a.embed * a.len;
@@ -468,7 +474,11 @@ class VisionAttention final : public Implementation {
     if (heads_ <= 0 || embed_ % heads_ != 0)
       return Status::invalid_argument("L3_031 custom: E must be divisible by num_heads");
     head_dim_ = embed_ / heads_;
-    fast_ = head_dim_ == kHd;
+    // head_dim < 32 runs the flash kernel too, its q, k, v zero-padded to 32 dims (zeros add
+    // nothing to q.k, and v's zero dims give O columns the epilogue skips); only head_dim > 32
+    // takes the generic kernel.
+    fast_ = head_dim_ <= kHd;
+    hd_stride_ = fast_ ? kHd : head_dim_;
     if (len_ * batch_ * embed_ * 3 > INT32_MAX || batch_ * heads_ > 65535 || batch_ > 65535)
       return Status::failed_precondition("L3_031 custom: sizes exceed the index ranges");
     epi_smem_ = epilogue_smem_bytes(static_cast<int>(embed_));
@@ -478,7 +488,8 @@ class VisionAttention final : public Implementation {
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, epi_smem_));
     KB_CUDA_TRY(cudaFuncSetAttribute(flash_attention_kernel,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kFlashSmem));
-    const size_t bytes = static_cast<size_t>(len_ * batch_ * embed_) * sizeof(float);
+    const size_t bytes = static_cast<size_t>(len_ * batch_ * heads_ * hd_stride_) * sizeof(float);
+    padded_bytes_ = hd_stride_ != head_dim_ ? bytes : 0;
     for (float** b : {&q_, &k_big_, &k_small_, &v_big_, &v_small_, &o_})
       KB_CUDA_TRY(cudaMalloc(b, bytes > 0 ? bytes : sizeof(float)));
     return Status::ok();
@@ -491,7 +502,8 @@ class VisionAttention final : public Implementation {
     const EpilogueArgs e{o_, args.inputs[x_].data, args.params[out_w_].data,
                          args.params[out_b_].data, args.params[norm_w_].data,
                          args.params[norm_b_].data, args.output.data, static_cast<int>(len_),
-                         static_cast<int>(embed_), eps_};
+                         static_cast<int>(embed_), static_cast<int>(head_dim_),
+                         static_cast<int>(hd_stride_), eps_};
     const dim3 grid(static_cast<unsigned>((len_ + kEpiTok - 1) / kEpiTok), static_cast<unsigned>(batch_));
     out_proj_layernorm_kernel<<<grid, kEpiThreads, epi_smem_, stream>>>(e);
     KB_CUDA_TRY(cudaGetLastError());
@@ -500,9 +512,14 @@ class VisionAttention final : public Implementation {
 
  private:
   Status project(const ImplArgs& args, cudaStream_t stream) {
+    if (padded_bytes_ > 0) {  // the pad dims of q, k, v read as zeros; the projection skips them
+      for (float* b : {q_, k_big_, k_small_, v_big_, v_small_})
+        KB_CUDA_TRY(cudaMemsetAsync(b, 0, padded_bytes_, stream));
+    }
     const QkvArgs q{args.inputs[x_].data, args.params[in_w_].data, args.params[in_b_].data,
                     q_, k_big_, k_small_, v_big_, v_small_, static_cast<int>(len_),
                     static_cast<int>(embed_), static_cast<int>(heads_), static_cast<int>(head_dim_),
+                    static_cast<int>(hd_stride_),
                     static_cast<float>(std::sqrt(1.0 / static_cast<double>(head_dim_))), fast_};
     const dim3 grid(static_cast<unsigned>((len_ + kProjTok - 1) / kProjTok),
                     static_cast<unsigned>((3 * embed_ + kProjFeat - 1) / kProjFeat),
@@ -516,7 +533,8 @@ class VisionAttention final : public Implementation {
     const int len = static_cast<int>(len_), heads = static_cast<int>(heads_);
     const int embed = static_cast<int>(embed_);
     if (fast_) {
-      const FlashArgs f{q_, k_big_, k_small_, v_big_, v_small_, o_, len, heads, embed};
+      // O's rows hold heads * 32 columns (the pad columns of a head_dim < 32 are zeros).
+      const FlashArgs f{q_, k_big_, k_small_, v_big_, v_small_, o_, len, heads, heads * kHd};
       const dim3 grid(static_cast<unsigned>((len_ + kBQ - 1) / kBQ),
                       static_cast<unsigned>(batch_ * heads_));
       flash_attention_kernel<<<grid, kFlashThreads, kFlashSmem, stream>>>(f);
@@ -532,10 +550,12 @@ class VisionAttention final : public Implementation {
 
   size_t x_ = 0, in_w_ = 0, in_b_ = 0, out_w_ = 0, out_b_ = 0, norm_w_ = 0, norm_b_ = 0;
   float eps_ = 0;
-  int64_t len_ = 0, batch_ = 0, embed_ = 0, heads_ = 1, head_dim_ = 0;
+  int64_t len_ = 0, batch_ = 0, embed_ = 0, heads_ = 1, head_dim_ = 0, hd_stride_ = 0;
   bool fast_ = false;
+  size_t padded_bytes_ = 0;  // > 0: head_dim < 32, q, k, v zeroed before each projection
   int epi_smem_ = 0;
-  // owned workspaces (freed by the destructor): q, k, v head-major (N*heads, L, hd); o (N, L, E)
+  // owned workspaces (freed by the destructor): q, k, v head-major (N*heads, L, hd_stride);
+  // o (N, L, heads * hd_stride)
   float *q_ = nullptr, *k_big_ = nullptr, *k_small_ = nullptr, *v_big_ = nullptr,
         *v_small_ = nullptr, *o_ = nullptr;
 };

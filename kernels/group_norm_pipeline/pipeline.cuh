@@ -1,6 +1,7 @@
 // Building blocks of fused "producer -> GroupNorm" kernels (L2_021, L2_060): fast sigmoid pieces,
-// the GroupNorm coefficients from double sums, a block sum, and the middle step of the two-launch
-// form: per-task partial sums -> per-(sample, channel) (scale, shift).
+// the GroupNorm coefficients from double sums, a block sum, the middle step of the two-launch
+// form (per-task partial sums -> per-(sample, channel) (scale, shift)), and the partial sums of a
+// materialized tensor for the generic paths.
 //
 // Two-launch form (replaces the one-launch ticket pipeline of commit 8015303, measured on the
 // H200 at 2.2x / 3.8x its prediction: N tasks spin-waiting on S tasks, per-task serial latency):
@@ -106,6 +107,47 @@ inline void launch_coefficients(const double2* partials, int64_t samples, int64_
   const auto blocks = static_cast<unsigned>((samples * groups + warps - 1) / warps);
   coefficients_kernel<kThreads><<<blocks, kThreads, 0, stream>>>(
       partials, samples, parts, groups, cpg, count, gamma, beta, eps, coef);
+}
+
+// ---- Statistics of a materialized tensor (the generic paths) ----
+//
+// v: (samples, groups, group_len) contiguous, as a GroupNorm input in NCHW/NCDHW is. `parts`
+// blocks per (sample, group) each sum a contiguous chunk in double and write
+// partials[(n * parts + p) * groups + grp], the layout coefficients_kernel folds.
+
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) group_partials_kernel(const float* v, int64_t groups,
+                                                                  int64_t group_len, int64_t parts,
+                                                                  double2* partials) {
+  const int64_t p = blockIdx.x % parts, pair = blockIdx.x / parts;
+  const int64_t chunk = (group_len + parts - 1) / parts;
+  const int64_t end = min(group_len, (p + 1) * chunk);
+  const float* src = v + pair * group_len;
+  double2 m = make_double2(0.0, 0.0);
+  for (int64_t e = p * chunk + threadIdx.x; e < end; e += kThreads) {
+    const double x = __ldcg(&src[e]);
+    m.x += x;
+    m.y += x * x;
+  }
+  m = block_sum(m);
+  if (threadIdx.x == 0) partials[(pair / groups * parts + p) * groups + pair % groups] = m;
+}
+
+// Blocks per (sample, group) for group_partials_kernel: about 4 blocks per SM over the whole
+// launch, none with fewer than 2,048 values.
+inline int64_t group_partial_parts(int64_t samples, int64_t groups, int64_t group_len, int sms) {
+  const int64_t pairs = std::max<int64_t>(samples * groups, 1);
+  return std::clamp<int64_t>((4 * int64_t{sms} + pairs - 1) / pairs, 1,
+                             std::max<int64_t>(1, group_len / 2048));
+}
+
+// Launches group_partials_kernel on `stream`; the caller checks cudaGetLastError().
+inline void launch_group_partials(const float* v, int64_t samples, int64_t groups,
+                                  int64_t group_len, int64_t parts, double2* partials,
+                                  cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  group_partials_kernel<kThreads><<<static_cast<unsigned>(samples * groups * parts), kThreads, 0,
+                                    stream>>>(v, groups, group_len, parts, partials);
 }
 
 // Blocks for a persistent grid-stride launch of `kernel` (its dynamic shared-memory limit already
