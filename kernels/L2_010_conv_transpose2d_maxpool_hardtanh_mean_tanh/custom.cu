@@ -7,7 +7,8 @@
 // peer 12.31 ms, goal <= 10.2 ms.
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
-// dil*(k-1) - pad. The 2.1 GB conv output never exists. Two paths, three kernels each:
+// dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
+// fp32, below); otherwise two tensor-core paths, three kernels each:
 //   fast (3x3, dilation 1, padding 1: every shape of the problem), conv3x3_pool_patch.cuh:
 //     1. split_weight_kernel: flip + 3xTF32 split + A-fragment order, once per call (295 KB).
 //     2. conv3x3_pool_kernel: persistent, one 256-thread CTA per SM; tiles of 64 channels x
@@ -211,6 +212,74 @@ __global__ void flip_weight_kernel(const float* __restrict__ weight, float* __re
   }
 }
 
+// ---- narrow path: C_out <= 8, plain fp32 FMA ----
+//
+// The tensor-core paths tile 64 output channels; at C_out = 2 they waste 31 of 32 MMAs and ran
+// 3.4x slower than the reference in the shape sweep (N 46, C_in 44, C_out 2, 83 x 125). Here a
+// thread owns one pooled position of one image for every output channel: 4 window outputs x
+// C_out accumulators over C_in x KH x KW taps (weights warp-uniform, read through the read-only
+// cache), then max -> +bias -> clamp, and a fixed-order block sum per channel:
+// partial[(n * C_out + co) * tiles + blockIdx.x], summed by finish_kernel.
+constexpr int kNarrowCo = 8, kNarrowThreads = 256;
+
+struct NarrowArgs {
+  const float* x;       // (N, C_in, H, W)
+  const float* weight;  // (C_in, C_out, KH, KW), unflipped: y[oy] += x[oy + pad - ky * dil] w[ky]
+  const float* bias;    // (C_out)
+  float* partial;       // (N, C_out, tiles)
+  int c_in, c_out, h, w, kh, kw, dil, pad_h, pad_w, hp, wp, tiles;
+  float lo, hi;
+};
+
+// grid (tiles, N): block b of image n covers pooled positions [256 b, 256 b + 256).
+__global__ void __launch_bounds__(kNarrowThreads) narrow_conv_pool_kernel(const NarrowArgs a) {
+  __shared__ float sums[kNarrowThreads / 32][kNarrowCo];
+  const int n = blockIdx.y, pos = blockIdx.x * kNarrowThreads + threadIdx.x;
+  const bool live = pos < a.hp * a.wp;
+  const int py = live ? pos / a.wp : 0, px = live ? pos % a.wp : 0;
+  float acc[4][kNarrowCo] = {};
+  const float* xn = a.x + int64_t{n} * a.c_in * a.h * a.w;
+  const int taps = a.kh * a.kw;
+  for (int ci = 0; ci < a.c_in; ++ci) {
+    const float* xc = xn + int64_t{ci} * a.h * a.w;
+    const float* wc = a.weight + int64_t{ci} * a.c_out * taps;
+    for (int ky = 0; ky < a.kh; ++ky) {
+      for (int kx = 0; kx < a.kw; ++kx) {
+        float xv[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int iy = 2 * py + (q >> 1) + a.pad_h - ky * a.dil;
+          const int ix = 2 * px + (q & 1) + a.pad_w - kx * a.dil;
+          xv[q] = live && iy >= 0 && iy < a.h && ix >= 0 && ix < a.w ? __ldg(&xc[iy * a.w + ix]) : 0.f;
+        }
+#pragma unroll
+        for (int co = 0; co < kNarrowCo; ++co) {
+          if (co >= a.c_out) break;
+          const float wv = __ldg(&wc[co * taps + ky * a.kw + kx]);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[q][co] = fmaf(xv[q], wv, acc[q][co]);
+        }
+      }
+    }
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int co = 0; co < kNarrowCo; ++co) {
+    if (co >= a.c_out) break;
+    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
+    float v = live ? fminf(fmaxf(m + __ldg(&a.bias[co]), a.lo), a.hi) : 0.f;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) sums[warp][co] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < a.c_out) {
+    float t = 0.f;
+    for (int k = 0; k < kNarrowThreads / 32; ++k) t += sums[k][threadIdx.x];
+    a.partial[(int64_t{n} * a.c_out + threadIdx.x) * a.tiles + blockIdx.x] = t;
+  }
+}
+
 // out[nc] = tanh(sum_t partial[nc][t] / count); one warp per (n, co). out: (N*C_out).
 __global__ void finish_kernel(const float* __restrict__ partial, float* __restrict__ out,
                               int planes, int tiles, float count) {
@@ -243,6 +312,7 @@ class ConvPoolMeanTanh final : public Implementation {
     KB_TRY(read_geometry(p));
     a_.lo = static_cast<float>(p.number("hardtanh", "min_val"));
     a_.hi = static_cast<float>(p.number("hardtanh", "max_val"));
+    if (narrow_) return setup_narrow();
     if (fast_) return setup_fast();
     const std::vector<int> table = build_tap_table(c_in_, a_.h, a_.w_in, kh_, kw_, dil_);
     const size_t partial_floats = size_t(n_) * a_.c_out * std::max(a_.col_tiles, 1);
@@ -261,6 +331,7 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
+    if (narrow_) return run_narrow(args, stream);
     if (fast_) return run_fast(args, stream);
     PoolConvArgs a = a_;
     a.x = args.inputs[x_].data;
@@ -288,6 +359,38 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
  private:
+  // ---- narrow path: C_out <= 8 ----
+
+  Status setup_narrow() {
+    NarrowArgs& g = narrow_args_;
+    g.c_in = c_in_, g.c_out = a_.c_out, g.h = a_.h, g.w = a_.w_in, g.kh = kh_, g.kw = kw_;
+    // The transposed conv's own padding (a_.ph/pw are the equivalent conv's, dil*(k-1) - pad).
+    g.dil = dil_, g.pad_h = dil_ * (kh_ - 1) - a_.ph, g.pad_w = dil_ * (kw_ - 1) - a_.pw;
+    g.hp = hp_, g.wp = a_.wp;
+    g.tiles = (hp_ * a_.wp + kNarrowThreads - 1) / kNarrowThreads;
+    g.lo = a_.lo, g.hi = a_.hi;
+    KB_CUDA_TRY(cudaMalloc(&partial_, std::max<size_t>(size_t(n_) * g.c_out * g.tiles, 1) * sizeof(float)));
+    return Status::ok();
+  }
+
+  Status run_narrow(const ImplArgs& args, cudaStream_t stream) {
+    NarrowArgs g = narrow_args_;
+    g.x = args.inputs[x_].data;
+    g.weight = args.params[weight_].data;
+    g.bias = args.params[bias_].data;
+    g.partial = partial_;
+    if (g.tiles > 0 && n_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
+      narrow_conv_pool_kernel<<<dim3(static_cast<unsigned>(g.tiles), static_cast<unsigned>(n_)),
+                                kNarrowThreads, 0, stream>>>(g);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
+    const int planes = n_ * g.c_out;
+    finish_kernel<<<(planes + 7) / 8, 256, 0, stream>>>(partial_, args.output.data, planes, g.tiles,
+                                                        float(int64_t{hp_} * a_.wp));
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
   // ---- fast path: 3x3, dilation 1, padding 1 (conv3x3_pool_patch.cuh) ----
 
   Status setup_fast() {
@@ -394,6 +497,7 @@ class ConvPoolMeanTanh final : public Implementation {
     a_.co_tiles = (a_.c_out + kBM - 1) / kBM;
     a_.col_tiles = (a_.cols_total + kBN - 1) / kBN;
     fast_ = kh_ == patch::kKernel && kw_ == patch::kKernel && dil_ == 1 && a_.ph == 1 && a_.pw == 1;
+    narrow_ = a_.c_out <= kNarrowCo && n_ <= 65535;
     if (int64_t{n_} * a_.col_tiles * a_.co_tiles > kIntMax)
       return Status::failed_precondition("L2_010 custom: too many tiles");
     return Status::ok();
@@ -407,6 +511,8 @@ class ConvPoolMeanTanh final : public Implementation {
   float* partial_ = nullptr;  // (N, C_out, col_tiles) or, fast, (N, C_out, tiles_h * tiles_w)
   int hp_ = 0;                // pooled rows
   bool fast_ = false;         // 3x3, dilation 1, padding 1: conv3x3_pool_patch.cuh
+  bool narrow_ = false;       // C_out <= 8: narrow_conv_pool_kernel (fp32 FMA)
+  NarrowArgs narrow_args_{};  // narrow path sizes; pointers are filled per call
   patch::PatchArgs f_{};      // fast path sizes; pointers are filled per call
   float* w_split_ = nullptr;  // fast: (co_tiles, chunks, kAStageFloats), rewritten every call
   unsigned grid_ = 0;         // fast: persistent CTAs
