@@ -11,7 +11,7 @@
 #include <random>
 
 #include "cli/pack_file.h"
-#include "cli/shape_sweep.h"
+#include "cli/sweep_report.h"
 #include "common/install_paths.h"
 #include "common/job_result.h"
 #include "common/spec_loader.h"

@@ -1,6 +1,8 @@
 // The shapes every implementation is checked at on the GPU: per problem, the `small` and `odd`
-// presets and every oracle fixture's dims (with PyTorch's expected output), plus the plumbing to
-// run one implementation on device inputs generated from a case's key.
+// presets, every oracle fixture's dims (with PyTorch's expected output), and up to three shapes of
+// the shape sweep (common/shape_sweep.h, drawn under `full`) cheap enough for the golden model:
+// odd sizes and channel counts that reach the kernels' other paths. Plus the plumbing to run one
+// implementation on device inputs generated from a case's key.
 //
 // Thread safety: test code, one thread.
 #pragma once
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shape_sweep.h"
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/device/cuda_check.h"
@@ -38,6 +41,22 @@ inline const ProblemCatalog& catalog() {
   return kCatalog;
 }
 
+// The golden model (CPU, double) runs each case: sweep shapes above this many FLOPs are skipped.
+constexpr double kSweepCaseMaxFlops = 1e8;
+constexpr int kSweepCases = 3;
+
+// Up to kSweepCases sweep shapes of `spec` under `full` (fixed seed: the same cases every run).
+inline void add_sweep_cases(const std::shared_ptr<const ProblemSpec>& spec, std::vector<Case>* out) {
+  auto shapes = draw_sweep_shapes(spec, "full", 4 * kSweepCases, 2026);
+  if (!shapes.is_ok()) return;  // no full preset: nothing to sweep around
+  int added = 0;
+  for (const SweepShape& s : shapes.value()) {
+    auto inst = ProblemInstance::create(spec, s.dims);
+    if (added == kSweepCases || !inst.is_ok() || inst->cost().flops > kSweepCaseMaxFlops) continue;
+    out->push_back(Case{spec->id, "sweep" + std::to_string(added++), s.dims, 7, 0, ""});
+  }
+}
+
 // Every case of every problem for which `variant` is registered.
 inline std::vector<Case> cases_with(Variant variant) {
   namespace fs = std::filesystem;
@@ -47,6 +66,7 @@ inline std::vector<Case> cases_with(Variant variant) {
     for (const char* preset : {"small", "odd"}) {
       if (const Preset* p = spec->find_preset(preset)) out.push_back(Case{id, preset, p->dims, 7, 0, ""});
     }
+    add_sweep_cases(spec, &out);
     const fs::path dir = fs::path(KB_FIXTURES_DIR) / "oracle" / id;
     if (!fs::exists(dir)) continue;
     for (const auto& entry : fs::directory_iterator(dir)) {

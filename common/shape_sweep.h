@@ -1,4 +1,4 @@
-// The shapes of `kb bench --sweep N`: N random valid dims per problem, drawn the way a user's own
+// The shapes of `kb bench --sweep N` (and of the GPU tests' sweep cases): N random valid dims per problem, drawn the way a user's own
 // shapes differ from the presets, to show whether a custom kernel is fast at every shape or at
 // the preset only (issue 15's shape robustness).
 //
@@ -21,10 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "common/job_result.h"
 #include "common/problem_spec.h"
 
-namespace kb::cli {
+namespace kb {
 
 struct SweepShape {
   Dims dims;
@@ -42,34 +41,4 @@ Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemS
 // "N=3,C_in=5,...", in the spec's dim order: kb-executor's --dims.
 std::string dims_argument(const ProblemSpec& spec, const Dims& dims);
 
-// One job of a sweep: a shape and what the executor made of it.
-struct SweepRow {
-  std::string problem_id;
-  std::string dims;  // dims_argument
-  SweepShape shape;
-  JobResult result;
-};
-
-// The sweep's goal (issue 15): at every shape the custom is >= 0.9x the reference, and >= 1.2x at
-// shapes with >= 25% of the full preset's FLOPs. A job that did not end ok misses it.
-constexpr double kSweepMinSpeedup = 0.9;
-constexpr double kSweepLargeShare = 0.25;
-constexpr double kSweepLargeMinSpeedup = 1.2;
-
-struct SweepVerdict {
-  std::string problem_id;
-  int shapes = 0, failed = 0;
-  double worst = 0;        // the lowest speedup over the ok shapes (0: none ok)
-  std::string worst_dims;
-  double worst_large = 0;  // the lowest speedup over ok shapes with >= 25% of the FLOPs (0: none)
-  int large_shapes = 0;
-  bool meets_goal = false;
-};
-
-// One verdict per problem, in the rows' order of first appearance.
-std::vector<SweepVerdict> sweep_verdicts(const std::vector<SweepRow>& rows);
-
-// The text tables: every row, then the verdict per problem and the count meeting the goal.
-std::string sweep_text(const std::vector<SweepRow>& rows);
-
-}  // namespace kb::cli
+}  // namespace kb

@@ -1,6 +1,6 @@
 // The sweep's shapes: valid for their spec, within the full preset's cost, odd where a size is
 // free, channel counts no tile of 8 divides where the spec allows, and reproducible by seed.
-#include "cli/shape_sweep.h"
+#include "common/shape_sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "common/spec_loader.h"
 #include "tests/support/assert_ok.h"
 
-namespace kb::cli {
+namespace kb {
 namespace {
 
 const ProblemCatalog& catalog() {
@@ -73,36 +73,5 @@ TEST(ShapeSweepTest, TheSameSeedDrawsTheSameShapesAndHalfAreLarge) {
   EXPECT_EQ(dims_argument(*spec("L1_003"), a.value()[0].dims).rfind("batch=", 0), 0u);
 }
 
-JobResult ok_result(double speedup) {
-  JobResult r;
-  r.status = JobStatus::kOk;
-  r.speedup.speedup = speedup;
-  return r;
-}
-
-TEST(ShapeSweepTest, TheGoalNeedsPointNineEverywhereAndOnePointTwoOnLargeShapes) {
-  const auto row = [](const char* id, double share, double speedup) {
-    SweepRow r{id, "N=1", {}, ok_result(speedup)};
-    r.shape.flop_share = share;
-    return r;
-  };
-  std::vector<SweepRow> rows = {row("A", 0.01, 0.95), row("A", 0.5, 1.3),  // met
-                                row("B", 0.01, 0.85), row("B", 0.5, 2.0),  // slow small shape
-                                row("C", 0.01, 1.5), row("C", 0.3, 1.1),   // large not 1.2x
-                                row("D", 0.01, 1.5)};
-  rows.push_back(row("D", 0.5, 3.0));
-  rows.back().result.status = JobStatus::kMismatch;  // a wrong answer misses whatever its speed
-  const std::vector<SweepVerdict> v = sweep_verdicts(rows);
-  ASSERT_EQ(v.size(), 4u);
-  EXPECT_TRUE(v[0].meets_goal);
-  EXPECT_FALSE(v[1].meets_goal);
-  EXPECT_DOUBLE_EQ(v[1].worst, 0.85);
-  EXPECT_FALSE(v[2].meets_goal);
-  EXPECT_DOUBLE_EQ(v[2].worst_large, 1.1);
-  EXPECT_FALSE(v[3].meets_goal);
-  EXPECT_EQ(v[3].failed, 1);
-  EXPECT_NE(sweep_text(rows).find("1 of 4 problems meet the sweep goal"), std::string::npos);
-}
-
 }  // namespace
-}  // namespace kb::cli
+}  // namespace kb
