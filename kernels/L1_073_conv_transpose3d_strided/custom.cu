@@ -41,7 +41,7 @@ class Custom final : public Implementation {
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
     Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose3d");
     if (!g.is_ok()) return g.status();
-    fast_ = takes(g.value());
+    fast_ = takes(g.value()) && !gather::generic_is_faster(g.value());
     if (fast_) {
       const gather::ConvTransposeGeometry& geo = g.value();
       int device = 0, smem_optin = 0;

@@ -51,6 +51,7 @@
 
 #include "kernels/device/cuda_check.h"
 #include "kernels/implementation.h"
+#include "kernels/conv_transpose_gather/gather.cuh"
 #include "kernels/group_norm_pipeline/pipeline.cuh"
 
 namespace kb::custom::L2_060 {
@@ -313,64 +314,26 @@ __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geome
 // Three passes over a materialized s = swish(y), all of them fully parallel (the old generic
 // path recomputed the convolution inside one block per (n, group) and took 3.0 ms where the
 // reference takes 0.14 ms at odd channel counts):
-//   generic_swish_kernel:     one thread per output, the transposed convolution by gather over
-//                             the valid taps only (32-bit index math), bias, swish -> s;
+//   generic_swish_kernel:     one thread per output, the transposed convolution by gather
+//                             (conv_transpose_gather/gather.cuh), bias, swish -> s;
 //   sp::launch_group_partials: `parts` blocks per (n, group), each summing a contiguous chunk
 //                             of the group's s and s^2 in double -> partials (two-launch form);
 //   coefficients + generic_normalize_kernel: hardswish(s * scale + shift), float4 when aligned.
 // No library call: the work is this pack's own.
 
-struct ConvT {
-  int k[3], stride[3], pad[3], dil[3];
-};
-
-// The taps k of one axis that reach output coordinate o: (o + pad - k * dil) = stride * i with
-// 0 <= i < in. Writes up to kMaxTaps (k, i) pairs; returns their count.
-constexpr int kMaxTaps = 16;
-__device__ __forceinline__ int axis_taps(int o, int axis, const ConvT& cv, int in, int* ks, int* is) {
-  int count = 0;
-  for (int k = 0; k < cv.k[axis] && count < kMaxTaps; ++k) {
-    const int t = o + cv.pad[axis] - k * cv.dil[axis];
-    if (t < 0 || t % cv.stride[axis] != 0) continue;
-    const int i = t / cv.stride[axis];
-    if (i >= in) continue;
-    ks[count] = k;
-    is[count++] = i;
-  }
-  return count;
-}
-
-__global__ void __launch_bounds__(kThreads) generic_swish_kernel(Buffers b, Geometry g, ConvT cv) {
-  const int64_t total = g.batch * g.c_out * g.plane();
-  const int in_d = static_cast<int>(g.in_d), in_h = static_cast<int>(g.in_h), in_w = static_cast<int>(g.in_w);
-  const int out_h = static_cast<int>(g.out_h), out_w = static_cast<int>(g.out_w);
-  const int c_in = static_cast<int>(g.c_in), c_out = static_cast<int>(g.c_out);
-  const int64_t in_plane = g.in_d * g.in_h * g.in_w;
-  const int kvol = cv.k[0] * cv.k[1] * cv.k[2];
+// s = swish(conv_transpose(x) + bias), one thread per output (gather::gather_one: any geometry).
+__global__ void __launch_bounds__(kThreads) generic_swish_kernel(Buffers b,
+                                                                 gather::ConvTransposeGeometry cg) {
+  const int64_t total = cg.output_numel();
   for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * kThreads) {
-    const int r = static_cast<int>(e % g.plane());
-    const int64_t nc = e / g.plane();
-    const int o = static_cast<int>(nc % c_out);
-    const int64_t n = nc / c_out;
-    const int ow = r % out_w, oh = (r / out_w) % out_h, od = r / (out_w * out_h);
-    int kd[kMaxTaps], id[kMaxTaps], kh[kMaxTaps], ih[kMaxTaps], kw[kMaxTaps], iw[kMaxTaps];
-    const int nd = axis_taps(od, 0, cv, in_d, kd, id);
-    const int nh = axis_taps(oh, 1, cv, in_h, kh, ih);
-    const int nw = axis_taps(ow, 2, cv, in_w, kw, iw);
-    float acc = __ldg(&b.bias[o]);
-    const float* xn = b.x + n * c_in * in_plane;
-    for (int a = 0; a < nd; ++a) {
-      for (int c2 = 0; c2 < nh; ++c2) {
-        for (int c3 = 0; c3 < nw; ++c3) {
-          const int x_off = (id[a] * in_h + ih[c2]) * in_w + iw[c3];
-          const int w_off = o * kvol + (kd[a] * cv.k[1] + kh[c2]) * cv.k[2] + kw[c3];
-          for (int c = 0; c < c_in; ++c)
-            acc = fmaf(__ldg(&xn[c * in_plane + x_off]), __ldg(&b.w[int64_t{c} * c_out * kvol + w_off]), acc);
-        }
-      }
+    int64_t o[gather::kSpatial], rest = e;
+    for (int a = gather::kSpatial - 1; a >= 0; --a) {
+      o[a] = rest % cg.out[a];
+      rest /= cg.out[a];
     }
-    b.s[e] = swish(acc);
+    const int64_t n = rest / cg.out_channels, co = rest % cg.out_channels;
+    b.s[e] = swish(__ldg(&b.bias[co]) + gather::gather_one(b.x, b.w, cg, n, co, o));
   }
 }
 
@@ -416,19 +379,12 @@ class Custom final : public Implementation {
     g_.eps = static_cast<float>(p.number("group_norm", "eps"));
     if (p.int_attr("conv_transpose", "groups") != 1 || ws[1] != g_.c_out)
       return Status::failed_precondition("L2_060 custom: needs a conv_transpose with groups 1");
+    KB_ASSIGN_OR_RETURN(cg_, gather::read_conv_transpose(p, "conv_transpose"));
     bool unit = true;  // k 3, stride 2, padding 1, dilation 1, output_padding 0 on every axis
     for (int a = 0; a < 3; ++a) {
-      cv_.k[a] = static_cast<int>(ws[2 + a]);
-      cv_.stride[a] = static_cast<int>(p.ints("conv_transpose", "stride")[a]);
-      cv_.pad[a] = static_cast<int>(attr_or(p, "padding", a, 0));
-      cv_.dil[a] = static_cast<int>(attr_or(p, "dilation", a, 1));
-      unit = unit && cv_.k[a] == 3 && cv_.stride[a] == 2 && cv_.pad[a] == 1 && cv_.dil[a] == 1 &&
-             attr_or(p, "output_padding", a, 0) == 0;
-      if (cv_.k[a] > kMaxTaps)
-        return Status::failed_precondition("L2_060 custom: kernel sizes above 16 are not supported");
+      unit = unit && cg_.kernel[a] == 3 && cg_.stride[a] == 2 && cg_.padding[a] == 1 &&
+             cg_.dilation[a] == 1 && cg_.out[a] == 2 * cg_.in[a] - 1;
     }
-    if (g_.plane() * g_.c_out > (int64_t{1} << 31) || g_.in_d * g_.in_h * g_.in_w > (int64_t{1} << 31))
-      return Status::failed_precondition("L2_060 custom: a sample above 2^31 elements is not supported");
     g_.m_chunks = (g_.in_d + kRows - 1) / kRows;
     g_.q_chunks = (g_.in_w + kWarp - 1) / kWarp;
     g_.items = 2 * g_.m_chunks * g_.out_h * g_.q_chunks;
@@ -476,7 +432,7 @@ class Custom final : public Implementation {
       const auto grid = [](int64_t n) {
         return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 20));
       };
-      generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, g_, cv_);
+      generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, cg_);
       KB_CUDA_TRY(cudaGetLastError());
       sp::launch_group_partials(s, g_.batch, g_.groups, g_.cpg * g_.plane(), parts_, partials, stream);
       KB_CUDA_TRY(cudaGetLastError());
@@ -490,10 +446,6 @@ class Custom final : public Implementation {
   }
 
  private:
-  static int64_t attr_or(const ProblemInstance& p, const char* attr, int a, int64_t fill) {
-    return p.has_attr("conv_transpose", attr) ? p.ints("conv_transpose", attr)[a] : fill;
-  }
-
   Status plan_fast() {
     const int64_t tasks = g_.batch * g_.tasks;
     for (const void* k : {reinterpret_cast<const void*>(stats_kernel),
@@ -509,7 +461,7 @@ class Custom final : public Implementation {
 
   size_t x_ = 0, w_ = 0, bias_ = 0, gamma_ = 0, beta_ = 0;
   Geometry g_{};
-  ConvT cv_{};
+  gather::ConvTransposeGeometry cg_{};
   bool fast_ = false;
   size_t smem_ = 0;
   int stats_blocks_ = 1, normalize_blocks_ = 1;

@@ -411,6 +411,8 @@ class ParityConvTranspose3d : public Implementation {
     geometry_ = g.value();
     x_ = input_index(p, x_name_);
     w_ = param_index(p, w_name_);
+    fast_ = false;
+    if (gather::generic_is_faster(geometry_)) return Status::ok();  // the gather is faster here
     narrow_ = geometry_.out_channels <= Tiles<3>::kN;
     Result<Plan> plan = plan_parity_gemm(geometry_, narrow_ ? Tiles<3>::kN : Tiles<4>::kN);
     fast_ = plan.is_ok();

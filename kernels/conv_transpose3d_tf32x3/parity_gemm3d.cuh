@@ -288,6 +288,8 @@ class ParityConvTranspose3d : public Implementation {
     geometry_ = g.value();
     x_ = input_index(p, x_name_);
     w_ = param_index(p, w_name_);
+    fast_ = false;
+    if (gather::generic_is_faster(geometry_)) return Status::ok();  // the gather is faster here
     narrow_ = geometry_.out_channels <= 8 * kNarrowTiles;
     Result<Plan> plan = plan_patch_gemm(geometry_, narrow_ ? kNarrowTiles : kWideTiles);
     fast_ = plan.is_ok();
