@@ -15,11 +15,7 @@
 // 128 x 128 output tile, (tiles of one batch entry, batch) with batch chunks of 65,535 per
 // launch; 8,192 CTAs at full size = 31.03 waves of 264 (~3% tail).
 // Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
-// 16-byte aligned. Otherwise, when the product is big enough to pay for it (>= 2 GFLOP), A and B
-// are first copied into zero-padded buffers (K and N rounded up to 4; the pad products are exact
-// zeros), the vector kernel writes a padded C, and a last pass crops it: 2 x (A + B + C) bytes of
-// copies against the scalar path's 4x copy instructions, which the shape sweep measured at 0.80-
-// 0.90x cuBLAS on odd shapes. Small misaligned products keep the scalar path (same math).
+// 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math.
 //
 // Accuracy: ~fp32 level (estimate and derivation in tf32x3_gemm.cuh): expected max |err| ~1e-3
 // or below vs the 0.026 allowed; plain TF32 would use ~half of the budget.
@@ -34,39 +30,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 
 #include "kernels/L1_003_batched_matmul/tf32x3_gemm.cuh"
 #include "kernels/device/cuda_check.h"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_003 {
-
-// dst (batch, rows_pad, cols_pad) = src (batch, rows, cols), zeros in the pad rows and columns.
-__global__ void pad_copy_kernel(const float* __restrict__ src, float* __restrict__ dst,
-                                int64_t batch, int64_t rows, int64_t cols, int64_t rows_pad,
-                                int64_t cols_pad) {
-  const int64_t total = batch * rows_pad * cols_pad;
-  for (int64_t e = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c = e % cols_pad, r = (e / cols_pad) % rows_pad, b = e / (cols_pad * rows_pad);
-    dst[e] = r < rows && c < cols ? __ldcs(&src[(b * rows + r) * cols + c]) : 0.0f;
-  }
-}
-
-// dst (rows, cols) = the first cols columns of src (rows, cols_pad).
-__global__ void crop_copy_kernel(const float* __restrict__ src, float* __restrict__ dst,
-                                 int64_t rows, int64_t cols, int64_t cols_pad) {
-  const int64_t total = rows * cols;
-  for (int64_t e = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    __stcs(&dst[e], __ldcs(&src[e / cols * cols_pad + e % cols]));
-  }
-}
-
-inline unsigned copy_blocks(int64_t elements) {
-  return static_cast<unsigned>(std::clamp<int64_t>((elements + 255) / 256, 1, int64_t{1} << 16));
-}
 
 class Tf32x3Bmm final : public Implementation {
  public:
@@ -81,15 +50,6 @@ class Tf32x3Bmm final : public Implementation {
     if (a[1] > kIntMax - kBM || a[2] > kIntMax - kBK || b[2] > kIntMax - kBN)
       return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
     shape_ = {a[0], a[1], a[2], b[2]};
-    const int64_t k4 = (a[2] + 3) / 4 * 4, n4 = (b[2] + 3) / 4 * 4;
-    const double flops = 2.0 * static_cast<double>(a[0] * a[1]) * static_cast<double>(a[2] * b[2]);
-    padded_ = (k4 != a[2] || n4 != b[2]) && flops >= kPadMinFlops && n4 <= kIntMax - kBN;
-    if (padded_) {
-      pad_ = {a[0], a[1], k4, n4};
-      for (auto [buffer, elements] : {std::pair{&a_pad_, a[0] * a[1] * k4}, std::pair{&b_pad_, a[0] * k4 * n4},
-                                      std::pair{&c_pad_, a[0] * a[1] * n4}})
-        KB_CUDA_TRY(cudaMalloc(buffer, static_cast<size_t>(elements) * sizeof(float)));
-    }
     // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
     for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -100,38 +60,11 @@ class Tf32x3Bmm final : public Implementation {
     return Status::ok();
   }
 
-  ~Tf32x3Bmm() override {
-    for (float* b : {a_pad_, b_pad_, c_pad_}) KB_CUDA_WARN(cudaFree(b));
-  }
-
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const auto [batch, m, k, n] = shape_;
     if (batch == 0 || m == 0 || n == 0) return Status::ok();  // no output elements
-    if (!padded_) return bmm(args.inputs[a_].data, args.inputs[b_].data, args.output.data, shape_, stream);
-    pad_copy_kernel<<<copy_blocks(batch * m * pad_.k), 256, 0, stream>>>(args.inputs[a_].data, a_pad_,
-                                                                        batch, m, k, m, pad_.k);
-    KB_CUDA_TRY(cudaGetLastError());
-    pad_copy_kernel<<<copy_blocks(batch * pad_.k * pad_.n), 256, 0, stream>>>(args.inputs[b_].data, b_pad_,
-                                                                             batch, k, n, pad_.k, pad_.n);
-    KB_CUDA_TRY(cudaGetLastError());
-    KB_TRY(bmm(a_pad_, b_pad_, c_pad_, pad_, stream));
-    crop_copy_kernel<<<copy_blocks(batch * m * n), 256, 0, stream>>>(c_pad_, args.output.data, batch * m, n,
-                                                                     pad_.n);
-    KB_CUDA_TRY(cudaGetLastError());
-    return Status::ok();
-  }
-
- private:
-  struct Dims {
-    int64_t batch = 0, m = 0, k = 0, n = 0;
-  };
-  static constexpr double kPadMinFlops = 2e9;
-
-  // c = a @ b, batched, row-major, the leading dimensions those of `d`.
-  static Status bmm(const float* a, const float* b, float* c, const Dims& d, cudaStream_t stream) {
-    const auto [batch, m, k, n] = d;
-    GemmArgs p{a, b, c, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-               static_cast<int>((n + kBN - 1) / kBN)};
+    GemmArgs p{args.inputs[a_].data, args.inputs[b_].data, args.output.data, static_cast<int>(m),
+               static_cast<int>(n), static_cast<int>(k), static_cast<int>((n + kBN - 1) / kBN)};
     const int64_t tiles = ((m + kBM - 1) / kBM) * p.tiles_n;  // per batch entry
     if (tiles > 0x7fffffff) return Status::failed_precondition("L1_003 custom: too many tiles");
     const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) &&
@@ -154,13 +87,14 @@ class Tf32x3Bmm final : public Implementation {
     return Status::ok();
   }
 
+ private:
+  struct Dims {
+    int64_t batch = 0, m = 0, k = 0, n = 0;
+  };
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
-  bool padded_ = false;  // misaligned K or N, big product: through zero-padded copies
-  Dims pad_;             // the padded sizes (k, n rounded up to 4)
-  float *a_pad_ = nullptr, *b_pad_ = nullptr, *c_pad_ = nullptr;  // owned
 };
 
 }  // namespace kb::custom::L1_003
