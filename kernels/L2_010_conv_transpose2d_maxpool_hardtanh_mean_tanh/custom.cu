@@ -215,15 +215,12 @@ __global__ void flip_weight_kernel(const float* __restrict__ weight, float* __re
 // ---- narrow path: C_out <= 8, plain fp32 FMA ----
 //
 // The tensor-core paths tile 64 output channels; at C_out = 2 they waste 31 of 32 MMAs and ran
-// 3.4x slower than the reference in the shape sweep (N 46, C_in 44, C_out 2, 83 x 125). Here four
-// adjacent lanes own the 2 x 2 window of one pooled position of one image, each one conv output
-// for every output channel (C_out accumulators over C_in x KH x KW taps, weights warp-uniform
-// through the read-only cache); two shuffles take the window's max, then +bias -> clamp and a
-// fixed-order block sum per channel: partial[(n * C_out + co) * tiles + blockIdx.x], summed by
-// finish_kernel. (One thread per window, v1: 0.81x the reference at that shape, its 4 x 396
-// serial taps per thread latency-bound.)
+// 3.4x slower than the reference in the shape sweep (N 46, C_in 44, C_out 2, 83 x 125). Here a
+// thread owns one pooled position of one image for every output channel: 4 window outputs x
+// C_out accumulators over C_in x KH x KW taps (weights warp-uniform, read through the read-only
+// cache), then max -> +bias -> clamp, and a fixed-order block sum per channel:
+// partial[(n * C_out + co) * tiles + blockIdx.x], summed by finish_kernel.
 constexpr int kNarrowCo = 8, kNarrowThreads = 256;
-constexpr int kNarrowWindows = kNarrowThreads / 4;  // pooled positions per block
 
 struct NarrowArgs {
   const float* x;       // (N, C_in, H, W)
@@ -234,28 +231,33 @@ struct NarrowArgs {
   float lo, hi;
 };
 
-// grid (tiles, N): block b of image n covers pooled positions [64 b, 64 b + 64), 4 lanes each.
+// grid (tiles, N): block b of image n covers pooled positions [256 b, 256 b + 256).
 __global__ void __launch_bounds__(kNarrowThreads) narrow_conv_pool_kernel(const NarrowArgs a) {
   __shared__ float sums[kNarrowThreads / 32][kNarrowCo];
-  const int n = blockIdx.y, q = threadIdx.x & 3;
-  const int pos = blockIdx.x * kNarrowWindows + (threadIdx.x >> 2);
+  const int n = blockIdx.y, pos = blockIdx.x * kNarrowThreads + threadIdx.x;
   const bool live = pos < a.hp * a.wp;
-  const int oy = live ? 2 * (pos / a.wp) + (q >> 1) : 0, ox = live ? 2 * (pos % a.wp) + (q & 1) : 0;
-  float acc[kNarrowCo] = {};
+  const int py = live ? pos / a.wp : 0, px = live ? pos % a.wp : 0;
+  float acc[4][kNarrowCo] = {};
   const float* xn = a.x + int64_t{n} * a.c_in * a.h * a.w;
   const int taps = a.kh * a.kw;
   for (int ci = 0; ci < a.c_in; ++ci) {
     const float* xc = xn + int64_t{ci} * a.h * a.w;
     const float* wc = a.weight + int64_t{ci} * a.c_out * taps;
     for (int ky = 0; ky < a.kh; ++ky) {
-      const int iy = oy + a.pad_h - ky * a.dil;
       for (int kx = 0; kx < a.kw; ++kx) {
-        const int ix = ox + a.pad_w - kx * a.dil;
-        const float xv = live && iy >= 0 && iy < a.h && ix >= 0 && ix < a.w ? __ldg(&xc[iy * a.w + ix]) : 0.f;
+        float xv[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int iy = 2 * py + (q >> 1) + a.pad_h - ky * a.dil;
+          const int ix = 2 * px + (q & 1) + a.pad_w - kx * a.dil;
+          xv[q] = live && iy >= 0 && iy < a.h && ix >= 0 && ix < a.w ? __ldg(&xc[iy * a.w + ix]) : 0.f;
+        }
 #pragma unroll
         for (int co = 0; co < kNarrowCo; ++co) {
           if (co >= a.c_out) break;
-          acc[co] = fmaf(xv, __ldg(&wc[co * taps + ky * a.kw + kx]), acc[co]);
+          const float wv = __ldg(&wc[co * taps + ky * a.kw + kx]);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) acc[q][co] = fmaf(xv[q], wv, acc[q][co]);
         }
       }
     }
@@ -264,9 +266,8 @@ __global__ void __launch_bounds__(kNarrowThreads) narrow_conv_pool_kernel(const 
 #pragma unroll
   for (int co = 0; co < kNarrowCo; ++co) {
     if (co >= a.c_out) break;
-    float m = fmaxf(acc[co], __shfl_xor_sync(0xffffffffu, acc[co], 1));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    float v = live && q == 0 ? fminf(fmaxf(m + __ldg(&a.bias[co]), a.lo), a.hi) : 0.f;
+    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
+    float v = live ? fminf(fmaxf(m + __ldg(&a.bias[co]), a.lo), a.hi) : 0.f;
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
     if (lane == 0) sums[warp][co] = v;
@@ -366,7 +367,7 @@ class ConvPoolMeanTanh final : public Implementation {
     // The transposed conv's own padding (a_.ph/pw are the equivalent conv's, dil*(k-1) - pad).
     g.dil = dil_, g.pad_h = dil_ * (kh_ - 1) - a_.ph, g.pad_w = dil_ * (kw_ - 1) - a_.pw;
     g.hp = hp_, g.wp = a_.wp;
-    g.tiles = (hp_ * a_.wp + kNarrowWindows - 1) / kNarrowWindows;
+    g.tiles = (hp_ * a_.wp + kNarrowThreads - 1) / kNarrowThreads;
     g.lo = a_.lo, g.hi = a_.hi;
     KB_CUDA_TRY(cudaMalloc(&partial_, std::max<size_t>(size_t(n_) * g.c_out * g.tiles, 1) * sizeof(float)));
     return Status::ok();
