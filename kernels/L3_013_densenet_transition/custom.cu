@@ -14,12 +14,15 @@
 //     sums of d = x - K_c and d^2, K_c = x[0, c, 0, 0] (shifted data: no cancellation when the
 //     mean is large next to the spread); fp32 over 16 elements, then double, fixed-order tree.
 //  2. bn_coefficients_kernel: one block per channel sums its partials in double -> (s_c, t_c).
-//  3. transition_tiles_kernel (C_in <= 32, C_out <= 64, W % 4 == 0, aligned pointers): persistent
-//     grid over tiles of 64 pooled columns of one pooled row (n, i). Each thread issues 8 float4
-//     loads (2 rows x 4 channels) at once, BN + ReLU + 2x2 sum into shared act[c][j]; then a
-//     32 x 64 x 64 register-tiled product with W1 / 4 (staged once per block; 4 x 4 outputs per
-//     thread, 2 LDS.128 per 16 FMA) and 16-byte streaming stores. Tiles run last first, so the
-//     part of x that pass 1 left in L2 is read first. Other shapes: transition_generic_kernel.
+//  3. transition_tiles_kernel (C_in <= 32, C_out <= 64, aligned pointers): persistent grid over
+//     tiles of 64 pooled columns of one pooled row (n, i). Each thread issues 8 float4 loads (2
+//     rows x 4 channels; 4 guarded scalar loads each when W % 4 != 0) at once, BN + ReLU + 2x2
+//     sum into shared act[c][j]; then a 32 x 64 x 64 register-tiled product with W1 / 4 (staged
+//     once per block; 4 x 4 outputs per thread, 2 LDS.128 per 16 FMA) and 16-byte streaming
+//     stores (8-byte or scalar when the pooled width is not a multiple of 4). Tiles run last
+//     first, so the part of x that pass 1 left in L2 is read first. Other shapes:
+//     transition_generic_kernel. (Odd widths took the generic kernel until the shape sweep
+//     measured it at 1.06x the reference, N 96, C 30 -> 51, 197 x 157.)
 //
 // Predicted on the H200: pass 1 ~0.27 ms (1.07 GB), pass 2 ~0.41 ms (1.61 GB, ~190 us of issue
 // hidden under it), ~5 us for the coefficients and launch gaps: ~0.69 ms.
@@ -209,7 +212,10 @@ __device__ __forceinline__ Tile tile_at(int t, const Geometry& g) {
 __device__ void load_activations(const float* x, const Geometry& g, const Tile& tile, TileSmem& s) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int quad = tile.j_base / 2 + lane;
-  const bool col_ok = 2 * quad < g.wo;  // both pooled columns 2 quad, 2 quad + 1 (wo is even)
+  // The first pooled column 2 quad exists; the second may not when wo is odd (its inputs past W
+  // read as zeros, its value is never stored).
+  const bool col_ok = 2 * quad < g.wo;
+  const bool vec = g.w % 4 == 0;
   // x[n, warp, 2i, 4 quad]; channel warp + k * kWarps is k * kWarps planes further.
   const float* src = x + (tile.n * g.c_in + warp) * g.plane + 2 * tile.i * g.w + 4 * quad;
   float4 top[kChansPerWarp], bottom[kChansPerWarp];
@@ -218,8 +224,17 @@ __device__ void load_activations(const float* x, const Geometry& g, const Tile& 
     top[k] = bottom[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (col_ok && warp + k * kWarps < g.c_in) {
       const float* p = src + k * kWarps * g.plane;
-      top[k] = __ldcs(reinterpret_cast<const float4*>(p));
-      bottom[k] = __ldcs(reinterpret_cast<const float4*>(p + g.w));
+      if (vec) {
+        top[k] = __ldcs(reinterpret_cast<const float4*>(p));
+        bottom[k] = __ldcs(reinterpret_cast<const float4*>(p + g.w));
+      } else {
+        const int64_t left = g.w - 4 * int64_t{quad};  // >= 2: column 4 quad + 1 < 2 wo <= W
+        top[k] = make_float4(__ldcs(p), __ldcs(p + 1), left > 2 ? __ldcs(p + 2) : 0.0f,
+                             left > 3 ? __ldcs(p + 3) : 0.0f);
+        const float* q = p + g.w;
+        bottom[k] = make_float4(__ldcs(q), __ldcs(q + 1), left > 2 ? __ldcs(q + 2) : 0.0f,
+                                left > 3 ? __ldcs(q + 3) : 0.0f);
+      }
     }
   }
 #pragma unroll
@@ -242,9 +257,16 @@ __device__ __forceinline__ void store_row(float* dst, int j0, int64_t wo, const 
     if (j0 < wo) __stcs(reinterpret_cast<float4*>(dst), v);
     return;
   }
-  // wo % 4 == 2: rows are 8-byte aligned only; j0 is even, so j0 < wo covers j0 + 1.
-  if (j0 < wo) __stcs(reinterpret_cast<float2*>(dst), make_float2(v.x, v.y));
-  if (j0 + 2 < wo) __stcs(reinterpret_cast<float2*>(dst + 2), make_float2(v.z, v.w));
+  if (wo % 2 == 0) {
+    // wo % 4 == 2: rows are 8-byte aligned only; j0 is even, so j0 < wo covers j0 + 1.
+    if (j0 < wo) __stcs(reinterpret_cast<float2*>(dst), make_float2(v.x, v.y));
+    if (j0 + 2 < wo) __stcs(reinterpret_cast<float2*>(dst + 2), make_float2(v.z, v.w));
+    return;
+  }
+  const float e[4] = {v.x, v.y, v.z, v.w};  // odd wo: rows 4-byte aligned
+#pragma unroll
+  for (int u = 0; u < 4; ++u)
+    if (j0 + u < wo) __stcs(dst + u, e[u]);
 }
 
 // out[n, 4 og + r, i, j_base + 4 jg + u] = sum_c w[c][4 og + r] * act[c][4 jg + u]. A warp
@@ -275,7 +297,7 @@ __device__ void multiply_and_store(const TileSmem& s, const Geometry& g, const T
   }
 }
 
-// Persistent grid over the tiles (n, i, tile_col); x and out 16-byte aligned, W % 4 == 0.
+// Persistent grid over the tiles (n, i, tile_col); x and out 16-byte aligned.
 __global__ void __launch_bounds__(kThreads, kTileBlocksPerSm)
     transition_tiles_kernel(const float* __restrict__ x, const float2* __restrict__ scale_shift,
                             const float* __restrict__ weight, Geometry g, float* __restrict__ out) {
@@ -393,7 +415,7 @@ class Custom final : public Implementation {
     const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
     const int64_t tiles_per_row = (g_.wo + kTileJ - 1) / kTileJ;
     const int64_t tiles = g_.batch * g_.ho * tiles_per_row;
-    fast_shape_ = g_.c_in <= kTileCin && g_.c_out <= kTileCout && g_.w % 4 == 0 && tiles <= INT_MAX;
+    fast_shape_ = g_.c_in <= kTileCin && g_.c_out <= kTileCout && tiles <= INT_MAX;
     g_.tiles_per_row = fast_shape_ ? static_cast<int>(tiles_per_row) : 0;
     g_.tiles = fast_shape_ ? static_cast<int>(tiles) : 0;
     tile_blocks_ = static_cast<int>(std::clamp<int64_t>(tiles, 1, resident));
