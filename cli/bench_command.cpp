@@ -129,12 +129,14 @@ JobResult run_job(const BenchOptions& o, const std::string& id, const std::strin
   launch.device_kind = o.device;
   JobResult r = run_executor_child(launch);
   r.overhead_ms["wall"] =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job_start).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job_start)
+          .count();
   return r;
 }
 
 // --sweep N: N random valid shapes per problem (cli/shape_sweep.h), reference and custom at each.
-void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog, const std::vector<std::string>& ids) {
+void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog,
+               const std::vector<std::string>& ids) {
   std::vector<std::pair<std::string, SweepShape>> jobs;
   for (const std::string& id : ids) {
     auto shapes = draw_sweep_shapes(catalog.problems.at(id), o.preset, o.sweep, o.seed);
@@ -150,17 +152,22 @@ void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog, const std::
     const auto& [id, shape] = jobs[i];
     const std::string dims = dims_argument(*catalog.problems.at(id), shape.dims);
     JobResult r = run_job(o, id, dims);
-    std::fprintf(stderr, "[%zu/%zu] %-7s %-44s %-12s %6.3fx %7.1f s\n", i + 1, jobs.size(), id.c_str(),
-                 dims.c_str(), status_label(r).c_str(), r.speedup.speedup, r.overhead_ms["wall"].get<double>() / 1e3);
+    std::fprintf(stderr, "[%zu/%zu] %-7s %-44s %-12s %6.3fx %7.1f s\n", i + 1, jobs.size(),
+                 id.c_str(), dims.c_str(), status_label(r).c_str(), r.speedup.speedup,
+                 r.overhead_ms["wall"].get<double>() / 1e3);
     rows.push_back({id, dims, shape, std::move(r)});
   }
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.json_path.empty()) {
-    nlohmann::json all = {{"device", o.device}, {"sweep", o.sweep}, {"seed", o.seed}, {"pack", o.pack},
-                          {"wall_s", total}, {"rows", nlohmann::json::array()}};
+    nlohmann::json all = {{"device", o.device}, {"sweep", o.sweep},
+                          {"seed", o.seed},     {"pack", o.pack},
+                          {"wall_s", total},    {"rows", nlohmann::json::array()}};
     for (const SweepRow& row : rows) {
-      all["rows"].push_back({{"problem_id", row.problem_id}, {"dims", row.dims},
-                             {"flop_share", row.shape.flop_share}, {"large", row.shape.large},
+      all["rows"].push_back({{"problem_id", row.problem_id},
+                             {"dims", row.dims},
+                             {"flop_share", row.shape.flop_share},
+                             {"large", row.shape.large},
                              {"result", to_json(row.result)}});
     }
     std::ofstream(o.json_path) << all.dump(1) << "\n";
@@ -244,10 +251,13 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--trials", o->trials, "Correctness trials")->capture_default_str();
   bench->add_option("--time-cap", o->time_cap, "Timing cap per job, seconds (default: 15 on cuda, 3 on cpu)");
   bench->add_option("--timeout", o->timeout, "Deadline per job process, seconds")->capture_default_str();
-  bench->add_option("--sweep", o->sweep,
-                    "Shape robustness: N random valid shapes per problem under the preset (odd sizes, "
-                    "batch 1 up, channels no tile divides) instead of the preset itself; prints each shape and the worst "
-                    "speedup per problem")
+  bench
+      ->add_option(
+          "--sweep", o->sweep,
+          "Shape robustness: N random valid shapes per problem under the preset (odd sizes, "
+          "batch 1 up, channels no tile divides) instead of the preset itself; prints each shape "
+          "and the worst "
+          "speedup per problem")
       ->check(CLI::Range(1, 1000));
   bench->add_flag("--aa", o->aa, "A/A: time each reference against itself");
   bench->add_option("--trace-fraction", o->trace_fraction,

@@ -41,8 +41,8 @@ std::vector<SweepVerdict> sweep_verdicts(const std::vector<SweepRow>& rows) {
 std::string sweep_text(const std::vector<SweepRow>& rows) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-7s %-44s %7s %-12s %9s %9s %8s\n", "problem", "dims",
-                "flops", "status", "ref_ms", "cust_ms", "speedup");
+  std::snprintf(line, sizeof line, "%-7s %-44s %7s %-12s %9s %9s %8s\n", "problem", "dims", "flops",
+                "status", "ref_ms", "cust_ms", "speedup");
   out += line;
   for (const SweepRow& r : rows) {
     std::snprintf(line, sizeof line, "%-7s %-44s %6.1f%% %-12s %9.4f %9.4f %7.3fx\n",

@@ -29,7 +29,7 @@ constexpr double kSweepLargeMinSpeedup = 1.2;
 struct SweepVerdict {
   std::string problem_id;
   int shapes = 0, failed = 0;
-  double worst = 0;        // the lowest speedup over the ok shapes (0: none ok)
+  double worst = 0;  // the lowest speedup over the ok shapes (0: none ok)
   std::string worst_dims;
   double worst_large = 0;  // the lowest speedup over ok shapes with >= 25% of the FLOPs (0: none)
   int large_shapes = 0;

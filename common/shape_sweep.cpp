@@ -50,7 +50,8 @@ int64_t draw_dim(Drawer& d, DimKind kind, int64_t full, bool large, bool strict)
       return large ? d.uniform((full + 1) / 2, full) : d.log_uniform(1, full);
     case DimKind::kChannel: {
       const int64_t hi = std::max<int64_t>(full, 16);
-      int64_t c = large ? d.uniform(std::max<int64_t>(1, full * 3 / 4), full) : d.log_uniform(1, hi);
+      int64_t c =
+          large ? d.uniform(std::max<int64_t>(1, full * 3 / 4), full) : d.log_uniform(1, hi);
       if (strict && c % 8 == 0) c = c > 1 ? c - 1 : c + 1;
       return c;
     }
@@ -71,15 +72,16 @@ Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemS
                                                   uint64_t seed) {
   auto full = ProblemInstance::create(spec, preset);
   if (!full.is_ok()) {
-    return Status::invalid_argument(spec->id + ": no valid preset '" + preset + "' to sweep under: " +
-                                    full.status().message());
+    return Status::invalid_argument(spec->id + ": no valid preset '" + preset +
+                                    "' to sweep under: " + full.status().message());
   }
   const Cost full_cost = full->cost();
   Drawer d(seed ^ std::hash<std::string>{}(spec->id));
   std::vector<SweepShape> shapes;
   // `attempt` counts the draws since the last shape kept; a shape that takes them all ends the
   // sweep of this spec.
-  for (int attempt = 0; attempt < kAttemptsPerShape && static_cast<int>(shapes.size()) < count; ++attempt) {
+  for (int attempt = 0; attempt < kAttemptsPerShape && static_cast<int>(shapes.size()) < count;
+       ++attempt) {
     const bool large = shapes.size() % 2 == 1;
     // Channel counts avoid multiples of 8 during the first half of a shape's attempts; a spec
     // whose groups need them (GroupNorm over 8 groups) gets them afterwards.
@@ -90,7 +92,8 @@ Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemS
       dims[spec->dims[i]] = draw_dim(d, kind_of(*spec, i, f), f, large, strict);
     }
     if (dims == full->dims()) continue;
-    if (std::any_of(shapes.begin(), shapes.end(), [&](const SweepShape& s) { return s.dims == dims; }))
+    if (std::any_of(shapes.begin(), shapes.end(),
+                    [&](const SweepShape& s) { return s.dims == dims; }))
       continue;
     auto inst = ProblemInstance::create(spec, dims);
     if (!inst.is_ok()) continue;

@@ -1,6 +1,6 @@
-// The shapes of `kb bench --sweep N` (and of the GPU tests' sweep cases): N random valid dims per problem, drawn the way a user's own
-// shapes differ from the presets, to show whether a custom kernel is fast at every shape or at
-// the preset only (issue 15's shape robustness).
+// The shapes of `kb bench --sweep N` (and of the GPU tests' sweep cases): N random valid dims per
+// problem, drawn the way a user's own shapes differ from the presets, to show whether a custom
+// kernel is fast at every shape or at the preset only (issue 15's shape robustness).
 //
 // Rules, from the spec's dims and its full preset (names as the specs write them):
 //   - the first dim is the batch: 1 to the full preset's value;

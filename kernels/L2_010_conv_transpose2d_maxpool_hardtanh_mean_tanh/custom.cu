@@ -250,7 +250,8 @@ __global__ void __launch_bounds__(kNarrowThreads) narrow_conv_pool_kernel(const 
         for (int q = 0; q < 4; ++q) {
           const int iy = 2 * py + (q >> 1) + a.pad_h - ky * a.dil;
           const int ix = 2 * px + (q & 1) + a.pad_w - kx * a.dil;
-          xv[q] = live && iy >= 0 && iy < a.h && ix >= 0 && ix < a.w ? __ldg(&xc[iy * a.w + ix]) : 0.f;
+          xv[q] =
+              live && iy >= 0 && iy < a.h && ix >= 0 && ix < a.w ? __ldg(&xc[iy * a.w + ix]) : 0.f;
         }
 #pragma unroll
         for (int co = 0; co < kNarrowCo; ++co) {
@@ -369,7 +370,8 @@ class ConvPoolMeanTanh final : public Implementation {
     g.hp = hp_, g.wp = a_.wp;
     g.tiles = (hp_ * a_.wp + kNarrowThreads - 1) / kNarrowThreads;
     g.lo = a_.lo, g.hi = a_.hi;
-    KB_CUDA_TRY(cudaMalloc(&partial_, std::max<size_t>(size_t(n_) * g.c_out * g.tiles, 1) * sizeof(float)));
+    KB_CUDA_TRY(
+        cudaMalloc(&partial_, std::max<size_t>(size_t(n_) * g.c_out * g.tiles, 1) * sizeof(float)));
     return Status::ok();
   }
 
@@ -379,7 +381,8 @@ class ConvPoolMeanTanh final : public Implementation {
     g.weight = args.params[weight_].data;
     g.bias = args.params[bias_].data;
     g.partial = partial_;
-    if (g.tiles > 0 && n_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
+    if (g.tiles > 0 &&
+        n_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
       narrow_conv_pool_kernel<<<dim3(static_cast<unsigned>(g.tiles), static_cast<unsigned>(n_)),
                                 kNarrowThreads, 0, stream>>>(g);
       KB_CUDA_TRY(cudaGetLastError());

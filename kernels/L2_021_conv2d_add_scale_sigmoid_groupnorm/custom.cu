@@ -483,9 +483,16 @@ class Custom final : public Implementation {
     // Every workspace slot a launch reads was written earlier in this run: no zeroing.
     auto* partials = static_cast<double2*>(workspace_);
     auto* coef = reinterpret_cast<float2*>(partials + partials_count_);
-    const Buffers b{args.inputs[x_].data,  args.params[w_].data,     args.params[b_conv_].data,
-                    args.params[bias_].data, args.params[scale_].data, args.params[gamma_].data,
-                    args.params[beta_].data, args.output.data,          partials, coef};
+    const Buffers b{args.inputs[x_].data,
+                    args.params[w_].data,
+                    args.params[b_conv_].data,
+                    args.params[bias_].data,
+                    args.params[scale_].data,
+                    args.params[gamma_].data,
+                    args.params[beta_].data,
+                    args.output.data,
+                    partials,
+                    coef};
     const bool aligned = reinterpret_cast<uintptr_t>(args.output.data) % 8 == 0;
     if (fast_ && aligned) {
       conv_kernel<<<conv_blocks_, kThreads, smem_, stream>>>(b, g_);
@@ -505,7 +512,8 @@ class Custom final : public Implementation {
     generic_activation_kernel<<<blocks, kThreads, 0, stream>>>(b, g_, cv_);
     KB_CUDA_TRY(cudaGetLastError());
     const int64_t group_len = g_.cpg * g_.plane();
-    sp::launch_group_partials(b.out, g_.batch, g_.groups, group_len, generic_parts_, partials, stream);
+    sp::launch_group_partials(b.out, g_.batch, g_.groups, group_len, generic_parts_, partials,
+                              stream);
     KB_CUDA_TRY(cudaGetLastError());
     sp::launch_coefficients(partials, g_.batch, generic_parts_, g_.groups, g_.cpg,
                             static_cast<double>(group_len), b.gamma, b.beta, g_.eps, coef, stream);
@@ -528,7 +536,7 @@ class Custom final : public Implementation {
   bool fast_ = false;
   size_t smem_ = 0;
   int conv_blocks_ = 1;
-  int64_t generic_parts_ = 1;    // generic path: statistics blocks per (n, group)
+  int64_t generic_parts_ = 1;  // generic path: statistics blocks per (n, group)
   int64_t partials_count_ = 0;
   void* workspace_ = nullptr;  // partials, coefficients; owned
 };

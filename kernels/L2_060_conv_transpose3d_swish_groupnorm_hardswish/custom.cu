@@ -49,10 +49,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/device/cuda_check.h"
-#include "kernels/implementation.h"
 #include "kernels/conv_transpose_gather/gather.cuh"
+#include "kernels/device/cuda_check.h"
 #include "kernels/group_norm_pipeline/pipeline.cuh"
+#include "kernels/implementation.h"
 
 namespace kb::custom::L2_060 {
 
@@ -322,8 +322,8 @@ __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geome
 // No library call: the work is this pack's own.
 
 // s = swish(conv_transpose(x) + bias), one thread per output (gather::gather_one: any geometry).
-__global__ void __launch_bounds__(kThreads) generic_swish_kernel(Buffers b,
-                                                                 gather::ConvTransposeGeometry cg) {
+__global__ void __launch_bounds__(kThreads)
+    generic_swish_kernel(Buffers b, gather::ConvTransposeGeometry cg) {
   const int64_t total = cg.output_numel();
   for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * kThreads) {
@@ -416,9 +416,15 @@ class Custom final : public Implementation {
     auto* partials = reinterpret_cast<double2*>(base);
     auto* coef = reinterpret_cast<float2*>(base + partials_bytes_);
     auto* s = reinterpret_cast<float*>(base + partials_bytes_ + coef_bytes_);
-    const Buffers b{args.inputs[x_].data, args.params[w_].data,     args.params[bias_].data,
-                    args.params[gamma_].data, args.params[beta_].data, args.output.data,
-                    s, partials, coef};
+    const Buffers b{args.inputs[x_].data,
+                    args.params[w_].data,
+                    args.params[bias_].data,
+                    args.params[gamma_].data,
+                    args.params[beta_].data,
+                    args.output.data,
+                    s,
+                    partials,
+                    coef};
     const double count = static_cast<double>(g_.cpg * g_.plane());
     if (fast_) {
       stats_kernel<<<stats_blocks_, kThreads, smem_, stream>>>(b, g_);
@@ -430,16 +436,19 @@ class Custom final : public Implementation {
     } else {
       const int64_t total = g_.batch * g_.c_out * g_.plane();
       const auto grid = [](int64_t n) {
-        return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 20));
+        return static_cast<unsigned>(
+            std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 20));
       };
       generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, cg_);
       KB_CUDA_TRY(cudaGetLastError());
-      sp::launch_group_partials(s, g_.batch, g_.groups, g_.cpg * g_.plane(), parts_, partials, stream);
+      sp::launch_group_partials(s, g_.batch, g_.groups, g_.cpg * g_.plane(), parts_, partials,
+                                stream);
       KB_CUDA_TRY(cudaGetLastError());
-      sp::launch_coefficients(partials, g_.batch, parts_, g_.groups, g_.cpg, count, b.gamma,
-                              b.beta, g_.eps, coef, stream);
+      sp::launch_coefficients(partials, g_.batch, parts_, g_.groups, g_.cpg, count, b.gamma, b.beta,
+                              g_.eps, coef, stream);
       KB_CUDA_TRY(cudaGetLastError());
-      generic_normalize_kernel<<<grid(g_.plane() % 4 == 0 ? total / 4 : total), kThreads, 0, stream>>>(b, g_);
+      generic_normalize_kernel<<<grid(g_.plane() % 4 == 0 ? total / 4 : total), kThreads, 0,
+                                 stream>>>(b, g_);
     }
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();

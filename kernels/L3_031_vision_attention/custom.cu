@@ -69,7 +69,7 @@ struct QkvArgs {
   float* v_big;
   float* v_small;
   int len, embed, heads, head_dim;
-  int hd_stride;       // row stride of q, k, v: head_dim, or 32 when head_dim < 32 is zero-padded
+  int hd_stride;  // row stride of q, k, v: head_dim, or 32 when head_dim < 32 is zero-padded
   float q_scale;
   bool split;          // write k, v as 3xTF32 big / small parts
 };
@@ -157,7 +157,7 @@ static_assert(2 * kFlashSmem <= 227 * 1024, "two CTAs per SM");
 struct FlashArgs {
   const float* q;  // (N*heads, L, 32), scaled
   const float *k_big, *k_small, *v_big, *v_small;  // (N*heads, L, 32)
-  float* o;        // (N, L, embed): heads concatenated per token, 32 columns each
+  float* o;               // (N, L, embed): heads concatenated per token, 32 columns each
   int len, heads, embed;  // embed: O's row stride, heads * 32
 };
 
@@ -499,11 +499,18 @@ class VisionAttention final : public Implementation {
     if (len_ == 0 || batch_ == 0 || embed_ == 0) return Status::ok();
     KB_TRY(project(args, stream));
     KB_TRY(attend(stream));
-    const EpilogueArgs e{o_, args.inputs[x_].data, args.params[out_w_].data,
-                         args.params[out_b_].data, args.params[norm_w_].data,
-                         args.params[norm_b_].data, args.output.data, static_cast<int>(len_),
-                         static_cast<int>(embed_), static_cast<int>(head_dim_),
-                         static_cast<int>(hd_stride_), eps_};
+    const EpilogueArgs e{o_,
+                         args.inputs[x_].data,
+                         args.params[out_w_].data,
+                         args.params[out_b_].data,
+                         args.params[norm_w_].data,
+                         args.params[norm_b_].data,
+                         args.output.data,
+                         static_cast<int>(len_),
+                         static_cast<int>(embed_),
+                         static_cast<int>(head_dim_),
+                         static_cast<int>(hd_stride_),
+                         eps_};
     const dim3 grid(static_cast<unsigned>((len_ + kEpiTok - 1) / kEpiTok), static_cast<unsigned>(batch_));
     out_proj_layernorm_kernel<<<grid, kEpiThreads, epi_smem_, stream>>>(e);
     KB_CUDA_TRY(cudaGetLastError());
@@ -516,11 +523,21 @@ class VisionAttention final : public Implementation {
       for (float* b : {q_, k_big_, k_small_, v_big_, v_small_})
         KB_CUDA_TRY(cudaMemsetAsync(b, 0, padded_bytes_, stream));
     }
-    const QkvArgs q{args.inputs[x_].data, args.params[in_w_].data, args.params[in_b_].data,
-                    q_, k_big_, k_small_, v_big_, v_small_, static_cast<int>(len_),
-                    static_cast<int>(embed_), static_cast<int>(heads_), static_cast<int>(head_dim_),
+    const QkvArgs q{args.inputs[x_].data,
+                    args.params[in_w_].data,
+                    args.params[in_b_].data,
+                    q_,
+                    k_big_,
+                    k_small_,
+                    v_big_,
+                    v_small_,
+                    static_cast<int>(len_),
+                    static_cast<int>(embed_),
+                    static_cast<int>(heads_),
+                    static_cast<int>(head_dim_),
                     static_cast<int>(hd_stride_),
-                    static_cast<float>(std::sqrt(1.0 / static_cast<double>(head_dim_))), fast_};
+                    static_cast<float>(std::sqrt(1.0 / static_cast<double>(head_dim_))),
+                    fast_};
     const dim3 grid(static_cast<unsigned>((len_ + kProjTok - 1) / kProjTok),
                     static_cast<unsigned>((3 * embed_ + kProjFeat - 1) / kProjFeat),
                     static_cast<unsigned>(batch_));

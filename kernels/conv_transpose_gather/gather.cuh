@@ -195,7 +195,8 @@ constexpr int64_t kGenericMaxBlocks = int64_t{1} << 20;
 
 // axis_input in 32-bit, one division: the generic gather's inner loops (read_conv_transpose
 // keeps every size of a layer below 2^30, so nothing here overflows).
-__device__ __forceinline__ int axis_input32(int o, int t, int stride, int pad, int dilation, int in) {
+__device__ __forceinline__ int axis_input32(int o, int t, int stride, int pad, int dilation,
+                                            int in) {
   const int u = o + pad - t * dilation;
   if (u < 0) return -1;
   const int i = stride == 1 ? u : u / stride;
@@ -231,7 +232,8 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
         if (i2 < 0) continue;
         const float* xp = x_base + (int64_t{i0} * in[1] + i1) * in[2] + i2;
         const float* wp = w_base + (t0 * k[1] + t1) * k[2] + t2;
-        for (int64_t c = 0; c < cin_g; ++c, xp += x_plane, wp += w_step) acc = fmaf(__ldg(xp), __ldg(wp), acc);
+        for (int64_t c = 0; c < cin_g; ++c, xp += x_plane, wp += w_step)
+          acc = fmaf(__ldg(xp), __ldg(wp), acc);
       }
     }
   }

@@ -116,9 +116,9 @@ inline void launch_coefficients(const double2* partials, int64_t samples, int64_
 // partials[(n * parts + p) * groups + grp], the layout coefficients_kernel folds.
 
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads) group_partials_kernel(const float* v, int64_t groups,
-                                                                  int64_t group_len, int64_t parts,
-                                                                  double2* partials) {
+__global__ void __launch_bounds__(kThreads)
+    group_partials_kernel(const float* v, int64_t groups, int64_t group_len, int64_t parts,
+                          double2* partials) {
   const int64_t p = blockIdx.x % parts, pair = blockIdx.x / parts;
   const int64_t chunk = (group_len + parts - 1) / parts;
   const int64_t end = min(group_len, (p + 1) * chunk);
@@ -146,8 +146,9 @@ inline void launch_group_partials(const float* v, int64_t samples, int64_t group
                                   int64_t group_len, int64_t parts, double2* partials,
                                   cudaStream_t stream) {
   constexpr int kThreads = 256;
-  group_partials_kernel<kThreads><<<static_cast<unsigned>(samples * groups * parts), kThreads, 0,
-                                    stream>>>(v, groups, group_len, parts, partials);
+  group_partials_kernel<kThreads>
+      <<<static_cast<unsigned>(samples * groups * parts), kThreads, 0, stream>>>(
+          v, groups, group_len, parts, partials);
 }
 
 // Blocks for a persistent grid-stride launch of `kernel` (its dynamic shared-memory limit already

@@ -46,7 +46,8 @@ constexpr double kSweepCaseMaxFlops = 1e8;
 constexpr int kSweepCases = 3;
 
 // Up to kSweepCases sweep shapes of `spec` under `full` (fixed seed: the same cases every run).
-inline void add_sweep_cases(const std::shared_ptr<const ProblemSpec>& spec, std::vector<Case>* out) {
+inline void add_sweep_cases(const std::shared_ptr<const ProblemSpec>& spec,
+                            std::vector<Case>* out) {
   auto shapes = draw_sweep_shapes(spec, "full", 4 * kSweepCases, 2026);
   if (!shapes.is_ok()) return;  // no full preset: nothing to sweep around
   int added = 0;

@@ -22,7 +22,7 @@ TEST(SweepReportTest, TheGoalNeedsPointNineEverywhereAndOnePointTwoOnLargeShapes
   };
   std::vector<SweepRow> rows = {row("A", 0.01, 0.95), row("A", 0.5, 1.3),  // met
                                 row("B", 0.01, 0.85), row("B", 0.5, 2.0),  // slow small shape
-                                row("C", 0.01, 1.5), row("C", 0.3, 1.1),   // large not 1.2x
+                                row("C", 0.01, 1.5),  row("C", 0.3, 1.1),  // large not 1.2x
                                 row("D", 0.01, 1.5)};
   rows.push_back(row("D", 0.5, 3.0));
   rows.back().result.status = JobStatus::kMismatch;  // a wrong answer misses whatever its speed

@@ -18,7 +18,9 @@ const ProblemCatalog& catalog() {
   return kCatalog;
 }
 
-std::shared_ptr<const ProblemSpec> spec(const std::string& id) { return catalog().problems.at(id); }
+std::shared_ptr<const ProblemSpec> spec(const std::string& id) {
+  return catalog().problems.at(id);
+}
 
 TEST(ShapeSweepTest, EveryShapeOfEverySuiteProblemIsValidAndNoCostlierThanTheFullPreset) {
   for (const std::string& id : catalog().suites.at("kernelbench22")) {
@@ -59,7 +61,8 @@ TEST(ShapeSweepTest, ChannelsTheSpecTiesToMultiplesOfEightStillGetDrawn) {
 }
 
 TEST(ShapeSweepTest, TheSameSeedDrawsTheSameShapesAndHalfAreLarge) {
-  auto a = draw_sweep_shapes(spec("L1_003"), "full", 6, 11), b = draw_sweep_shapes(spec("L1_003"), "full", 6, 11);
+  auto a = draw_sweep_shapes(spec("L1_003"), "full", 6, 11),
+       b = draw_sweep_shapes(spec("L1_003"), "full", 6, 11);
   auto c = draw_sweep_shapes(spec("L1_003"), "full", 6, 12);
   KB_ASSERT_OK(a);
   KB_ASSERT_OK(c);
