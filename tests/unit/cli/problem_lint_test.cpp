@@ -33,7 +33,6 @@ graph:
   - {name: scaled, op: mul, in: [s, scale], out: m}
   - {name: act, op: relu, in: [m], out: out}
 output: out
-source: "..."
 )yaml";
 
 // out = bmm(A, B) with normal operands over K = 64: a strong check.
@@ -52,7 +51,6 @@ parameters: []
 graph:
   - {name: bmm, op: bmm, in: [A, X], out: out}
 output: out
-source: "..."
 )yaml";
 
 LintReport lint(const char* yaml) {
