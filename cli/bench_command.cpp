@@ -42,8 +42,6 @@ struct BenchOptions {
   bool json = false;
 };
 
-bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
-
 std::vector<std::string> executor_args(const BenchOptions& o, const std::string& id, uint64_t seed) {
   std::vector<std::string> a = {"--pack", o.pack, "--reference-pack", o.reference_pack, "--problem", id, "--preset", o.preset,
                                 "--seed", std::to_string(seed), "--device", o.device,
@@ -174,6 +172,10 @@ void run_bench(BenchOptions o) {
 }
 
 }  // namespace
+
+bool gpu_present() {
+  return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0");
+}
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();

@@ -65,7 +65,7 @@ def validate(kb, path):
 
 
 def trivial(kb, problem_id):
-    """What `kb problems lint` finds that the suite's CI test refuses (tests/unit/cli/
+    """What `kb problems lint` finds that the suite's CI test refuses (tests/unit/common/
     problem_lint_test.cpp): an all-zero or constant output that passes, or an input a kernel may
     ignore. KernelBench has such problems (its issue #165); they stay out of the suite."""
     result = subprocess.run([kb, "problems", "lint", problem_id, "--seeds", "2"],
