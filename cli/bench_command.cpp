@@ -44,8 +44,6 @@ struct BenchOptions {
   bool json = false;
 };
 
-bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
-
 // `dims` ("N=3,...") replaces the preset when not empty.
 std::vector<std::string> executor_args(const BenchOptions& o, const std::string& id, uint64_t seed,
                                        const std::string& dims = "") {
@@ -230,6 +228,10 @@ void run_bench(BenchOptions o) {
 }
 
 }  // namespace
+
+bool gpu_present() {
+  return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0");
+}
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();

@@ -11,4 +11,7 @@ namespace kb::cli {
 
 void add_bench_command(CLI::App& app);
 
+// Whether this host has an NVIDIA GPU (its device nodes exist): what `--device auto` picks.
+bool gpu_present();
+
 }  // namespace kb::cli

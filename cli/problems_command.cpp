@@ -11,12 +11,15 @@
 #include <sstream>
 #include <string>
 
-#include "cli/problem_lint.h"
+#include "cli/bench_command.h"
+#include "cli/problem_lint_report.h"
 #include "common/files.h"
+#include "common/install_paths.h"
 #include "common/npy.h"
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/cpu_model.h"
+#include "worker/executor_child.h"
 
 namespace kb::cli {
 namespace {
@@ -37,6 +40,10 @@ struct ProblemsOptions {
   std::vector<std::string> ids;  // lint: empty = every problem (or --suite's)
   int seeds = 3;
   std::string markdown;
+  std::string device = "cpu";  // lint: cpu (the golden model, here), cuda (kb-executor) or auto
+  std::string executor, reference_pack;
+  int gpu = 0;
+  double timeout = 1800;  // lint on cuda: per problem
 };
 
 [[noreturn]] void fail(const std::string& message, int code = 1) {
@@ -222,26 +229,104 @@ std::vector<std::string> selected_ids(const ProblemsOptions& o, const ProblemCat
   return ids;
 }
 
-void run_lint(const ProblemsOptions& o) {
+// The golden model, in this process.
+LintReport lint_on_cpu(const ProblemCatalog& catalog, const std::string& id,
+                       const std::string& preset, int seeds) {
+  auto spec = find_spec(catalog, id);
+  Result<ProblemInstance> inst = ProblemInstance::create(spec, parse_dims(*spec, preset, ""));
+  if (!inst.is_ok()) fail(inst.status().message());
+  const CpuModel* model = find_cpu_model(id);
+  if (!model) fail("no golden model is registered for " + id);
+  return lint_problem(inst.value(), model->golden, seeds);
+}
+
+// The reference pack on the GPU, in a kb-executor child (`kb` links no CUDA): its report and
+// the device's environment.
+Result<nlohmann::json> lint_in_executor(const ProblemsOptions& o, const std::string& id,
+                                        const std::string& preset) {
+  ExecutorLaunch launch;
+  launch.executable = o.executor;
+  launch.args = {"--lint",
+                 "--problem",
+                 id,
+                 "--preset",
+                 preset,
+                 "--seeds",
+                 std::to_string(o.seeds),
+                 "--device",
+                 o.device,
+                 "--gpu",
+                 std::to_string(o.gpu),
+                 "--reference-pack",
+                 o.reference_pack,
+                 "--problems-dir",
+                 o.problems_dir};
+  launch.timeout_s = o.timeout;
+  KB_ASSIGN_OR_RETURN(std::string text, run_for_output(launch));
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::internal(std::string("unreadable lint report: ") + e.what());
+  }
+}
+
+// What ran, for the Markdown's first lines: "the reference pack on an NVIDIA H200".
+std::string reference_description(const ProblemsOptions& o, const nlohmann::json& environment) {
+  if (o.device == "cpu") return "the golden model on the CPU";
+  const std::string gpu = environment.value("/gpu/name"_json_pointer, std::string("a GPU"));
+  return "the reference pack (libkbref.so) on " + gpu;
+}
+
+void resolve_lint_device(ProblemsOptions& o) {
+  if (o.device == "auto") o.device = gpu_present() ? "cuda" : "cpu";
+  if (o.preset.empty()) o.preset = o.device == "cuda" ? "full" : "small";
+  if (o.device == "cpu") return;
+  if (o.executor.empty()) o.executor = default_executor_path();
+  if (o.reference_pack.empty()) o.reference_pack = default_reference_pack_path();
+  if (o.reference_pack.empty()) {
+    fail("no reference pack (libkbref.so) found: pass --reference-pack or set KB_REFERENCE_PACK",
+         2);
+  }
+}
+
+void run_lint(ProblemsOptions o) {
   ProblemCatalog catalog = load_catalog(o);
-  const std::string preset = o.preset.empty() ? "small" : o.preset;
   if (o.seeds < 2) fail("--seeds must be at least 2 (a constant output is judged across seeds)");
+  resolve_lint_device(o);
   std::vector<LintReport> reports;
+  std::vector<std::string> failed;
+  nlohmann::json environment;
   for (const std::string& id : selected_ids(o, catalog)) {
-    auto spec = find_spec(catalog, id);
-    Result<ProblemInstance> inst = ProblemInstance::create(spec, parse_dims(*spec, preset, ""));
-    if (!inst.is_ok()) fail(inst.status().message());
-    const CpuModel* model = find_cpu_model(id);
-    if (!model) fail("no golden model is registered for " + id);
-    reports.push_back(lint_problem(inst.value(), model->golden, o.seeds));
+    if (o.device == "cpu") {
+      reports.push_back(lint_on_cpu(catalog, id, o.preset, o.seeds));
+    } else {
+      find_spec(catalog, id);
+      Result<nlohmann::json> out = lint_in_executor(o, id, o.preset);
+      Result<LintReport> report = out.is_ok()
+                                      ? lint_report_from_json(out->value("lint", nlohmann::json()))
+                                      : Result<LintReport>(out.status());
+      if (!report.is_ok()) {
+        // One problem the executor could not lint is reported, and the others go on.
+        std::fprintf(stderr, "kb: %s not linted: %s\n", id.c_str(),
+                     report.status().message().c_str());
+        failed.push_back(id);
+        continue;
+      }
+      environment = out->value("environment", nlohmann::json::object());
+      reports.push_back(std::move(report).value());
+    }
     std::printf("%s", lint_text(reports.back()).c_str());
     std::fflush(stdout);
   }
-  if (o.markdown.empty()) return;
-  std::string command = "kb problems lint --preset " + preset + " --seeds " + std::to_string(o.seeds);
-  for (const std::string& id : o.ids) command += " " + id;
-  std::ofstream(o.markdown) << lint_markdown(reports, preset, command);
-  std::printf("wrote %s\n", o.markdown.c_str());
+  if (!o.markdown.empty()) {
+    std::string command = "kb problems lint" + (o.device == "cpu" ? "" : " --device " + o.device) +
+                          " --preset " + o.preset + " --seeds " + std::to_string(o.seeds);
+    for (const std::string& id : o.ids) command += " " + id;
+    std::ofstream(o.markdown) << lint_markdown(reports, o.preset, command,
+                                               reference_description(o, environment));
+    std::printf("wrote %s\n", o.markdown.c_str());
+  }
+  if (!failed.empty()) fail(std::to_string(failed.size()) + " problems not linted (see above)");
 }
 
 void add_instance_options(CLI::App* cmd, ProblemsOptions& o) {
@@ -289,9 +374,22 @@ void add_problems_command(CLI::App& app) {
       "lint", "How strong each problem's check is: zero share, range, std, sensitivity, cheats");
   lint->add_option("ids", o->ids, "Problem ids (default: --suite's, or every problem)");
   lint->add_option("--suite", o->suite, "Only this suite's problems");
-  lint->add_option("--preset", o->preset, "Size preset (default: small)");
+  lint->add_option(
+          "--device", o->device,
+          "cpu: the golden model here; cuda: the reference pack on the GPU, one kb-executor "
+          "per problem; auto: cuda when a GPU is present")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->capture_default_str();
+  lint->add_option("--preset", o->preset, "Size preset (default: full on cuda, small on cpu)");
   lint->add_option("--seeds", o->seeds, "Seeds to run the reference at")->capture_default_str();
   lint->add_option("--markdown", o->markdown, "Write the suite's table to this file");
+  lint->add_option("--gpu", o->gpu, "cuda: GPU ordinal")->capture_default_str();
+  lint->add_option("--executor", o->executor, "cuda: kb-executor binary (default: beside kb)");
+  lint->add_option(
+      "--reference-pack", o->reference_pack,
+      "cuda: the reference pack (default: $KB_REFERENCE_PACK or the build's libkbref.so)");
+  lint->add_option("--timeout", o->timeout, "cuda: deadline per problem, seconds")
+      ->capture_default_str();
   lint->callback([o] { run_lint(*o); });
 }
 

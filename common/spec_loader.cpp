@@ -153,15 +153,17 @@ class SpecReader {
   std::vector<SpecError> errors_;
 };
 
-// Where the problem comes from: `source` (the seed's Python, verbatim) or `upstream` (an imported
-// file's repository, path and commit; its source is not copied). Exactly one of the two.
+// Where the problem comes from: `upstream`, the model file's repository, path and commit. Its
+// source is never copied into a spec (no upstream code in the tree), so `source` is refused. A
+// problem of our own names no upstream.
 void read_origin(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
-  const YAML::Node upstream = doc["upstream"];
-  if (!upstream) {
-    spec.source = r.text(r.require(doc, "source", "source"), "source");
-    return;
+  if (doc["source"]) {
+    r.error("source",
+            "upstream source is not kept in a spec: name the file instead (upstream: {repo, "
+            "path, commit})");
   }
-  if (doc["source"]) r.error("source", "expected either source or upstream, not both");
+  const YAML::Node upstream = doc["upstream"];
+  if (!upstream) return;
   if (!upstream.IsMap()) {
     r.error("upstream", "expected {repo, path, commit}, got " + describe(upstream));
     return;
@@ -189,8 +191,8 @@ void read_header(SpecReader& r, const YAML::Node& doc, ProblemSpec& spec) {
     if (!kTopLevelFields.count(key)) {
       r.error(key,
               "unknown field (expected one of id, name, level, family, init_inputs, notes, "
-              "dims, presets, inputs, parameters, graph, output, tolerance, robustness, source, "
-              "upstream, verification)");
+              "dims, presets, inputs, parameters, graph, output, tolerance, robustness, upstream, "
+              "verification)");
     }
   }
   spec.id = r.text(r.require(doc, "id", "id"), "id");

@@ -70,6 +70,18 @@ class CpuDevice final : public ExecutionDevice {
     return Status::ok();
   }
 
+  Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) override {
+    if (static_cast<int>(sets_.size()) <= set) sets_.resize(set + 1);
+    HostSet& s = sets_[set];
+    s.inputs.clear();
+    s.params.clear();
+    for (const TensorDecl& input : problem.spec().inputs)
+      s.inputs.push_back(tensors.get(input.name));
+    for (const ParamDecl& param : problem.spec().params)
+      s.params.push_back(tensors.get(param.name));
+    return Status::ok();
+  }
+
   Status run(Slot slot, int set) override {
     std::vector<kb_tensor_v1> in = views(sets_.at(set).inputs), par = views(sets_.at(set).params);
     kb_tensor_v1 out = view(outputs_[static_cast<int>(slot)].data(), output_shape_);

@@ -79,6 +79,7 @@ class CudaDevice final : public ExecutionDevice {
   CreateOutcome create(Slot slot, int32_t variant, const ProblemInstance& problem,
                        const std::string& spec_yaml) override;
   Status generate(int set, const ProblemInstance& problem, GeneratorKey key) override;
+  Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) override;
   Status run(Slot slot, int set) override;
   Result<double> run_timed(Slot slot, int set) override;
   Status synchronize() override {
@@ -113,6 +114,7 @@ class CudaDevice final : public ExecutionDevice {
  private:
   Status allocate(DeviceBuffer& b, const Shape& shape);
   Result<std::vector<float>> read_buffer(const DeviceBuffer& b);
+  Status write_buffer(DeviceBuffer& b, const HostTensor<float>& host);
   Result<uint64_t> hash_buffers(const std::vector<const DeviceBuffer*>& buffers);
   // The custom output against `expected` (the reference slot or the stash), on the GPU.
   Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance) {
@@ -281,6 +283,27 @@ Status CudaDevice::generate(int set, const ProblemInstance& problem, GeneratorKe
     KB_TRY(realize_on_device(r, s.params[i].data, stream_));
   }
   return synchronize();
+}
+
+Status CudaDevice::upload(int set, const ProblemInstance& problem, const TensorSet& tensors) {
+  if (static_cast<int>(sets_.size()) <= set) sets_.resize(set + 1);
+  InputSet& s = sets_[set];
+  s.inputs.resize(problem.spec().inputs.size());
+  s.params.resize(problem.spec().params.size());
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    KB_TRY(write_buffer(s.inputs[i], tensors.get(problem.spec().inputs[i].name)));
+  }
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    KB_TRY(write_buffer(s.params[i], tensors.get(problem.spec().params[i].name)));
+  }
+  return synchronize();
+}
+
+Status CudaDevice::write_buffer(DeviceBuffer& b, const HostTensor<float>& host) {
+  KB_TRY(allocate(b, host.shape));
+  KB_CUDA_TRY(cudaMemcpyAsync(b.data, host.data.data(), host.data.size() * sizeof(float),
+                              cudaMemcpyHostToDevice, stream_));
+  return Status::ok();
 }
 
 Status CudaDevice::run(Slot slot, int set) {

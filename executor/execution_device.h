@@ -83,6 +83,10 @@ class ExecutionDevice {
                                const std::string& spec_yaml) = 0;
   // Allocates input set `set` (inputs and parameters) when new, and fills it from `key`.
   virtual Status generate(int set, const ProblemInstance& problem, GeneratorKey key) = 0;
+  // Allocates input set `set` when new and fills it from host tensors, the spec's inputs and
+  // parameters taken by name: the lint (executor/reference_lint.h) runs the reference on sets it
+  // changed on the host (one tensor redrawn, operands rounded to TF32).
+  virtual Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) = 0;
   // Runs the slot's variant on input set `set` into the slot's output buffer.
   virtual Status run(Slot slot, int set) = 0;
   // Like run(), timed: GPU: L2 flushed first, events around the call; milliseconds.

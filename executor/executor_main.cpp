@@ -14,6 +14,11 @@
 // `kb-executor --describe --device cuda --gpu N` (or `--device cpu`) prints the device's identity
 // (executor/device_identity.h) instead of running a job: kb-worker asks this process, so that the
 // worker itself never loads CUDA and survives a broken driver.
+//
+// `kb-executor --lint --problem ID --preset full --seeds K --device cuda` runs the problem lint on
+// the reference pack alone (executor/reference_lint.h) and writes {"lint": report, "environment":
+// the device's} instead of a JobResult; exit status 1 with the reason on stderr when it cannot.
+// `kb problems lint --device cuda` asks this process, so that `kb` never links CUDA.
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -30,6 +35,7 @@
 #include "executor/device_identity.h"
 #include "executor/executor.h"
 #include "executor/kernel_pack.h"
+#include "executor/reference_lint.h"
 
 namespace {
 
@@ -43,8 +49,8 @@ struct Options {
   std::string pack, pack_sha256, reference_pack, reference_sha256, problem, preset, dims,
       device = "cuda", output, problems_dir;
   uint64_t seed = 0;
-  int gpu = 0, output_fd = -1;
-  bool describe = false;
+  int gpu = 0, output_fd = -1, seeds = 3;
+  bool describe = false, lint = false;
   kb::ExecutorConfig config;
 };
 
@@ -66,6 +72,14 @@ kb::Result<kb::KernelPack> open_reference_pack(const Options& o) {
   return kb::KernelPack::open(path, pin);
 }
 
+// The device of --device: the reference slot runs `reference`, the custom slot `candidate`.
+kb::Result<std::unique_ptr<kb::ExecutionDevice>> make_device(const Options& o,
+                                                             const kb::KernelPack& reference,
+                                                             const kb::KernelPack& candidate) {
+  if (o.device == "cpu") return kb::make_cpu_device(reference, candidate);
+  return kb::make_cuda_device(reference, candidate, o.gpu);
+}
+
 kb::JobResult run(const Options& o) {
   Clock::time_point start = Clock::now();
   auto catalog = kb::load_problem_catalog(o.problems_dir);
@@ -82,19 +96,14 @@ kb::JobResult run(const Options& o) {
   if (!pack.is_ok()) return failed(o, kb::JobStatus::kRuntimeError, pack.status().message());
   const double pack_ms = ms_since(pack_start);
   Clock::time_point init_start = Clock::now();
-  std::unique_ptr<kb::ExecutionDevice> device;
-  if (o.device == "cpu") {
-    device = kb::make_cpu_device(reference.value(), pack.value());
-  } else {
-    auto cuda = kb::make_cuda_device(reference.value(), pack.value(), o.gpu);
-    if (!cuda.is_ok()) {
-      // The device, not the kernel: the worker reports an infrastructure failure (job_runner.h).
-      kb::JobResult r = failed(o, kb::JobStatus::kRuntimeError, cuda.status().message());
-      r.stop_reason = "device_init_failed";
-      return r;
-    }
-    device = std::move(cuda).value();
+  auto made = make_device(o, reference.value(), pack.value());
+  if (!made.is_ok()) {
+    // The device, not the kernel: the worker reports an infrastructure failure (job_runner.h).
+    kb::JobResult r = failed(o, kb::JobStatus::kRuntimeError, made.status().message());
+    r.stop_reason = "device_init_failed";
+    return r;
   }
+  std::unique_ptr<kb::ExecutionDevice> device = std::move(made).value();
   const double init_ms = ms_since(init_start);
   auto dims = kb::parse_dims(o.dims);
   if (!dims.is_ok()) return failed(o, kb::JobStatus::kUnsupported, dims.status().message());
@@ -118,6 +127,25 @@ kb::JobResult run(const Options& o) {
   device.reset();
   result.overhead_ms["teardown"] = ms_since(teardown_start);
   return result;
+}
+
+// --lint: the reference pack in both slots (no candidate is involved), the lint's report as JSON.
+kb::Result<nlohmann::json> lint(const Options& o) {
+  KB_ASSIGN_OR_RETURN(kb::ProblemCatalog catalog, kb::load_problem_catalog(o.problems_dir));
+  auto it = catalog.problems.find(o.problem);
+  if (it == catalog.problems.end()) return kb::Status::not_found("no problem " + o.problem);
+  KB_ASSIGN_OR_RETURN(kb::Dims dims, kb::parse_dims(o.dims));
+  kb::Result<kb::ProblemInstance> problem = o.dims.empty()
+                                                ? kb::ProblemInstance::create(it->second, o.preset)
+                                                : kb::ProblemInstance::create(it->second, dims);
+  if (!problem.is_ok()) return problem.status();
+  KB_ASSIGN_OR_RETURN(std::string spec_yaml, kb::read_file(it->second->file));
+  KB_ASSIGN_OR_RETURN(kb::KernelPack reference, open_reference_pack(o));
+  KB_ASSIGN_OR_RETURN(std::unique_ptr<kb::ExecutionDevice> device,
+                      make_device(o, reference, reference));
+  KB_ASSIGN_OR_RETURN(kb::LintReport report,
+                      kb::lint_reference(*device, problem.value(), spec_yaml, o.seeds));
+  return nlohmann::json{{"lint", kb::to_json(report)}, {"environment", device->environment()}};
 }
 
 void write_output(const Options& o, const std::string& json) {
@@ -153,6 +181,22 @@ int describe(const Options& o) {
   return 0;
 }
 
+int run_lint(const Options& o) {
+  kb::Result<nlohmann::json> report = kb::Status::internal("not run");
+  try {
+    report = lint(o);
+  } catch (const std::exception& e) {  // out of host memory at a large preset, for one
+    report = kb::Status::internal(e.what());
+  }
+  if (!report.is_ok()) {
+    std::fprintf(stderr, "kb-executor: lint of %s: %s\n", o.problem.c_str(),
+                 report.status().message().c_str());
+    return 1;
+  }
+  write_output(o, report->dump() + "\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,6 +204,11 @@ int main(int argc, char** argv) {
   o.problems_dir = kb::default_problems_dir();
   CLI::App app{"kb-executor: run one kbfleet job and write its result as JSON"};
   app.add_flag("--describe", o.describe, "Print the device's identity (JSON) and exit");
+  app.add_flag("--lint", o.lint,
+               "Run the problem lint on the reference pack (--problem, --preset or --dims, "
+               "--seeds) and print its report (JSON) instead of running a job");
+  app.add_option("--seeds", o.seeds, "--lint: seeds to run the reference at (at least 2)")
+      ->capture_default_str();
   auto* pack = app.add_option("--pack", o.pack, "Candidate kernel pack (.so): the custom variants");
   app.add_option("--pack-sha256", o.pack_sha256,
                  "Load --pack only when its bytes have this sha256");
@@ -202,6 +251,13 @@ int main(int argc, char** argv) {
   app.add_option("--problems-dir", o.problems_dir, "Directory of problem specs");
   CLI11_PARSE(app, argc, argv);
   if (o.describe) return describe(o);
+  if (o.lint) {
+    if (problem->count() == 0) {
+      std::fprintf(stderr, "kb-executor: --lint needs --problem\n");
+      return 2;
+    }
+    return run_lint(o);
+  }
   for (const CLI::Option* required : {pack, problem, seed}) {
     if (required->count() == 0) {
       std::fprintf(stderr, "kb-executor: %s is required\n", required->get_name().c_str());

@@ -14,7 +14,8 @@ chose their own. Prints one line per problem and the differences; exits 1 on any
 Needs python3-torch and python3-yaml, and the upstream files (tools/README.md says how to get
 them). Usage:
   kernelbench_roundtrip.py --kernelbench DIR [--suite kernelbench22] [--only ID,...]
-where DIR holds KernelBench/level1/... (a checkout or `git archive` of the upstream repository).
+where DIR holds KernelBench/level1/... (a checkout or `git archive` of the upstream repository
+at the commit the specs' `upstream:` names).
 """
 import argparse
 import glob
@@ -37,10 +38,9 @@ def spec_path(problem_id):
     return matches[0]
 
 
-def upstream_file(kernelbench, spec):
-    """KernelBench/level<L>/<number>_<name>.py for a hand-written spec."""
-    number = int(spec["id"][3:])
-    return f"KernelBench/level{spec['level']}/{number}_{spec['name']}.py"
+def upstream_file(spec):
+    """The file the spec names (`upstream: {repo, path, commit}`), KernelBench/level<L>/..."""
+    return spec["upstream"]["path"]
 
 
 def resolve(value, dims):
@@ -110,7 +110,7 @@ def main(argv=None):
     for problem_id in ids:
         with open(spec_path(problem_id), encoding="utf-8") as f:
             hand = yaml.safe_load(f)
-        path = upstream_file(args.kernelbench, hand)
+        path = upstream_file(hand)
         with open(os.path.join(args.kernelbench, path), encoding="utf-8") as f:
             source = f.read()
         try:

@@ -3,8 +3,9 @@
 the catalog covers.
 
 For each upstream file KernelBench/level{1,2}/<n>_<name>.py (id L<level>_<n:03d>):
-  * an id that already has a hand-written spec in problems/ (the kernelbench22 problems, with
-    their seed `source`) keeps it: one spec per id, and it joins the suite as it is;
+  * an id that already has a hand-written spec in problems/ (the kernelbench22 problems; they
+    name their upstream file too, but their dims and notes are ours) keeps it: one spec per id,
+    and it joins the suite as it is;
   * otherwise tools/kernelbench_import.py imports the file; a spec that imports, validates
     (`kb problems validate`) and that the GPU reference can run is written to
     problems/<ID>_<name>.yaml and joins the suite; anything else is reported with its reason.
@@ -25,6 +26,8 @@ import os
 import re
 import subprocess
 import sys
+
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernelbench_import as importer  # noqa: E402
@@ -50,13 +53,19 @@ def existing_spec(problem_id):
     return matches[0] if matches else None
 
 
+def hand_written_ids():
+    """kernelbench22: specs written by hand, never replaced by an import."""
+    with open(SUITES, encoding="utf-8") as f:
+        return set(yaml.safe_load(f)["suites"]["kernelbench22"])
+
+
 def validate(kb, path):
     result = subprocess.run([kb, "problems", "validate", path], capture_output=True, text=True)
     return None if result.returncode == 0 else (result.stdout + result.stderr).strip()
 
 
 def trivial(kb, problem_id):
-    """What `kb problems lint` finds that the suite's CI test refuses (tests/unit/cli/
+    """What `kb problems lint` finds that the suite's CI test refuses (tests/unit/common/
     problem_lint_test.cpp): an all-zero or constant output that passes, or an input a kernel may
     ignore. KernelBench has such problems (its issue #165); they stay out of the suite."""
     result = subprocess.run([kb, "problems", "lint", problem_id, "--seeds", "2"],
@@ -97,13 +106,14 @@ def main(argv=None):
                         help="skip `kb problems validate` (then run it on problems/ yourself)")
     args = parser.parse_args(argv)
     members, blocked = [], {}
+    hand_written = hand_written_ids()
     if not args.only:
         write_suite([])  # the old list may name specs this run removes: kb would refuse them all
     for problem_id, path in upstream_files(args.kernelbench):
         if args.only and problem_id not in args.only.split(","):
             continue
         existing = existing_spec(problem_id)
-        if existing and "\nupstream:" not in open(existing, encoding="utf-8").read():
+        if existing and problem_id in hand_written:
             members.append((problem_id, path, "hand-written"))
             print(f"{problem_id} hand-written spec kept ({os.path.basename(existing)})")
             continue

@@ -18,11 +18,11 @@ shapes, and its output shape must all equal what `kb problems generate` says, or
 Needs python3-torch and python3-numpy (Debian: apt-get install python3-torch python3-numpy
 python3-yaml) and a built `kb`. See tools/README.md.
 
-Imported problems (a spec with `upstream:` instead of `source:`, tools/kernelbench_import.py)
-are built from the upstream file under --kernelbench DIR instead of the seed. Their dims are the
-file's globals by name, so a case overrides those globals before the module runs (derived globals
-follow); their cases are the spec's `small` preset (seed 1, trial 0) and `odd` preset (seed 2,
-trial 1).
+Imported problems (tools/kernelbench_import.py: every problem without a CASES entry) are built
+from the upstream file their spec names (`upstream:`) under --kernelbench DIR instead of the
+seed. Their dims are the file's globals by name, so a case overrides those globals before the
+module runs (derived globals follow); their cases are the spec's `small` preset (seed 1, trial 0)
+and `odd` preset (seed 2, trial 1).
 
 Usage: pytorch_oracle.py --kb build/cli/kb [--only ID[,ID...]] [--seeds DIR] [--out DIR]
                          [--kernelbench DIR] [--imported]   (--imported: every imported problem)
@@ -193,13 +193,14 @@ def spec_dims(problem_id):
 
 
 def imported_ids():
-    """The problems whose spec names an upstream file instead of carrying the seed's source."""
+    """The imported problems: every spec but the hand-written ones of CASES (which name their
+    upstream file too, but whose dims are ours and mapped to the seed's globals by GLOBALS)."""
     ids = []
     for name in sorted(os.listdir(PROBLEMS_DIR)):
         if name.startswith("L") and name.endswith(".yaml"):
-            with open(os.path.join(PROBLEMS_DIR, name), encoding="utf-8") as f:
-                if "\nupstream:" in f.read():
-                    ids.append(name.split("_", 2)[0] + "_" + name.split("_", 2)[1])
+            problem_id = name.split("_", 2)[0] + "_" + name.split("_", 2)[1]
+            if problem_id not in CASES:
+                ids.append(problem_id)
     return ids
 
 
@@ -350,12 +351,13 @@ def write_fixture(out_root, problem_id, c, meta, expected):
 
 def regenerate(kb, problem_id, seed, out_root, kernelbench=None):
     spec = load_spec(problem_id)
-    upstream = spec.get("upstream", {}).get("path")
-    if upstream is None:
+    upstream = None
+    if problem_id in CASES:
         check_tables(problem_id)
         source = seed_source.module_source(problem_id, seed=seed)
         cases = CASES[problem_id]
     else:
+        upstream = spec["upstream"]["path"]
         if kernelbench is None:
             raise OracleError(f"{problem_id} is imported from {upstream}: give --kernelbench DIR")
         with open(os.path.join(kernelbench, upstream), encoding="utf-8") as f:

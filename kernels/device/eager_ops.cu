@@ -48,6 +48,12 @@ Status launch_unary(const float* x, float* y, int64_t n, cudaStream_t stream, fl
   return launched("unary kernel launch");
 }
 
+// out[i] = x[i mod n]: a contiguous (rows, n) output of the row vector x (n).
+__global__ void broadcast_rows_kernel(const float* x, int64_t n, float* out, int64_t total) {
+  for (int64_t i = first_index<int64_t>(); i < total; i += grid_stride<int64_t>())
+    out[i] = x[i % n];
+}
+
 template <Binary kOp>
 Status launch_same_shape(const float* a, const float* b, float* out, int64_t n,
                          cudaStream_t stream) {
@@ -292,6 +298,13 @@ Status binary(Binary op, const DeviceTensor& a, const DeviceTensor& b, const Dev
       return launch_binary<Binary::kXlogy>(a, b, out, stream);
   }
   return Status::invalid_argument("eager::binary: unknown op");
+}
+
+Status broadcast_rows(const float* x, int64_t n, float* out, int64_t rows, cudaStream_t stream) {
+  const int64_t total = n * rows;
+  if (total == 0) return Status::ok();
+  broadcast_rows_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, n, out, total);
+  return launched("broadcast_rows kernel launch");
 }
 
 Status max_pool(const DeviceTensor& x, const std::vector<int64_t>& kernel,

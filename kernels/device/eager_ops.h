@@ -54,6 +54,10 @@ enum class Binary {
 Status binary(Binary op, const DeviceTensor& a, const DeviceTensor& b, const DeviceTensor& out,
               cudaStream_t stream);
 
+// out (rows, n) = x (n) in every row: ATen's copy_ of bias.expand(rows, n), which addmm runs to
+// put its bias in the output before the GEMM accumulates onto it (beta = 1).
+Status broadcast_rows(const float* x, int64_t n, float* out, int64_t rows, cudaStream_t stream);
+
 // Pooling over the spatial dims of x (N, C, *S), floor mode; avg counts padding.
 Status max_pool(const DeviceTensor& x, const std::vector<int64_t>& kernel,
                 const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,

@@ -1,11 +1,12 @@
 // The multihead_attention op of the GPU reference: nn.MultiheadAttention (batch_first=False,
 // dropout 0, no masks) as PyTorch eager runs it in training mode, the slow path of
 // F.multi_head_attention_forward with need_weights=True:
-//   - F.linear with the packed in_proj_weight: one GEMM, then the bias added in place;
+//   - F.linear with the packed in_proj_weight: one addmm (the bias copied into the output, then
+//     one GEMM with beta = 1 onto it);
 //   - the packed projection unflattened and copied to (3, L, N, E) (q, k, v);
 //   - q scaled by 1/sqrt(head_dim); QK^T materializes the (N*heads, L, S) scores; softmax writes
 //     a second such tensor (8.6 GB each at L3_031's full size); PV;
-//   - the heads transposed back to (L, N, E); out_proj GEMM and its bias;
+//   - the heads transposed back to (L, N, E); out_proj, one addmm like in_proj;
 //   - the head-averaged weights, computed though nn.MultiheadAttention's caller may discard them.
 // Self-attention only (query, key and value the same tensor), the packed-projection path.
 #include <cuda_runtime.h>
@@ -64,13 +65,12 @@ struct Attention {
             bh * len * head_dim, tokens, batch * len * len};
   }
 
-  // y: (L*N, rows of w) = x: (L*N, E) @ w^T, then y += bias in place.
+  // y: (L*N, rows of w) = bias + x: (L*N, E) @ w^T, as addmm: bias copied into y, GEMM onto it.
   Status linear(const float* x, const DeviceTensor& w, const DeviceTensor& bias, float* out,
                 cudaStream_t stream) const {
     const GemmShape shape{len * batch, w.shape[0], embed, false, /*transpose_b=*/true};
-    KB_TRY(gemm(shape, 1.0f, x, embed, w.data, embed, 0.0f, out, shape.n, stream));
-    const DeviceTensor y{out, {shape.m, shape.n}};
-    return eager::binary(eager::Binary::kAdd, y, bias, y, stream);
+    KB_TRY(eager::broadcast_rows(bias.data, shape.n, out, shape.m, stream));
+    return gemm(shape, 1.0f, x, embed, w.data, embed, 1.0f, out, shape.n, stream);
   }
 
   // Head b = n*heads + h of q, k, v: rows l at l*N*E + b*hd, i.e. ld N*E, batch stride hd.

@@ -127,15 +127,22 @@ GpuNode bmm_node(const ProblemInstance& p, const GraphNode& node) {
   });
 }
 
-// F.linear as eager runs it: x viewed as (rows, K) times W^T, one SGEMM with cuBLAS's transpose
-// of the stored (O, K) weight (allow_tf32 = False), then the bias broadcast-added in place
-// (addmm's beta * bias, as a separate add).
+// F.linear as eager runs it: x viewed as (rows, K) times W^T with cuBLAS's transpose of the stored
+// (O, K) weight (allow_tf32 = False). at::linear makes a 2-D or (contiguous) 3-D input with a
+// bias one addmm: the bias copied into every row of the output (copy_ of bias.expand), then one
+// SGEMM with beta = 1 accumulating onto it. A higher-rank input is matmul, then add_(bias).
 GpuNode linear_node(const ProblemInstance& p, const GraphNode& node) {
   const Shape& w = p.shape_of(node.inputs[1]);  // (O, K)
   const int64_t rows = element_count(p.shape_of(node.inputs[0])) / w[1];
   const GemmShape shape{rows, w[0], w[1], false, true};
   const bool has_bias = node.inputs.size() > 2;
-  return simple([shape, has_bias](const NodeIo& io, cudaStream_t s) {
+  const bool addmm = has_bias && p.shape_of(node.inputs[0]).size() <= 3;
+  return simple([shape, has_bias, addmm](const NodeIo& io, cudaStream_t s) {
+    if (addmm) {
+      KB_TRY(eager::broadcast_rows(io.in[2].data, shape.n, io.out.data, shape.m, s));
+      return gemm(shape, 1.0f, io.in[0].data, shape.k, io.in[1].data, shape.k, 1.0f, io.out.data,
+                  shape.n, s);
+    }
     KB_TRY(gemm(shape, 1.0f, io.in[0].data, shape.k, io.in[1].data, shape.k, 0.0f, io.out.data,
                 shape.n, s));
     if (!has_bias) return Status::ok();

@@ -73,7 +73,7 @@ std::string spec_yaml(const ConvCase& c) {
     << "], out: out, stride: " << list(c.stride) << ", padding: " << list(c.padding)
     << ", dilation: " << list(c.dilation);
   if (c.transposed) y << ", output_padding: " << list(c.output_padding);
-  y << ", groups: " << c.groups << "}\noutput: out\nsource: \"test\"\n";
+  y << ", groups: " << c.groups << "}\noutput: out\n";
   return y.str();
 }
 

@@ -153,6 +153,16 @@ TEST_F(EagerOpsTest, BinaryInPlaceAdd) {
   EXPECT_TRUE(all_close(download(ga->view), cpu::add(golden(a), golden(b)))) << "out += b";
 }
 
+// linear's bias as addmm takes it: copied into every row of the output before the GEMM.
+TEST_F(EagerOpsTest, BroadcastRowsRepeatsTheVectorInEveryRow) {
+  const HostTensor<float> bias = random({37});
+  auto gb = to_gpu(bias);
+  GpuTensor out(Shape{5, 37});
+  KB_ASSERT_OK(broadcast_rows(gb->view.data, 37, out.view.data, 5, stream_));
+  const HostTensor<float> got = download(out.view);
+  for (size_t i = 0; i < got.data.size(); ++i) ASSERT_EQ(got.data[i], bias.data[i % 37]) << i;
+}
+
 TEST_F(EagerOpsTest, BinaryRejectsShapesThatDoNotBroadcast) {
   GpuTensor a({3, 4}), b({5}), out({3, 4});
   EXPECT_FALSE(binary(Binary::kAdd, a.view, b.view, out.view, stream_).is_ok());

@@ -29,7 +29,6 @@ graph:
   - {name: view, op: reshape, in: [b], out: v, shape: [N * C]}
   - {name: squash, op: sigmoid, in: [v], out: out}
 output: out
-source: "..."
 )yaml";
 
 // The output is a view of the input (the interpreter must copy). small: x is (3, 5), out (5, 3).
@@ -47,7 +46,6 @@ parameters: []
 graph:
   - {name: view, op: reshape, in: [x], out: out, shape: [C, N]}
 output: out
-source: "..."
 )yaml";
 
 // The spec parsed and instantiated at `preset`; a failure is a test failure.

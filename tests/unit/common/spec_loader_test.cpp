@@ -32,10 +32,9 @@ graph:
   - {name: act, op: relu, in: [x], out: y}
 output: y
 tolerance: {atol: 1.0e-4, rtol: 1.0e-4}
-source: "x.relu()"
 )yaml";
 
-// L2_017's structure (conv, instance norm, divide) with a short source.
+// L2_017's structure (conv, instance norm, divide).
 constexpr char kConv[] = R"yaml(id: L2_017
 name: Conv2d_InstanceNorm_Divide
 level: 2
@@ -55,7 +54,6 @@ graph:
   - {name: instance_norm, op: instance_norm, in: [y], out: z, eps: 1.0e-5}
   - {name: divide, op: div_scalar, in: [z], out: out, value: 2.0}
 output: out
-source: "..."
 )yaml";
 
 // `text` with its one occurrence of `from` replaced by `to`.
@@ -143,7 +141,7 @@ TEST(SpecLoader, TheRealL2_017SpecValidates) {
   EXPECT_EQ(std::get<double>(s.graph[2].attrs.at("value")), 2.0);
   EXPECT_EQ(s.output, "out");
   EXPECT_DOUBLE_EQ(s.tolerance.atol, 1e-4);
-  EXPECT_NE(s.source.find("class Model(nn.Module):"), std::string::npos);
+  EXPECT_EQ(s.upstream.path, "KernelBench/level2/17_Conv2d_InstanceNorm_Divide.py");
 
   Result<ProblemInstance> full = ProblemInstance::create(spec.value(), "full");
   ASSERT_TRUE(full.is_ok()) << full.status().message();
@@ -164,28 +162,36 @@ TEST(SpecLoader, NegativeIntAttributeCountsFromTheEnd) {
   EXPECT_TRUE(errors_of(text).empty()) << all(errors_of(text));
 }
 
-// An imported problem names its upstream file instead of carrying its source.
+// A KernelBench problem names its upstream file; its source is never kept in the tree.
 constexpr char kUpstream[] =
     "upstream: {repo: ScalingIntelligence/KernelBench, path: KernelBench/level1/19_ReLU.py,\n"
     "           commit: 423217d9fda91e0c2d67e4a43bf62f96f6d104f1}\n";
 
-TEST(SpecLoader, AnImportedSpecNamesItsUpstreamFileInsteadOfASource) {
-  const std::string text = edit(kRelu, "source: \"x.relu()\"\n", kUpstream);
+TEST(SpecLoader, AKernelBenchSpecNamesItsUpstreamFile) {
+  const std::string text = kRelu + std::string(kUpstream);
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
   ASSERT_TRUE(spec.is_ok()) << spec.status().message();
   EXPECT_EQ(spec.value()->upstream.repo, "ScalingIntelligence/KernelBench");
   EXPECT_EQ(spec.value()->upstream.path, "KernelBench/level1/19_ReLU.py");
   EXPECT_EQ(spec.value()->upstream.commit, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1");
-  EXPECT_TRUE(spec.value()->source.empty());
 }
 
-TEST(SpecLoader, SourceAndUpstreamTogetherAreAnError) {
-  const std::string text = kRelu + std::string(kUpstream);
-  EXPECT_TRUE(has_error(errors_of(text), "source", "expected either source or upstream, not both"));
+TEST(SpecLoader, AProblemOfOurOwnNamesNoUpstream) {
+  Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(kRelu, kFile);
+  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  EXPECT_TRUE(spec.value()->upstream.repo.empty());
+}
+
+TEST(SpecLoader, AnUpstreamSourceInTheSpecIsRefused) {
+  const std::string text = kRelu + std::string(kUpstream) + "source: \"x.relu()\"\n";
+  EXPECT_TRUE(has_error(errors_of(text), "source",
+                        "upstream source is not kept in a spec: name the file instead (upstream: "
+                        "{repo, path, commit})"));
+  EXPECT_FALSE(errors_of(kRelu + std::string("source: |\n  import torch\n")).empty());
 }
 
 TEST(SpecLoader, UpstreamNeedsAFullCommitHash) {
-  std::string text = edit(kRelu, "source: \"x.relu()\"\n", kUpstream);
+  std::string text = kRelu + std::string(kUpstream);
   text = edit(text, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1", "423217d");
   EXPECT_TRUE(has_error(errors_of(text), "upstream.commit",
                         "expected a full commit hash (40 hex digits), got '423217d'"));
@@ -288,7 +294,8 @@ TEST(SpecLoader, VerificationShareOutsideZeroToOneOrAnUnknownKey) {
 }
 
 TEST(SpecLoader, RobustnessSkipListsTheKindsThatDoNotApply) {
-  std::string text = edit(kRelu, "source:", "robustness: {skip: [shift, random_affine]}\nsource:");
+  std::string text =
+      edit(kRelu, "output: y\n", "output: y\nrobustness: {skip: [shift, random_affine]}\n");
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
   ASSERT_TRUE(spec.is_ok()) << spec.status().message();
   EXPECT_EQ(spec.value()->robustness_skip,
@@ -297,11 +304,12 @@ TEST(SpecLoader, RobustnessSkipListsTheKindsThatDoNotApply) {
 }
 
 TEST(SpecLoader, RobustnessSkipOfAnUnknownOrRepeatedKind) {
-  std::string text = edit(kRelu, "source:", "robustness: {skip: [shift, warp, shift]}\nsource:");
+  std::string text =
+      edit(kRelu, "output: y\n", "output: y\nrobustness: {skip: [shift, warp, shift]}\n");
   EXPECT_TRUE(has_error(errors_of(text), "robustness.skip[1]",
                         "expected shift, scale, centered or random_affine, got 'warp'"));
   EXPECT_TRUE(has_error(errors_of(text), "robustness.skip[2]", "'shift' is listed twice"));
-  text = edit(kRelu, "source:", "robustness: {only: [shift]}\nsource:");
+  text = edit(kRelu, "output: y\n", "output: y\nrobustness: {only: [shift]}\n");
   EXPECT_TRUE(has_error(errors_of(text), "robustness.only", "unknown field (expected skip)"));
 }
 

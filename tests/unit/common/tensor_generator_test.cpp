@@ -42,7 +42,6 @@ parameters:
 graph:
   - {name: act, op: relu, in: [u], out: out}
 output: out
-source: "..."
 )yaml";
 
 enum Input : size_t { kU, kN, kS, kSs };

@@ -124,6 +124,19 @@ class Device final : public ExecutionDevice {
     return outcome;
   }
 
+  Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) override {
+    log.push_back("upload " + std::to_string(set));
+    if (static_cast<int>(sets_.size()) <= set) sets_.resize(static_cast<size_t>(set) + 1);
+    InputSet& s = sets_[static_cast<size_t>(set)];
+    s.inputs.clear();
+    s.params.clear();
+    for (const TensorDecl& input : problem.spec().inputs)
+      s.inputs.push_back(tensors.get(input.name));
+    for (const ParamDecl& param : problem.spec().params)
+      s.params.push_back(tensors.get(param.name));
+    return Status::ok();
+  }
+
   Status generate(int set, const ProblemInstance& problem, GeneratorKey key) override {
     log.push_back("generate " + std::to_string(set) + " trial " + std::to_string(key.trial));
     generated.push_back(key);

@@ -1,4 +1,4 @@
-#include "cli/problem_lint.h"
+#include "common/problem_lint.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,7 +12,7 @@
 
 #include "common/tensor_generator.h"
 
-namespace kb::cli {
+namespace kb {
 namespace {
 
 constexpr uint64_t kRedrawSeedOffset = 1000;  // the seed of a redrawn tensor: far from the runs'
@@ -34,7 +34,8 @@ double worst_ratio(const HostTensor<double>& reference, Tolerance tol, F candida
   for (size_t i = 0; i < reference.data.size(); ++i) {
     const double r = reference.data[i];
     const double ratio = std::abs(candidate(i, r) - r) / (tol.atol + tol.rtol * std::abs(r));
-    if (!(ratio <= worst)) worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
+    if (!(ratio <= worst))
+      worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
   }
   return worst;
 }
@@ -64,7 +65,9 @@ std::string describe(const std::string& cheat) {
   return "the reference computed from TF32-rounded operands";
 }
 
-bool constant_init(ParamInit init) { return init == ParamInit::kOnes || init == ParamInit::kZeros; }
+bool constant_init(ParamInit init) {
+  return init == ParamInit::kOnes || init == ParamInit::kZeros;
+}
 
 // `name` redrawn alone: an independent draw, or original + U(-0.5, 0.5) for a constant init.
 HostTensor<float> redraw(const ProblemInstance& p, const std::string& name, bool is_param,
@@ -113,7 +116,7 @@ void add_findings(LintReport& r, Tolerance tol) {
     const bool trivial = c.name == "zeros" || c.name == "constant";
     // A TF32 or half-precision kernel passing a strict-fp32 problem is medium; the output merely
     // rounded to TF32 (10 bits) passing is expected of any check looser than ~1e-3 relative: low.
-    const Severity s = trivial                    ? Severity::kHigh
+    const Severity s = trivial                   ? Severity::kHigh
                        : c.name == "tf32 output" ? Severity::kLow
                                                  : Severity::kMedium;
     add(s, describe(c.name) + " passes the tolerance at every seed" +
@@ -133,11 +136,13 @@ void add_findings(LintReport& r, Tolerance tol) {
       add(s.is_param ? Severity::kMedium : Severity::kHigh,
           what + " does not change the output beyond the tolerance: a kernel may ignore it");
     } else if (s.changed_share < kBarelyChangedShare) {
-      add(Severity::kLow, what + format(" changes only %.3g%% of the outputs", 100 * s.changed_share));
+      add(Severity::kLow,
+          what + format(" changes only %.3g%% of the outputs", 100 * s.changed_share));
     }
     if (s.constant_init && s.changed_share > 0) {
-      add(Severity::kLow, what + " is ones/zeros at every seed, so a kernel that hard-codes it "
-                                 "passes, though the output depends on it");
+      add(Severity::kLow, what +
+                              " is ones/zeros at every seed, so a kernel that hard-codes it "
+                              "passes, though the output depends on it");
     }
   }
 }
@@ -146,10 +151,14 @@ void add_findings(LintReport& r, Tolerance tol) {
 
 const char* severity_name(Severity severity) {
   switch (severity) {
-    case Severity::kInfo: return "info";
-    case Severity::kLow: return "low";
-    case Severity::kMedium: return "medium";
-    case Severity::kHigh: return "high";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kLow:
+      return "low";
+    case Severity::kMedium:
+      return "medium";
+    case Severity::kHigh:
+      return "high";
   }
   return "?";
 }
@@ -197,7 +206,8 @@ LintReport lint_problem(const ProblemInstance& p, const ReferenceFn& reference, 
       for (double v : out.data) constant_value += v / static_cast<double>(out.data.size());
       add_sensitivity(p, reference, tensors, out, r);
       const HostTensor<double> from_tf32 = reference(p, rounded_operands(tensors));
-      operands.worst_ratio = worst_ratio(out, tol, [&](size_t i, double) { return from_tf32.data[i]; });
+      operands.worst_ratio =
+          worst_ratio(out, tol, [&](size_t i, double) { return from_tf32.data[i]; });
     }
     for (double v : out.data) {
       r.min = std::min(r.min, v);
@@ -222,4 +232,4 @@ LintReport lint_problem(const ProblemInstance& p, const ReferenceFn& reference, 
   return r;
 }
 
-}  // namespace kb::cli
+}  // namespace kb

@@ -1,6 +1,6 @@
 // The problem lint: it must flag a check that trivial outputs pass and inputs a kernel may
 // ignore, and stay quiet where the check is strong.
-#include "cli/problem_lint.h"
+#include "common/problem_lint.h"
 
 #include <gtest/gtest.h>
 
@@ -8,10 +8,11 @@
 #include <cmath>
 #include <string>
 
+#include "cli/problem_lint_report.h"
 #include "common/spec_loader.h"
 #include "kernels/cpu/graph_model.h"
 
-namespace kb::cli {
+namespace kb {
 namespace {
 
 // out = relu(x - 2) with x ~ U[0, 1): every output is zero; y is never read.
@@ -33,7 +34,6 @@ graph:
   - {name: scaled, op: mul, in: [s, scale], out: m}
   - {name: act, op: relu, in: [m], out: out}
 output: out
-source: "..."
 )yaml";
 
 // out = bmm(A, B) with normal operands over K = 64: a strong check.
@@ -52,7 +52,6 @@ parameters: []
 graph:
   - {name: bmm, op: bmm, in: [A, X], out: out}
 output: out
-source: "..."
 )yaml";
 
 LintReport lint(const char* yaml) {
@@ -84,7 +83,7 @@ TEST(ProblemLint, AnAllZeroOutputIsAHighFindingWithEveryInputIgnorable) {
   EXPECT_EQ(sensitivity(r, "y").changed_share, 0);
   EXPECT_TRUE(sensitivity(r, "scale").constant_init);
   EXPECT_EQ(r.worst(), Severity::kHigh);
-  EXPECT_NE(lint_text(r).find("zeros **pass**"), std::string::npos) << lint_text(r);
+  EXPECT_NE(cli::lint_text(r).find("zeros **pass**"), std::string::npos) << cli::lint_text(r);
 }
 
 TEST(ProblemLint, AStrongCheckHasNoFindingAndNoStandInPasses) {
@@ -94,8 +93,8 @@ TEST(ProblemLint, AStrongCheckHasNoFindingAndNoStandInPasses) {
   }
   EXPECT_GT(sensitivity(r, "A").changed_share, 0.9);
   EXPECT_GT(sensitivity(r, "X").changed_share, 0.9);
-  EXPECT_TRUE(r.findings.empty()) << lint_text(r);
-  const std::string md = lint_markdown({r}, "small", "kb problems lint");
+  EXPECT_TRUE(r.findings.empty()) << cli::lint_text(r);
+  const std::string md = cli::lint_markdown({r}, "small", "kb problems lint");
   EXPECT_NE(md.find("| L1_904 |"), std::string::npos) << md;
 }
 
@@ -118,17 +117,36 @@ TEST(ProblemLint, NoSuiteProblemAcceptsATrivialOutputOrIgnoresAnInput) {
   }
 }
 
+// kb-executor --lint hands its report to `kb` as JSON: every field comes back, an infinite worst
+// ratio (a NaN in the reference) included.
+TEST(ProblemLint, TheReportSurvivesJsonWithInfiniteRatios) {
+  LintReport r = lint(kDead);
+  r.cheats.push_back({.name = "nan", .worst_ratio = INFINITY});
+  const Result<LintReport> back = lint_report_from_json(nlohmann::json::parse(to_json(r).dump()));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(to_json(back.value()), to_json(r));
+  EXPECT_EQ(back->cheats.back().worst_ratio, INFINITY);
+  EXPECT_EQ(back->worst(), Severity::kHigh);
+  EXPECT_EQ(cli::lint_text(back.value()), cli::lint_text(r));
+}
+
+TEST(ProblemLint, AReportWithoutItsFieldsIsAnErrorNotAnEmptyReport) {
+  const Result<LintReport> back = lint_report_from_json({{"id", "L1_001"}});
+  ASSERT_FALSE(back.is_ok());
+  EXPECT_NE(back.status().message().find("lint report"), std::string::npos);
+}
+
 TEST(ProblemLint, RoundingKeepsTenMantissaBitsToNearestEven) {
   EXPECT_EQ(round_to_tf32(1.0f), 1.0f);
-  EXPECT_EQ(round_to_tf32(1.0f + 0x1p-11f), 1.0f);                  // a tie rounds to even
+  EXPECT_EQ(round_to_tf32(1.0f + 0x1p-11f), 1.0f);  // a tie rounds to even
   EXPECT_EQ(round_to_tf32(1.0f + 0x1p-11f + 0x1p-20f), 1.0f + 0x1p-10f);
   EXPECT_NEAR(round_to_tf32(1.0e30f), 1.0e30f, 1.0e30f * 0x1p-11f);  // fp32's range, not fp16's
-  EXPECT_EQ(round_to_fp16(70000.0f), INFINITY);                     // past fp16's range
+  EXPECT_EQ(round_to_fp16(70000.0f), INFINITY);                      // past fp16's range
   EXPECT_EQ(round_to_fp16(65504.0f), 65504.0f);
-  EXPECT_EQ(round_to_fp16(0x1p-25f), 0.0f);                         // below half the step
-  EXPECT_EQ(round_to_fp16(3 * 0x1p-24f), 3 * 0x1p-24f);             // subnormals are multiples
+  EXPECT_EQ(round_to_fp16(0x1p-25f), 0.0f);              // below half the step
+  EXPECT_EQ(round_to_fp16(3 * 0x1p-24f), 3 * 0x1p-24f);  // subnormals are multiples
   EXPECT_TRUE(std::isnan(round_to_tf32(NAN)));
 }
 
 }  // namespace
-}  // namespace kb::cli
+}  // namespace kb
