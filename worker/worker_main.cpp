@@ -136,7 +136,12 @@ kb::Result<std::unique_ptr<kb::WorkerSession>> make_session(zmq::context_t& cont
   kb::SessionConfig config;
   config.name = name;
   config.endpoint = o.coordinator;
-  config.device = identity["device"];
+  auto device = kb::wire::DeviceIdentity::from_body(identity["device"]);
+  if (!device.is_ok()) {
+    return kb::Status::internal("the device that kb-executor --describe printed: " +
+                                device.status().message());
+  }
+  config.device = std::move(device).value();
   config.software = identity["software"];
   config.host = hostname();
   config.needs_packs = o.device != "sim";
