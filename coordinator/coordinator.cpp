@@ -207,13 +207,7 @@ void Coordinator::send_to_client(const std::string& routing_id, const wire::Mess
 }
 
 void Coordinator::flush_outbox() {
-  for (OutgoingMessage& m : scheduler_.take_messages()) {
-    if (m.message.type == wire::MessageType::kJob) {  // the spec the job was scheduled against
-      auto hash = spec_hashes_.find(m.message.body.value("problem", std::string()));
-      if (hash != spec_hashes_.end()) m.message.body["spec_hash"] = hash->second;
-    }
-    send_to_worker(m.routing_id, m.message);
-  }
+  for (OutgoingMessage& m : scheduler_.take_messages()) send_to_worker(m.routing_id, m.message);
 }
 
 // One batch on the database thread at a time; everything that happens meanwhile goes into the
@@ -259,8 +253,13 @@ void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
                  batch->results.size(), status.to_string().c_str());
     for (const Dispatch& d : dispatches) scheduler_.lease_not_stored(d.token);
   } else {
-    for (const Dispatch& d : dispatches) {
-      if (scheduler_.send_or_requeue(d.token)) send_to_worker(d.routing_id, d.message);
+    for (Dispatch& d : dispatches) {
+      if (!scheduler_.send_or_requeue(d.token)) continue;
+      // The spec the job was scheduled against (schemas/protocol.md, JOB).
+      if (auto hash = spec_hashes_.find(d.job.problem); hash != spec_hashes_.end()) {
+        d.job.spec_hash = hash->second;
+      }
+      send_to_worker(d.routing_id, wire::to_message(d.job));
     }
     uint64_t inserted = 0;
     std::vector<int64_t> to_check;  // new real (not sim) results: regression detection
@@ -312,10 +311,8 @@ void Coordinator::check_regressions(std::vector<int64_t> job_ids) {
 void Coordinator::send_ack(int64_t worker_id, int64_t job_id, int attempt) {
   const std::string routing_id = scheduler_.routing_id_of(worker_id);
   if (routing_id.empty()) return;  // gone: it resends after reconnecting and is acked then
-  wire::Message ack;
-  ack.type = wire::MessageType::kAck;
-  ack.body = {{"job_id", job_id}, {"attempt", attempt}};
-  send_to_worker(routing_id, ack);
+  send_to_worker(routing_id,
+                 wire::to_message(wire::AckMessage{.job_id = job_id, .attempt = attempt}));
 }
 
 void Coordinator::reject_result(const std::string& routing_id, int64_t job_id, int attempt,
@@ -323,10 +320,7 @@ void Coordinator::reject_result(const std::string& routing_id, int64_t job_id, i
   metrics_.count_result_rejected(reason);
   KB_LOGF_WARN("rejected a RESULT for job %lld attempt %d from %s: %s", static_cast<long long>(job_id), attempt,
                routing_id.c_str(), reason.c_str());
-  wire::Message ack;
-  ack.type = wire::MessageType::kAck;
-  ack.body = {{"job_id", job_id}, {"attempt", attempt}, {"rejected", reason}};
-  send_to_worker(routing_id, ack);
+  send_to_worker(routing_id, wire::to_message(wire::AckMessage{job_id, attempt, reason}));
 }
 
 // --- timers, drain, HTTP ------------------------------------------------------------------------
