@@ -53,13 +53,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
     KB_LOGF_WARN("problem catalog %s: %s", dir.c_str(),
                  c->catalog_error_.c_str());
   }
-  auto epoch = store->database_epoch();
-  if (!epoch.is_ok()) return epoch.status();
-  c->epoch_ = std::move(epoch).value();
-  auto open_jobs = store->load_open_jobs();
-  if (!open_jobs.is_ok()) return open_jobs.status();
-  KB_LOGF_INFO("%zu open jobs loaded", open_jobs->size());
-  c->scheduler_.load(std::move(open_jobs.value()));
+  KB_ASSIGN_OR_RETURN(c->epoch_, store->database_epoch());
+  KB_ASSIGN_OR_RETURN(auto open_jobs, store->load_open_jobs());
+  KB_LOGF_INFO("%zu open jobs loaded", open_jobs.size());
+  c->scheduler_.load(std::move(open_jobs));
   KB_TRY(c->open_sockets());
   KB_TRY(c->write_endpoints_file());
   c->db_ = std::make_unique<DbThread>(std::move(store), c->config_.db);
@@ -90,13 +87,12 @@ Status Coordinator::open_sockets() {
     }
     if (curve) {
       if (!curve::curve_available()) return Status::failed_precondition("libzmq lacks CURVE");
-      auto keys = curve::load_key_file(config_.curve_secret_key_file, /*require_secret=*/true);
-      if (!keys.is_ok()) return keys.status();
-      auto allowed = load_allow_lists(config_.allow_lists);
-      if (!allowed.is_ok()) return allowed.status();
-      zap_ = std::make_unique<ZapHandler>(zmq_context_, std::move(allowed.value()));
-      curve::configure_server(workers_, keys.value(), kWorkersDomain);
-      curve::configure_server(clients_, keys.value(), kClientsDomain);
+      KB_ASSIGN_OR_RETURN(
+          auto keys, curve::load_key_file(config_.curve_secret_key_file, /*require_secret=*/true));
+      KB_ASSIGN_OR_RETURN(auto allowed, load_allow_lists(config_.allow_lists));
+      zap_ = std::make_unique<ZapHandler>(zmq_context_, std::move(allowed));
+      curve::configure_server(workers_, keys, kWorkersDomain);
+      curve::configure_server(clients_, keys, kClientsDomain);
     }
     workers_.bind(config_.workers_bind);
     clients_.bind(config_.clients_bind);
@@ -108,14 +104,12 @@ Status Coordinator::open_sockets() {
   if (!config_.dashboard_db.empty()) {
     dashboard_ = std::make_unique<Dashboard>(DashboardConfig{.db_url = config_.dashboard_db});
   }
-  auto http = HttpEndpoint::bind_async(
-      io_, config_.http_bind,
-      [this](const std::string& target, HttpEndpoint::Respond respond) {
-        on_http_request(target, std::move(respond));
-      },
-      config_.http_token);
-  if (!http.is_ok()) return http.status();
-  http_ = std::move(http.value());
+  KB_ASSIGN_OR_RETURN(http_, HttpEndpoint::bind_async(
+                                 io_, config_.http_bind,
+                                 [this](const std::string& target, HttpEndpoint::Respond respond) {
+                                   on_http_request(target, std::move(respond));
+                                 },
+                                 config_.http_token));
   endpoints_.http = http_->address();
   return Status::ok();
 }
@@ -283,12 +277,8 @@ void Coordinator::check_regressions(std::vector<int64_t> job_ids) {
   auto open = std::make_shared<int64_t>(-1);
   db_->submit(
       [job_ids = std::move(job_ids), flagged, open](JobStore& store) -> Status {
-        Result<int> f = store.detect_regressions(job_ids);
-        if (!f.is_ok()) return f.status();
-        *flagged = f.value();
-        Result<int64_t> o = store.open_regressions();
-        if (!o.is_ok()) return o.status();
-        *open = o.value();
+        KB_ASSIGN_OR_RETURN(*flagged, store.detect_regressions(job_ids));
+        KB_ASSIGN_OR_RETURN(*open, store.open_regressions());
         return Status::ok();
       },
       [this, flagged, open](const Status& status) {

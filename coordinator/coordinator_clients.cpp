@@ -107,9 +107,8 @@ Status create_submitted_run(JobStore& store, SubmitRequest& req, SubmitOutcome& 
                                run.commit_sha, nlohmann::json::object()},
                               req.payload));
     } else {
-      Result<bool> have = store.has_pack(run.pack_hash);
-      if (!have.is_ok()) return have.status();
-      if (!have.value()) {
+      KB_ASSIGN_OR_RETURN(bool have, store.has_pack(run.pack_hash));
+      if (!have) {
         out.error_code = "unknown_pack";
         out.error_message = "the coordinator has no pack " + run.pack_hash + ": send its bytes";
         return Status::ok();
@@ -121,16 +120,13 @@ Status create_submitted_run(JobStore& store, SubmitRequest& req, SubmitOutcome& 
     for (NewJob& job : run.jobs) {
       const auto key = std::make_pair(job.problem_id, job.gpu_model.value_or(""));
       if (!predicted.count(key)) {
-        Result<double> ms = store.predicted_wall_ms(job.problem_id, job.preset, key.second);
-        if (!ms.is_ok()) return ms.status();
-        predicted[key] = ms.value();
+        KB_ASSIGN_OR_RETURN(predicted[key],
+                            store.predicted_wall_ms(job.problem_id, job.preset, key.second));
       }
       job.predicted_ms = predicted[key];
     }
   }
-  Result<std::vector<JobRecord>> jobs = store.create_run(run, &out.run_id);
-  if (!jobs.is_ok()) return jobs.status();
-  out.jobs = std::move(jobs.value());
+  KB_ASSIGN_OR_RETURN(out.jobs, store.create_run(run, &out.run_id));
   return Status::ok();
 }
 
@@ -275,9 +271,7 @@ void Coordinator::on_query(const std::string& routing_id, const nlohmann::json& 
   auto request = std::make_shared<const nlohmann::json>(body);
   db_->submit(
       [hash, have](JobStore& store) -> Status {
-        Result<bool> r = store.has_pack(hash);
-        if (!r.is_ok()) return r.status();
-        *have = r.value();
+        KB_ASSIGN_OR_RETURN(*have, store.has_pack(hash));
         return Status::ok();
       },
       [this, routing_id, have, request](const Status& status) {
@@ -300,9 +294,7 @@ void Coordinator::on_cancel(const std::string& routing_id, const Peer& peer,
   auto request = std::make_shared<const nlohmann::json>(body);
   db_->submit(
       [run_id, owner](JobStore& store) -> Status {
-        Result<std::string> r = store.run_submitter(run_id);
-        if (!r.is_ok()) return r.status();
-        *owner = r.value();
+        KB_ASSIGN_OR_RETURN(*owner, store.run_submitter(run_id));
         return Status::ok();
       },
       [this, routing_id, run_id, owner, request, peer](const Status& status) {
@@ -329,9 +321,8 @@ void Coordinator::cancel_run(const std::string& routing_id, int64_t run_id,
   auto cancelled = std::make_shared<size_t>(0);
   db_->submit(
       [run_id, cancelled](JobStore& store) -> Status {
-        Result<std::vector<int64_t>> r = store.cancel_run(run_id);
-        if (!r.is_ok()) return r.status();
-        *cancelled = r->size();
+        KB_ASSIGN_OR_RETURN(const std::vector<int64_t> job_ids, store.cancel_run(run_id));
+        *cancelled = job_ids.size();
         return Status::ok();
       },
       [this, routing_id, run_id, cancelled, request](const Status& status) {

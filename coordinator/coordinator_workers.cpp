@@ -147,9 +147,7 @@ void Coordinator::on_ready(const std::string& routing_id, const Peer& peer,
   const std::vector<InFlight>& in_flight = ready.in_flight;
   db_->submit(
       [identity = *identity, worker_id](JobStore& store) -> Status {
-        Result<int64_t> id = store.upsert_worker(identity);
-        if (!id.is_ok()) return id.status();
-        *worker_id = id.value();
+        KB_ASSIGN_OR_RETURN(*worker_id, store.upsert_worker(identity));
         return Status::ok();
       },
       [this, routing_id, identity = *identity, in_flight, worker_id](const Status& status) {
