@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/curve_keys.h"
+#include "common/protocol_messages.h"
 #include "common/zmq_messaging.h"
 
 namespace kb::cli {
@@ -23,9 +24,11 @@ std::string seconds_text(std::chrono::milliseconds timeout) {
   return text;
 }
 
-Status error_reply_status(const nlohmann::json& body) {
-  const std::string message = "coordinator: " + body.value("message", std::string("error"));
-  const std::string code = body.value("code", std::string());
+Status error_reply_status(const wire::Message& reply) {
+  Result<wire::ErrorMessage> error = wire::from_message<wire::ErrorMessage>(reply);
+  if (!error.is_ok()) return Status::internal("coordinator: " + error.status().message());
+  const std::string message = "coordinator: " + error->message;
+  const std::string& code = error->code;
   if (code == "bad_request") return Status::invalid_argument(message);
   if (code == "unknown_pack") return Status::not_found(message);
   // Our key's role may not do this (docs/security.md): say so, not "internal".
@@ -130,7 +133,7 @@ Result<wire::Message> FleetClient::request(wire::Message message,
       wire::Message& reply = received->decoded.message;
       if (reply.body.value("request_id", std::string()) != request_id) continue;
       if (reply.type == wire::MessageType::kReply) return std::move(reply);
-      if (reply.type == wire::MessageType::kError) return error_reply_status(reply.body);
+      if (reply.type == wire::MessageType::kError) return error_reply_status(reply);
     }
   }
   return Status::io_error("coordinator at " + endpoint_ + " did not answer within " +

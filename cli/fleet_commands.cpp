@@ -11,6 +11,7 @@
 #include "cli/submit_command.h"
 #include "cli/watch_command.h"
 #include "common/curve_keys.h"
+#include "common/protocol_messages.h"
 
 namespace kb::cli {
 namespace {
@@ -100,9 +101,8 @@ void add_workers(CLI::App& app) {
   c->callback([o, control] {
     if (!control->first.empty()) {
       auto client = connect_or_fail(resolve_or_fail(o->fleet, Needs::kCoordinator));
-      wire::Message m{wire::MessageType::kWorkerControl,
-                      {{"action", control->first}, {"worker", control->second}}, {}};
-      auto reply = client->request(std::move(m), request_timeout(o->fleet));
+      const wire::WorkerControlMessage m{.action = control->first, .worker = control->second};
+      auto reply = client->request(wire::to_message(m), request_timeout(o->fleet));
       if (!reply.is_ok()) fail(reply.status());
       if (o->fleet.json) {
         nlohmann::json body = reply->body;
@@ -132,8 +132,8 @@ void add_cancel(CLI::App& app) {
   add_fleet_options(c, o->fleet, Needs::kCoordinator);
   c->callback([o] {
     auto client = connect_or_fail(resolve_or_fail(o->fleet, Needs::kCoordinator));
-    wire::Message cancel{wire::MessageType::kCancel, {{"run_id", o->run_id}}, {}};
-    auto reply = client->request(std::move(cancel), request_timeout(o->fleet));
+    const wire::CancelMessage cancel{o->run_id};
+    auto reply = client->request(wire::to_message(cancel), request_timeout(o->fleet));
     if (!reply.is_ok()) fail(reply.status());
     nlohmann::json body = reply->body;
     body.erase("request_id");

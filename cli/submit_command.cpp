@@ -16,6 +16,7 @@
 #include "cli/pack_file.h"
 #include "cli/watch_command.h"
 #include "common/job_result.h"
+#include "common/protocol_messages.h"
 #include "common/spec_loader.h"
 
 namespace kb::cli {
@@ -104,23 +105,27 @@ std::string default_submitter() {
   return (user.empty() ? std::string("unknown") : user) + "@" + host;
 }
 
-nlohmann::json submit_body(const SubmitOptions& o, const RunContent& content, const std::string& pack_hash) {
-  nlohmann::json body = {
-      // `problems` is a string for the codec: the resolved ids, comma-separated (a suite's
-      // members are resolved here, so the coordinator does not need our catalog's suites).
-      {"problems", join(content.ids, ",")}, {"preset", o.preset},
-      {"gpu_models", o.gpu_models},         {"pack", pack_hash},
-      {"submitted_by", o.submitted_by},     {"seed", o.seed},
-      {"max_attempts", o.max_attempts}};
-  if (!content.suite.empty()) body["suite"] = content.suite;
-  if (o.time_cap > 0) body["time_cap_s"] = o.time_cap;
-  if (o.trials >= 0) body["trials"] = o.trials;
-  if (o.job_timeout > 0) body["job_timeout_s"] = o.job_timeout;
-  if (!content.sim_jobs.empty()) body["sim_jobs"] = content.sim_jobs;
-  if (!o.commit.empty()) body["commit_sha"] = o.commit;
-  if (!o.branch.empty()) body["branch"] = o.branch;
-  if (!o.commit_time.empty()) body["commit_time"] = o.commit_time;
-  return body;
+wire::SubmitMessage submit_message(const SubmitOptions& o, const RunContent& content,
+                                   const std::string& pack_hash) {
+  wire::SubmitMessage m{
+      // The resolved ids, comma-separated (a suite's members are resolved here, so the
+      // coordinator does not need our catalog's suites).
+      .problems = join(content.ids, ","),
+      .suite = content.suite,
+      .preset = o.preset,
+      .gpu_models = o.gpu_models,
+      .commit_sha = o.commit,
+      .branch = o.branch,
+      .commit_time = o.commit_time,
+      .pack = pack_hash,
+      .submitted_by = o.submitted_by,
+      .seed = o.seed,
+      .time_cap_s = o.time_cap,
+      .max_attempts = o.max_attempts};
+  if (o.trials >= 0) m.trials = o.trials;
+  if (o.job_timeout > 0) m.job_timeout_s = o.job_timeout;
+  if (!content.sim_jobs.empty()) m.sim_jobs = content.sim_jobs;
+  return m;
 }
 
 std::optional<PackFile> load_pack(const SubmitOptions& o, bool sim_run) {
@@ -136,15 +141,15 @@ std::optional<PackFile> load_pack(const SubmitOptions& o, bool sim_run) {
 }
 
 // Asks whether the coordinator has the pack (QUERY {what: pack}); sends it along only if not.
-nlohmann::json submit_run(FleetClient& client, const SubmitOptions& o, nlohmann::json body,
-                   const std::optional<PackFile>& pack) {
+wire::SubmitReply submit_run(FleetClient& client, const SubmitOptions& o,
+                             const wire::SubmitMessage& run, const std::optional<PackFile>& pack) {
   // The coordinator stores every job of the run in one transaction before it answers: allow 1 s
   // per 10,000 jobs on top (a 120,000-job sim run took ~12 s on two busy cores).
-  const size_t jobs = body.contains("sim_jobs") ? body["sim_jobs"].size() : 0;
-  wire::Message submit{wire::MessageType::kSubmit, std::move(body), {}};
+  const size_t jobs = run.sim_jobs ? run.sim_jobs->size() : 0;
+  wire::Message submit = wire::to_message(run);
   if (pack) {
-    auto have = client.request({wire::MessageType::kQuery, {{"what", "pack"}, {"pack", pack->sha256}}, {}},
-                               request_timeout(o.fleet));
+    const wire::QueryMessage query{.what = "pack", .pack = pack->sha256};
+    auto have = client.request(wire::to_message(query), request_timeout(o.fleet));
     if (!have.is_ok()) fail(kExitFailure, have.status().message());
     if (!have->body.value("have", false)) submit.payload = pack->bytes;
   }
@@ -157,19 +162,15 @@ nlohmann::json submit_run(FleetClient& client, const SubmitOptions& o, nlohmann:
     reply = client.request(submit, timeout + std::chrono::milliseconds(pack->bytes.size() / 10000));
   }
   if (!reply.is_ok()) fail(reply.status());
-  if (!reply->body.contains("run_id") || !reply->body["run_id"].is_number_integer()) {
-    fail(kExitFailure, "the coordinator's reply has no run_id: " + reply->body.dump());
+  Result<wire::SubmitReply> answer = wire::SubmitReply::from_body(reply->body);
+  if (!answer.is_ok()) {
+    fail(kExitFailure, "the coordinator's reply to SUBMIT: " + answer.status().message() + ": " +
+                           reply->body.dump());
   }
-  return reply->body;
+  return answer.value();
 }
 
 void run_submit(SubmitOptions o) {
-  // The fleet's verification policy (docs/verification.md): its verdicts need >= 3 trials.
-  if (o.trials >= 0 && o.trials < kMinVerifiedTrials) {
-    fail(kExitUsage, "--trials " + std::to_string(o.trials) + ": the fleet runs at least " +
-                         std::to_string(kMinVerifiedTrials) + " correctness trials per job (kb bench runs fewer "
-                         "locally, labelled unverified)");
-  }
   if (o.gate.gate && !o.wait) fail(kExitUsage, "--gate needs --wait (it gates the finished run)");
   if (Status s = check_gate_flags(o.gate); !s.is_ok()) fail(kExitUsage, s.message());
   const RunContent content = resolve_content(o);
@@ -183,14 +184,15 @@ void run_submit(SubmitOptions o) {
   }
   if (o.submitted_by.empty()) o.submitted_by = default_submitter();
   if (o.seed == 0) o.seed = (uint64_t{std::random_device{}()} << 21 ^ std::random_device{}()) & ((uint64_t{1} << 53) - 1);
+  const wire::SubmitMessage run = submit_message(o, content, pack ? pack->sha256 : "");
+  // The coordinator's own rules (the fleet's verification policy among them), before a round trip.
+  if (Status s = wire::submit_rules(run); !s.is_ok()) fail(kExitUsage, s.message());
   auto client = connect_or_fail(config);
-  const nlohmann::json body = submit_body(o, content, pack ? pack->sha256 : "");
-  const nlohmann::json reply = submit_run(*client, o, body, pack);
-  const int64_t run_id = reply["run_id"].get<int64_t>();
+  const wire::SubmitReply reply = submit_run(*client, o, run, pack);
+  const int64_t run_id = reply.run_id;
   const size_t expected = content.sim_jobs.empty() ? content.ids.size() * std::max<size_t>(1, o.gpu_models.size())
                                                    : content.sim_jobs.size();
-  const int64_t jobs = reply.contains("jobs") && reply["jobs"].is_number_integer() ? reply["jobs"].get<int64_t>()
-                                                                                  : static_cast<int64_t>(expected);
+  const int64_t jobs = reply.jobs > 0 ? reply.jobs : static_cast<int64_t>(expected);
   const std::string what = !content.suite.empty() ? content.suite
                            : content.sim_jobs.empty() ? "problem list" : "sim jobs";
   std::fprintf(o.fleet.json ? stderr : stdout, "submitted run %lld: %lld job%s (%s, preset %s%s%s)\n",
@@ -198,7 +200,9 @@ void run_submit(SubmitOptions o) {
                o.commit.empty() ? "" : ", commit ", o.commit.substr(0, 10).c_str());
   if (!o.wait) {
     if (o.fleet.json) {
-      std::printf("%s\n", nlohmann::json{{"run_id", run_id}, {"jobs", jobs}, {"pack", body["pack"]}}.dump(1).c_str());
+      std::printf(
+          "%s\n",
+          nlohmann::json{{"run_id", run_id}, {"jobs", jobs}, {"pack", run.pack}}.dump(1).c_str());
     } else {
       std::printf("follow it with `kb watch %lld`; results with `kb results %lld`\n",
                   static_cast<long long>(run_id), static_cast<long long>(run_id));
@@ -280,8 +284,8 @@ void add_submit_command(CLI::App& app) {
                      "its predicted time and the time cap, at least 55 s)")
       ->check(CLI::PositiveNumber);
   submit->add_option("--trials", o->trials, "Correctness trials per job, >= 3 (default: the worker's)");
-  submit->add_option("--max-attempts", o->max_attempts, "Leases per job before it fails")
-      ->check(CLI::Range(1, 10))->capture_default_str();
+  submit->add_option("--max-attempts", o->max_attempts, "Leases per job before it fails (1..10)")
+      ->capture_default_str();
   submit->add_option("--sim-jobs", o->sim_jobs, "Sim jobs for the benchmark: N:MS or a file of ms values");
   submit->add_option("--problems-dir", o->problems_dir, "Directory of problem specs")->capture_default_str();
   submit->add_option("--submitted-by", o->submitted_by, "Who submits, on a coordinator without keys (default: $USER@host); with keys it is the key's name");

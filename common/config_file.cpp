@@ -153,9 +153,7 @@ Status ConfigSchema::apply(const std::string& path, bool path_is_explicit,
   std::map<std::string, std::string> file;
   std::error_code ec;
   if (!path.empty() && std::filesystem::exists(path, ec)) {
-    auto values = read_yaml(path);
-    if (!values.is_ok()) return values.status();
-    file = std::move(values).value();
+    KB_ASSIGN_OR_RETURN(file, read_yaml(path));
   } else if (path_is_explicit) {
     return Status::not_found("config file " + path + " does not exist");
   }

@@ -81,9 +81,8 @@ Result<HostTensor<double>> read_npy(const std::string& path) {
   const bool is_f8 = header.find("'<f8'") != std::string::npos;
   const bool is_f4 = header.find("'<f4'") != std::string::npos;
   if (!is_f8 && !is_f4) return Status::invalid_argument(path + ": expected dtype <f4 or <f8");
-  Result<Shape> shape = parse_shape(header, path);
-  if (!shape.is_ok()) return shape.status();
-  HostTensor<double> tensor(shape.value());
+  KB_ASSIGN_OR_RETURN(Shape shape, parse_shape(header, path));
+  HostTensor<double> tensor(shape);
   const size_t n = tensor.data.size();
   if (is_f8) {
     in.read(reinterpret_cast<char*>(tensor.data.data()), static_cast<std::streamsize>(n * 8));

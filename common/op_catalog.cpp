@@ -239,15 +239,13 @@ Result<OpOutput> infer_broadcast(const OpCall& call) {
 
 Result<OpOutput> infer_mean(const OpCall& call) {
   const Shape& x = call.inputs[0];
-  Result<std::vector<int64_t>> dims = call.ints("dims");
-  if (!dims.is_ok()) return dims.status();
-  if (dims->empty()) return bad_attr("dims", "at least one dim", "[]");
+  KB_ASSIGN_OR_RETURN(std::vector<int64_t> dims, call.ints("dims"));
+  if (dims.empty()) return bad_attr("dims", "at least one dim", "[]");
   std::set<int64_t> reduced;
-  for (int64_t dim : dims.value()) {
-    Result<int64_t> d = normalize_dim(dim, x.size(), "dims");
-    if (!d.is_ok()) return d.status();
-    if (!reduced.insert(d.value()).second) {
-      return bad_attr("dims", "distinct dims", list_to_string(dims.value()));
+  for (int64_t dim : dims) {
+    KB_ASSIGN_OR_RETURN(int64_t d, normalize_dim(dim, x.size(), "dims"));
+    if (!reduced.insert(d).second) {
+      return bad_attr("dims", "distinct dims", list_to_string(dims));
     }
   }
   const bool keepdim = call.flag("keepdim");
@@ -265,10 +263,8 @@ Result<OpOutput> infer_mean(const OpCall& call) {
 Result<OpOutput> infer_softmax(const OpCall& call) {
   const Shape& x = call.inputs[0];
   if (x.empty()) return bad_input(call, 0, "a tensor of rank >= 1");
-  Result<int64_t> dim = call.int_attr("dim");
-  if (!dim.is_ok()) return dim.status();
-  Result<int64_t> d = normalize_dim(dim.value(), x.size(), "dim");
-  if (!d.is_ok()) return d.status();
+  KB_ASSIGN_OR_RETURN(int64_t dim, call.int_attr("dim"));
+  KB_TRY(normalize_dim(dim, x.size(), "dim").status());
   return elementwise(x, kCostSoftmax);
 }
 
@@ -321,12 +317,11 @@ Result<OpOutput> infer_group_norm(const OpCall& call) {
   const Shape& x = call.inputs[0];
   if (x.size() < 2) return bad_input(call, 0, "(N, C, *S) of rank >= 2");
   if (Status s = check_eps(call); !s.is_ok()) return s;
-  Result<int64_t> groups = call.int_attr("num_groups");
-  if (!groups.is_ok()) return groups.status();
-  if (groups.value() < 1) {
-    return bad_attr("num_groups", "an integer >= 1", std::to_string(groups.value()));
+  KB_ASSIGN_OR_RETURN(int64_t groups, call.int_attr("num_groups"));
+  if (groups < 1) {
+    return bad_attr("num_groups", "an integer >= 1", std::to_string(groups));
   }
-  if (Status s = check_groups_divide(x[1], "x's channel count C", groups.value()); !s.is_ok()) {
+  if (Status s = check_groups_divide(x[1], "x's channel count C", groups); !s.is_ok()) {
     return s;
   }
   if (Status s = check_channel_vector(call, 1, x[1]); !s.is_ok()) return s;
@@ -354,51 +349,46 @@ Result<OpOutput> infer_layer_norm(const OpCall& call) {
 Result<OpOutput> infer_channel_shuffle(const OpCall& call) {
   const Shape& x = call.inputs[0];
   if (x.size() < 3) return bad_input(call, 0, "(N, C, *S) of rank >= 3");
-  Result<int64_t> groups = call.int_attr("groups");
-  if (!groups.is_ok()) return groups.status();
-  if (groups.value() < 1)
-    return bad_attr("groups", "an integer >= 1", std::to_string(groups.value()));
-  if (Status s = check_groups_divide(x[1], "x's channel count C", groups.value()); !s.is_ok()) {
+  KB_ASSIGN_OR_RETURN(int64_t groups, call.int_attr("groups"));
+  if (groups < 1) return bad_attr("groups", "an integer >= 1", std::to_string(groups));
+  if (Status s = check_groups_divide(x[1], "x's channel count C", groups); !s.is_ok()) {
     return s;
   }
   return OpOutput{x, 0};
 }
 
 Result<OpOutput> infer_reshape(const OpCall& call) {
-  Result<std::vector<int64_t>> shape = call.ints("shape");
-  if (!shape.is_ok()) return shape.status();
-  for (int64_t extent : shape.value()) {
-    if (extent < 1) return bad_attr("shape", "every entry >= 1", list_to_string(shape.value()));
+  KB_ASSIGN_OR_RETURN(std::vector<int64_t> shape, call.ints("shape"));
+  for (int64_t extent : shape) {
+    if (extent < 1) return bad_attr("shape", "every entry >= 1", list_to_string(shape));
   }
-  const Shape out(shape->begin(), shape->end());
+  const Shape out(shape.begin(), shape.end());
   if (element_count(out) != element_count(call.inputs[0])) {
     return bad_attr(
         "shape",
         "a shape of " + std::to_string(element_count(call.inputs[0])) +
             " elements like the input " + shape_to_string(call.inputs[0]),
-        list_to_string(shape.value()) + " (" + std::to_string(element_count(out)) + " elements)");
+        list_to_string(shape) + " (" + std::to_string(element_count(out)) + " elements)");
   }
   return OpOutput{out, 0};
 }
 
 Result<OpOutput> infer_permute(const OpCall& call) {
   const Shape& x = call.inputs[0];
-  Result<std::vector<int64_t>> dims = call.ints("dims");
-  if (!dims.is_ok()) return dims.status();
+  KB_ASSIGN_OR_RETURN(std::vector<int64_t> dims, call.ints("dims"));
   const std::string expected = "a permutation of 0.." +
                                std::to_string(static_cast<int64_t>(x.size()) - 1) +
                                " (x has rank " + std::to_string(x.size()) + ")";
-  if (dims->size() != x.size()) return bad_attr("dims", expected, list_to_string(dims.value()));
+  if (dims.size() != x.size()) return bad_attr("dims", expected, list_to_string(dims));
   std::vector<bool> seen(x.size(), false);
   Shape out;
-  for (int64_t dim : dims.value()) {
-    Result<int64_t> d = normalize_dim(dim, x.size(), "dims");
-    if (!d.is_ok()) return d.status();
-    if (seen[static_cast<size_t>(d.value())]) {
-      return bad_attr("dims", expected, list_to_string(dims.value()));
+  for (int64_t dim : dims) {
+    KB_ASSIGN_OR_RETURN(int64_t d, normalize_dim(dim, x.size(), "dims"));
+    if (seen[static_cast<size_t>(d)]) {
+      return bad_attr("dims", expected, list_to_string(dims));
     }
-    seen[static_cast<size_t>(d.value())] = true;
-    out.push_back(x[static_cast<size_t>(d.value())]);
+    seen[static_cast<size_t>(d)] = true;
+    out.push_back(x[static_cast<size_t>(d)]);
   }
   return OpOutput{out, 0};
 }
@@ -435,11 +425,10 @@ Status check_attention_inputs(const OpCall& call) {
 Result<OpOutput> infer_multihead_attention(const OpCall& call) {
   if (Status s = check_attention_inputs(call); !s.is_ok()) return s;
   const Shape& q = call.inputs[0];
-  Result<int64_t> heads = call.int_attr("num_heads");
-  if (!heads.is_ok()) return heads.status();
-  if (heads.value() < 1 || q[2] % heads.value() != 0) {
+  KB_ASSIGN_OR_RETURN(int64_t heads, call.int_attr("num_heads"));
+  if (heads < 1 || q[2] % heads != 0) {
     return bad_attr("num_heads", "an integer >= 1 that divides E = " + std::to_string(q[2]),
-                    std::to_string(heads.value()));
+                    std::to_string(heads));
   }
   const double tokens = static_cast<double>(q[0]);                                 // L
   const double keys = static_cast<double>(call.inputs[1][0]);                      // S
@@ -447,7 +436,7 @@ Result<OpOutput> infer_multihead_attention(const OpCall& call) {
   const double embed = static_cast<double>(q[2]);                                  // E
   const double projection_macs = (2 * tokens + 2 * keys) * batch * embed * embed;  // q,k,v,out
   const double attention_macs = 2 * batch * tokens * keys * embed;                 // QK^T, PV
-  const double softmax = kCostSoftmax * batch * static_cast<double>(heads.value()) * tokens * keys;
+  const double softmax = kCostSoftmax * batch * static_cast<double>(heads) * tokens * keys;
   const double bias_adds = (tokens + 2 * keys) * batch * embed;
   return OpOutput{q, 2 * (projection_macs + attention_macs) + softmax + bias_adds};
 }
@@ -552,12 +541,11 @@ Result<std::vector<int64_t>> OpCall::ints_or(std::string_view attr,
 }
 
 Result<int64_t> OpCall::int_attr(std::string_view attr) const {
-  Result<std::vector<int64_t>> values = ints(attr);
-  if (!values.is_ok()) return values.status();
-  if (values->size() != 1) {
-    return bad_attr(attr, "one integer", list_to_string(values.value()));
+  KB_ASSIGN_OR_RETURN(std::vector<int64_t> values, ints(attr));
+  if (values.size() != 1) {
+    return bad_attr(attr, "one integer", list_to_string(values));
   }
-  return values->front();
+  return values.front();
 }
 
 double OpCall::number(std::string_view attr) const {

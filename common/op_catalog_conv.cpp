@@ -29,16 +29,13 @@ Result<ConvConfig> read_conv_config(const OpCall& call, size_t spatial, bool tra
                                {"dilation", &config.dilation, 1}};
   if (transposed) fields.push_back({"output_padding", &config.output_padding, 0});
   for (const Field& field : fields) {
-    auto list = spatial_list(call.ints(field.name), field.name, spatial, field.min_value);
-    if (!list.is_ok()) return list.status();
-    *field.out = std::move(list.value());
+    KB_ASSIGN_OR_RETURN(*field.out,
+                        spatial_list(call.ints(field.name), field.name, spatial, field.min_value));
   }
   if (!transposed) config.output_padding.assign(spatial, 0);
-  Result<int64_t> groups = call.int_attr("groups");
-  if (!groups.is_ok()) return groups.status();
-  if (groups.value() < 1)
-    return bad_attr("groups", "an integer >= 1", std::to_string(groups.value()));
-  config.groups = groups.value();
+  KB_ASSIGN_OR_RETURN(int64_t groups, call.int_attr("groups"));
+  if (groups < 1) return bad_attr("groups", "an integer >= 1", std::to_string(groups));
+  config.groups = groups;
   return config;
 }
 
@@ -121,9 +118,8 @@ Result<OpOutput> infer_conv(const OpCall& call) {
   const Shape& x = call.inputs[0];
   const Shape& w = call.inputs[1];
   const size_t spatial = x.size() - 2;
-  Result<ConvConfig> config = read_conv_config(call, spatial, /*transposed=*/false);
-  if (!config.is_ok()) return config.status();
-  const int64_t groups = config->groups;
+  KB_ASSIGN_OR_RETURN(ConvConfig config, read_conv_config(call, spatial, /*transposed=*/false));
+  const int64_t groups = config.groups;
   if (Status s = check_groups_divide(x[1], "x's channel count C", groups); !s.is_ok()) return s;
   if (Status s = check_groups_divide(w[0], "weight's out channels O", groups); !s.is_ok()) return s;
   if (w[1] != x[1] / groups) {
@@ -135,9 +131,8 @@ Result<OpOutput> infer_conv(const OpCall& call) {
   Shape out = {x[0], w[0]};
   double kernel_volume = 1;
   for (size_t d = 0; d < spatial; ++d) {
-    Result<int64_t> size = conv_out_size(x[d + 2], w[d + 2], config.value(), d);
-    if (!size.is_ok()) return size.status();
-    out.push_back(size.value());
+    KB_ASSIGN_OR_RETURN(int64_t size, conv_out_size(x[d + 2], w[d + 2], config, d));
+    out.push_back(size);
     kernel_volume *= static_cast<double>(w[d + 2]);
   }
   double flops = 2.0 * numel(out) * static_cast<double>(w[1]) * kernel_volume;
@@ -150,9 +145,8 @@ Result<OpOutput> infer_conv_transpose(const OpCall& call) {
   const Shape& x = call.inputs[0];
   const Shape& w = call.inputs[1];
   const size_t spatial = x.size() - 2;
-  Result<ConvConfig> config = read_conv_config(call, spatial, /*transposed=*/true);
-  if (!config.is_ok()) return config.status();
-  const int64_t groups = config->groups;
+  KB_ASSIGN_OR_RETURN(ConvConfig config, read_conv_config(call, spatial, /*transposed=*/true));
+  const int64_t groups = config.groups;
   if (w[0] != x[1]) {
     return bad_input(call, 1,
                      "a weight (C, O/groups, *K) with C = " + std::to_string(x[1]) + " from x " +
@@ -164,10 +158,9 @@ Result<OpOutput> infer_conv_transpose(const OpCall& call) {
   Shape out = {x[0], out_channels};
   double taps = 1;
   for (size_t d = 0; d < spatial; ++d) {
-    Result<int64_t> size = conv_transpose_out_size(x[d + 2], w[d + 2], config.value(), d);
-    if (!size.is_ok()) return size.status();
-    out.push_back(size.value());
-    taps *= static_cast<double>(valid_taps(x[d + 2], w[d + 2], size.value(), config.value(), d));
+    KB_ASSIGN_OR_RETURN(int64_t size, conv_transpose_out_size(x[d + 2], w[d + 2], config, d));
+    out.push_back(size);
+    taps *= static_cast<double>(valid_taps(x[d + 2], w[d + 2], size, config, d));
   }
   // MACs = N * C * (O/groups) * valid taps: each input element meets O/groups output channels.
   double flops = 2.0 * static_cast<double>(x[0] * x[1] * w[1]) * taps;
@@ -183,20 +176,19 @@ namespace {
 Result<ConvConfig> read_pool_config(const OpCall& call, const std::vector<int64_t>& kernel) {
   const size_t spatial = kernel.size();
   ConvConfig config;
-  auto stride = spatial_list(call.ints("stride"), "stride", spatial, 1);
-  if (!stride.is_ok()) return stride.status();
-  auto padding = spatial_list(call.ints_or("padding", std::vector<int64_t>(spatial, 0)), "padding",
-                              spatial, 0);
-  if (!padding.is_ok()) return padding.status();
+  KB_ASSIGN_OR_RETURN(auto stride, spatial_list(call.ints("stride"), "stride", spatial, 1));
+  KB_ASSIGN_OR_RETURN(auto padding,
+                      spatial_list(call.ints_or("padding", std::vector<int64_t>(spatial, 0)),
+                                   "padding", spatial, 0));
   for (size_t d = 0; d < spatial; ++d) {
-    if (2 * padding.value()[d] > kernel[d]) {
+    if (2 * padding[d] > kernel[d]) {
       return bad_attr("padding",
                       "at most half of kernel_size " + list_to_string(kernel) + " (PyTorch's rule)",
-                      list_to_string(padding.value()));
+                      list_to_string(padding));
     }
   }
-  config.stride = std::move(stride.value());
-  config.padding = std::move(padding.value());
+  config.stride = std::move(stride);
+  config.padding = std::move(padding);
   config.dilation.assign(spatial, 1);
   config.output_padding.assign(spatial, 0);
   return config;
@@ -210,17 +202,15 @@ Result<OpOutput> infer_pool(const OpCall& call) {
     return bad_input(call, 0, "(N, C, *S) with 1 to 3 spatial dims (rank 3 to 5)");
   }
   const size_t spatial = x.size() - 2;
-  auto kernel = spatial_list(call.ints("kernel_size"), "kernel_size", spatial, 1);
-  if (!kernel.is_ok()) return kernel.status();
-  Result<ConvConfig> config = read_pool_config(call, kernel.value());
-  if (!config.is_ok()) return config.status();
+  KB_ASSIGN_OR_RETURN(auto kernel,
+                      spatial_list(call.ints("kernel_size"), "kernel_size", spatial, 1));
+  KB_ASSIGN_OR_RETURN(ConvConfig config, read_pool_config(call, kernel));
   Shape out = {x[0], x[1]};
   double kernel_volume = 1;
   for (size_t d = 0; d < spatial; ++d) {
-    Result<int64_t> size = conv_out_size(x[d + 2], kernel.value()[d], config.value(), d);
-    if (!size.is_ok()) return size.status();
-    out.push_back(size.value());
-    kernel_volume *= static_cast<double>(kernel.value()[d]);
+    KB_ASSIGN_OR_RETURN(int64_t size, conv_out_size(x[d + 2], kernel[d], config, d));
+    out.push_back(size);
+    kernel_volume *= static_cast<double>(kernel[d]);
   }
   return elementwise(out, kernel_volume);
 }

@@ -158,10 +158,9 @@ void collect_symbols(const ShapeExpr::Node& node, std::set<std::string>& out) {
 
 Result<ShapeExpr> ShapeExpr::parse(const std::string& text) {
   Parser parser(text);
-  Result<NodePtr> root = parser.parse_all();
-  if (!root.is_ok()) return root.status();
+  KB_ASSIGN_OR_RETURN(NodePtr root, parser.parse_all());
   ShapeExpr expr;
-  expr.root_ = root.value();
+  expr.root_ = std::move(root);
   expr.text_ = text;
   return expr;
 }

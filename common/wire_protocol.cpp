@@ -1,5 +1,7 @@
 #include "common/wire_protocol.h"
 
+#include "common/protocol_messages.h"
+
 #include <array>
 #include <cstdio>
 #include <utility>
@@ -7,45 +9,33 @@
 namespace kb::wire {
 namespace {
 
-enum class Kind { kString, kNumber, kObject };
-
-struct Field {
-  const char* name;
-  Kind kind;
-};
-
 struct TypeInfo {
   MessageType type;
   std::string_view name;
-  std::vector<Field> required;
   bool needs_payload = false;
 };
 
+// The body of each type is checked by its struct's from_body (protocol_messages.h).
 const std::vector<TypeInfo>& types() {
   static const std::vector<TypeInfo> kTypes = {
-      {MessageType::kReady, "READY", {{"worker", Kind::kString}, {"device", Kind::kObject}, {"software", Kind::kObject}}},
-      {MessageType::kHeartbeat, "HEARTBEAT", {}},
-      {MessageType::kRequest, "REQUEST", {{"credits", Kind::kNumber}}},
-      {MessageType::kResult, "RESULT",
-       {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}, {"result", Kind::kObject}}},
-      {MessageType::kPackRequest, "PACK_REQUEST", {{"pack", Kind::kString}}},
-      {MessageType::kBye, "BYE", {}},
-      {MessageType::kWelcome, "WELCOME", {{"worker_id", Kind::kNumber}, {"heartbeat_ms", Kind::kNumber}}},
-      {MessageType::kJob, "JOB",
-       {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}, {"problem", Kind::kString},
-        {"preset", Kind::kString}, {"seed", Kind::kNumber}, {"pack", Kind::kString}}},
-      {MessageType::kAck, "ACK", {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}}},
-      {MessageType::kPack, "PACK", {{"pack", Kind::kString}}, /*needs_payload=*/true},
-      {MessageType::kDisconnect, "DISCONNECT", {{"reason", Kind::kString}}},
-      {MessageType::kRevoke, "REVOKE",
-       {{"job_id", Kind::kNumber}, {"attempt", Kind::kNumber}, {"reason", Kind::kString}}},
-      {MessageType::kSubmit, "SUBMIT", {{"problems", Kind::kString}}},
-      {MessageType::kQuery, "QUERY", {{"what", Kind::kString}}},
-      {MessageType::kCancel, "CANCEL", {{"run_id", Kind::kNumber}}},
-      {MessageType::kWorkerControl, "WORKER_CONTROL",
-       {{"action", Kind::kString}, {"worker", Kind::kString}}},
-      {MessageType::kReply, "REPLY", {}},
-      {MessageType::kError, "ERROR", {{"message", Kind::kString}}},
+      {MessageType::kReady, "READY"},
+      {MessageType::kHeartbeat, "HEARTBEAT"},
+      {MessageType::kRequest, "REQUEST"},
+      {MessageType::kResult, "RESULT"},
+      {MessageType::kPackRequest, "PACK_REQUEST"},
+      {MessageType::kBye, "BYE"},
+      {MessageType::kWelcome, "WELCOME"},
+      {MessageType::kJob, "JOB"},
+      {MessageType::kAck, "ACK"},
+      {MessageType::kPack, "PACK", /*needs_payload=*/true},
+      {MessageType::kDisconnect, "DISCONNECT"},
+      {MessageType::kRevoke, "REVOKE"},
+      {MessageType::kSubmit, "SUBMIT"},
+      {MessageType::kQuery, "QUERY"},
+      {MessageType::kCancel, "CANCEL"},
+      {MessageType::kWorkerControl, "WORKER_CONTROL"},
+      {MessageType::kReply, "REPLY"},
+      {MessageType::kError, "ERROR"},
   };
   return kTypes;
 }
@@ -62,15 +52,6 @@ const TypeInfo& info_of(MessageType type) {
     if (t.type == type) return t;
   }
   return types().front();  // unreachable: every enumerator has a row
-}
-
-bool has_kind(const nlohmann::json& value, Kind kind) {
-  switch (kind) {
-    case Kind::kString: return value.is_string();
-    case Kind::kNumber: return value.is_number();
-    case Kind::kObject: return value.is_object();
-  }
-  return false;
 }
 
 DecodeResult reject(DecodeError error, std::string detail) {
@@ -127,10 +108,12 @@ DecodeResult decode(const std::vector<std::string>& frames) {
   if (body.is_discarded() || !body.is_object()) {
     return reject(DecodeError::kBadJson, std::string(type->name) + ": the body is not a JSON object");
   }
-  for (const Field& f : type->required) {
-    if (!body.contains(f.name) || !has_kind(body[f.name], f.kind)) {
-      return reject(DecodeError::kMissingField, std::string(type->name) + ": field '" + f.name + "' missing or of the wrong kind");
-    }
+  if (Status s = check_body(type->type, body); !s.is_ok()) {
+    DecodeResult r =
+        reject(DecodeError::kMissingField, std::string(type->name) + ": " + s.message());
+    r.message.type = type->type;  // so that a client's request can still be answered
+    r.message.body = std::move(body);
+    return r;
   }
   // A PACK answering for a pack the coordinator does not have says {"missing": true} instead.
   const bool says_missing = body.contains("missing") && body["missing"] == true;

@@ -7,9 +7,9 @@
 //   frame 3  optional binary payload (kernel pack bytes; at most kMaxPayloadBytes)
 //
 // decode() never trusts its input: a wrong tag, an unknown type, a body that is not a JSON object
-// or lacks the type's required fields, a frame count out of range or an oversized frame is
-// rejected with a DecodeError saying which (the coordinator counts them by kind and drops the
-// message; it never crashes on network input).
+// or that its type's struct (protocol_messages.h) cannot read, a frame count out of range or an
+// oversized frame is rejected with a DecodeError saying which (the coordinator counts them by kind
+// and drops the message; it never crashes on network input).
 //
 // Thread safety: pure functions over values.
 #pragma once
@@ -69,19 +69,19 @@ struct Message {
 
 // Why a message was dropped; each kind is counted separately in /metrics.
 enum class DecodeError {
-  kBadFrameCount,   // fewer than 3 or more than 4 frames
-  kBadTag,          // frame 0 is not "KBF1" (another protocol or version)
-  kUnknownType,     // frame 1 names no message type
-  kOversized,       // body or payload over its limit
-  kBadJson,         // the body is not valid JSON, or not an object
-  kMissingField,    // the body lacks a field the type requires, or has it with the wrong kind
+  kBadFrameCount,  // fewer than 3 or more than 4 frames
+  kBadTag,         // frame 0 is not "KBF1" (another protocol or version)
+  kUnknownType,    // frame 1 names no message type
+  kOversized,      // body or payload over its limit
+  kBadJson,        // the body is not valid JSON, or not an object
+  kMissingField,   // the body lacks a field the type requires, or has a field of the wrong type
 };
 
 std::string_view to_string(DecodeError error);
 
 struct DecodeResult {
   bool ok = false;
-  Message message;             // when ok
+  Message message;             // when ok; with kMissingField, the type and body that were read
   DecodeError error{};         // when not ok
   std::string detail;          // when not ok: what was wrong, for logs
 };

@@ -94,19 +94,16 @@ std::optional<Peer> peer_from_user_id(const std::string& user_id) {
   return std::nullopt;
 }
 
-std::string refused_job_option(const Peer& peer, const nlohmann::json& body) {
+std::string refused_job_option(const Peer& peer, const wire::SubmitMessage& submit) {
   if (peer.role == Role::kAdmin) return "";
-  if (auto m = body.find("max_attempts"); m != body.end() && m->is_number() &&
-                                          m->get<double>() > kMaxSubmitterAttempts) {
+  if (submit.max_attempts && *submit.max_attempts > kMaxSubmitterAttempts) {
     return "max_attempts above " + std::to_string(kMaxSubmitterAttempts) + " needs an admin key";
   }
-  if (auto t = body.find("job_timeout_s"); t != body.end() && t->is_number() &&
-                                           t->get<double>() > kMaxSubmitterJobTimeoutS) {
+  if (submit.job_timeout_s && *submit.job_timeout_s > kMaxSubmitterJobTimeoutS) {
     return "job_timeout_s above " + std::to_string(static_cast<int>(kMaxSubmitterJobTimeoutS)) +
            " s needs an admin key";
   }
-  if (auto t = body.find("trials"); t != body.end() && t->is_number() &&
-                                    t->get<double>() < kMinSubmitterTrials) {
+  if (submit.trials && *submit.trials < kMinSubmitterTrials) {
     return "trials below " + std::to_string(kMinSubmitterTrials) + " needs an admin key";
   }
   return "";
@@ -114,14 +111,6 @@ std::string refused_job_option(const Peer& peer, const nlohmann::json& body) {
 
 bool may_cancel(const Peer& peer, const std::string& owner) {
   return peer.role == Role::kAdmin || (peer.role == Role::kSubmitter && peer.name == owner);
-}
-
-bool is_commit_sha(const std::string& sha) {
-  if (sha.size() < 7 || sha.size() > 64) return false;
-  for (char c : sha) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
 }
 
 }  // namespace kb::coord

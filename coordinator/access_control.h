@@ -15,12 +15,11 @@
 // Thread safety: pure functions and values; AllowLists is copied into the ZAP handler on reload.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <optional>
 #include <string>
 
+#include "common/protocol_messages.h"
 #include "common/status.h"
 
 namespace kb::coord {
@@ -61,11 +60,8 @@ inline constexpr int kMaxSubmitterAttempts = 3;
 inline constexpr double kMaxSubmitterJobTimeoutS = 600;
 inline constexpr int kMinSubmitterTrials = 1;  // worker-side verification trials (0 = skip)
 // "" when allowed; otherwise why not, naming the option (answered as ERROR code "forbidden").
-std::string refused_job_option(const Peer& peer, const nlohmann::json& submit_body);
+std::string refused_job_option(const Peer& peer, const wire::SubmitMessage& submit);
 // Whether `peer` may cancel a run submitted by `owner`.
 bool may_cancel(const Peer& peer, const std::string& owner);
-
-// commit_sha at SUBMIT: 7..64 lowercase hex (or absent).
-bool is_commit_sha(const std::string& sha);
 
 }  // namespace kb::coord

@@ -99,9 +99,8 @@ Status check_binds(const BindRequest& r) {
           "allowed unless --curve-secret-key and the allow-lists (--allow-dir) are given");
     }
   }
-  auto http = parse_host_port(r.http);
-  if (!http.is_ok()) return http.status();
-  if (!r.http_token && !is_loopback_host(http->host)) {
+  KB_ASSIGN_OR_RETURN(auto http, parse_host_port(r.http));
+  if (!r.http_token && !is_loopback_host(http.host)) {
     return Status::invalid_argument("refusing to serve HTTP on " + r.http +
                                     " without --http-token-file: only loopback is allowed");
   }

@@ -53,13 +53,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::create(CoordinatorConfig confi
     KB_LOGF_WARN("problem catalog %s: %s", dir.c_str(),
                  c->catalog_error_.c_str());
   }
-  auto epoch = store->database_epoch();
-  if (!epoch.is_ok()) return epoch.status();
-  c->epoch_ = std::move(epoch).value();
-  auto open_jobs = store->load_open_jobs();
-  if (!open_jobs.is_ok()) return open_jobs.status();
-  KB_LOGF_INFO("%zu open jobs loaded", open_jobs->size());
-  c->scheduler_.load(std::move(open_jobs.value()));
+  KB_ASSIGN_OR_RETURN(c->epoch_, store->database_epoch());
+  KB_ASSIGN_OR_RETURN(auto open_jobs, store->load_open_jobs());
+  KB_LOGF_INFO("%zu open jobs loaded", open_jobs.size());
+  c->scheduler_.load(std::move(open_jobs));
   KB_TRY(c->open_sockets());
   KB_TRY(c->write_endpoints_file());
   c->db_ = std::make_unique<DbThread>(std::move(store), c->config_.db);
@@ -90,13 +87,12 @@ Status Coordinator::open_sockets() {
     }
     if (curve) {
       if (!curve::curve_available()) return Status::failed_precondition("libzmq lacks CURVE");
-      auto keys = curve::load_key_file(config_.curve_secret_key_file, /*require_secret=*/true);
-      if (!keys.is_ok()) return keys.status();
-      auto allowed = load_allow_lists(config_.allow_lists);
-      if (!allowed.is_ok()) return allowed.status();
-      zap_ = std::make_unique<ZapHandler>(zmq_context_, std::move(allowed.value()));
-      curve::configure_server(workers_, keys.value(), kWorkersDomain);
-      curve::configure_server(clients_, keys.value(), kClientsDomain);
+      KB_ASSIGN_OR_RETURN(
+          auto keys, curve::load_key_file(config_.curve_secret_key_file, /*require_secret=*/true));
+      KB_ASSIGN_OR_RETURN(auto allowed, load_allow_lists(config_.allow_lists));
+      zap_ = std::make_unique<ZapHandler>(zmq_context_, std::move(allowed));
+      curve::configure_server(workers_, keys, kWorkersDomain);
+      curve::configure_server(clients_, keys, kClientsDomain);
     }
     workers_.bind(config_.workers_bind);
     clients_.bind(config_.clients_bind);
@@ -108,14 +104,12 @@ Status Coordinator::open_sockets() {
   if (!config_.dashboard_db.empty()) {
     dashboard_ = std::make_unique<Dashboard>(DashboardConfig{.db_url = config_.dashboard_db});
   }
-  auto http = HttpEndpoint::bind_async(
-      io_, config_.http_bind,
-      [this](const std::string& target, HttpEndpoint::Respond respond) {
-        on_http_request(target, std::move(respond));
-      },
-      config_.http_token);
-  if (!http.is_ok()) return http.status();
-  http_ = std::move(http.value());
+  KB_ASSIGN_OR_RETURN(http_, HttpEndpoint::bind_async(
+                                 io_, config_.http_bind,
+                                 [this](const std::string& target, HttpEndpoint::Respond respond) {
+                                   on_http_request(target, std::move(respond));
+                                 },
+                                 config_.http_token));
   endpoints_.http = http_->address();
   return Status::ok();
 }
@@ -207,13 +201,7 @@ void Coordinator::send_to_client(const std::string& routing_id, const wire::Mess
 }
 
 void Coordinator::flush_outbox() {
-  for (OutgoingMessage& m : scheduler_.take_messages()) {
-    if (m.message.type == wire::MessageType::kJob) {  // the spec the job was scheduled against
-      auto hash = spec_hashes_.find(m.message.body.value("problem", std::string()));
-      if (hash != spec_hashes_.end()) m.message.body["spec_hash"] = hash->second;
-    }
-    send_to_worker(m.routing_id, m.message);
-  }
+  for (OutgoingMessage& m : scheduler_.take_messages()) send_to_worker(m.routing_id, m.message);
 }
 
 // One batch on the database thread at a time; everything that happens meanwhile goes into the
@@ -259,8 +247,13 @@ void Coordinator::on_batch_done(std::shared_ptr<const Batch> batch,
                  batch->results.size(), status.to_string().c_str());
     for (const Dispatch& d : dispatches) scheduler_.lease_not_stored(d.token);
   } else {
-    for (const Dispatch& d : dispatches) {
-      if (scheduler_.send_or_requeue(d.token)) send_to_worker(d.routing_id, d.message);
+    for (Dispatch& d : dispatches) {
+      if (!scheduler_.send_or_requeue(d.token)) continue;
+      // The spec the job was scheduled against (schemas/protocol.md, JOB).
+      if (auto hash = spec_hashes_.find(d.job.problem); hash != spec_hashes_.end()) {
+        d.job.spec_hash = hash->second;
+      }
+      send_to_worker(d.routing_id, wire::to_message(d.job));
     }
     uint64_t inserted = 0;
     std::vector<int64_t> to_check;  // new real (not sim) results: regression detection
@@ -284,12 +277,8 @@ void Coordinator::check_regressions(std::vector<int64_t> job_ids) {
   auto open = std::make_shared<int64_t>(-1);
   db_->submit(
       [job_ids = std::move(job_ids), flagged, open](JobStore& store) -> Status {
-        Result<int> f = store.detect_regressions(job_ids);
-        if (!f.is_ok()) return f.status();
-        *flagged = f.value();
-        Result<int64_t> o = store.open_regressions();
-        if (!o.is_ok()) return o.status();
-        *open = o.value();
+        KB_ASSIGN_OR_RETURN(*flagged, store.detect_regressions(job_ids));
+        KB_ASSIGN_OR_RETURN(*open, store.open_regressions());
         return Status::ok();
       },
       [this, flagged, open](const Status& status) {
@@ -312,10 +301,8 @@ void Coordinator::check_regressions(std::vector<int64_t> job_ids) {
 void Coordinator::send_ack(int64_t worker_id, int64_t job_id, int attempt) {
   const std::string routing_id = scheduler_.routing_id_of(worker_id);
   if (routing_id.empty()) return;  // gone: it resends after reconnecting and is acked then
-  wire::Message ack;
-  ack.type = wire::MessageType::kAck;
-  ack.body = {{"job_id", job_id}, {"attempt", attempt}};
-  send_to_worker(routing_id, ack);
+  send_to_worker(routing_id,
+                 wire::to_message(wire::AckMessage{.job_id = job_id, .attempt = attempt}));
 }
 
 void Coordinator::reject_result(const std::string& routing_id, int64_t job_id, int attempt,
@@ -323,10 +310,7 @@ void Coordinator::reject_result(const std::string& routing_id, int64_t job_id, i
   metrics_.count_result_rejected(reason);
   KB_LOGF_WARN("rejected a RESULT for job %lld attempt %d from %s: %s", static_cast<long long>(job_id), attempt,
                routing_id.c_str(), reason.c_str());
-  wire::Message ack;
-  ack.type = wire::MessageType::kAck;
-  ack.body = {{"job_id", job_id}, {"attempt", attempt}, {"rejected", reason}};
-  send_to_worker(routing_id, ack);
+  send_to_worker(routing_id, wire::to_message(wire::AckMessage{job_id, attempt, reason}));
 }
 
 // --- timers, drain, HTTP ------------------------------------------------------------------------

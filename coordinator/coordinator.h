@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol_messages.h"
 #include "common/spec_loader.h"
 #include "coordinator/access_control.h"
 #include "coordinator/bind_policy.h"
@@ -132,18 +133,28 @@ class Coordinator {
   void on_http_request(const std::string& target, HttpEndpoint::Respond respond);
   void post_to_loop(std::function<void()> f);  // from the database thread
 
+  // The message's body as M. wire::decode has already read it so: a failure here is counted like
+  // one there, and nullopt.
+  template <typename M>
+  std::optional<M> read_body(const wire::Message& message) {
+    Result<M> body = wire::from_message<M>(message);
+    if (body.is_ok()) return std::move(body).value();
+    metrics_.count_dropped(wire::DecodeError::kMissingField);
+    return std::nullopt;
+  }
+
   // coordinator_workers.cpp
   size_t receive_from_workers(size_t max);
   void on_worker_message(const std::string& routing_id, const Peer& peer, wire::Message message);
-  void on_ready(const std::string& routing_id, const Peer& peer, const nlohmann::json& body);
+  void on_ready(const std::string& routing_id, const Peer& peer, const wire::ReadyMessage& ready);
   // Why this READY is refused ("" = accepted): another key's name, a live session's name, a
   // protocol or software version this coordinator does not speak.
   std::string refuse_ready(const std::string& routing_id, const Peer& peer,
-                           const WorkerIdentity& identity, const nlohmann::json& body) const;
+                           const WorkerIdentity& identity, const wire::ReadyMessage& ready) const;
   void on_registered(const std::string& routing_id, const WorkerIdentity& identity,
                      const std::vector<InFlight>& in_flight, int64_t worker_id);
-  void on_result(const std::string& routing_id, const nlohmann::json& body);
-  void on_bye(const std::string& routing_id, const nlohmann::json& body);
+  void on_result(const std::string& routing_id, const wire::ResultMessage& result);
+  void on_bye(const std::string& routing_id, const wire::ByeMessage& bye);
   void on_pack_request(const std::string& routing_id, const std::string& hash);
   void reply_pack(const std::string& routing_id, const std::string& hash);
   void disconnect(const std::string& routing_id, const std::string& reason);
@@ -152,11 +163,15 @@ class Coordinator {
   size_t receive_from_clients(size_t max);
   void on_client_message(const std::string& routing_id, const Peer& peer, wire::Message message);
   void on_submit(const std::string& routing_id, const Peer& peer, wire::Message message);
-  void on_query(const std::string& routing_id, const nlohmann::json& body);
-  void on_cancel(const std::string& routing_id, const Peer& peer, const nlohmann::json& body);
+  // `request` is the body as it came, for its request_id (see reply()).
+  void on_query(const std::string& routing_id, const nlohmann::json& request,
+                const wire::QueryMessage& query);
+  void on_cancel(const std::string& routing_id, const Peer& peer, const nlohmann::json& request,
+                 const wire::CancelMessage& cancel);
   void cancel_run(const std::string& routing_id, int64_t run_id,
                   std::shared_ptr<const nlohmann::json> request);
-  void on_worker_control(const std::string& routing_id, const Peer& peer, const nlohmann::json& body);
+  void on_worker_control(const std::string& routing_id, const Peer& peer,
+                         const nlohmann::json& request, const wire::WorkerControlMessage& control);
   void reply(const std::string& routing_id, const nlohmann::json& request, nlohmann::json body);
   void reply_error(const std::string& routing_id, const nlohmann::json& request,
                    const std::string& code, const std::string& message);

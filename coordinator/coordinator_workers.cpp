@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/zmq_messaging.h"
+#include "common/json_fields.h"
 #include "common/log.h"
+#include "common/protocol_messages.h"
+#include "common/zmq_messaging.h"
 #include "coordinator/coordinator.h"
 
 namespace kb::coord {
@@ -12,59 +14,26 @@ namespace {
 
 constexpr size_t kPackCacheSize = 4;  // packs are ~MBs; a run uses one
 
-std::string string_field(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// An integral JSON number that fits `T`, or nullopt.
-template <typename T>
-std::optional<T> integer_field(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return std::nullopt;
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
-  const int64_t v = it->get<int64_t>();
-  if (v < 0 || static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-    return std::nullopt;
-  return static_cast<T>(v);
-}
-
 bool is_from_worker(wire::MessageType type) {
   using T = wire::MessageType;
   return type == T::kReady || type == T::kHeartbeat || type == T::kRequest || type == T::kResult ||
          type == T::kPackRequest || type == T::kBye;
 }
 
-std::optional<WorkerIdentity> parse_identity(const nlohmann::json& body) {
+std::optional<WorkerIdentity> parse_identity(const wire::ReadyMessage& ready) {
   WorkerIdentity id;
-  const nlohmann::json& device = body["device"];
-  id.name = string_field(body, "worker");
-  id.device_kind = string_field(device, "kind");
-  id.gpu_model = string_field(device, "model");
-  id.gpu_uuid = string_field(device, "uuid");
-  id.compute_capability = string_field(device, "compute_capability");
-  id.memory_bytes = integer_field<int64_t>(device, "memory_bytes").value_or(0);
-  id.host = string_field(body, "host");
-  id.software = body["software"];
+  id.name = ready.worker;
+  id.device_kind = ready.device.kind;
+  id.gpu_model = ready.device.model;
+  id.gpu_uuid = ready.device.uuid;
+  id.compute_capability = ready.device.compute_capability;
+  id.memory_bytes = ready.device.memory_bytes;
+  id.host = ready.host;
+  id.software = ready.software;
   if (id.name.empty() || id.name.size() > 200) return std::nullopt;
   if (id.device_kind != "cuda" && id.device_kind != "cpu" && id.device_kind != "sim") return std::nullopt;
   if (id.gpu_model.empty()) id.gpu_model = id.device_kind;
   return id;
-}
-
-// Lease tokens [{job_id, attempt, lease_id}] at body[key] (READY's in_flight, BYE's release).
-std::vector<LeaseToken> parse_tokens(const nlohmann::json& body, const char* key) {
-  std::vector<LeaseToken> tokens;
-  auto it = body.find(key);
-  if (it == body.end() || !it->is_array()) return tokens;
-  for (const nlohmann::json& entry : *it) {
-    auto job_id = integer_field<int64_t>(entry, "job_id");
-    auto attempt = integer_field<int>(entry, "attempt");
-    auto lease_id = integer_field<uint64_t>(entry, "lease_id");
-    if (job_id && attempt) tokens.push_back({*job_id, *attempt, lease_id.value_or(0)});
-  }
-  return tokens;
 }
 
 }  // namespace
@@ -73,13 +42,13 @@ const char* coordinator_version() { return KB_VERSION; }
 
 std::string Coordinator::refuse_ready(const std::string& routing_id, const Peer& peer,
                                       const WorkerIdentity& identity,
-                                      const nlohmann::json& body) const {
-  const nlohmann::json protocol = body.value("protocol", nlohmann::json());
-  if (protocol != wire::kProtocolVersion) {
-    return "protocol version " + (protocol.is_null() ? std::string("(none)") : protocol.dump()) +
+                                      const wire::ReadyMessage& ready) const {
+  if (ready.protocol != wire::kProtocolVersion) {
+    return "protocol version " +
+           (ready.protocol ? std::to_string(*ready.protocol) : std::string("(none)")) +
            " is not this coordinator's " + std::to_string(wire::kProtocolVersion);
   }
-  const std::string software = string_field(identity.software, "kbfleet");
+  const std::string software = json_fields::value_or<std::string>(identity.software, "kbfleet", "");
   if (!wire::software_compatible(software, KB_VERSION)) {
     return "worker kbfleet " + (software.empty() ? std::string("(none)") : software) +
            " is incompatible with coordinator kbfleet " + KB_VERSION +
@@ -130,40 +99,44 @@ void Coordinator::on_worker_message(const std::string& routing_id, const Peer& p
     metrics_.count_dropped(kDropWrongDirection);
     return;
   }
-  if (message.type == T::kReady) return on_ready(routing_id, peer, message.body);
+  if (message.type == T::kReady) {
+    if (auto ready = read_body<wire::ReadyMessage>(message)) on_ready(routing_id, peer, *ready);
+    return;
+  }
   if (registering_.count(routing_id)) return;  // its WELCOME is on the way
-  if (message.type == T::kResult) return on_result(routing_id, message.body);
+  if (message.type == T::kResult) {
+    if (auto result = read_body<wire::ResultMessage>(message)) on_result(routing_id, *result);
+    return;
+  }
   if (!scheduler_.heard(routing_id)) {
     metrics_.count_dropped(kDropUnknownPeer);
     return disconnect(routing_id, "register first");
   }
   if (message.type == T::kBye) {
-    on_bye(routing_id, message.body);
+    if (auto bye = read_body<wire::ByeMessage>(message)) on_bye(routing_id, *bye);
   } else if (message.type == T::kRequest) {
-    const nlohmann::json& credits = message.body["credits"];
-    const double c = credits.get<double>();
+    auto request = read_body<wire::RequestMessage>(message);
+    const int64_t c = request ? request->credits : 0;
     if (!draining_ && c >= 1 && c <= 1000) scheduler_.add_credits(routing_id, static_cast<int>(c));
   } else if (message.type == T::kPackRequest) {
-    on_pack_request(routing_id, message.body["pack"].get<std::string>());
+    if (auto ask = read_body<wire::PackRequestMessage>(message))
+      on_pack_request(routing_id, ask->pack);
   }
 }
 
 void Coordinator::disconnect(const std::string& routing_id, const std::string& reason) {
-  wire::Message m;
-  m.type = wire::MessageType::kDisconnect;
-  m.body = {{"reason", reason}};
-  send_to_worker(routing_id, m);
+  send_to_worker(routing_id, wire::to_message(wire::DisconnectMessage{reason}));
 }
 
 void Coordinator::on_ready(const std::string& routing_id, const Peer& peer,
-                           const nlohmann::json& body) {
+                           const wire::ReadyMessage& ready) {
   if (draining_) return disconnect(routing_id, "draining");
-  std::optional<WorkerIdentity> identity = parse_identity(body);
+  std::optional<WorkerIdentity> identity = parse_identity(ready);
   if (!identity) {
     metrics_.count_dropped(wire::DecodeError::kMissingField);
     return disconnect(routing_id, "bad READY: needs worker (a name) and device.kind cuda|cpu|sim");
   }
-  if (const std::string why = refuse_ready(routing_id, peer, *identity, body); !why.empty()) {
+  if (const std::string why = refuse_ready(routing_id, peer, *identity, ready); !why.empty()) {
     metrics_.count_dropped(kDropForbidden);
     std::fprintf(stderr, "kb-coordinator: READY from %s refused: %s\n", identity->name.c_str(),
                  why.c_str());
@@ -171,12 +144,10 @@ void Coordinator::on_ready(const std::string& routing_id, const Peer& peer,
   }
   if (!registering_.insert(routing_id).second) return;  // a repeat while the first is pending
   auto worker_id = std::make_shared<int64_t>(0);
-  auto in_flight = parse_tokens(body, "in_flight");
+  const std::vector<InFlight>& in_flight = ready.in_flight;
   db_->submit(
       [identity = *identity, worker_id](JobStore& store) -> Status {
-        Result<int64_t> id = store.upsert_worker(identity);
-        if (!id.is_ok()) return id.status();
-        *worker_id = id.value();
+        KB_ASSIGN_OR_RETURN(*worker_id, store.upsert_worker(identity));
         return Status::ok();
       },
       [this, routing_id, identity = *identity, in_flight, worker_id](const Status& status) {
@@ -204,60 +175,53 @@ void Coordinator::on_registered(const std::string& routing_id, const WorkerIdent
     return disconnect(routing_id, "worker name '" + identity.name + "' is in use by a live session");
   }
   sessions_[worker_id] = Session{identity.gpu_model, identity.device_kind, identity.name};
-  wire::Message welcome;
-  welcome.type = wire::MessageType::kWelcome;
-  welcome.body = {{"worker_id", worker_id},
-                  {"heartbeat_ms", config_.scheduler.heartbeat.count()},
-                  {"liveness", config_.scheduler.liveness},
-                  {"epoch", epoch_}};
-  send_to_worker(routing_id, welcome);  // before any JOB the registration may dispatch
+  const wire::WelcomeMessage welcome{.worker_id = worker_id,
+                                     .heartbeat_ms = config_.scheduler.heartbeat.count(),
+                                     .liveness = config_.scheduler.liveness,
+                                     .epoch = epoch_};
+  send_to_worker(routing_id, wire::to_message(welcome));  // before any JOB it may dispatch
   scheduler_.worker_ready(worker_id, routing_id, identity, in_flight);
   KB_LOGF_INFO("worker %s (%s) registered as %lld, %zu in flight",
                identity.name.c_str(), identity.gpu_model.c_str(), static_cast<long long>(worker_id),
                in_flight.size());
 }
 
-void Coordinator::on_result(const std::string& routing_id, const nlohmann::json& body) {
-  auto job_id = integer_field<int64_t>(body, "job_id");
-  auto attempt = integer_field<int>(body, "attempt");
-  if (!job_id || !attempt) {
-    metrics_.count_dropped(wire::DecodeError::kMissingField);
-    return;
-  }
+void Coordinator::on_result(const std::string& routing_id, const wire::ResultMessage& result) {
+  const int64_t job_id = result.token.job_id;
+  const int attempt = result.token.attempt;
   const int64_t worker_id = scheduler_.worker_id_of(routing_id);
   // A result spooled under another database: its job id names another job here.
-  const std::string epoch = string_field(body, "epoch");
-  if (worker_id != 0 && !epoch_.empty() && !epoch.empty() && epoch != epoch_) {
-    return reject_result(routing_id, *job_id, *attempt, "epoch");
+  if (worker_id != 0 && !epoch_.empty() && !result.epoch.empty() && result.epoch != epoch_) {
+    return reject_result(routing_id, job_id, attempt, "epoch");
   }
   ResultClaim claim;
-  claim.token = {*job_id, *attempt, integer_field<uint64_t>(body, "lease_id").value_or(0)};
-  claim.problem = string_field(body["result"], "problem_id");
-  claim.preset = string_field(body["result"], "preset");
-  claim.infra_failure = string_field(body, "infra_failure");
+  claim.token = result.token;
+  claim.problem = json_fields::value_or<std::string>(result.result, "problem_id", "");
+  claim.preset = json_fields::value_or<std::string>(result.result, "preset", "");
+  claim.infra_failure = result.infra_failure;
   ResultRow row;
   if (worker_id != 0) {
     const Session& session = sessions_[worker_id];
     row.gpu_model = session.gpu_model;
     row.device_kind = session.device_kind;
   }
-  auto wall = body.find("wall_ms");
-  row.wall_ms = wall != body.end() && wall->is_number() ? wall->get<double>() : 0;
-  row.result = body["result"];
+  row.wall_ms = result.wall_ms;
+  row.result = result.result;
   const ResultVerdict verdict = scheduler_.result(routing_id, claim, std::move(row));
   switch (verdict.disposition) {
     case ResultDisposition::kAccepted:
     case ResultDisposition::kDuplicate:
     case ResultDisposition::kInfraFailure:
-      acks_next_.push_back({worker_id, *job_id, *attempt});
+      acks_next_.push_back({worker_id, job_id, attempt});
       if (verdict.disposition == ResultDisposition::kInfraFailure) {
-        std::fprintf(stderr, "kb-coordinator: job %lld attempt %d: infrastructure failure on %s: %s\n",
-                     static_cast<long long>(*job_id), *attempt, routing_id.c_str(),
+        std::fprintf(stderr,
+                     "kb-coordinator: job %lld attempt %d: infrastructure failure on %s: %s\n",
+                     static_cast<long long>(job_id), attempt, routing_id.c_str(),
                      claim.infra_failure.c_str());
       }
       break;
     case ResultDisposition::kRejected:
-      reject_result(routing_id, *job_id, *attempt, verdict.reason);
+      reject_result(routing_id, job_id, attempt, verdict.reason);
       break;
     case ResultDisposition::kUnknownWorker:
       metrics_.count_dropped(kDropUnknownPeer);
@@ -267,16 +231,14 @@ void Coordinator::on_result(const std::string& routing_id, const nlohmann::json&
 }
 
 // BYE {release, draining, final} (schemas/protocol.md, Drain).
-void Coordinator::on_bye(const std::string& routing_id, const nlohmann::json& body) {
-  const bool final = body.value("final", false) == true;
-  const bool draining = body.value("draining", false) == true;
-  const auto kind = final      ? Scheduler::ByeKind::kFinal
-                    : draining ? Scheduler::ByeKind::kDraining
-                               : Scheduler::ByeKind::kGiveBack;
-  const std::vector<LeaseToken> release = parse_tokens(body, "release");
+void Coordinator::on_bye(const std::string& routing_id, const wire::ByeMessage& bye) {
+  const auto kind = bye.final      ? Scheduler::ByeKind::kFinal
+                    : bye.draining ? Scheduler::ByeKind::kDraining
+                                   : Scheduler::ByeKind::kGiveBack;
+  const std::vector<LeaseToken>& release = bye.release;
   if (kind != Scheduler::ByeKind::kGiveBack) {
-    KB_LOGF_INFO("%s said BYE (%s), %zu job(s) given back",
-                 routing_id.c_str(), final ? "leaving" : "draining", release.size());
+    KB_LOGF_INFO("%s said BYE (%s), %zu job(s) given back", routing_id.c_str(),
+                 bye.final ? "leaving" : "draining", release.size());
   }
   scheduler_.worker_bye(routing_id, release, kind);
 }
@@ -321,18 +283,16 @@ void Coordinator::on_pack_request(const std::string& routing_id, const std::stri
 // The payload frame shares the cached bytes (wire::send_message_shared): a hundred workers asking
 // for one pack queue a hundred small headers and one copy of the pack, not a hundred copies.
 void Coordinator::reply_pack(const std::string& routing_id, const std::string& hash) {
-  wire::Message m;
-  m.type = wire::MessageType::kPack;
-  m.body = {{"pack", hash}};
   if (!pack_cache_.empty() && pack_cache_.front().first == hash) {
+    const wire::Message m = wire::to_message(wire::PackMessage{.pack = hash});
     if (!wire::send_message_shared(workers_, m, pack_cache_.front().second, routing_id)) {
       metrics_.count_dropped(kDropSendFailed);
     }
     workers_ready_->notify_sent();
     return;
   }
-  m.body["missing"] = true;  // the worker reports its job as runtime_error
-  send_to_worker(routing_id, m);
+  // The worker reports its job as runtime_error.
+  send_to_worker(routing_id, wire::to_message(wire::PackMessage{.pack = hash, .missing = true}));
 }
 
 }  // namespace kb::coord

@@ -109,16 +109,14 @@ HttpResponse failure(const Status& s, bool json) {
 }
 
 Result<Page> runs_view(cli::ResultsReader& reader, int last) {
-  auto runs = reader.runs(last);
-  if (!runs.is_ok()) return runs.status();
+  KB_ASSIGN_OR_RETURN(auto runs, reader.runs(last));
   std::vector<int64_t> ids;
-  for (const cli::RunRow& r : runs.value()) ids.push_back(r.id);
-  auto rows = reader.summary_rows_of_runs(ids);
-  if (!rows.is_ok()) return rows.status();
+  for (const cli::RunRow& r : runs) ids.push_back(r.id);
+  KB_ASSIGN_OR_RETURN(auto rows, reader.summary_rows_of_runs(ids));
   std::vector<RunWithSummary> shown;
   Page page{{}, nlohmann::json::array()};
-  for (const cli::RunRow& r : runs.value()) {
-    shown.push_back({r, cli::summarize_results(rows.value()[r.id])});
+  for (const cli::RunRow& r : runs) {
+    shown.push_back({r, cli::summarize_results(rows[r.id])});
     nlohmann::json j = cli::to_json(r);
     j["summary"] = cli::to_json(shown.back().summary.overall);
     page.json.push_back(std::move(j));
@@ -128,13 +126,11 @@ Result<Page> runs_view(cli::ResultsReader& reader, int last) {
 }
 
 Result<Page> run_view(cli::ResultsReader& reader, int64_t run_id) {
-  auto status = reader.run_status(run_id);
-  if (!status.is_ok()) return status.status();
-  auto rows = reader.results(run_id);
-  if (!rows.is_ok()) return rows.status();
-  const cli::ResultsSummary summary = cli::summarize_results(rows.value());
-  Page page{run_page(status.value(), rows.value(), summary), cli::to_json(rows.value(), summary)};
-  page.json["run"] = cli::to_json(status->run);
+  KB_ASSIGN_OR_RETURN(auto status, reader.run_status(run_id));
+  KB_ASSIGN_OR_RETURN(auto rows, reader.results(run_id));
+  const cli::ResultsSummary summary = cli::summarize_results(rows);
+  Page page{run_page(status, rows, summary), cli::to_json(rows, summary)};
+  page.json["run"] = cli::to_json(status.run);
   return page;
 }
 
@@ -145,16 +141,13 @@ Result<Page> history_view(cli::HistoryReader& reader, const std::string& problem
   q.variant = param(p, "variant", "custom");
   q.preset = param(p, "preset");
   q.last = static_cast<int>(positive(param(p, "last"), 30));
-  auto series = reader.history(q);
-  if (!series.is_ok()) return series.status();
+  KB_ASSIGN_OR_RETURN(auto series, reader.history(q));
   cli::RegressionFilter f;
   f.problem = q.problem;
   f.gpu_model = q.gpu_model;
-  auto regressions = reader.regressions(f);
-  if (!regressions.is_ok()) return regressions.status();
-  Page page{history_page(q, series.value(), regressions.value()), nlohmann::json::array()};
-  for (const cli::Series& s : series.value())
-    page.json.push_back(cli::series_json(s, regressions.value()));
+  KB_ASSIGN_OR_RETURN(auto regressions, reader.regressions(f));
+  Page page{history_page(q, series, regressions), nlohmann::json::array()};
+  for (const cli::Series& s : series) page.json.push_back(cli::series_json(s, regressions));
   return page;
 }
 
@@ -162,18 +155,16 @@ Result<Page> regressions_view(cli::HistoryReader& reader, const Params& p) {
   cli::RegressionFilter f;
   f.since = param(p, "since");
   f.gpu_model = param(p, "gpu");
-  auto rows = reader.regressions(f);
-  if (!rows.is_ok()) return rows.status();
-  Page page{regressions_page(rows.value()), nlohmann::json::array()};
-  for (const cli::RegressionRow& g : rows.value()) page.json.push_back(cli::regression_json(g));
+  KB_ASSIGN_OR_RETURN(auto rows, reader.regressions(f));
+  Page page{regressions_page(rows), nlohmann::json::array()};
+  for (const cli::RegressionRow& g : rows) page.json.push_back(cli::regression_json(g));
   return page;
 }
 
 Result<Page> workers_view(cli::ResultsReader& reader) {
-  auto rows = reader.workers();
-  if (!rows.is_ok()) return rows.status();
-  Page page{workers_page(rows.value()), nlohmann::json::array()};
-  for (const cli::WorkerRow& w : rows.value()) page.json.push_back(cli::to_json(w));
+  KB_ASSIGN_OR_RETURN(auto rows, reader.workers());
+  Page page{workers_page(rows), nlohmann::json::array()};
+  for (const cli::WorkerRow& w : rows) page.json.push_back(cli::to_json(w));
   return page;
 }
 
@@ -188,10 +179,9 @@ Result<Page> compare_view(cli::HistoryReader& reader, const Params& p) {
   if (request.commit.empty() && (request.base.empty() || request.head.empty())) {
     return Page{compare_page(request, nullptr), nlohmann::json::array()};
   }
-  auto view = cli::compare_view(reader, request);
-  if (!view.is_ok()) return view.status();
-  Page page{compare_page(request, &view.value()), nlohmann::json::array()};
-  for (const cli::CompareRow& r : view->rows) page.json.push_back(cli::compare_json(r));
+  KB_ASSIGN_OR_RETURN(auto view, cli::compare_view(reader, request));
+  Page page{compare_page(request, &view), nlohmann::json::array()};
+  for (const cli::CompareRow& r : view.rows) page.json.push_back(cli::compare_json(r));
   return page;
 }
 
@@ -250,12 +240,9 @@ void Dashboard::run() {
 
 Status Dashboard::connect() {
   if (results_ && history_) return Status::ok();
-  auto results = cli::ResultsReader::connect(config_.db_url);
-  if (!results.is_ok()) return results.status();
-  auto history = cli::HistoryReader::connect(config_.db_url);
-  if (!history.is_ok()) return history.status();
-  results_ = std::move(results).value();
-  history_ = std::move(history).value();
+  KB_ASSIGN_OR_RETURN(auto results, cli::ResultsReader::connect(config_.db_url));
+  KB_ASSIGN_OR_RETURN(history_, cli::HistoryReader::connect(config_.db_url));
+  results_ = std::move(results);
   return Status::ok();
 }
 

@@ -110,9 +110,7 @@ void DbThread::submit_batch(std::shared_ptr<const Batch> batch, std::shared_ptr<
   auto attempt = [this, batch, outcome](JobStore& store) -> Status {
     if (batch->empty()) return Status::ok();  // only acks ride on it: the order is what counts
     const auto start = std::chrono::steady_clock::now();
-    Result<BatchOutcome> r = apply_isolating(store, *batch);
-    if (!r.is_ok()) return r.status();
-    *outcome = std::move(r.value());
+    KB_ASSIGN_OR_RETURN(*outcome, apply_isolating(store, *batch));
     std::lock_guard lock(mutex_);
     ++batches_;
     batch_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

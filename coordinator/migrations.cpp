@@ -110,10 +110,9 @@ Result<std::vector<MigrationFile>> list_migrations(const std::string& dir) {
       return Status::invalid_argument("migration file " + entry.path().string() +
                                       " is not named NNNN_name.sql");
     }
-    Result<std::string> sql = read_file(entry.path().string());
-    if (!sql.is_ok()) return sql.status();
+    KB_ASSIGN_OR_RETURN(std::string sql, read_file(entry.path().string()));
     files.push_back(
-        {std::stoi(match[1].str()), match[2].str(), entry.path().string(), std::move(sql).value()});
+        {std::stoi(match[1].str()), match[2].str(), entry.path().string(), std::move(sql)});
   }
   if (ec) return Status::io_error("cannot list " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end(),
@@ -130,8 +129,7 @@ Result<std::vector<MigrationFile>> list_migrations(const std::string& dir) {
 
 Result<MigrationReport> apply_migrations(const std::string& db_url,
                                          const std::string& schemas_dir) {
-  Result<std::vector<MigrationFile>> files = list_migrations(schemas_dir);
-  if (!files.is_ok()) return files.status();
+  KB_ASSIGN_OR_RETURN(std::vector<MigrationFile> files, list_migrations(schemas_dir));
   MigrationReport report;
   try {
     pqxx::connection conn(with_connect_timeout(db_url));
@@ -140,11 +138,11 @@ Result<MigrationReport> apply_migrations(const std::string& db_url,
     {
       pqxx::work txn(conn);
       lock(txn);
-      for (const auto& file : files.value()) checksums[file.version] = checksum_of(txn, file.sql);
-      KB_TRY(check_applied(applied_versions(txn), files.value(), checksums));
+      for (const auto& file : files) checksums[file.version] = checksum_of(txn, file.sql);
+      KB_TRY(check_applied(applied_versions(txn), files, checksums));
       txn.commit();
     }
-    for (const auto& file : files.value()) {
+    for (const auto& file : files) {
       try {
         bool applied = apply_one(conn, file, checksums[file.version]);
         (applied ? report.applied : report.skipped).push_back(file.version);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/json_fields.h"
 #include "coordinator/pg_job_store.h"
 #include "coordinator/pg_statements.h"
 #include "coordinator/pg_status.h"
@@ -44,11 +45,6 @@ json number_at(const json& j, std::initializer_list<const char*> path) {
   return node->is_number() ? *node : json();
 }
 
-std::string string_at(const json& j, const char* key, const std::string& fallback) {
-  auto it = j.is_object() ? j.find(key) : j.end();
-  return j.is_object() && it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 // The numbers of j[variant].samples_ms as a float8[] literal ("{1.5,2}"); other elements are
 // dropped.
 std::string samples_at(const json& j, const char* variant) {
@@ -70,11 +66,6 @@ std::string samples_at(const json& j, const char* variant) {
   return literal + "}";
 }
 
-json object_at(const json& j, const char* key) {
-  if (j.is_object() && j.contains(key) && j[key].is_object()) return j[key];
-  return json::object();
-}
-
 // One results row, columns as in sql::kResults (pg_statements.h), from the JobResult JSON
 // (common/job_result.cpp to_json).
 json result_row(const ResultRow& row) {
@@ -84,10 +75,12 @@ json result_row(const ResultRow& row) {
       {"attempt", row.attempt},
       {"worker_id", row.worker_id},
       {"gpu_model", row.gpu_model},
-      {"device_kind", row.device_kind.empty() ? string_at(r, "device_kind", "") : row.device_kind},
+      {"device_kind", row.device_kind.empty()
+                          ? json_fields::value_or<std::string>(r, "device_kind", "")
+                          : row.device_kind},
       {"wall_ms", row.wall_ms},
-      {"status", string_at(r, "status", "runtime_error")},
-      {"message", string_at(r, "message", "")},
+      {"status", json_fields::value_or<std::string>(r, "status", "runtime_error")},
+      {"message", json_fields::value_or<std::string>(r, "message", "")},
       {"reference_median_ms", number_at(r, {"reference", "summary", "median"})},
       {"custom_median_ms", number_at(r, {"custom", "summary", "median"})},
       {"speedup", number_at(r, {"speedup", "value"})},
@@ -100,7 +93,7 @@ json result_row(const ResultRow& row) {
       {"max_rel_error", number_at(r, {"errors", "max_rel_error"})},
       {"reference_samples_ms", samples_at(r, "reference")},
       {"custom_samples_ms", samples_at(r, "custom")},
-      {"environment", object_at(r, "environment")},
+      {"environment", json_fields::value_or<json_fields::Object>(r, "environment", json::object())},
       {"result", r.is_null() ? json::object() : r}};
 }
 

@@ -221,23 +221,20 @@ void Scheduler::dispatch_all() {
   }
 }
 
-wire::Message Scheduler::job_message(const Job& job) const {
+wire::JobMessage Scheduler::job_message(const Job& job) const {
   const JobRecord& r = job.record;
   const Run& run = runs_.at(r.run_id);
-  wire::Message m;
-  m.type = wire::MessageType::kJob;
-  m.body = {{"job_id", r.id},
-            {"attempt", r.attempt},
-            {"lease_id", job.lease_id},
-            {"seed", r.seed},
-            {"problem", r.problem_id},
-            {"preset", r.preset},
-            {"pack", run.pack_hash},
-            {"run_id", r.run_id},
-            {"time_cap_s", run.time_cap_s},
-            {"deadline_ms", lease_budget(r.predicted_ms, run.time_cap_s, run.job_timeout_s).count()},
-            {"params", r.params.is_object() ? r.params : nlohmann::json::object()}};
-  return m;
+  return {.job_id = r.id,
+          .attempt = r.attempt,
+          .lease_id = job.lease_id,
+          .seed = r.seed,
+          .problem = r.problem_id,
+          .preset = r.preset,
+          .pack = run.pack_hash,
+          .run_id = r.run_id,
+          .time_cap_s = run.time_cap_s,
+          .deadline_ms = lease_budget(r.predicted_ms, run.time_cap_s, run.job_timeout_s).count(),
+          .params = r.params.is_object() ? r.params : nlohmann::json::object()};
 }
 
 // --- outboxes and views -------------------------------------------------------------------------

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "common/job_deadline.h"
+#include "common/protocol_messages.h"
 #include "common/wire_protocol.h"
 #include "coordinator/job_store.h"
 
@@ -74,14 +75,9 @@ struct SchedulerConfig {
   int failures_before_quarantine = 3;  // consecutive infrastructure failures
 };
 
-// A lease's fencing token. lease_id 0 in a claim means "not given" (accepted only where a
-// missing id cannot be confused: never for results).
-struct LeaseToken {
-  int64_t job_id = 0;
-  int attempt = 0;
-  uint64_t lease_id = 0;
-  bool operator==(const LeaseToken&) const = default;
-};
+// A lease's fencing token, as JOB carries it. lease_id 0 in a claim means "not given" (accepted
+// only where a missing id cannot be confused: never for results).
+using LeaseToken = wire::LeaseToken;
 using InFlight = LeaseToken;
 
 struct OutgoingMessage {
@@ -93,7 +89,7 @@ struct OutgoingMessage {
 struct Dispatch {
   std::string routing_id;
   LeaseToken token;
-  wire::Message message;
+  wire::JobMessage job;  // the coordinator adds the problem's spec_hash when it sends it
 };
 
 // What a RESULT says about itself, beyond the row.
@@ -249,7 +245,7 @@ class Scheduler {
   Job* best_job_for(const Worker& worker);
   void add_job(JobRecord record);
   void set_run_state(int64_t run_id, const std::string& state);
-  wire::Message job_message(const Job& job) const;
+  wire::JobMessage job_message(const Job& job) const;
 
   SchedulerConfig config_;
   const Clock& clock_;

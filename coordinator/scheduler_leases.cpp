@@ -96,11 +96,7 @@ void Scheduler::set_run_state(int64_t run_id, const std::string& state) {
 void Scheduler::revoke(int64_t worker_id, const LeaseToken& token, const std::string& reason) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return;  // no session: it learns at its next READY
-  wire::Message m;
-  m.type = wire::MessageType::kRevoke;
-  m.body = {{"job_id", token.job_id}, {"attempt", token.attempt}, {"lease_id", token.lease_id},
-            {"reason", reason}};
-  outbox_.push_back({it->second.routing_id, std::move(m)});
+  outbox_.push_back({it->second.routing_id, wire::to_message(wire::RevokeMessage{token, reason})});
 }
 
 // A lease id of 0 on the job is a lease loaded from a row written before lease ids existed.

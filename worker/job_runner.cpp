@@ -14,36 +14,7 @@ namespace {
 // time and costs nothing.
 constexpr auto kChildPollInterval = std::chrono::milliseconds(10);
 
-template <typename T>
-bool read_field(const nlohmann::json& body, const char* name, T* out) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return true;  // optional: keep the default
-  try {
-    *out = it->get<T>();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
-}
-
 }  // namespace
-
-Result<JobSpec> JobSpec::from_json(const nlohmann::json& body) {
-  JobSpec job;
-  const bool ok =
-      read_field(body, "job_id", &job.job_id) && read_field(body, "attempt", &job.attempt) &&
-      read_field(body, "lease_id", &job.lease_id) &&
-      read_field(body, "seed", &job.seed) && read_field(body, "problem", &job.problem) &&
-      read_field(body, "preset", &job.preset) && read_field(body, "pack", &job.pack) &&
-      read_field(body, "run_id", &job.run_id) && read_field(body, "time_cap_s", &job.time_cap_s) &&
-      read_field(body, "deadline_ms", &job.deadline_ms);
-  if (!ok) return Status::invalid_argument("JOB: a field has the wrong type");
-  if (auto it = body.find("params"); it != body.end() && it->is_object()) job.params = *it;
-  if (!body.contains("job_id") || !body.contains("attempt")) {
-    return Status::invalid_argument("JOB: job_id and attempt are required");
-  }
-  return job;
-}
 
 ExecutorLaunch ChildProcessJobRunner::launch_for(const JobSpec& job) const {
   ExecutorLaunch launch;

@@ -12,8 +12,8 @@
 //   SimJobRunner       the benchmark's `sim` device: the job "runs" for params.sleep_ms on a
 //                      timer (no process, no thread) and yields a result labelled sim.
 //
-// JobSpec parses a JOB body (schemas/protocol.md); started/finished times are the steady clock,
-// reported in RESULT for the dispatch-gap benchmark.
+// JobSpec is a JOB (common/protocol_messages.h) and what the worker adds to it; started/finished
+// times are the steady clock, reported in RESULT for the dispatch-gap benchmark.
 //
 // Thread safety: a runner belongs to its session's thread.
 #pragma once
@@ -27,6 +27,7 @@
 #include <string>
 
 #include "common/job_result.h"
+#include "common/protocol_messages.h"
 #include "common/status.h"
 #include "worker/executor_child.h"
 
@@ -34,21 +35,9 @@ namespace kb {
 
 using SteadyClock = std::chrono::steady_clock;
 
-struct JobSpec {
-  int64_t job_id = 0;
-  int64_t attempt = 0;
-  uint64_t lease_id = 0;  // with job_id and attempt, the lease's token: echoed in RESULT
+struct JobSpec : wire::JobMessage {
   std::string epoch;      // the coordinator's database epoch when the JOB came (not in JOB)
-  uint64_t seed = 0;
-  std::string problem, preset;
-  std::string pack;       // content hash; "" for sim jobs
   std::string pack_path;  // the cached .so, filled by the session before start()
-  int64_t run_id = 0;
-  double time_cap_s = 0;    // 0: the executor's default
-  int64_t deadline_ms = 0;  // wall budget of this attempt (0: unknown)
-  nlohmann::json params = nlohmann::json::object();
-
-  static Result<JobSpec> from_json(const nlohmann::json& body);
 };
 
 struct JobOutcome {

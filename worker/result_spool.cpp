@@ -78,11 +78,11 @@ fs::path ResultSpool::path_of(int64_t job_id, int64_t attempt) const {
   return dir_ / (std::to_string(job_id) + "-" + std::to_string(attempt) + ".json");
 }
 
-Status ResultSpool::put(int64_t job_id, int64_t attempt, const nlohmann::json& body) {
-  const fs::path final_path = path_of(job_id, attempt);
+Status ResultSpool::put(const wire::ResultMessage& result) {
+  const fs::path final_path = path_of(result.token.job_id, result.token.attempt);
   fs::path temp = final_path;
   temp += ".tmp";
-  Status written = write_file(temp, body.dump(), durable_);
+  Status written = write_file(temp, result.to_body().dump(), durable_);
   if (written.is_ok() && ::rename(temp.c_str(), final_path.c_str()) != 0)
     written = errno_status("cannot rename " + temp.string());
   if (!written.is_ok()) {
@@ -120,12 +120,18 @@ std::vector<ResultSpool::Entry> ResultSpool::list() {
     Entry e;
     if (!f.is_regular_file() || !parse_name(name, &e.job_id, &e.attempt)) continue;  // .tmp, .bad
     const Result<std::string> text = read_file(f.path().string());
-    e.body = nlohmann::json::parse(text.is_ok() ? text.value() : std::string(), nullptr,
-                                   /*allow_exceptions=*/false);
-    if (e.body.is_discarded() || !e.body.is_object() || !e.body.contains("result")) {
-      set_aside(f.path(), e.body.is_discarded() ? "not JSON" : "not a RESULT body");
+    const nlohmann::json body = nlohmann::json::parse(text.is_ok() ? text.value() : std::string(),
+                                                      nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) {
+      set_aside(f.path(), "not JSON");
       continue;
     }
+    Result<wire::ResultMessage> result = wire::ResultMessage::from_body(body);
+    if (!result.is_ok()) {
+      set_aside(f.path(), "not a RESULT body: " + result.status().message());
+      continue;
+    }
+    e.result = std::move(result).value();
     entries.push_back(std::move(e));
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {

@@ -1,26 +1,26 @@
 // The worker's unacknowledged results on disk: one file per result, `<job_id>-<attempt>.json`
-// holding the RESULT message's body, in a directory of the worker's state dir.
+// holding the RESULT message's body (common/protocol_messages.h), in a directory of the worker's
+// state dir.
 //
 // A result is put() (temp file, fsync, rename, fsync of the directory) BEFORE its RESULT is sent,
 // and removed when the coordinator ACKs it; after every WELCOME the worker lists the spool and
 // resends everything in it. A kill -9 or a power cut at any moment therefore leaves either no file
 // or a whole one, never a torn one (the coordinator dedupes whatever is sent twice).
 //
-// A file that cannot be read back (truncated by a full disk, edited by hand) is renamed to
-// `<name>.bad`, counted and logged; it never stops the worker.
+// A file that cannot be read back as a RESULT body (truncated by a full disk, edited by hand) is
+// renamed to `<name>.bad`, counted and logged; it never stops the worker.
 //
 // Errors: put/remove return an io_error Status (a full disk, a read-only directory); a failed put
 // leaves no file behind.
 // Thread safety: one thread (the worker's loop).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "common/protocol_messages.h"
 #include "common/status.h"
 
 namespace kb {
@@ -28,16 +28,17 @@ namespace kb {
 class ResultSpool {
  public:
   struct Entry {
-    int64_t job_id = 0;
+    int64_t job_id = 0;  // from the file's name
     int64_t attempt = 0;
-    nlohmann::json body;  // the RESULT body as it was put()
+    wire::ResultMessage result;  // as it was put()
   };
 
   // Creates `dir` (and its parents) when missing. durable = false skips the fsyncs: only for the
   // sim device, whose benchmark measures the coordinator rather than the worker's disk.
   static Result<ResultSpool> open(const std::filesystem::path& dir, bool durable = true);
 
-  Status put(int64_t job_id, int64_t attempt, const nlohmann::json& body);
+  // Named by result.token's job id and attempt.
+  Status put(const wire::ResultMessage& result);
   // Removing a result that is not there is fine (a duplicate ACK).
   Status remove(int64_t job_id, int64_t attempt);
   // Every whole result, oldest job id first; corrupt files are moved aside (see above).

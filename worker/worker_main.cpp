@@ -109,9 +109,8 @@ kb::Result<nlohmann::json> describe(const Options& o) {
   if (o.device == "cuda") launch.args.insert(launch.args.end(), {"--gpu", std::to_string(o.gpu)});
   launch.timeout_s = kDescribeTimeoutS;
   launch.sandbox = o.sandbox;  // so that a sandbox that cannot run the executor fails here
-  kb::Result<std::string> text = kb::run_for_output(launch);
-  if (!text.is_ok()) return text.status();
-  nlohmann::json identity = nlohmann::json::parse(text.value(), nullptr, false);
+  KB_ASSIGN_OR_RETURN(const std::string text, kb::run_for_output(launch));
+  nlohmann::json identity = nlohmann::json::parse(text, nullptr, false);
   if (!identity.is_object())
     return kb::Status::internal("kb-executor --describe printed no JSON object");
   nlohmann::json software = identity.value("software", nlohmann::json::object());
@@ -131,27 +130,30 @@ kb::Result<std::unique_ptr<kb::WorkerSession>> make_session(zmq::context_t& cont
                                                             const nlohmann::json& identity,
                                                             const std::string& name,
                                                             const fs::path& state) {
-  auto spool = kb::ResultSpool::open(state / "results", o.device != "sim" || o.sim_fsync);
-  if (!spool.is_ok()) return spool.status();
+  KB_ASSIGN_OR_RETURN(auto spool,
+                      kb::ResultSpool::open(state / "results", o.device != "sim" || o.sim_fsync));
   kb::SessionConfig config;
   config.name = name;
   config.endpoint = o.coordinator;
-  config.device = identity["device"];
+  auto device = kb::wire::DeviceIdentity::from_body(identity["device"]);
+  if (!device.is_ok()) {
+    return kb::Status::internal("the device that kb-executor --describe printed: " +
+                                device.status().message());
+  }
+  config.device = std::move(device).value();
   config.software = identity["software"];
   config.host = hostname();
   config.needs_packs = o.device != "sim";
   config.execution_log = o.execution_log;
   if (!o.curve_key.empty()) {
-    auto own = kb::curve::load_key_file(o.curve_key, /*require_secret=*/true);
-    if (!own.is_ok()) return own.status();
-    auto server = kb::curve::load_key_file(o.coordinator_key, /*require_secret=*/false);
-    if (!server.is_ok()) return server.status();
-    config.curve_keys = own.value();
-    config.coordinator_key = server->public_key;
+    KB_ASSIGN_OR_RETURN(config.curve_keys,
+                        kb::curve::load_key_file(o.curve_key, /*require_secret=*/true));
+    KB_ASSIGN_OR_RETURN(const kb::curve::KeyPair server,
+                        kb::curve::load_key_file(o.coordinator_key, /*require_secret=*/false));
+    config.coordinator_key = server.public_key;
   }
   return std::make_unique<kb::WorkerSession>(context, std::move(config), make_runner(o),
-                                             std::move(spool).value(),
-                                             kb::PackCache(state / "packs"));
+                                             std::move(spool), kb::PackCache(state / "packs"));
 }
 
 // The state dir: --state-dir, else under $XDG_STATE_HOME or ~/.local/state; never a shared /tmp.
@@ -171,15 +173,15 @@ kb::Status pin_reference_pack(Options& o) {
   if (o.reference_pack.empty()) {
     return kb::Status::not_found("no reference pack (libkbref.so) found: pass --reference-pack or set KB_REFERENCE_PACK");
   }
-  auto pin = kb::read_pack_pin(o.reference_pack);
-  if (!pin.is_ok()) return pin.status();
+  KB_ASSIGN_OR_RETURN(auto pin, kb::read_pack_pin(o.reference_pack));
   KB_ASSIGN_OR_RETURN(const std::string bytes, kb::read_file(o.reference_pack));
   const std::string actual = kb::sha256_hex(bytes);
-  if (actual != pin.value()) {
-    return kb::Status::failed_precondition("reference pack " + o.reference_pack + " has sha256 " + actual +
-                                           " but is pinned to " + pin.value() + ": refusing to start");
+  if (actual != pin) {
+    return kb::Status::failed_precondition("reference pack " + o.reference_pack + " has sha256 " +
+                                           actual + " but is pinned to " + pin +
+                                           ": refusing to start");
   }
-  o.reference_sha256 = pin.value();
+  o.reference_sha256 = pin;
   return kb::Status::ok();
 }
 
@@ -187,10 +189,9 @@ kb::Status pin_reference_pack(Options& o) {
 // executor and the problem specs read-only; the packs go in as descriptors.
 kb::Status configure_sandbox(Options& o, const fs::path& state) {
   std::string bwrap;
-  auto mode = kb::resolve_sandbox_mode(o.sandbox_mode, &bwrap);
-  if (!mode.is_ok()) return mode.status();
+  KB_ASSIGN_OR_RETURN(auto mode, kb::resolve_sandbox_mode(o.sandbox_mode, &bwrap));
   kb::SandboxConfig& c = o.sandbox;
-  c.mode = mode.value();
+  c.mode = mode;
   if (c.mode == kb::SandboxMode::kOff) return kb::Status::ok();
   c.bwrap = bwrap;
   c.gpu = o.device == "cuda" ? o.gpu : -1;
@@ -304,10 +305,9 @@ class HttpServer {
                    const std::string& gpu_uuid) {
     state_dirs_ = std::move(state_dirs);
     gauges_ = std::make_unique<kb::NvmlGauges>(gpu_uuid);
-    auto endpoint = kb::coord::HttpEndpoint::bind(
-        io_, bind, [this](const std::string& target) { return handle(target); });
-    if (!endpoint.is_ok()) return endpoint.status();
-    endpoint_ = std::move(endpoint).value();
+    KB_ASSIGN_OR_RETURN(
+        endpoint_, kb::coord::HttpEndpoint::bind(
+                       io_, bind, [this](const std::string& target) { return handle(target); }));
     endpoint_->start();
     KB_LOG_INFO("http /healthz and /metrics on {}", endpoint_->address());
     thread_ = std::thread([this] { io_.run(); });

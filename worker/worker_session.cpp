@@ -20,11 +20,6 @@ double steady_ms(SteadyClock::time_point t) {
   return std::chrono::duration<double, std::milli>(t.time_since_epoch()).count();
 }
 
-int64_t int_field(const nlohmann::json& body, const char* name, int64_t fallback) {
-  auto it = body.find(name);
-  return it != body.end() && it->is_number() ? it->get<int64_t>() : fallback;
-}
-
 }  // namespace
 
 std::string_view to_string(SessionState state) {
@@ -55,7 +50,7 @@ WorkerSession::WorkerSession(zmq::context_t& context, SessionConfig config,
       backoff_(config_.backoff_initial),
       liveness_(config_.liveness) {
   // Results left by an earlier run of this worker are sent after the first WELCOME.
-  for (ResultSpool::Entry& e : spool_.list()) unacked_[{e.job_id, e.attempt}] = std::move(e.body);
+  for (ResultSpool::Entry& e : spool_.list()) unacked_[{e.job_id, e.attempt}] = std::move(e.result);
 }
 
 WorkerSession::~WorkerSession() {
@@ -94,7 +89,7 @@ void WorkerSession::connect(SteadyClock::time_point now) {
   liveness_ = config_.liveness;
   last_heard_ = now;
   packs_requested_.clear();
-  send(MessageType::kReady, ready_body(), now);
+  send(ready_message(), now);
 }
 
 void WorkerSession::lose(SteadyClock::time_point now, const std::string& why) {
@@ -108,28 +103,23 @@ void WorkerSession::lose(SteadyClock::time_point now, const std::string& why) {
   warn(why + "; reconnecting in " + std::to_string(wait.count()) + " ms");
 }
 
-bool WorkerSession::send(MessageType type, nlohmann::json body, SteadyClock::time_point now) {
+bool WorkerSession::send(const wire::Message& message, SteadyClock::time_point now) {
   if (!socket_) return false;
-  wire::Message message;
-  message.type = type;
-  message.body = std::move(body);
   last_sent_ = now;
   return wire::send_message(*socket_, message);
 }
 
-nlohmann::json WorkerSession::ready_body() const {
-  nlohmann::json in_flight = nlohmann::json::array();
-  auto add = [&](int64_t job_id, int64_t attempt, uint64_t lease_id) {
-    in_flight.push_back({{"job_id", job_id}, {"attempt", attempt}, {"lease_id", lease_id}});
-  };
-  if (running_) add(running_->job_id, running_->attempt, running_->lease_id);
-  for (const JobSpec& j : held_) add(j.job_id, j.attempt, j.lease_id);
+wire::ReadyMessage WorkerSession::ready_message() const {
+  wire::ReadyMessage ready{.worker = config_.name,
+                           .device = config_.device,
+                           .software = config_.software,
+                           .host = config_.host,
+                           .protocol = wire::kProtocolVersion};
+  if (running_) ready.in_flight.push_back(running_->token());
+  for (const JobSpec& j : held_) ready.in_flight.push_back(j.token());
   // A finished job whose result is unacked is still ours: its lease should wait for the resend.
-  for (const auto& [key, body] : unacked_)
-    add(key.first, key.second, body.value("lease_id", uint64_t{0}));
-  return {
-      {"worker", config_.name}, {"device", config_.device},          {"software", config_.software},
-      {"host", config_.host},   {"in_flight", std::move(in_flight)}, {"protocol", 1}};
+  for (const auto& [key, result] : unacked_) ready.in_flight.push_back(result.token);
+  return ready;
 }
 
 milliseconds WorkerSession::silence_limit() const {
@@ -156,28 +146,38 @@ void WorkerSession::on_readable(SteadyClock::time_point now) {
   }
 }
 
+template <typename M>
+std::optional<M> WorkerSession::read_body(const wire::Message& message) {
+  Result<M> body = wire::from_message<M>(message);
+  if (body.is_ok()) return std::move(body).value();
+  ++stats_.dropped_messages;
+  warn("dropped a message: " + body.status().message());
+  return std::nullopt;
+}
+
 void WorkerSession::handle(const wire::Message& message, SteadyClock::time_point now) {
   switch (message.type) {
     case MessageType::kWelcome:
-      on_welcome(message.body, now);
+      if (auto welcome = read_body<wire::WelcomeMessage>(message)) on_welcome(*welcome, now);
       break;
     case MessageType::kJob:
-      on_job(message.body, now);
+      if (auto job = read_body<wire::JobMessage>(message)) on_job(std::move(*job), now);
       break;
     case MessageType::kAck:
-      on_ack(message.body);
+      if (auto ack = read_body<wire::AckMessage>(message)) on_ack(*ack);
       break;
     case MessageType::kPack:
-      on_pack(message, now);
+      if (auto pack = read_body<wire::PackMessage>(message)) on_pack(*pack, message.payload, now);
       break;
     case MessageType::kRevoke:
-      on_revoke(message.body, now);
+      if (auto revoke = read_body<wire::RevokeMessage>(message)) on_revoke(*revoke, now);
       break;
     case MessageType::kHeartbeat:
       break;  // liveness only
     case MessageType::kDisconnect:
-      lose(now, "the coordinator said DISCONNECT (" +
-                    message.body.value("reason", std::string("?")) + ")");
+      if (auto bye = read_body<wire::DisconnectMessage>(message)) {
+        lose(now, "the coordinator said DISCONNECT (" + bye->reason + ")");
+      }
       break;
     default:
       ++stats_.dropped_messages;
@@ -185,20 +185,19 @@ void WorkerSession::handle(const wire::Message& message, SteadyClock::time_point
   }
 }
 
-void WorkerSession::on_welcome(const nlohmann::json& body, SteadyClock::time_point now) {
+void WorkerSession::on_welcome(const wire::WelcomeMessage& welcome, SteadyClock::time_point now) {
   ++stats_.welcomes;
   state_ = SessionState::kRegistered;
-  worker_id_ = int_field(body, "worker_id", -1);
-  heartbeat_ = milliseconds(
-      std::max<int64_t>(10, int_field(body, "heartbeat_ms", config_.heartbeat.count())));
-  liveness_ = static_cast<int>(std::max<int64_t>(1, int_field(body, "liveness", config_.liveness)));
+  worker_id_ = welcome.worker_id;
+  heartbeat_ = milliseconds(std::max<int64_t>(10, welcome.heartbeat_ms));
+  liveness_ = std::max(1, welcome.liveness.value_or(config_.liveness));
   backoff_ = config_.backoff_initial;
-  epoch_ = body.value("epoch", std::string());
+  epoch_ = welcome.epoch;
   drop_foreign_results();
   const int credits = config_.capacity - static_cast<int>(held_jobs());
-  if (!draining_ && credits > 0) send(MessageType::kRequest, {{"credits", credits}}, now);
-  for (const auto& [key, result_body] : unacked_) {
-    if (send(MessageType::kResult, result_body, now)) ++stats_.results_sent;
+  if (!draining_ && credits > 0) send(wire::RequestMessage{credits}, now);
+  for (const auto& [key, result] : unacked_) {
+    if (send(result, now)) ++stats_.results_sent;
   }
   request_missing_packs(now);
 }
@@ -211,35 +210,31 @@ bool WorkerSession::is_held(const JobKey& key) const {
   return unacked_.count(key) > 0;
 }
 
-void WorkerSession::on_job(const nlohmann::json& body, SteadyClock::time_point now) {
-  Result<JobSpec> job = JobSpec::from_json(body);
-  if (!job.is_ok()) {
-    ++stats_.dropped_messages;
-    warn("dropped a JOB: " + job.status().message());
-    return;
-  }
+void WorkerSession::on_job(wire::JobMessage message, SteadyClock::time_point now) {
   ++stats_.jobs_received;
-  if (is_held({job->job_id, job->attempt})) {
+  JobSpec job;
+  static_cast<wire::JobMessage&>(job) = std::move(message);
+  if (is_held({job.job_id, job.attempt})) {
     ++stats_.jobs_ignored;  // a duplicate
     return;
   }
-  if (draining_) return give_back_while_draining(job.value(), now);
-  job->epoch = epoch_;
-  if (config_.needs_packs) WorkerMetrics::global().pack_lookup(packs_.path_of(job->pack).has_value());
-  held_.push_back(std::move(job).value());
+  if (draining_) return give_back_while_draining(job, now);
+  job.epoch = epoch_;
+  if (config_.needs_packs)
+    WorkerMetrics::global().pack_lookup(packs_.path_of(job.pack).has_value());
+  held_.push_back(std::move(job));
   request_missing_packs(now);
   start_next_job(now);
 }
 
-void WorkerSession::on_ack(const nlohmann::json& body) {
-  const JobKey key{int_field(body, "job_id", -1), int_field(body, "attempt", -1)};
+void WorkerSession::on_ack(const wire::AckMessage& ack) {
+  const JobKey key{ack.job_id, ack.attempt};
   if (unacked_.erase(key) == 0) return;  // a duplicate ACK
   ++stats_.acks;
-  if (auto rejected = body.find("rejected"); rejected != body.end()) {
+  if (!ack.rejected.empty()) {
     ++stats_.rejected;
-    warn("the coordinator rejected the result of job " + std::to_string(key.first) +
-                          " attempt " + std::to_string(key.second) + " (" + rejected->dump() +
-                          "); dropped");
+    warn("the coordinator rejected the result of job " + std::to_string(key.first) + " attempt " +
+         std::to_string(key.second) + " (" + ack.rejected + "); dropped");
   }
   if (Status s = spool_.remove(key.first, key.second); !s.is_ok()) warn(s.to_string());
 }
@@ -250,7 +245,7 @@ void WorkerSession::request_missing_packs(SteadyClock::time_point now) {
     if (packs_.path_of(j.pack) || packs_requested_.count(j.pack)) continue;
     if (!PackCache::is_valid_hash(j.pack)) continue;  // failed by start_next_job
     packs_requested_[j.pack] = now;
-    send(MessageType::kPackRequest, {{"pack", j.pack}}, now);
+    send(wire::PackRequestMessage{j.pack}, now);
   }
 }
 
@@ -269,13 +264,14 @@ void WorkerSession::expire_pack_requests(SteadyClock::time_point now) {
   }
 }
 
-void WorkerSession::on_pack(const wire::Message& message, SteadyClock::time_point now) {
-  const std::string hash = message.body.value("pack", std::string());
-  if (message.body.value("missing", false)) {
+void WorkerSession::on_pack(const wire::PackMessage& pack, const std::string& bytes,
+                            SteadyClock::time_point now) {
+  const std::string& hash = pack.pack;
+  if (pack.missing) {
     fail_jobs_waiting_for(hash, "pack " + hash + " unavailable", now);
     return;
   }
-  Result<std::string> stored = packs_.store(hash, message.payload);
+  Result<std::string> stored = packs_.store(hash, bytes);
   if (!stored.is_ok()) {
     warn(stored.status().to_string());
     fail_jobs_waiting_for(hash, "pack " + hash + " unavailable: " + stored.status().message(), now,
@@ -296,12 +292,11 @@ void WorkerSession::fail_jobs_waiting_for(const std::string& pack, const std::st
     }
     JobSpec job = std::move(*it);
     it = held_.erase(it);
-    JobOutcome outcome{
-        JobResult::failure(job.problem, job.preset, config_.device.value("kind", std::string()),
-                           JobStatus::kRuntimeError, why),
-        now, now, ""};
+    JobOutcome outcome{JobResult::failure(job.problem, job.preset, config_.device.kind,
+                                          JobStatus::kRuntimeError, why),
+                       now, now, ""};
     if (!infra.empty()) outcome.infra_failure = infra + ": " + why;
-    if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
+    if (!draining_) send(wire::RequestMessage{1}, now);
     finish_job(job, std::move(outcome), now);
   }
   packs_requested_.erase(pack);
@@ -342,26 +337,23 @@ void WorkerSession::finish_job(const JobSpec& job, JobOutcome outcome,
   // benchmark (tools/fleet_bench.cpp) measures dispatch gaps and makespan.
   result["worker_clock"] = {{"started_at_ms", steady_ms(outcome.started_at)},
                             {"finished_at_ms", steady_ms(outcome.finished_at)}};
-  nlohmann::json body = {
-      {"job_id", job.job_id},
-      {"attempt", job.attempt},
-      {"lease_id", job.lease_id},
-      {"epoch", job.epoch},
-      {"result", std::move(result)},
-      {"wall_ms",
-       std::chrono::duration<double, std::milli>(outcome.finished_at - outcome.started_at).count()},
-      {"started_at_ms", steady_ms(outcome.started_at)},
-      {"finished_at_ms", steady_ms(outcome.finished_at)}};
-  if (!outcome.infra_failure.empty()) body["infra_failure"] = outcome.infra_failure;
+  wire::ResultMessage message{
+      .token = job.token(),
+      .epoch = job.epoch,
+      .result = std::move(result),
+      .wall_ms = std::chrono::duration<double, std::milli>(outcome.finished_at - outcome.started_at)
+                     .count(),
+      .started_at_ms = steady_ms(outcome.started_at),
+      .finished_at_ms = steady_ms(outcome.finished_at),
+      .infra_failure = outcome.infra_failure};
   // On disk before it is sent: from here on a crash of the worker cannot lose it. A result that
   // cannot be made durable is not delivered: the job runs again elsewhere.
-  if (Status s = spool_.put(key.first, key.second, body); !s.is_ok()) {
+  if (Status s = spool_.put(message); !s.is_ok()) {
     warn(s.to_string());
-    if (!body.contains("infra_failure")) body["infra_failure"] = "spool: " + s.message();
+    if (message.infra_failure.empty()) message.infra_failure = "spool: " + s.message();
   }
-  if (state_ == SessionState::kRegistered && send(MessageType::kResult, body, now))
-    ++stats_.results_sent;
-  unacked_[key] = std::move(body);
+  if (state_ == SessionState::kRegistered && send(message, now)) ++stats_.results_sent;
+  unacked_[key] = std::move(message);
 }
 
 void WorkerSession::on_tick(SteadyClock::time_point now) {
@@ -373,7 +365,7 @@ void WorkerSession::on_tick(SteadyClock::time_point now) {
       // The next job starts before this result is written, so the device idles as little as
       // possible; then one credit refills the prefetch slot (capacity = running + prefetched).
       start_next_job(now);
-      if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
+      if (!draining_) send(wire::RequestMessage{1}, now);
       finish_job(job, std::move(*outcome), now);
     }
   }
@@ -388,7 +380,7 @@ void WorkerSession::on_tick(SteadyClock::time_point now) {
         lose(now,
              "no word from the coordinator for " + std::to_string(silence_limit().count()) + " ms");
       } else if (state_ == SessionState::kRegistered && now - last_sent_ >= heartbeat_) {
-        send(MessageType::kHeartbeat, nlohmann::json::object(), now);
+        send(wire::Message{MessageType::kHeartbeat, nlohmann::json::object(), {}}, now);
       }
       break;
     case SessionState::kStopped:

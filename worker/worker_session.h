@@ -58,6 +58,7 @@
 #include <utility>
 
 #include "common/curve_keys.h"
+#include "common/protocol_messages.h"
 #include "common/wire_protocol.h"
 #include "worker/job_runner.h"
 #include "worker/pack_cache.h"
@@ -68,7 +69,7 @@ namespace kb {
 struct SessionConfig {
   std::string name;      // READY.worker; also the prefix of the routing id
   std::string endpoint;  // tcp://HOST:PORT of the coordinator's worker ROUTER
-  nlohmann::json device = nlohmann::json::object();    // READY.device
+  wire::DeviceIdentity device;                         // READY.device
   nlohmann::json software = nlohmann::json::object();  // READY.software
   std::string host;
   bool needs_packs = true;                   // false for the sim device, whose jobs load no pack
@@ -129,18 +130,26 @@ class WorkerSession {
 
   void connect(SteadyClock::time_point now);
   void lose(SteadyClock::time_point now, const std::string& why);
-  bool send(wire::MessageType type, nlohmann::json body, SteadyClock::time_point now);
+  bool send(const wire::Message& message, SteadyClock::time_point now);
+  template <typename M>
+  bool send(const M& body, SteadyClock::time_point now) {
+    return send(wire::to_message(body), now);
+  }
   void handle(const wire::Message& message, SteadyClock::time_point now);
-  void on_welcome(const nlohmann::json& body, SteadyClock::time_point now);
-  void on_job(const nlohmann::json& body, SteadyClock::time_point now);
-  void on_ack(const nlohmann::json& body);
-  void on_revoke(const nlohmann::json& body, SteadyClock::time_point now);
+  // The body as M (wire::decode has read it so already); else counted as dropped and nullopt.
+  template <typename M>
+  std::optional<M> read_body(const wire::Message& message);
+  void on_welcome(const wire::WelcomeMessage& welcome, SteadyClock::time_point now);
+  void on_job(wire::JobMessage job, SteadyClock::time_point now);
+  void on_ack(const wire::AckMessage& ack);
+  void on_revoke(const wire::RevokeMessage& revoke, SteadyClock::time_point now);
   void give_back_while_draining(const JobSpec& job, SteadyClock::time_point now);
   void drop_foreign_results();
   // A warning line of this session: "kb-worker: NAME: text".
   void warn(const std::string& text) const;
   void log_execution(const JobSpec& job, const char* event) const;
-  void on_pack(const wire::Message& message, SteadyClock::time_point now);
+  void on_pack(const wire::PackMessage& pack, const std::string& bytes,
+               SteadyClock::time_point now);
   // infra empty: the jobs end as runtime_error results; else as infrastructure failures.
   void fail_jobs_waiting_for(const std::string& pack, const std::string& why,
                              SteadyClock::time_point now, const std::string& infra = "");
@@ -148,7 +157,7 @@ class WorkerSession {
   void expire_pack_requests(SteadyClock::time_point now);
   void start_next_job(SteadyClock::time_point now);
   void finish_job(const JobSpec& job, JobOutcome outcome, SteadyClock::time_point now);
-  nlohmann::json ready_body() const;
+  wire::ReadyMessage ready_message() const;
   std::chrono::milliseconds silence_limit() const;
   bool is_held(const JobKey& key) const;
 
@@ -174,7 +183,7 @@ class WorkerSession {
   // Packs asked for on this connection, and when: one unanswered for SessionConfig::pack_wait
   // fails its jobs (as a PACK with missing: true does).
   std::map<std::string, SteadyClock::time_point> packs_requested_;
-  std::map<JobKey, nlohmann::json> unacked_;  // RESULT bodies sent (or to send), awaiting ACK
+  std::map<JobKey, wire::ResultMessage> unacked_;  // RESULTs sent (or to send), awaiting ACK
   SessionStats stats_;
 };
 

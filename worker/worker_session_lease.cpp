@@ -11,32 +11,24 @@ namespace {
 
 using wire::MessageType;
 
-nlohmann::json token_of(const JobSpec& job) {
-  return {{"job_id", job.job_id}, {"attempt", job.attempt}, {"lease_id", job.lease_id}};
-}
-
 std::string job_name(const JobSpec& job) {
   return "job " + std::to_string(job.job_id) + " attempt " + std::to_string(job.attempt);
 }
 
 }  // namespace
 
-void WorkerSession::on_revoke(const nlohmann::json& body, SteadyClock::time_point now) {
-  auto number = [&](const char* key) {
-    auto it = body.find(key);
-    return it != body.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{-1};
-  };
-  const JobKey key{number("job_id"), number("attempt")};
-  const std::string reason = body.value("reason", std::string("?"));
+void WorkerSession::on_revoke(const wire::RevokeMessage& revoke, SteadyClock::time_point now) {
+  const JobKey key{revoke.token.job_id, revoke.token.attempt};
+  const std::string& reason = revoke.reason;
   // An admin's drain lets the running job finish; only a held job goes back.
   const bool drain = reason == "drain";
   for (auto it = held_.begin(); it != held_.end(); ++it) {
     if (JobKey{it->job_id, it->attempt} != key) continue;
     ++stats_.revokes;
     warn(job_name(*it) + " revoked (" + reason + ") before it started");
-    if (drain) send(MessageType::kBye, {{"release", nlohmann::json::array({token_of(*it)})}}, now);
+    if (drain) send(wire::ByeMessage{.release = {it->token()}}, now);
     held_.erase(it);
-    if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
+    if (!draining_) send(wire::RequestMessage{1}, now);
     return;
   }
   if (drain || !running_ || JobKey{running_->job_id, running_->attempt} != key) return;
@@ -46,14 +38,14 @@ void WorkerSession::on_revoke(const nlohmann::json& body, SteadyClock::time_poin
   log_execution(*running_, "revoke");
   running_.reset();
   start_next_job(now);
-  if (!draining_) send(MessageType::kRequest, {{"credits", 1}}, now);
+  if (!draining_) send(wire::RequestMessage{1}, now);
 }
 
 // Results spooled under another database epoch name jobs of another database: never sent.
 void WorkerSession::drop_foreign_results() {
   if (epoch_.empty()) return;
   for (auto it = unacked_.begin(); it != unacked_.end();) {
-    const std::string epoch = it->second.value("epoch", std::string());
+    const std::string& epoch = it->second.epoch;
     if (epoch.empty() || epoch == epoch_) {
       ++it;
       continue;
@@ -71,12 +63,12 @@ void WorkerSession::drop_foreign_results() {
 void WorkerSession::drain(SteadyClock::time_point now) {
   if (draining_) return;
   draining_ = true;
-  nlohmann::json release = nlohmann::json::array();
-  for (const JobSpec& job : held_) release.push_back(token_of(job));
+  std::vector<wire::LeaseToken> release;
+  for (const JobSpec& job : held_) release.push_back(job.token());
   held_.clear();
   warn("draining: " + std::to_string(release.size()) + " held job(s) given back" +
                         (running_ ? ", the running one finishes" : ""));
-  send(MessageType::kBye, {{"draining", true}, {"release", std::move(release)}}, now);
+  send(wire::ByeMessage{.release = std::move(release), .draining = true}, now);
 }
 
 // The coordinator leased this job before it read our BYE {draining}: it goes back the same way,
@@ -84,29 +76,28 @@ void WorkerSession::drain(SteadyClock::time_point now) {
 void WorkerSession::give_back_while_draining(const JobSpec& job, SteadyClock::time_point now) {
   ++stats_.jobs_given_back;
   warn(job_name(job) + " arrived while draining: given back");
-  send(MessageType::kBye, {{"draining", true}, {"release", nlohmann::json::array({token_of(job)})}},
-       now);
+  send(wire::ByeMessage{.release = {job.token()}, .draining = true}, now);
 }
 
 void WorkerSession::stop_now(SteadyClock::time_point now) {
   draining_ = true;
-  nlohmann::json release = nlohmann::json::array();
-  for (const JobSpec& job : held_) release.push_back(token_of(job));
+  std::vector<wire::LeaseToken> release;
+  for (const JobSpec& job : held_) release.push_back(job.token());
   held_.clear();
   if (running_) {
-    release.push_back(token_of(*running_));
+    release.push_back(running_->token());
     runner_->abort();
     log_execution(*running_, "abort");
     warn("stopping now: " + job_name(*running_) + " killed and given back");
     running_.reset();
   }
-  said_goodbye_ = send(MessageType::kBye, {{"final", true}, {"release", std::move(release)}}, now);
+  said_goodbye_ = send(wire::ByeMessage{.release = std::move(release), .final = true}, now);
   if (said_goodbye_ && socket_) socket_->set(zmq::sockopt::linger, 1000);
 }
 
 void WorkerSession::say_goodbye(SteadyClock::time_point now) {
   if (said_goodbye_ || state_ != SessionState::kRegistered) return;
-  said_goodbye_ = send(MessageType::kBye, {{"final", true}, {"release", nlohmann::json::array()}}, now);
+  said_goodbye_ = send(wire::ByeMessage{.final = true}, now);
   if (said_goodbye_ && socket_) socket_->set(zmq::sockopt::linger, 1000);
 }
 

@@ -99,7 +99,7 @@ TEST_F(FleetCommandsTest, MalformedArgumentsExitWithTwo) {
   EXPECT_EQ(kb({"results"}).code, kExitUsage);
   EXPECT_EQ(kb({"submit", "--max-attempts", "0"}).code, kExitUsage);
   EXPECT_USAGE_ERROR(kb({"submit", "smoke", "--trials", "0", "--coordinator", "tcp://127.0.0.1:1"}),
-                     "at least 3 correctness trials");
+                     "trials: the fleet runs 3..1000 correctness trials per job");
   EXPECT_USAGE_ERROR(kb({"submit", "--sim-jobs", "0:5", "--coordinator", "tcp://127.0.0.1:1"}), "N:MS");
   EXPECT_USAGE_ERROR(kb({"submit", "smoke", "--sim-jobs", "3:5", "--coordinator", "tcp://127.0.0.1:1"}),
                      "leave out the problems");
@@ -162,8 +162,8 @@ TEST_F(FleetCommandsTest, SubmitSendsThePackOnlyWhenTheCoordinatorLacksIt) {
   {
     FakeCoordinator coordinator(/*has_pack=*/false);
     const Outcome o = kb({"submit", "smoke", "--preset", "small", "--pack", pack_, "--coordinator",
-                          coordinator.endpoint(), "--commit", "abc123", "--branch", "main", "--gpu", "NVIDIA H200",
-                          "--seed", "7", "--json"});
+                          coordinator.endpoint(), "--commit", "abc1234", "--branch", "main",
+                          "--gpu", "NVIDIA H200", "--seed", "7", "--json"});
     ASSERT_EQ(o.code, kExitOk) << o.err;
     EXPECT_EQ(nlohmann::json::parse(o.out)["run_id"], 42);
     ASSERT_EQ(coordinator.received.size(), 2u);
@@ -178,7 +178,7 @@ TEST_F(FleetCommandsTest, SubmitSendsThePackOnlyWhenTheCoordinatorLacksIt) {
     EXPECT_EQ(submit.body["problems"], "L1_098,L2_017,L1_079,L3_013,L2_093");
     EXPECT_EQ(submit.body["suite"], "smoke");
     EXPECT_EQ(submit.body["preset"], "small");
-    EXPECT_EQ(submit.body["commit_sha"], "abc123");
+    EXPECT_EQ(submit.body["commit_sha"], "abc1234");
     EXPECT_EQ(submit.body["branch"], "main");
     EXPECT_EQ(submit.body["gpu_models"], nlohmann::json::array({"NVIDIA H200"}));
     EXPECT_EQ(submit.body["seed"], 7);
@@ -191,6 +191,17 @@ TEST_F(FleetCommandsTest, SubmitSendsThePackOnlyWhenTheCoordinatorLacksIt) {
   ASSERT_EQ(coordinator.received.size(), 2u);
   EXPECT_TRUE(coordinator.received[1].payload.empty());
   EXPECT_FALSE(coordinator.received[1].body.contains("suite"));
+}
+
+// kb submit runs the coordinator's own SUBMIT rules (wire::submit_rules) before it sends.
+TEST_F(FleetCommandsTest, SubmitRefusesWhatTheCoordinatorWouldWithoutARoundTrip) {
+  FakeCoordinator coordinator(/*has_pack=*/true);
+  const Outcome o = kb({"submit", "smoke", "--preset", "small", "--pack", pack_, "--coordinator",
+                        coordinator.endpoint(), "--commit", "abc123"});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_NE(o.err.find("commit_sha: expected 7 to 64 lowercase hex digits"), std::string::npos)
+      << o.err;
+  EXPECT_TRUE(coordinator.received.empty());
 }
 
 TEST_F(FleetCommandsTest, SimRunsNeedNoPack) {

@@ -286,5 +286,53 @@ TEST_F(CoordinatorTest, CurveAdmitsOnlyAllowListedKeys) {
   EXPECT_GE(metric(metrics(), "kb_auth_rejected_total"), 1);
 }
 
+// schemas/protocol.md: JOB carries the sha256 of its problem's spec file. It was added only to
+// the messages sent at once (REVOKEs), never to the JOBs, which wait for their lease's commit.
+TEST_F(CoordinatorTest, AJobOfARealProblemCarriesItsSpecHash) {
+  start();
+  zmq::socket_t c = client();
+  const std::string bytes =
+      "\x7f"
+      "ELF pack bytes";
+  send(c, MessageType::kSubmit,
+       {{"problems", "L1_003"}, {"preset", "small"}, {"pack", sha256_hex(bytes)}}, bytes);
+  expect(c, MessageType::kReply);
+  zmq::socket_t w = worker();
+  register_worker(w, "any-0");
+  send(w, MessageType::kRequest, {{"credits", 1}});
+  Message job = expect(w, MessageType::kJob);
+  EXPECT_EQ(job.body["problem"], "L1_003");
+  ASSERT_TRUE(job.body.contains("spec_hash")) << job.body.dump();
+  EXPECT_EQ(job.body["spec_hash"].get<std::string>().size(), 64u);
+}
+
+// A request whose body has a field of the wrong type is counted like any malformed message, and
+// answered, so that its client is told which field rather than left to time out.
+TEST_F(CoordinatorTest, ASubmitWithAFieldOfTheWrongTypeIsAnsweredBadRequest) {
+  start();
+  zmq::socket_t c = client();
+  send(c, MessageType::kSubmit,
+       {{"problems", "sim"}, {"sim_jobs", {1}}, {"max_attempts", "3"}, {"request_id", 9}});
+  Message error = expect(c, MessageType::kError);
+  EXPECT_EQ(error.body["code"], "bad_request");
+  EXPECT_EQ(error.body["request_id"], 9);
+  EXPECT_EQ(error.body["message"],
+            "SUBMIT: field 'max_attempts': expected an integer (int), got a string");
+  EXPECT_EQ(metric(metrics(), "kb_dropped_messages_total{reason=\"missing_field\"}"), 1);
+}
+
+// BYE's flags were read with json::value(), which throws on a flag that is not a boolean: one
+// such message from a registered worker would have ended the coordinator's event loop.
+TEST_F(CoordinatorTest, AByeWithAStringFlagIsDroppedAndCountedNotACrash) {
+  start();
+  zmq::socket_t w = worker();
+  register_worker(w, "sim-0");
+  send(w, MessageType::kBye, {{"final", "yes"}, {"release", Json::array()}});
+  send(w, MessageType::kPackRequest, {{"pack", std::string(64, '0')}});  // answered after the BYE
+  EXPECT_EQ(expect(w, MessageType::kPack).body["missing"],
+            true);  // still registered, still serving
+  EXPECT_EQ(metric(metrics(), "kb_dropped_messages_total{reason=\"missing_field\"}"), 1);
+}
+
 }  // namespace
 }  // namespace kb::coord

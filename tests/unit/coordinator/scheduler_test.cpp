@@ -59,8 +59,7 @@ class SchedulerTest : public ::testing::Test {
     keep(scheduler_.take_batch());
     std::vector<std::pair<std::string, int64_t>> out;
     for (const Dispatch& d : scheduler_.take_dispatches()) {
-      EXPECT_EQ(d.message.type, wire::MessageType::kJob);
-      EXPECT_EQ(d.message.body["lease_id"].get<uint64_t>(), d.token.lease_id);
+      EXPECT_EQ(d.job.token(), d.token);
       tokens_[{d.token.job_id, d.token.attempt}] = d.token;
       out.emplace_back(d.routing_id, d.token.job_id);
     }
@@ -177,13 +176,13 @@ TEST_F(SchedulerTest, JobMessageCarriesTheContractFields) {
   (void)scheduler_.take_batch();
   auto messages = scheduler_.take_dispatches();
   ASSERT_EQ(messages.size(), 1u);
-  const auto& b = messages[0].message.body;
-  EXPECT_EQ(b["attempt"], 1);
-  EXPECT_GT(b["lease_id"].get<uint64_t>(), 0u);
-  EXPECT_EQ(b["pack"], "abc");
-  EXPECT_EQ(b["run_id"], 1);
-  EXPECT_EQ(b["deadline_ms"], 60000);  // max(60 s, 3 s + 6 s + 30 s)
-  EXPECT_TRUE(wire::decode(wire::encode(messages[0].message)).ok);
+  const wire::JobMessage& b = messages[0].job;
+  EXPECT_EQ(b.attempt, 1);
+  EXPECT_GT(b.lease_id, 0u);
+  EXPECT_EQ(b.pack, "abc");
+  EXPECT_EQ(b.run_id, 1);
+  EXPECT_EQ(b.deadline_ms, 60000);  // max(60 s, 3 s + 6 s + 30 s)
+  EXPECT_TRUE(wire::decode(wire::encode(wire::to_message(b))).ok);
   EXPECT_EQ(lease_budget(20000, 10).count(), 3 * 20000 + 20000 + 30000);
 }
 

@@ -56,26 +56,6 @@ TEST(SimJobRunnerTest, AbortDropsTheJob) {
   EXPECT_FALSE(runner.poll(SteadyClock::now() + milliseconds(50)));
 }
 
-TEST(JobSpecTest, ParsesAJobBody) {
-  Result<JobSpec> job = JobSpec::from_json({{"job_id", 9},
-                                            {"attempt", 2},
-                                            {"seed", 42},
-                                            {"problem", "L1_003"},
-                                            {"preset", "small"},
-                                            {"pack", "ab"},
-                                            {"run_id", 3},
-                                            {"time_cap_s", 1.5},
-                                            {"deadline_ms", 60000},
-                                            {"params", {{"sleep_ms", 3}}}});
-  KB_ASSERT_OK(job);
-  EXPECT_EQ(job->job_id, 9);
-  EXPECT_EQ(job->seed, 42u);
-  EXPECT_DOUBLE_EQ(job->time_cap_s, 1.5);
-  EXPECT_EQ(job->params["sleep_ms"], 3);
-  EXPECT_DOUBLE_EQ(child_timeout_s(job->deadline_ms), 55.0);
-  EXPECT_FALSE(JobSpec::from_json({{"job_id", "nine"}, {"attempt", 1}}).is_ok());
-}
-
 class ChildProcessJobRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {

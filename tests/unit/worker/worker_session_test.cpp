@@ -21,6 +21,12 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
+// A RESULT as an earlier run of the worker left it in the spool: `fields` over an ok result.
+wire::ResultMessage spooled_result(nlohmann::json fields) {
+  fields["result"] = {{"status", "ok"}};
+  return wire::ResultMessage::from_body(fields).value();
+}
+
 struct Received {
   std::string routing_id;
   Message message;
@@ -48,7 +54,8 @@ class WorkerSessionTest : public ::testing::Test {
     config.pack_wait = pack_wait;
     config.name = "w1";
     config.endpoint = endpoint_;
-    config.device = {{"kind", "sim"}, {"model", "sim"}};
+    config.device.kind = "sim";
+    config.device.model = "sim";
     config.software = {{"kbfleet", "test"}};
     config.needs_packs = needs_packs;
     config.heartbeat = milliseconds(100);
@@ -163,6 +170,27 @@ TEST_F(WorkerSessionTest, RegistersWithItsIdentityAndAsksForTwoJobs) {
   expect(MessageType::kHeartbeat);
   send(ready.routing_id, MessageType::kHeartbeat, nlohmann::json::object());
   expect(MessageType::kHeartbeat);
+}
+
+// WELCOME's epoch was read with json::value(), which throws on a number: one such message would
+// have ended kb-worker. Every body is now read by its struct, and a bad one is dropped and counted.
+TEST_F(WorkerSessionTest, MalformedMessagesAreDroppedAndCountedNotACrash) {
+  make_session();
+  Received ready = expect(MessageType::kReady);
+  send(ready.routing_id, MessageType::kWelcome,
+       {{"worker_id", 7}, {"heartbeat_ms", 100}, {"epoch", 5}});
+  run_for(milliseconds(50));
+  EXPECT_EQ(session_->stats().dropped_messages, 1);
+  EXPECT_EQ(session_->state(), SessionState::kConnecting);  // not registered by a bad WELCOME
+  send(ready.routing_id, MessageType::kWelcome, {{"worker_id", 7}, {"heartbeat_ms", 100}});
+  expect(MessageType::kRequest);
+  nlohmann::json job = sim_job(41, 5);
+  job["job_id"] = "41";
+  send(ready.routing_id, MessageType::kJob, job);
+  run_for(milliseconds(50));
+  EXPECT_EQ(session_->stats().dropped_messages, 2);
+  EXPECT_EQ(session_->stats().jobs_received, 0);
+  EXPECT_EQ(session_->state(), SessionState::kRegistered);
 }
 
 TEST_F(WorkerSessionTest, RunsASimJobAndKeepsTheResultUntilAck) {
@@ -312,8 +340,7 @@ TEST_F(WorkerSessionTest, APackThatIsMissingOrCorruptFailsItsJob) {
 TEST_F(WorkerSessionTest, ResultsSpooledByAnEarlierRunAreSentAfterWelcome) {
   {
     auto spool = ResultSpool::open(dir_ / "results");
-    KB_ASSERT_OK(
-        spool->put(99, 2, {{"job_id", 99}, {"attempt", 2}, {"result", {{"status", "ok"}}}}));
+    KB_ASSERT_OK(spool->put(spooled_result({{"job_id", 99}, {"attempt", 2}})));
   }
   make_session();
   Received ready = expect(MessageType::kReady);
@@ -435,12 +462,9 @@ TEST_F(WorkerSessionTest, ResultsEchoTheLeaseAndARejectedOneIsDropped) {
 TEST_F(WorkerSessionTest, ASpooledResultOfAnotherDatabaseEpochIsDropped) {
   {
     auto spool = ResultSpool::open(dir_ / "results");
-    KB_ASSERT_OK(spool->put(
-        98, 1,
-        {{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"}, {"result", {{"status", "ok"}}}}));
-    KB_ASSERT_OK(spool->put(
-        99, 1,
-        {{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"}, {"result", {{"status", "ok"}}}}));
+    KB_ASSERT_OK(spool->put(spooled_result({{"job_id", 98}, {"attempt", 1}, {"epoch", "old-db"}})));
+    KB_ASSERT_OK(
+        spool->put(spooled_result({{"job_id", 99}, {"attempt", 1}, {"epoch", "this-db"}})));
   }
   make_session();
   Received ready = expect(MessageType::kReady);

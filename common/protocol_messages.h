@@ -1,0 +1,300 @@
+// The body of each kbfleet protocol message as a C++ struct (schemas/protocol.md, "Bodies"). Each
+// struct is encoded (to_body) and decoded (from_body) here and nowhere else: the coordinator, the
+// worker and the CLI build and read bodies only through these.
+//
+//   wire::Message m = wire::to_message(wire::AckMessage{.job_id = 7, .attempt = 1});
+//   KB_ASSIGN_OR_RETURN(wire::JobMessage job, wire::from_message<wire::JobMessage>(m));
+//
+// from_body checks the fields' presence and JSON types (json_fields.h) and nothing else; an error
+// names the field and the type expected. wire::decode (wire_protocol.h) runs it on every message it
+// receives, so a body of the wrong shape is a DecodeError::kMissingField there, counted and
+// dropped before any handler sees it; a handler's from_message then cannot fail in practice.
+// Limits that are policy rather than shape (credits 1..1000, a SUBMIT's attempts and trials) stay
+// with the receiver; SUBMIT's are submit_rules() below, shared by the coordinator and `kb submit`.
+//
+// Fields a body may omit have the defaults written here; bodies may carry fields this build does
+// not know (forward compatibility within protocol version 1), which from_body ignores. Encoding
+// keeps the wire format of version 1: an optional field at its default is left out only where the
+// table below says so.
+//
+// Thread safety: plain values and pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/wire_protocol.h"
+
+namespace kb::wire {
+
+// A lease's fencing token (schemas/protocol.md, "Leases and fencing"): JOB carries it, RESULT
+// echoes it, READY's in_flight and BYE's release list it. lease_id 0: not given (a body from
+// before lease ids).
+struct LeaseToken {
+  int64_t job_id = 0;
+  int attempt = 0;
+  uint64_t lease_id = 0;
+  bool operator==(const LeaseToken&) const = default;
+
+  nlohmann::json to_body() const;
+  static Result<LeaseToken> from_body(const nlohmann::json& body);
+};
+
+// READY.device: the device as `kb-executor --describe` reports it. The fields below are the ones
+// the coordinator reads; `described` keeps every field the executor wrote (ordinal, cores, ...),
+// which is sent as it is, the typed fields written over it.
+struct DeviceIdentity {
+  std::string kind;  // cuda | cpu | sim (checked by the coordinator; "" when absent)
+  std::string model, uuid, compute_capability;
+  int64_t memory_bytes = 0;
+  nlohmann::json described = nlohmann::json::object();
+
+  nlohmann::json to_body() const;
+  static Result<DeviceIdentity> from_body(const nlohmann::json& body);
+};
+
+// --- worker -> coordinator ----------------------------------------------------------------------
+
+struct ReadyMessage {
+  static constexpr MessageType kType = MessageType::kReady;
+  std::string worker;  // the worker's name
+  DeviceIdentity device;
+  nlohmann::json software = nlohmann::json::object();  // {driver, cuda, cudnn, cublas, kbfleet}
+  std::string host;
+  std::vector<LeaseToken> in_flight{};  // jobs the worker runs, holds or has unacked results of
+  std::optional<int> protocol{};        // absent: a worker from before protocol versions
+
+  nlohmann::json to_body() const;
+  static Result<ReadyMessage> from_body(const nlohmann::json& body);
+};
+
+struct RequestMessage {
+  static constexpr MessageType kType = MessageType::kRequest;
+  int64_t credits = 0;  // jobs the worker will take beyond those it holds
+
+  nlohmann::json to_body() const;
+  static Result<RequestMessage> from_body(const nlohmann::json& body);
+};
+
+// Always written whole (infra_failure only when not empty): it is spooled before it is sent.
+struct ResultMessage {
+  static constexpr MessageType kType = MessageType::kResult;
+  LeaseToken token;
+  std::string epoch;  // the database epoch of the session the JOB came on; "" unknown
+  nlohmann::json result = nlohmann::json::object();  // a JobResult as common/job_result.h writes it
+  double wall_ms = 0;
+  double started_at_ms = 0, finished_at_ms = 0;  // the worker's steady clock
+  std::string infra_failure;  // "kind: detail" when the job could not run here; else ""
+
+  nlohmann::json to_body() const;
+  static Result<ResultMessage> from_body(const nlohmann::json& body);
+};
+
+struct PackRequestMessage {
+  static constexpr MessageType kType = MessageType::kPackRequest;
+  std::string pack;  // sha256 hex
+
+  nlohmann::json to_body() const;
+  static Result<PackRequestMessage> from_body(const nlohmann::json& body);
+};
+
+// draining and final are written only when true; release always.
+struct ByeMessage {
+  static constexpr MessageType kType = MessageType::kBye;
+  std::vector<LeaseToken> release{};  // held jobs given back, not counted as attempts
+  bool draining = false;
+  bool final = false;
+
+  nlohmann::json to_body() const;
+  static Result<ByeMessage> from_body(const nlohmann::json& body);
+};
+
+// --- coordinator -> worker ----------------------------------------------------------------------
+
+struct WelcomeMessage {
+  static constexpr MessageType kType = MessageType::kWelcome;
+  int64_t worker_id = 0;
+  int64_t heartbeat_ms = 0;
+  std::optional<int> liveness;  // heartbeats of silence before the peer is gone
+  std::string epoch;            // the database's epoch
+
+  nlohmann::json to_body() const;
+  static Result<WelcomeMessage> from_body(const nlohmann::json& body);
+};
+
+// spec_hash is written only when not empty (sim jobs have none).
+struct JobMessage {
+  static constexpr MessageType kType = MessageType::kJob;
+  int64_t job_id = 0;
+  int attempt = 0;
+  uint64_t lease_id = 0;
+  uint64_t seed = 0;
+  std::string problem, preset;
+  std::string pack;  // sha256 hex; "" for sim jobs
+  int64_t run_id = 0;
+  double time_cap_s = 0;                             // 0: the executor's default
+  int64_t deadline_ms = 0;                           // wall budget of this attempt; 0: unknown
+  nlohmann::json params = nlohmann::json::object();  // {sleep_ms} for sim jobs
+  std::string spec_hash{};  // sha256 of the problem's spec file, as in the problems table
+
+  LeaseToken token() const { return {job_id, attempt, lease_id}; }
+  nlohmann::json to_body() const;
+  static Result<JobMessage> from_body(const nlohmann::json& body);
+};
+
+// rejected is written only when not empty.
+struct AckMessage {
+  static constexpr MessageType kType = MessageType::kAck;
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string rejected{};  // "": the result is stored; else why it was refused (lease fencing)
+
+  nlohmann::json to_body() const;
+  static Result<AckMessage> from_body(const nlohmann::json& body);
+};
+
+// The bytes travel in the message's payload frame; missing is written only when true.
+struct PackMessage {
+  static constexpr MessageType kType = MessageType::kPack;
+  std::string pack;
+  bool missing = false;  // the coordinator does not have it (no payload then)
+
+  nlohmann::json to_body() const;
+  static Result<PackMessage> from_body(const nlohmann::json& body);
+};
+
+struct DisconnectMessage {
+  static constexpr MessageType kType = MessageType::kDisconnect;
+  std::string reason;
+
+  nlohmann::json to_body() const;
+  static Result<DisconnectMessage> from_body(const nlohmann::json& body);
+};
+
+struct RevokeMessage {
+  static constexpr MessageType kType = MessageType::kRevoke;
+  LeaseToken token;
+  std::string reason;  // lease_expired | cancelled | not_yours | superseded | drain
+
+  nlohmann::json to_body() const;
+  static Result<RevokeMessage> from_body(const nlohmann::json& body);
+};
+
+// --- client <-> coordinator ---------------------------------------------------------------------
+// Every request may carry a request_id (any JSON value), which the answer echoes: the transport's
+// business (cli/fleet_client.h, Coordinator::reply), so it is not in these structs.
+
+// problems, preset, gpu_models, pack and submitted_by are always written; the other fields only
+// when set (not empty, not absent; time_cap_s when above 0).
+struct SubmitMessage {
+  static constexpr MessageType kType = MessageType::kSubmit;
+  std::string problems;                 // a suite name or comma-separated problem ids
+  std::string suite;                    // the suite the ids came from, as a label
+  std::string preset;                   // "": full (sim for a sim run)
+  std::vector<std::string> gpu_models;  // empty: any worker
+  std::string commit_sha, branch, commit_time;
+  std::string pack;                       // sha256 hex; "" only for a sim run
+  std::string submitted_by;               // kept only without keys: with keys the key's name
+  std::optional<uint64_t> seed{};         // absent: the coordinator draws one
+  double time_cap_s = 0;                  // 0: the worker's default
+  std::optional<double> job_timeout_s{};  // absent: derived from the prediction
+  std::optional<std::vector<double>> sim_jobs{};  // sleep_ms per job: a run of the sim device
+  std::optional<int> max_attempts{};              // absent: kDefaultMaxAttempts
+  std::optional<int64_t> trials{};  // correctness trials per job; absent: the worker's
+
+  nlohmann::json to_body() const;
+  static Result<SubmitMessage> from_body(const nlohmann::json& body);
+};
+
+inline constexpr int kDefaultMaxAttempts = 3;
+inline constexpr int kMaxMaxAttempts = 10;
+inline constexpr int64_t kMaxTrials = 1000;
+inline constexpr size_t kMaxSimJobs = 1'000'000;
+
+// SUBMIT's rules that do not need the problem catalog: commit_sha, gpu_models, max_attempts,
+// job_timeout_s, trials (the fleet's verification policy, docs/verification.md), sim_jobs, and a
+// pack for a real run. Run by the coordinator on every SUBMIT; `kb submit` runs it before sending,
+// so that a mistake is reported without a round trip. Status::invalid_argument naming the field.
+Status submit_rules(const SubmitMessage& submit);
+
+// A commit label: 7 to 64 lowercase hex digits (stored, and matched by `kb compare`, so never
+// text that could be read as SQL).
+bool is_commit_sha(const std::string& sha);
+
+struct QueryMessage {
+  static constexpr MessageType kType = MessageType::kQuery;
+  std::string what;  // pack | health
+  std::string pack;  // for what == pack
+
+  nlohmann::json to_body() const;
+  static Result<QueryMessage> from_body(const nlohmann::json& body);
+};
+
+struct CancelMessage {
+  static constexpr MessageType kType = MessageType::kCancel;
+  int64_t run_id = 0;
+
+  nlohmann::json to_body() const;
+  static Result<CancelMessage> from_body(const nlohmann::json& body);
+};
+
+struct WorkerControlMessage {
+  static constexpr MessageType kType = MessageType::kWorkerControl;
+  std::string action;  // drain | resume | release
+  std::string worker;  // its name
+
+  nlohmann::json to_body() const;
+  static Result<WorkerControlMessage> from_body(const nlohmann::json& body);
+};
+
+// code is written only when not empty.
+struct ErrorMessage {
+  static constexpr MessageType kType = MessageType::kError;
+  std::string message;
+  std::string code;  // bad_request | unknown_pack | forbidden | unavailable
+
+  nlohmann::json to_body() const;
+  static Result<ErrorMessage> from_body(const nlohmann::json& body);
+};
+
+// REPLY to a SUBMIT. (The other REPLY bodies are read by `kb` as they are, or printed.)
+struct SubmitReply {
+  int64_t run_id = 0;
+  int64_t jobs = 0;
+
+  nlohmann::json to_body() const;
+  static Result<SubmitReply> from_body(const nlohmann::json& body);
+};
+
+// --- one message <-> one struct -----------------------------------------------------------------
+
+template <typename M>
+Message to_message(const M& body, std::string payload = {}) {
+  return Message{M::kType, body.to_body(), std::move(payload)};
+}
+
+// The message's body as M; an error says which message and field was wrong.
+template <typename M>
+Result<M> from_message(const Message& message) {
+  if (message.type != M::kType) {
+    return Status::invalid_argument("expected " + std::string(to_string(M::kType)) + ", got " +
+                                    std::string(to_string(message.type)));
+  }
+  Result<M> decoded = M::from_body(message.body);
+  if (!decoded.is_ok()) {
+    return Status::invalid_argument(std::string(to_string(M::kType)) + ": " +
+                                    decoded.status().message());
+  }
+  return decoded;
+}
+
+// What wire::decode runs on the body of a message of this type: the struct's from_body, or
+// nothing for HEARTBEAT and REPLY (whose body depends on the request).
+Status check_body(MessageType type, const nlohmann::json& body);
+
+}  // namespace kb::wire

@@ -1,0 +1,305 @@
+// The protocol's bodies: each struct round-trips through its one encoder and decoder, keeps the
+// version 1 wire format, and a malformed body of each kind is rejected with an error naming the
+// message and the field.
+#include "common/protocol_messages.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/assert_ok.h"
+
+namespace kb::wire {
+namespace {
+
+using nlohmann::json;
+
+JobMessage a_job() {
+  JobMessage job;
+  job.job_id = 9;
+  job.attempt = 2;
+  job.lease_id = 1234567;
+  job.seed = 42;
+  job.problem = "L1_003";
+  job.preset = "small";
+  job.pack = "ab";
+  job.run_id = 3;
+  job.time_cap_s = 1.5;
+  job.deadline_ms = 60000;
+  job.params = {{"sleep_ms", 3}};
+  return job;
+}
+
+ResultMessage a_result() {
+  ResultMessage r;
+  r.token = {7, 1, 99};
+  r.epoch = "e1";
+  r.result = {{"status", "ok"}, {"problem_id", "L1_003"}};
+  r.wall_ms = 12.5;
+  r.started_at_ms = 100;
+  r.finished_at_ms = 112.5;
+  return r;
+}
+
+template <typename M>
+M round_trip(const M& m) {
+  DecodeResult decoded = decode(encode(to_message(m)));
+  EXPECT_TRUE(decoded.ok) << decoded.detail;
+  Result<M> back = from_message<M>(decoded.message);
+  EXPECT_TRUE(back.is_ok()) << back.status().to_string();
+  return back.is_ok() ? back.value() : M{};
+}
+
+// The error from_message gives for `body` read as M.
+template <typename M>
+std::string error_of(const json& body) {
+  Result<M> r = from_message<M>(Message{M::kType, body, {}});
+  EXPECT_FALSE(r.is_ok()) << body.dump();
+  return r.is_ok() ? "" : r.status().message();
+}
+
+TEST(ProtocolMessages, AJobRoundTripsEveryField) {
+  const JobMessage job = round_trip(a_job());
+  EXPECT_EQ(job.token(), (LeaseToken{9, 2, 1234567}));
+  EXPECT_EQ(job.seed, 42u);
+  EXPECT_EQ(job.problem, "L1_003");
+  EXPECT_DOUBLE_EQ(job.time_cap_s, 1.5);
+  EXPECT_EQ(job.deadline_ms, 60000);
+  EXPECT_EQ(job.params, (json{{"sleep_ms", 3}}));
+  EXPECT_EQ(job.spec_hash, "");
+}
+
+// The JOB the coordinator wrote before the shared definition, field for field.
+TEST(ProtocolMessages, AJobKeepsTheVersion1WireFormat) {
+  JobMessage job = a_job();
+  const json before = {{"job_id", 9},
+                       {"attempt", 2},
+                       {"lease_id", 1234567},
+                       {"seed", 42},
+                       {"problem", "L1_003"},
+                       {"preset", "small"},
+                       {"pack", "ab"},
+                       {"run_id", 3},
+                       {"time_cap_s", 1.5},
+                       {"deadline_ms", 60000},
+                       {"params", {{"sleep_ms", 3}}}};
+  EXPECT_EQ(job.to_body().dump(), before.dump());
+  job.spec_hash = "feed";
+  EXPECT_EQ(job.to_body()["spec_hash"], "feed");
+}
+
+// The RESULT the worker wrote before the shared definition, field for field.
+TEST(ProtocolMessages, AResultKeepsTheVersion1WireFormatAndRoundTrips) {
+  const json before = {{"job_id", 7},
+                       {"attempt", 1},
+                       {"lease_id", 99},
+                       {"epoch", "e1"},
+                       {"result", {{"status", "ok"}, {"problem_id", "L1_003"}}},
+                       {"wall_ms", 12.5},
+                       {"started_at_ms", 100.0},
+                       {"finished_at_ms", 112.5}};
+  EXPECT_EQ(a_result().to_body().dump(), before.dump());
+  ResultMessage failed = a_result();
+  failed.infra_failure = "spawn: no executor";
+  const ResultMessage back = round_trip(failed);
+  EXPECT_EQ(back.token, (LeaseToken{7, 1, 99}));
+  EXPECT_EQ(back.infra_failure, "spawn: no executor");
+  EXPECT_EQ(back.result, failed.result);
+}
+
+TEST(ProtocolMessages, ReadyKeepsTheExecutorsDeviceFieldsAndItsTokens) {
+  ReadyMessage ready;
+  ready.worker = "w1";
+  Result<DeviceIdentity> device = DeviceIdentity::from_body(
+      {{"kind", "cpu"}, {"model", "cpu"}, {"memory_bytes", 1024}, {"cores", 16}});
+  KB_ASSERT_OK(device);
+  ready.device = device.value();
+  ready.in_flight = {{1, 2, 3}, {4, 5, 0}};
+  ready.protocol = kProtocolVersion;
+  const json body = ready.to_body();
+  EXPECT_EQ(body["device"]["cores"], 16);  // passed through as the executor wrote it
+  const ReadyMessage back = round_trip(ready);
+  EXPECT_EQ(back.device.kind, "cpu");
+  EXPECT_EQ(back.device.memory_bytes, 1024);
+  EXPECT_EQ(back.in_flight, ready.in_flight);
+  EXPECT_EQ(back.protocol, kProtocolVersion);
+  EXPECT_FALSE(ReadyMessage::from_body(
+                   {{"worker", "w"}, {"device", json::object()}, {"software", json::object()}})
+                   .value()
+                   .protocol);  // absent: a worker from before versions
+}
+
+TEST(ProtocolMessages, ByeWritesOnlyTheFlagsThatAreSet) {
+  ByeMessage bye;
+  bye.release = {{3, 1, 8}};
+  EXPECT_EQ(bye.to_body(), (json{{"release", {{{"job_id", 3}, {"attempt", 1}, {"lease_id", 8}}}}}));
+  bye.final = true;
+  const ByeMessage back = round_trip(bye);
+  EXPECT_TRUE(back.final);
+  EXPECT_FALSE(back.draining);
+  EXPECT_EQ(back.release, bye.release);
+}
+
+TEST(ProtocolMessages, TheSmallMessagesRoundTrip) {
+  EXPECT_EQ(round_trip(RequestMessage{2}).credits, 2);
+  EXPECT_EQ(round_trip(PackRequestMessage{"ab"}).pack, "ab");
+  const WelcomeMessage welcome = round_trip(WelcomeMessage{5, 1000, 3, "e1"});
+  EXPECT_EQ(welcome.worker_id, 5);
+  EXPECT_EQ(welcome.liveness, 3);
+  EXPECT_EQ(round_trip(AckMessage{7, 1, "stale_lease"}).rejected, "stale_lease");
+  EXPECT_EQ((AckMessage{7, 1, ""}.to_body()), (json{{"job_id", 7}, {"attempt", 1}}));
+  EXPECT_TRUE(round_trip(PackMessage{"ab", true}).missing);
+  EXPECT_EQ(round_trip(DisconnectMessage{"draining"}).reason, "draining");
+  const RevokeMessage revoke{{7, 1, 2}, "drain"};
+  EXPECT_EQ(round_trip(revoke).token, (LeaseToken{7, 1, 2}));
+  EXPECT_EQ(round_trip(QueryMessage{"pack", "ab"}).pack, "ab");
+  EXPECT_EQ(round_trip(CancelMessage{12}).run_id, 12);
+  EXPECT_EQ(round_trip(WorkerControlMessage{"drain", "w1"}).worker, "w1");
+  EXPECT_EQ(round_trip(ErrorMessage{"no", "bad_request"}).code, "bad_request");
+  EXPECT_EQ(SubmitReply::from_body({{"run_id", 4}, {"jobs", 22}}).value().jobs, 22);
+}
+
+TEST(ProtocolMessages, ASubmitRoundTripsWhatKbSubmitSends) {
+  SubmitMessage submit;
+  submit.problems = "L1_003,L2_017";
+  submit.preset = "small";
+  submit.gpu_models = {"H200"};
+  submit.pack = std::string(64, 'a');
+  submit.seed = 7;
+  submit.max_attempts = 3;
+  submit.trials = 5;
+  const json body = submit.to_body();
+  EXPECT_FALSE(body.contains("sim_jobs"));
+  EXPECT_FALSE(body.contains("job_timeout_s"));
+  const SubmitMessage back = round_trip(submit);
+  EXPECT_EQ(back.gpu_models, submit.gpu_models);
+  EXPECT_EQ(back.seed, 7u);
+  EXPECT_EQ(back.trials, 5);
+  EXPECT_FALSE(back.sim_jobs);
+  KB_EXPECT_OK(submit_rules(back));
+}
+
+// One malformed body per message type: each is refused, naming the message and the field.
+TEST(ProtocolMessages, AMalformedMessageOfEachKindIsRejectedWithTheFieldNamed) {
+  EXPECT_EQ(error_of<ReadyMessage>({{"worker", 1}, {"device", json::object()}}),
+            "READY: field 'worker': expected a string, got an integer");
+  EXPECT_EQ(error_of<ReadyMessage>({{"worker", "w"},
+                                    {"device", json::object()},
+                                    {"software", json::object()},
+                                    {"in_flight", {{{"job_id", 1}}}}}),
+            "READY: in_flight[0]: field 'attempt': missing (expected an integer (int))");
+  EXPECT_EQ(
+      error_of<ReadyMessage>(
+          {{"worker", "w"}, {"device", {{"memory_bytes", "big"}}}, {"software", json::object()}}),
+      "READY: device: field 'memory_bytes': expected an integer (int64), got a string");
+  EXPECT_EQ(error_of<RequestMessage>({{"credits", 1.5}}),
+            "REQUEST: field 'credits': expected an integer (int64), got a fractional number");
+  EXPECT_EQ(error_of<ResultMessage>({{"job_id", 1}, {"attempt", 1}, {"result", "ok"}}),
+            "RESULT: field 'result': expected an object, got a string");
+  EXPECT_EQ(error_of<PackRequestMessage>(json::object()),
+            "PACK_REQUEST: field 'pack': missing (expected a string)");
+  EXPECT_EQ(error_of<ByeMessage>({{"final", "yes"}}),
+            "BYE: field 'final': expected a boolean, got a string");
+  EXPECT_EQ(error_of<WelcomeMessage>({{"worker_id", 1}, {"heartbeat_ms", 1000}, {"epoch", 5}}),
+            "WELCOME: field 'epoch': expected a string, got an integer");
+  EXPECT_EQ(error_of<JobMessage>({{"job_id", "nine"}, {"attempt", 1}}),
+            "JOB: field 'job_id': expected an integer (int64), got a string");
+  EXPECT_EQ(error_of<AckMessage>({{"job_id", 1}}),
+            "ACK: field 'attempt': missing (expected an integer (int))");
+  EXPECT_EQ(error_of<PackMessage>({{"pack", "ab"}, {"missing", 1}}),
+            "PACK: field 'missing': expected a boolean, got an integer");
+  EXPECT_EQ(error_of<DisconnectMessage>({{"reason", nullptr}}),
+            "DISCONNECT: field 'reason': missing (expected a string)");
+  EXPECT_EQ(
+      error_of<RevokeMessage>({{"job_id", 1}, {"attempt", 1}, {"lease_id", -1}, {"reason", "x"}}),
+      "REVOKE: field 'lease_id': expected a non-negative integer (uint64), got an integer");
+  EXPECT_EQ(error_of<SubmitMessage>({{"problems", "sim"}, {"gpu_models", "H200"}}),
+            "SUBMIT: field 'gpu_models': expected a list of strings, got a string");
+  EXPECT_EQ(error_of<QueryMessage>({{"what", json::array()}}),
+            "QUERY: field 'what': expected a string, got a list");
+  EXPECT_EQ(error_of<CancelMessage>({{"run_id", "12"}}),
+            "CANCEL: field 'run_id': expected an integer (int64), got a string");
+  EXPECT_EQ(error_of<WorkerControlMessage>({{"action", "drain"}}),
+            "WORKER_CONTROL: field 'worker': missing (expected a string)");
+  EXPECT_EQ(error_of<ErrorMessage>({{"message", "x"}, {"code", 3}}),
+            "ERROR: field 'code': expected a string, got an integer");
+}
+
+TEST(ProtocolMessages, FromMessageRefusesAMessageOfAnotherType) {
+  Result<AckMessage> r = from_message<AckMessage>(to_message(RequestMessage{1}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(), "expected ACK, got REQUEST");
+}
+
+// The checks wire::decode runs: a body its struct cannot read is a missing_field, whose detail
+// names the field, and the type and body stay readable so that a client can be answered.
+TEST(ProtocolMessages, DecodeRunsEachTypesDecoder) {
+  DecodeResult r = decode({"KBF1", "BYE", R"({"final": "yes", "request_id": 4})"});
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.error, DecodeError::kMissingField);
+  EXPECT_EQ(r.detail, "BYE: field 'final': expected a boolean, got a string");
+  EXPECT_EQ(r.message.type, MessageType::kBye);
+  EXPECT_EQ(r.message.body["request_id"], 4);
+  EXPECT_TRUE(decode({"KBF1", "REPLY", R"({"anything": [1]})"}).ok);
+  EXPECT_TRUE(decode({"KBF1", "HEARTBEAT", "{}"}).ok);
+}
+
+TEST(SubmitRules, ACommitShaIsSevenToSixtyFourLowercaseHexDigits) {
+  EXPECT_TRUE(is_commit_sha("0123abc"));
+  EXPECT_TRUE(is_commit_sha(std::string(64, 'f')));
+  const std::vector<std::string> bad_shas = {
+      "012345", "0123ABC", "abc1' OR ''='", "0123abg", std::string(65, 'a'), ""};
+  for (const std::string& bad : bad_shas) {
+    EXPECT_FALSE(is_commit_sha(bad)) << bad;
+  }
+}
+
+SubmitMessage a_real_run() {
+  SubmitMessage s;
+  s.problems = "L1_003";
+  s.pack = std::string(64, 'a');
+  return s;
+}
+
+TEST(SubmitRules, EachRuleNamesItsField) {
+  struct Case {
+    SubmitMessage submit;
+    std::string error;
+  };
+  std::vector<Case> cases(8, Case{a_real_run(), ""});
+  cases[0].submit.commit_sha = "ABC1234";
+  cases[0].error = "commit_sha: expected 7 to 64 lowercase hex digits";
+  cases[1].submit.gpu_models = {""};
+  cases[1].error = "gpu_models: expected non-empty strings";
+  cases[2].submit.max_attempts = 11;
+  cases[2].error = "max_attempts: expected 1..10";
+  cases[3].submit.job_timeout_s = 0;
+  cases[3].error = "job_timeout_s: expected a positive number of seconds";
+  cases[4].submit.trials = 2;
+  cases[4].error = "trials: the fleet runs 3..1000 correctness trials per job";
+  cases[5].submit.pack = "";
+  cases[5].error = "pack: the kernel pack's sha256 is required";
+  cases[6].submit.sim_jobs = std::vector<double>{1, -1};
+  cases[6].error = "sim_jobs: expected non-negative numbers";
+  cases[7].submit.sim_jobs = std::vector<double>{1};
+  cases[7].submit.gpu_models = {"H200"};
+  cases[7].error = "sim_jobs: run only on sim workers (gpu_models [\"sim\"])";
+  for (const Case& c : cases) {
+    Status s = submit_rules(c.submit);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.error;
+    EXPECT_EQ(s.message(), c.error);
+  }
+}
+
+TEST(SubmitRules, ASimRunNeedsNoPack) {
+  SubmitMessage sim;
+  sim.problems = "";
+  sim.sim_jobs = std::vector<double>{5, 5};
+  KB_EXPECT_OK(submit_rules(sim));
+  sim.sim_jobs->clear();
+  EXPECT_EQ(submit_rules(sim).message(), "sim_jobs: expected a non-empty list of sleep_ms numbers");
+}
+
+}  // namespace
+}  // namespace kb::wire
