@@ -26,6 +26,7 @@
 
 #include "common/install_paths.h"
 #include "common/sha256.h"
+#include "tests/support/temp_dir.h"
 #include "worker/job_runner.h"
 #include "worker/sandbox.h"
 
@@ -47,9 +48,6 @@ std::string file_bytes(const std::string& path) {
 class SandboxJobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = std::string(KB_TEST_WORK_DIR) + "/sandbox-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
     for (const char* sub : {"home", "state", "keys"}) fs::create_directories(dir_ / sub);
     std::ofstream(dir_ / "keys" / "worker.key") << kSecret << "\n";
     fs::permissions(dir_ / "keys" / "worker.key", fs::perms::owner_read | fs::perms::owner_write);
@@ -67,11 +65,7 @@ class SandboxJobsTest : public ::testing::Test {
     setenv("KB_HOSTILE_KEY_FILE", (dir_ / "keys" / "worker.key").c_str(), 1);
     setenv("KB_HOSTILE_PORT", std::to_string(ntohs(addr.sin_port)).c_str(), 1);
   }
-  void TearDown() override {
-    close(listener_);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { close(listener_); }
 
   bool connection_arrived() const {
     const int fd = accept(listener_, nullptr, nullptr);
@@ -129,7 +123,7 @@ class SandboxJobsTest : public ::testing::Test {
     return mode.is_ok() && mode.value() == SandboxMode::kBwrap;
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"sandbox", KB_TEST_WORK_DIR};  // not /tmp: see the opening comment
   int listener_ = -1;
   std::string bwrap_;
 };

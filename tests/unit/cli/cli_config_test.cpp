@@ -1,5 +1,6 @@
 #include "cli/cli_config.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -15,12 +16,9 @@ namespace fs = std::filesystem;
 class CliConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kb_cli_config_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_ / "home" / ".config" / "kbfleet");
     env_["HOME"] = (dir_ / "home").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   EnvLookup env() const {
     return [this](const std::string& name) -> std::optional<std::string> {
@@ -35,7 +33,7 @@ class CliConfigTest : public ::testing::Test {
     return path.string();
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-cli-config-test"};
   std::map<std::string, std::string> env_;
 };
 

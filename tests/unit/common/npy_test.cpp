@@ -2,6 +2,7 @@
 // for files that are not what they claim.
 #include "common/npy.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -22,15 +23,6 @@ namespace fs = std::filesystem;
 
 class NpyTest : public testing::Test {
  protected:
-  void SetUp() override {
-    const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ =
-        fs::temp_directory_path() / ("kb_npy_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   static std::string bytes_of(const std::string& file) {
@@ -47,7 +39,7 @@ class NpyTest : public testing::Test {
     return bytes.substr(10, len);
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-npy-test"};
 };
 
 HostTensor<float> ramp_f32(Shape shape) {

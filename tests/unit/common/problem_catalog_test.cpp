@@ -13,6 +13,7 @@
 
 #include "common/spec_loader.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb {
 namespace {
@@ -39,25 +40,15 @@ source: "x.relu()"
 )yaml";
 }
 
-// A fresh directory under the system temp dir, removed with the fixture.
 class ProblemCatalogTest : public testing::Test {
  protected:
-  void SetUp() override {
-    const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("kb_catalog_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   void write(const std::string& name, const std::string& text) const {
     std::ofstream(dir_ / name) << text;
   }
   Result<ProblemCatalog> load() const { return load_problem_catalog(dir_.string()); }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-catalog-test"};
 };
 
 TEST_F(ProblemCatalogTest, LoadsEverySpecAndTheSuites) {

@@ -11,6 +11,7 @@
 
 #include "common/curve_keys.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::wire {
 namespace {
@@ -98,8 +99,7 @@ TEST(ZmqMessaging, ASharedPayloadArrivesWholeTwiceAndIsReleasedAfterSending) {
 
 TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
   if (!curve::curve_available()) GTEST_SKIP() << "libzmq without CURVE";
-  const auto dir = std::filesystem::temp_directory_path() / ("kb-curve-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const ::kb::test::TempDir dir("kb-curve-test");
   auto keys = curve::generate_key_pair();
   KB_ASSERT_OK(keys);
   KB_ASSERT_OK(curve::write_key_file((dir / "a.key").string(), keys.value()));
@@ -113,8 +113,6 @@ TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
   KB_ASSERT_OK(curve::write_public_key_file((dir / "a.pub").string(), keys.value()));
   EXPECT_FALSE(curve::load_key_file((dir / "a.pub").string(), true).is_ok());
   KB_EXPECT_OK(curve::load_key_file((dir / "a.pub").string(), false));
-
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CurveKeys, EncryptedRoundTrip) {

@@ -12,6 +12,7 @@
 
 #include "tests/support/assert_ok.h"
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::coord {
 namespace {
@@ -22,16 +23,11 @@ namespace fs = std::filesystem;
 class SchemasCopy {
  public:
   SchemasCopy() {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("kb_schemas_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
     Result<std::vector<MigrationFile>> files = list_migrations(default_schemas_dir());
     for (const auto& file : files.value()) {
       fs::copy_file(file.path, dir_ / fs::path(file.path).filename());
     }
   }
-  ~SchemasCopy() { fs::remove_all(dir_); }
   std::string dir() const { return dir_.string(); }
   void write(const std::string& name, const std::string& text, bool append = false) const {
     std::ofstream out(dir_ / name, append ? std::ios::app : std::ios::trunc);
@@ -39,7 +35,7 @@ class SchemasCopy {
   }
 
  private:
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-schemas-test"};
 };
 
 // The versions of the repository's migrations.

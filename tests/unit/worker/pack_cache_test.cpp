@@ -2,7 +2,6 @@
 #include "worker/pack_cache.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 
 #include "common/sha256.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb {
 namespace {
@@ -18,16 +18,7 @@ namespace fs = std::filesystem;
 
 class PackCacheTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-pack-cache-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  fs::path root_;
+  ::kb::test::TempDir root_{"kb-pack-cache-test"};
 };
 
 TEST_F(PackCacheTest, StoresVerifiedBytesUnderTheirHash) {

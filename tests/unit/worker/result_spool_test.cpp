@@ -2,9 +2,9 @@
 // file is set aside rather than stopping the worker.
 #include "worker/result_spool.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,19 +16,11 @@ namespace fs = std::filesystem;
 
 class ResultSpoolTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-spool-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = fs::path(pattern) / "results";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_.parent_path(), ec);
-  }
   static nlohmann::json body(int64_t job_id) {
     return {{"job_id", job_id}, {"attempt", 1}, {"result", {{"status", "ok"}}}};
   }
-  fs::path dir_;
+  ::kb::test::TempDir root_{"kb-spool-test"};
+  const fs::path dir_ = root_ / "results";  // made by ResultSpool::open
 };
 
 TEST_F(ResultSpoolTest, PutListAndRemove) {
