@@ -43,7 +43,7 @@ TEST_F(CliConfigTest, FlagsBeatEnvironmentBeatsTheDefaultConfigFile) {
   env_["KB_DB_URL"] = "postgresql://env/db";
   ConfigFlags flags;
   auto from_file = resolve_config(flags, env());
-  ASSERT_TRUE(from_file.is_ok()) << from_file.status().to_string();
+  KB_ASSERT_OK(from_file);
   EXPECT_EQ(from_file->coordinator, "tcp://file:1");  // only the file sets it
   EXPECT_EQ(from_file->db, "postgresql://env/db");    // env over file
   EXPECT_EQ(from_file->config_file, (dir_ / "home/.config/kbfleet/config.yaml").string());
@@ -61,7 +61,7 @@ TEST_F(CliConfigTest, ExplicitConfigFileReplacesTheDefaultAndMustExist) {
   ConfigFlags flags;
   flags.config_file = write("other.yaml", "coordinator: tcp://other:3\ncurve_key: a.key\ncoordinator_key: c.pub\n");
   auto config = resolve_config(flags, env());
-  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  KB_ASSERT_OK(config);
   EXPECT_EQ(config->coordinator, "tcp://other:3");
   EXPECT_TRUE(config->use_curve());
   EXPECT_EQ(config->coordinator_key, "c.pub");

@@ -15,6 +15,7 @@
 #include "cli/submit_command.h"
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
+#include "tests/support/assert_ok.h"
 #include "tests/support/temp_dir.h"
 
 namespace kb::cli {
@@ -208,7 +209,7 @@ TEST_F(FleetCommandsTest, SimJobsFromAFile) {
   const std::string file = (dir_ / "jobs.txt").string();
   std::ofstream(file) << "# sleep times\n5, 10\n2.5 # short\n";
   auto jobs = parse_sim_jobs(file);
-  ASSERT_TRUE(jobs.is_ok()) << jobs.status().to_string();
+  KB_ASSERT_OK(jobs);
   EXPECT_EQ(jobs.value(), (std::vector<double>{5, 10, 2.5}));
   std::ofstream(file) << "5\nfast\n";
   auto bad = parse_sim_jobs(file);

@@ -32,7 +32,7 @@ TEST_F(KeyFileTest, IsCreatedWithMode0600WhateverTheUmask) {
   const mode_t old = ::umask(0);
   const Status s = write_key_file(path("k.key"), keys_);
   ::umask(old);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  KB_ASSERT_OK(s);
   struct stat st {};
   ASSERT_EQ(::stat(path("k.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);

@@ -54,7 +54,7 @@ TEST_F(NpyTest, Float32RoundTrip) {
   t.data[6] = -0.0f;
   KB_ASSERT_OK(write_npy(path("a.npy"), t));
   Result<HostTensor<double>> back = read_npy(path("a.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_EQ(back->shape, (Shape{2, 3, 4}));
   ASSERT_EQ(back->data.size(), t.data.size());
   for (size_t i = 0; i < t.data.size(); ++i)
@@ -68,7 +68,7 @@ TEST_F(NpyTest, Float64RoundTripKeepsEveryBit) {
   t.data = {1.0 / 3.0, -2.5e-300, 1e300, 0.1, -0.0, 6.02214076e23};
   KB_ASSERT_OK(write_npy(path("d.npy"), t));
   Result<HostTensor<double>> back = read_npy(path("d.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_EQ(back->shape, (Shape{3, 2}));
   EXPECT_EQ(back->data, t.data);
   EXPECT_NE(header_of(bytes_of(path("d.npy"))).find("'descr': '<f8'"), std::string::npos);
@@ -81,7 +81,7 @@ TEST_F(NpyTest, ZeroDimensionalArray) {
   KB_ASSERT_OK(write_npy(path("s.npy"), t));
   EXPECT_NE(header_of(bytes_of(path("s.npy"))).find("'shape': ()"), std::string::npos);
   Result<HostTensor<double>> back = read_npy(path("s.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_TRUE(back->shape.empty());
   ASSERT_EQ(back->data.size(), 1u);
   EXPECT_EQ(back->data[0], 3.5);
@@ -92,7 +92,7 @@ TEST_F(NpyTest, OneDimensionalArrayUsesAOneTuple) {
   KB_ASSERT_OK(write_npy(path("v.npy"), t));
   EXPECT_NE(header_of(bytes_of(path("v.npy"))).find("'shape': (5,)"), std::string::npos);
   Result<HostTensor<double>> back = read_npy(path("v.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_EQ(back->shape, (Shape{5}));
   EXPECT_EQ(back->data[4], 0.0);
 }

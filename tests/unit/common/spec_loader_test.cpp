@@ -2,6 +2,7 @@
 // of malformed spec, each checking that the message names the file, the field and what was
 // expected; plus the real L2_017 spec and several errors reported together.
 #include "common/spec_loader.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -123,7 +124,7 @@ TEST(SpecLoader, TheRealL2_017SpecValidates) {
   const std::string text = read_source_file(path);
   ASSERT_FALSE(text.empty()) << "cannot read " << path;
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, path);
-  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  KB_ASSERT_OK(spec);
   const ProblemSpec& s = *spec.value();
   EXPECT_EQ(s.file, path);
   EXPECT_EQ(s.id, "L2_017");
@@ -146,7 +147,7 @@ TEST(SpecLoader, TheRealL2_017SpecValidates) {
   EXPECT_NE(s.source.find("class Model(nn.Module):"), std::string::npos);
 
   Result<ProblemInstance> full = ProblemInstance::create(spec.value(), "full");
-  ASSERT_TRUE(full.is_ok()) << full.status().message();
+  KB_ASSERT_OK(full);
   EXPECT_EQ(full->output_shape(), (Shape{128, 128, 126, 126}));
 }
 
@@ -172,7 +173,7 @@ constexpr char kUpstream[] =
 TEST(SpecLoader, AnImportedSpecNamesItsUpstreamFileInsteadOfASource) {
   const std::string text = edit(kRelu, "source: \"x.relu()\"\n", kUpstream);
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
-  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  KB_ASSERT_OK(spec);
   EXPECT_EQ(spec.value()->upstream.repo, "ScalingIntelligence/KernelBench");
   EXPECT_EQ(spec.value()->upstream.path, "KernelBench/level1/19_ReLU.py");
   EXPECT_EQ(spec.value()->upstream.commit, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1");
@@ -271,11 +272,11 @@ TEST(SpecLoader, NegativeTolerance) {
 
 TEST(SpecLoader, VerificationOwnKernelShareDefaultsToHalfAndCanBeSet) {
   auto plain = parse_problem_spec(kRelu, kFile);
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  KB_ASSERT_OK(plain);
   EXPECT_DOUBLE_EQ(plain.value()->verification.own_kernel_share_min, 0.5);
   const std::string tol = "tolerance: {atol: 1.0e-4, rtol: 1.0e-4}";
   auto set = parse_problem_spec(edit(kRelu, tol, tol + "\nverification: {own_kernel_share_min: 0.25}"), kFile);
-  ASSERT_TRUE(set.is_ok()) << set.status().to_string();
+  KB_ASSERT_OK(set);
   EXPECT_DOUBLE_EQ(set.value()->verification.own_kernel_share_min, 0.25);
 }
 
@@ -290,7 +291,7 @@ TEST(SpecLoader, VerificationShareOutsideZeroToOneOrAnUnknownKey) {
 TEST(SpecLoader, RobustnessSkipListsTheKindsThatDoNotApply) {
   std::string text = edit(kRelu, "source:", "robustness: {skip: [shift, random_affine]}\nsource:");
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
-  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  KB_ASSERT_OK(spec);
   EXPECT_EQ(spec.value()->robustness_skip,
             (std::vector<Distribution>{Distribution::kShift, Distribution::kRandomAffine}));
   EXPECT_TRUE(parse_problem_spec(kRelu, kFile).value()->robustness_skip.empty());

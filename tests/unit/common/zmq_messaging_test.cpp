@@ -106,7 +106,7 @@ TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
   EXPECT_EQ(std::filesystem::status(dir / "a.key").permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   auto loaded = curve::load_key_file((dir / "a.key").string(), true);
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  KB_ASSERT_OK(loaded);
   EXPECT_EQ(loaded->public_key, keys->public_key);
   EXPECT_EQ(loaded->secret_key, keys->secret_key);
 

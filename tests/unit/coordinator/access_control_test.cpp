@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/curve_keys.h"
+#include "tests/support/assert_ok.h"
 #include "tests/support/temp_dir.h"
 
 namespace kb::coord {
@@ -34,7 +35,7 @@ TEST_F(AllowListTest, EachKeyGetsTheRoleOfItsFileAndItsName) {
   write("workers.txt", "# nodes\n" + a_ + " gpu-node-1\n\n");
   write("admins.txt", b_ + "  ops \n");
   auto lists = load_allow_lists(allow_list_files_in(dir_.string()));
-  ASSERT_TRUE(lists.is_ok()) << lists.status().to_string();
+  KB_ASSERT_OK(lists);
   ASSERT_EQ(lists->size(), 2u);
   EXPECT_EQ(lists->at(a_).role, Role::kWorker);
   EXPECT_EQ(lists->at(a_).name, "gpu-node-1");

@@ -29,7 +29,7 @@ TEST_F(PackCacheTest, StoresVerifiedBytesUnderTheirHash) {
   const std::string hash = sha256_hex(bytes);
   EXPECT_FALSE(cache.path_of(hash));
   Result<std::string> path = cache.store(hash, bytes);
-  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  KB_ASSERT_OK(path);
   EXPECT_EQ(path.value(), (root_ / "packs" / (hash + ".so")).string());
   ASSERT_TRUE(cache.path_of(hash));
   std::ifstream in(path.value(), std::ios::binary);
@@ -61,7 +61,7 @@ TEST_F(PackCacheTest, DirectoryAndFilesArePrivate) {
   PackCache cache(root_ / "packs");
   const std::string bytes = "pack bytes";
   Result<std::string> path = cache.store(sha256_hex(bytes), bytes);
-  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  KB_ASSERT_OK(path);
   EXPECT_EQ(fs::status(root_ / "packs").permissions() & fs::perms::all, fs::perms::owner_all);
   EXPECT_EQ(fs::status(path.value()).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);

@@ -25,7 +25,7 @@ class ResultSpoolTest : public ::testing::Test {
 
 TEST_F(ResultSpoolTest, PutListAndRemove) {
   auto spool = ResultSpool::open(dir_);
-  ASSERT_TRUE(spool.is_ok()) << spool.status().to_string();
+  KB_ASSERT_OK(spool);
   KB_ASSERT_OK(spool->put(12, 1, body(12)));
   KB_ASSERT_OK(spool->put(3, 2, body(3)));
   EXPECT_TRUE(fs::exists(dir_ / "12-1.json"));
