@@ -78,7 +78,7 @@ Status check_gate_flags(const GateFlags& flags) {
       (!flags.baseline.empty() || !flags.summary_md.empty() || !flags.junit.empty())) {
     return Status::invalid_argument("--baseline, --summary-md and --junit need --gate");
   }
-  if (auto p = parse_slowdown(flags.max_slowdown); !p.is_ok()) return p.status();
+  KB_TRY(parse_slowdown(flags.max_slowdown).status());
   return Status::ok();
 }
 

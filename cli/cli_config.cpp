@@ -71,9 +71,7 @@ Result<FleetConfig> resolve_config(const ConfigFlags& flags, const EnvLookup& en
   FileValues file;
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    auto values = read_config_file(path);
-    if (!values.is_ok()) return values.status();
-    file = std::move(values).value();
+    KB_ASSIGN_OR_RETURN(file, read_config_file(path));
     config.config_file = path;
   } else if (explicit_file) {
     return Status::not_found("config file " + path + " does not exist");

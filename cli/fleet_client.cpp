@@ -58,11 +58,11 @@ Status FleetClient::init(const FleetConfig& config) {
     socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
     wire::configure_socket(socket_, 1000);
     if (config.use_curve()) {
-      auto own = curve::load_key_file(config.curve_key, /*require_secret=*/true);
-      if (!own.is_ok()) return own.status();
-      auto server = curve::load_key_file(config.coordinator_key, /*require_secret=*/false);
-      if (!server.is_ok()) return server.status();
-      curve::configure_client(socket_, own.value(), server->public_key);
+      KB_ASSIGN_OR_RETURN(const auto own,
+                          curve::load_key_file(config.curve_key, /*require_secret=*/true));
+      KB_ASSIGN_OR_RETURN(const auto server,
+                          curve::load_key_file(config.coordinator_key, /*require_secret=*/false));
+      curve::configure_client(socket_, own, server.public_key);
       curve_ = true;
     }
     // Handshake failures (a key the coordinator does not allow) come only through a monitor.

@@ -125,7 +125,7 @@ Result<std::vector<HistoryPoint>> HistoryReader::series_points(const HistoryQuer
 }
 
 Result<std::vector<Series>> HistoryReader::history(const HistoryQuery& q) {
-  if (auto v = variant_prefix(q.variant); !v.is_ok()) return v.status();
+  KB_TRY(variant_prefix(q.variant).status());
   if (q.last <= 0) return Status::invalid_argument("--last must be positive");
   try {
     std::vector<Series> series;
@@ -143,10 +143,9 @@ Result<std::vector<Series>> HistoryReader::history(const HistoryQuery& q) {
       }
     }
     for (const auto& [gpu, preset] : keys) {
-      auto points = series_points(q, gpu, preset);
-      if (!points.is_ok()) return points.status();
-      if (points->empty()) continue;
-      series.push_back({q.problem, gpu, preset, q.variant, std::move(points).value()});
+      KB_ASSIGN_OR_RETURN(auto points, series_points(q, gpu, preset));
+      if (points.empty()) continue;
+      series.push_back({q.problem, gpu, preset, q.variant, std::move(points)});
     }
     return series;
   } catch (const std::exception& e) {
@@ -179,7 +178,7 @@ Result<std::string> HistoryReader::resolve_commit(const std::string& prefix) {
 Result<std::vector<HistoryPoint>> HistoryReader::results_at(const std::string& selector,
                                                             const std::string& gpu_model,
                                                             const std::string& variant) {
-  if (auto v = variant_prefix(variant); !v.is_ok()) return v.status();
+  KB_TRY(variant_prefix(variant).status());
   // Exactly one of run / sha selects the results; both are bound parameters. (The SHA comes
   // back from the database, so it is data, never SQL: a stored "abc1' OR ''='" once turned
   // `kb compare` into a comparison of the head run with itself.)
@@ -192,9 +191,7 @@ Result<std::vector<HistoryPoint>> HistoryReader::results_at(const std::string& s
       return Status::invalid_argument("bad run selector '" + selector + "' (run:N)");
     }
   } else {
-    auto resolved = resolve_commit(selector);
-    if (!resolved.is_ok()) return resolved.status();
-    sha = resolved.value();
+    KB_ASSIGN_OR_RETURN(sha, resolve_commit(selector));
   }
   try {
     pqxx::read_transaction txn(connection_->conn, "results_at");

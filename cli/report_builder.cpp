@@ -82,43 +82,36 @@ Result<ReportData> build_report(HistoryReader& reader, const ReportRequest& requ
     if (dots == std::string::npos || dots == 0 || dots + 2 >= request.commits.size()) {
       return Status::invalid_argument("--commits wants A..B, not '" + request.commits + "'");
     }
-    auto a = reader.resolve_commit(request.commits.substr(0, dots));
-    if (!a.is_ok()) return a.status();
-    auto b = reader.resolve_commit(request.commits.substr(dots + 2));
-    if (!b.is_ok()) return b.status();
-    auto ta = reader.commit_time(a.value());
-    if (!ta.is_ok()) return ta.status();
-    from_s = ta.value();
-    selector = b.value();
-    data.scope = "commits " + a->substr(0, 10) + ".." + b->substr(0, 10);
+    KB_ASSIGN_OR_RETURN(const std::string a,
+                        reader.resolve_commit(request.commits.substr(0, dots)));
+    KB_ASSIGN_OR_RETURN(selector, reader.resolve_commit(request.commits.substr(dots + 2)));
+    KB_ASSIGN_OR_RETURN(from_s, reader.commit_time(a));
+    data.scope = "commits " + a.substr(0, 10) + ".." + selector.substr(0, 10);
     filter.from_s = from_s;
   }
-  auto head = reader.results_at(selector, request.gpu_model, "custom");
-  if (!head.is_ok()) return head.status();
+  KB_ASSIGN_OR_RETURN(const std::vector<HistoryPoint> head,
+                      reader.results_at(selector, request.gpu_model, "custom"));
   double until_s = 0;
-  for (const HistoryPoint& p : head.value()) until_s = std::max(until_s, p.time_s);
+  for (const HistoryPoint& p : head) until_s = std::max(until_s, p.time_s);
   if (!request.run_id) filter.until_s = until_s;
-  auto regressions = reader.regressions(filter);
-  if (!regressions.is_ok()) return regressions.status();
-  data.regressions = std::move(regressions).value();
+  KB_ASSIGN_OR_RETURN(data.regressions, reader.regressions(filter));
   // Flags on older points of the same series, for the charts.
   RegressionFilter chart_filter;
   chart_filter.gpu_model = request.gpu_model;
   chart_filter.until_s = until_s;
-  auto chart_flags = reader.regressions(chart_filter);
-  if (!chart_flags.is_ok()) return chart_flags.status();
+  KB_ASSIGN_OR_RETURN(const std::vector<RegressionRow> chart_flags,
+                      reader.regressions(chart_filter));
   std::vector<int64_t> flagged;
-  for (const RegressionRow& g : chart_flags.value()) {
+  for (const RegressionRow& g : chart_flags) {
     if (g.variant == "custom") flagged.push_back(g.result_id);
   }
-  data.summary = summary_of(head.value());
-  for (const HistoryPoint& p : head.value()) {
+  data.summary = summary_of(head);
+  for (const HistoryPoint& p : head) {
     ReportProblem problem = problem_of(p);
     HistoryQuery q{p.problem, p.gpu_model, "custom", p.preset, request.history_points, from_s,
                    p.time_s};
-    auto series = reader.history(q);
-    if (!series.is_ok()) return series.status();
-    if (!series->empty()) problem.history = chart_points(series->front().points, flagged);
+    KB_ASSIGN_OR_RETURN(const std::vector<Series> series, reader.history(q));
+    if (!series.empty()) problem.history = chart_points(series.front().points, flagged);
     data.problems.push_back(std::move(problem));
   }
   return data;

@@ -94,7 +94,7 @@ class CpuDevice final : public ExecutionDevice {
 
   Result<double> run_timed(Slot slot, int set) override {
     auto start = std::chrono::steady_clock::now();
-    if (Status s = run(slot, set); !s.is_ok()) return s;
+    KB_TRY(run(slot, set));
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
   }

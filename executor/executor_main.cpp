@@ -65,9 +65,7 @@ kb::Result<kb::KernelPack> open_reference_pack(const Options& o) {
   if (path.empty()) return kb::Status::not_found("no libkbref.so found; pass --reference-pack");
   std::string pin = o.reference_sha256;
   if (pin.empty()) {
-    auto recorded = kb::read_pack_pin(path);
-    if (!recorded.is_ok()) return recorded.status();
-    pin = recorded.value();
+    KB_ASSIGN_OR_RETURN(pin, kb::read_pack_pin(path));
   }
   return kb::KernelPack::open(path, pin);
 }

@@ -68,8 +68,8 @@ Status Job::warm_up(Slot slot) {
   for (int calls = 0; calls < request_.config.warmup_calls ||
                       seconds_since(start) * 1e3 < request_.config.warmup_ms;
        ++calls) {
-    if (Status s = device_.run(slot, 0); !s.is_ok()) return s;
-    if (Status s = device_.synchronize(); !s.is_ok()) return s;
+    KB_TRY(device_.run(slot, 0));
+    KB_TRY(device_.synchronize());
   }
   return Status::ok();
 }

@@ -74,27 +74,25 @@ Result<int> sealed_memfd(const std::string& bytes, const std::string& path) {
 }  // namespace
 
 Result<KernelPack> KernelPack::open(const std::string& path, const std::string& expected_sha256) {
-  Result<std::string> bytes = read_bytes(path);
-  if (!bytes.is_ok()) return bytes.status();
-  const std::string actual = sha256_hex(bytes.value());
+  KB_ASSIGN_OR_RETURN(const std::string bytes, read_bytes(path));
+  const std::string actual = sha256_hex(bytes);
   if (!expected_sha256.empty() && actual != expected_sha256) {
     return Status::failed_precondition("kernel pack " + path + " has sha256 " + actual +
                                        ", expected " + expected_sha256 + ": refused, not loaded");
   }
-  Result<int> fd = sealed_memfd(bytes.value(), path);
-  if (!fd.is_ok()) return fd.status();
+  KB_ASSIGN_OR_RETURN(const int fd, sealed_memfd(bytes, path));
   // RTLD_LOCAL: the reference and the candidate pack in one process must not share symbols.
-  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.value());
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd);
   void* handle = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    close(fd.value());
+    close(fd);
     return Status::not_found("cannot load kernel pack " + path + ": " + dlerror());
   }
   // The memfd stays open while the library is loaded: glibc knows a library by the name it was
   // opened with, and a closed fd's number (the same /proc/self/fd/N) could name the next pack.
   KernelPack pack;
   pack.handle_ = handle;
-  pack.fd_ = fd.value();
+  pack.fd_ = fd;
   auto entry = reinterpret_cast<kb_pack_v1_fn>(dlsym(handle, "kb_pack_v1"));
   if (!entry) {
     return Status::invalid_argument(path + " is not a kernel pack (no kb_pack_v1)");

@@ -60,12 +60,8 @@ Status run_on_device(ExecutionDevice& device, const ProblemInstance& inst, Gener
   if (Status s = device.run(Slot::kCustom, 0); !s.is_ok())
     return Status::internal("custom: " + s.message());
   KB_TRY(device.synchronize());
-  Result<std::vector<float>> ref = device.read_output(Slot::kReference);
-  if (!ref.is_ok()) return ref.status();
-  Result<std::vector<float>> custom = device.read_output(Slot::kCustom);
-  if (!custom.is_ok()) return custom.status();
-  out.reference = std::move(ref).value();
-  out.custom = std::move(custom).value();
+  KB_ASSIGN_OR_RETURN(out.reference, device.read_output(Slot::kReference));
+  KB_ASSIGN_OR_RETURN(out.custom, device.read_output(Slot::kCustom));
   return Status::ok();
 }
 
@@ -74,9 +70,7 @@ Status run_golden(ExecutionDevice& golden, const ProblemInstance& inst, Generato
                   TrialRun& out) {
   KB_TRY(golden.generate(0, inst, key));
   KB_TRY(golden.run(Slot::kReference, 0));
-  Result<std::vector<float>> g = golden.read_output(Slot::kReference);
-  if (!g.is_ok()) return g.status();
-  out.golden = std::move(g).value();
+  KB_ASSIGN_OR_RETURN(out.golden, golden.read_output(Slot::kReference));
   return Status::ok();
 }
 

@@ -65,7 +65,7 @@ TEST(DashboardScale, EveryPageUnder200msOfServerTime) {
   if (loaded) {
     rows = pqxx::nontransaction(conn).exec1("SELECT count(*) FROM results")[0].as<int64_t>();
   } else {
-    ASSERT_TRUE(kb::testing::apply_migrations(url).is_ok());
+    KB_ASSERT_OK(kb::testing::apply_migrations(url));
     const auto t0 = std::chrono::steady_clock::now();
     kb::testing::insert_bulk_history(conn, rows, kProblems, kModels);
     flag_regressions(conn, 1000);

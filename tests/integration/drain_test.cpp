@@ -18,10 +18,8 @@ namespace {
 // the prefetched one is requeued at once (BYE {draining, release}) and runs once elsewhere; the
 // worker exits 0 after BYE {final} and is marked gone in under 1 s, not after liveness.
 TEST_F(FaultTest, SigtermDrainsFinishesTheRunningJobRequeuesThePrefetchedOneAndSaysBye) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   const int drained = add_worker("drained");
   // One attempt per job: a given-back job that counted as one would fail instead of running.
   const int64_t run = submit_sim({2000, 2000}, {"--max-attempts", "1"});
@@ -70,10 +68,8 @@ TEST_F(FaultTest, SigtermDrainsFinishesTheRunningJobRequeuesThePrefetchedOneAndS
 // once elsewhere, as attempt 2. (It used to be ignored by the worker, then requeued as a counted
 // attempt at BYE {final}: failed.)
 TEST_F(FaultTest, AJobLeasedAsTheWorkerDrainsIsRequeuedUncountedAndRunsOnceElsewhere) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   const int drained = add_worker("drained");
   const int64_t run = submit_sim({1500, 1500});
   ASSERT_GT(run, 0);

@@ -20,8 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/fleet_stack.h"
-#include "tests/support/postgres_test_db.h"
+#include "tests/support/fleet_fixture.h"
 
 namespace kb::testing::fault {
 
@@ -30,9 +29,6 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
-
-inline constexpr const char* kNeedsPostgres =
-    "needs PostgreSQL: set KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster)";
 
 inline milliseconds since(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start);
@@ -71,35 +67,24 @@ inline int executor_processes(const std::string& marker) {
   return n;
 }
 
-class FaultTest : public ::testing::Test {
+// The stack, its database and work directory: FleetFixture (KB_START_FLEET, KB_OPEN_FLEET).
+class FaultTest : public FleetFixture {
  protected:
   void TearDown() override {
-    if (HasFailure() && stack_) std::cerr << stack_->logs_tail() << "\n";
-    stack_.reset();
+    FleetFixture::TearDown();
     for (const std::string& dir : mounts_) ::umount2(dir.c_str(), MNT_DETACH);
-    db_.reset();
-    if (!work_dir_.empty() && !HasFailure()) fs::remove_all(work_dir_);
-  }
-  bool open_database() {
-    db_ = std::make_unique<TestDatabase>();
-    return db_->available() && db_->status().is_ok();
-  }
-  FleetStack& make_stack() {
-    work_dir_ = make_work_dir("kb-fault");
-    stack_ = std::make_unique<FleetStack>(FleetOptions{db_->url()}, work_dir_);
-    return *stack_;
   }
   int add_worker(const std::string& name, const std::string& device = "sim") {
     return stack_->add_worker(name, {"--device", device});
   }
   int64_t submit(const std::vector<std::string>& args) {
     auto reply = stack_->kb_json(args);
-    EXPECT_TRUE(reply.is_ok()) << reply.status().to_string();
+    KB_EXPECT_OK(reply);
     return reply.is_ok() ? reply.value().value("run_id", int64_t{-1}) : -1;
   }
   // A run of sim jobs sleeping these many ms each, submitted from a file (longest runs first).
   int64_t submit_sim(const std::vector<int>& sleep_ms, const std::vector<std::string>& extra = {}) {
-    const std::string file = work_dir_ + "/sim-jobs-" + std::to_string(++files_) + ".txt";
+    const std::string file = stack_->work_dir() + "/sim-jobs-" + std::to_string(++files_) + ".txt";
     std::ofstream out(file);
     for (int ms : sleep_ms) out << ms << "\n";
     out.close();
@@ -140,9 +125,6 @@ class FaultTest : public ::testing::Test {
               << "; rows expected/observed " << rows << "; " << since(start).count() << " ms\n";
   }
 
-  std::string work_dir_;
-  std::unique_ptr<TestDatabase> db_;
-  std::unique_ptr<FleetStack> stack_;
   std::vector<std::string> mounts_;
   int files_ = 0;
 };

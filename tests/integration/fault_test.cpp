@@ -11,10 +11,7 @@
 // Needs KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster); skips without it.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,6 +31,7 @@
 #include "common/zmq_messaging.h"
 #include "tests/integration/fault_fixture.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/loopback_listener.h"
 
 namespace kb::testing::fault {
 namespace {
@@ -42,10 +40,8 @@ namespace {
 // a job leased to another worker, with that lease's exact token. It is rejected and not stored;
 // the holder's result is.
 TEST_F(FaultTest, AForgedResultForAJobHeldByAnotherWorkerIsRejected) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   add_worker("holder");
   const int64_t run = submit_sim({3000});
   ASSERT_GT(run, 0);
@@ -95,10 +91,8 @@ TEST_F(FaultTest, AForgedResultForAJobHeldByAnotherWorkerIsRejected) {
 // kb cancel stops a running real job (kb-executor on the CPU device, under the sandbox): the
 // executor's process group dies within 2 s, nothing is stored.
 TEST_F(FaultTest, CancelMidRunKillsTheExecutorWithinTwoSeconds) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   add_worker("cpu-a", "cpu");
   // The faulty pack's L1_003 hangs (tests/faulty_cpu_pack): it runs until killed.
   const int64_t run = submit({"submit", "L1_003", "--preset", "small", "--pack", faulty_pack_path(),
@@ -108,17 +102,17 @@ TEST_F(FaultTest, CancelMidRunKillsTheExecutorWithinTwoSeconds) {
   const std::string j = std::to_string(job);
   ASSERT_TRUE(wait_started(job, 1, milliseconds(60000)));
   const auto appeared = Clock::now() + seconds(20);
-  while (executor_processes(work_dir_) == 0 && Clock::now() < appeared)
+  while (executor_processes(stack.work_dir()) == 0 && Clock::now() < appeared)
     std::this_thread::sleep_for(milliseconds(20));
-  ASSERT_GT(executor_processes(work_dir_), 0);
+  ASSERT_GT(executor_processes(stack.work_dir()), 0);
   std::string out;
   const auto cancelled_at = Clock::now();
   ASSERT_EQ(stack.kb({"cancel", std::to_string(run)}, &out), 0) << out;
-  while (executor_processes(work_dir_) > 0 && since(cancelled_at) < seconds(10))
+  while (executor_processes(stack.work_dir()) > 0 && since(cancelled_at) < seconds(10))
     std::this_thread::sleep_for(milliseconds(10));
   const milliseconds took = since(cancelled_at);
   std::cout << "[fault] cancel mid-run: executor gone " << took.count() << " ms after `kb cancel`\n";
-  EXPECT_EQ(executor_processes(work_dir_), 0);
+  EXPECT_EQ(executor_processes(stack.work_dir()), 0);
   EXPECT_LT(took, milliseconds(2000));
   ASSERT_TRUE(stack.wait_for_executions(job, 1, milliseconds(10000), "revoke"));
   EXPECT_TRUE(stack.wait_for_value("SELECT state FROM jobs WHERE id = " + j, "cancelled",
@@ -136,25 +130,17 @@ TEST_F(FaultTest, CancelMidRunKillsTheExecutorWithinTwoSeconds) {
 // that writes to $HOME each fail as the candidate's runtime_error, a final result stored once
 // after one execution, not an infrastructure failure retried on every host; nothing arrives.
 TEST_F(FaultTest, AHostilePackJobIsStoredOnceAsItsOwnFailureAndNotRetried) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   if (access("/usr/bin/bwrap", X_OK) != 0) GTEST_SKIP() << "bwrap is not installed: no sandbox to test";
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(listener, 4), 0);
-  socklen_t len = sizeof addr;
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  const std::string home = work_dir_ + "/home";
+  KB_OPEN_FLEET(stack);
+  const ::kb::test::LoopbackListener listener;
+  const std::string home = stack.work_dir() + "/home";
   fs::create_directories(home);
   // The worker (and so its executors) inherit these: the hostile variants' targets.
-  setenv("KB_HOSTILE_PORT", std::to_string(ntohs(addr.sin_port)).c_str(), 1);
+  setenv("KB_HOSTILE_PORT", std::to_string(listener.port()).c_str(), 1);
   const std::string saved_home = std::getenv("HOME") ? std::getenv("HOME") : "";
   setenv("HOME", home.c_str(), 1);
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   add_worker("cpu-a", "cpu");
   setenv("HOME", saved_home.c_str(), 1);
   const int64_t run = submit({"submit", "L1_054,L1_060", "--preset", "small", "--pack", faulty_pack_path(),
@@ -166,10 +152,7 @@ TEST_F(FaultTest, AHostilePackJobIsStoredOnceAsItsOwnFailureAndNotRetried) {
       << stack.query_value("SELECT string_agg(problem_id || ': ' || message, ' | ') FROM results WHERE run_id = " + r)
              .value();
   EXPECT_EQ(value("SELECT count(*) FROM jobs WHERE run_id = " + r + " AND state = 'done' AND attempt = 1"), 2);
-  const int accepted = accept(listener, nullptr, nullptr);
-  EXPECT_LT(accepted, 0) << "a hostile job reached the listener";
-  if (accepted >= 0) close(accepted);
-  close(listener);
+  EXPECT_FALSE(listener.connection_arrived()) << "a hostile job reached the listener";
   EXPECT_FALSE(fs::exists(home + "/kb-hostile-was-here"));
   const auto runs = stack.executions();
   EXPECT_EQ(runs.size(), 2u);
@@ -182,10 +165,8 @@ TEST_F(FaultTest, AHostilePackJobIsStoredOnceAsItsOwnFailureAndNotRetried) {
 // resumed (SIGCONT) after the other's result is stored and past the lease grace, its late result
 // is refused and dropped: the job is stored once, the second worker's.
 TEST_F(FaultTest, AWorkerStoppedPastItsLeaseLosesTheJobAndItsLateResultIsRejected) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   const int stopped = add_worker("stopped");
   const int64_t run = submit_sim({1500});
   ASSERT_GT(run, 0);
@@ -221,10 +202,8 @@ TEST_F(FaultTest, AWorkerStoppedPastItsLeaseLosesTheJobAndItsLateResultIsRejecte
 // back with the running and the prefetched job in READY's in_flight: both are kept, each job runs
 // once and is stored once, no attempt is spent.
 TEST_F(FaultTest, ACoordinatorRestartOutlastingTheLeaseGraceLosesNoLeaseAndRerunsNothing) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   add_worker("w");
   const int64_t run = submit_sim({5000, 1000});
   ASSERT_GT(run, 0);
@@ -237,7 +216,7 @@ TEST_F(FaultTest, ACoordinatorRestartOutlastingTheLeaseGraceLosesNoLeaseAndRerun
   ASSERT_TRUE(stack.wait_coordinator_exit(seconds(10)));
   std::this_thread::sleep_for(milliseconds(3000));  // the outage: longer than the 2 s lease grace
   const auto restarted = Clock::now();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   ASSERT_TRUE(stack.wait_for_run(run, seconds(60)));
   std::cout << "[fault] coordinator restart: run done " << since(restarted).count()
             << " ms after the restart\n";
@@ -258,9 +237,8 @@ TEST_F(FaultTest, ACoordinatorRestartOutlastingTheLeaseGraceLosesNoLeaseAndRerun
 // failures the worker is quarantined. The job is then done elsewhere, stored once; nothing lost.
 // Once space returns and an admin releases it, the same worker stores its results again.
 TEST_F(FaultTest, AFullResultSpoolRequeuesTheJobElsewhereAndLosesNothing) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
+  KB_OPEN_FLEET(stack);
   const std::string spool = stack.worker_state_dir("full") + "/results";
   std::string why;
   if (!mount_tmpfs(spool, "64k", &why)) GTEST_SKIP() << "cannot make a full disk: " << why;
@@ -272,7 +250,7 @@ TEST_F(FaultTest, AFullResultSpoolRequeuesTheJobElsewhereAndLosesNothing) {
   }
   ASSERT_FALSE(std::ofstream(spool + "/probe") << "x" << std::flush) << "the tmpfs is not full";
   fs::remove(spool + "/probe");
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   add_worker("full");
   const int64_t run = submit_sim({200}, {"--max-attempts", "5"});
   ASSERT_GT(run, 0);
@@ -316,10 +294,8 @@ TEST_F(FaultTest, AFullResultSpoolRequeuesTheJobElsewhereAndLosesNothing) {
 // result: the new database has a new epoch, and its job ids start again. The spooled result is
 // dropped, never stored under the new database's job of the same id.
 TEST_F(FaultTest, ASpooledResultFromAnotherDatabaseEpochIsDropped) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
   const auto t0 = Clock::now();
-  FleetStack& stack = make_stack();
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   add_worker("w");
   const int64_t old_run = submit_sim({1500});
   ASSERT_GT(old_run, 0);
@@ -332,7 +308,7 @@ TEST_F(FaultTest, ASpooledResultFromAnotherDatabaseEpochIsDropped) {
   TestDatabase restored;  // a fresh database: new epoch, job ids from 1 again
   KB_ASSERT_OK(restored.status());
   stack.set_db_url(restored.url());
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   const int64_t new_run = submit_sim({50});
   ASSERT_GT(new_run, 0);
   const int64_t new_job = first_job(new_run);

@@ -8,23 +8,18 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <iostream>
-#include <filesystem>
 #include <random>
 #include <thread>
 
 #include "tests/support/assert_ok.h"
-#include "tests/support/fleet_stack.h"
-#include "tests/support/postgres_test_db.h"
+#include "tests/support/fleet_fixture.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::testing {
 namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-constexpr const char* kNeedsPostgres =
-    "needs PostgreSQL: set KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster)";
 
 int64_t as_int(const Result<std::string>& r) {
   return r.is_ok() && !r.value().empty() ? std::stoll(r.value()) : -1;
@@ -47,31 +42,17 @@ void expect_exactly_once(FleetStack& stack, int64_t run_id, int64_t jobs) {
 
 int64_t submit(FleetStack& stack, const std::vector<std::string>& args) {
   auto reply = stack.kb_json(args);
-  EXPECT_TRUE(reply.is_ok()) << reply.status().to_string() << stack.logs_tail();
+  KB_EXPECT_OK(reply);  // FleetFixture prints the logs
   if (!reply.is_ok()) return -1;
   return reply.value().value("run_id", int64_t{-1});
 }
 
-class FleetTest : public ::testing::Test {
+// The stack, its database and work directory: FleetFixture (KB_START_FLEET).
+class FleetTest : public FleetFixture {
  protected:
-  // The stack stops before its database is dropped.
-  void TearDown() override {
-    if (HasFailure() && stack_) std::cerr << stack_->logs_tail() << "\n";
-    stack_.reset();
-    db_.reset();
-    if (!work_dir_.empty() && !HasFailure()) std::filesystem::remove_all(work_dir_);
-  }
-  // A fresh database in KB_TEST_PG_URL's cluster; false (and the test skips) without one.
-  bool open_database() {
-    db_ = std::make_unique<TestDatabase>();
-    return db_->available();
-  }
-  // A coordinator and two CPU workers run `suite` at the small preset to the end; `run` is its id.
-  void run_on_two_cpu_workers(const std::string& suite, const std::string& time_cap,
-                              seconds deadline, int64_t& run) {
-    ASSERT_TRUE(db_->status().is_ok()) << db_->status().to_string();
-    FleetStack& stack = make_stack(db_->url());
-    ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  // Two CPU workers run `suite` at the small preset to the end; `run` is its id.
+  void run_on_two_cpu_workers(FleetStack& stack, const std::string& suite,
+                              const std::string& time_cap, seconds deadline, int64_t& run) {
     stack.add_worker("cpu-a", {"--device", "cpu"});
     stack.add_worker("cpu-b", {"--device", "cpu"});
     run = submit(stack, {"submit", suite, "--preset", "small", "--pack", pack_path(), "--time-cap",
@@ -79,21 +60,12 @@ class FleetTest : public ::testing::Test {
     ASSERT_GT(run, 0);
     ASSERT_TRUE(stack.wait_for_run(run, deadline)) << "run " << run << " did not finish";
   }
-  FleetStack& make_stack(const std::string& db_url) {
-    work_dir_ = make_work_dir("kb-fleet");
-    stack_ = std::make_unique<FleetStack>(FleetOptions{db_url}, work_dir_);
-    return *stack_;
-  }
-  std::string work_dir_;
-  std::unique_ptr<TestDatabase> db_;
-  std::unique_ptr<FleetStack> stack_;
 };
 
 TEST_F(FleetTest, SmallSuiteRunsEndToEndOnCpuWorkersWithEverySample) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
+  KB_START_FLEET(stack);
   int64_t run = 0;
-  ASSERT_NO_FATAL_FAILURE(run_on_two_cpu_workers("kernelbench22", "1", seconds(600), run));
-  FleetStack& stack = *stack_;
+  ASSERT_NO_FATAL_FAILURE(run_on_two_cpu_workers(stack, "kernelbench22", "1", seconds(600), run));
   expect_exactly_once(stack, run, 22);
   const std::string r = std::to_string(run);
   EXPECT_EQ(as_int(stack.query_value("SELECT count(*) FROM results WHERE run_id = " + r +
@@ -103,17 +75,17 @@ TEST_F(FleetTest, SmallSuiteRunsEndToEndOnCpuWorkersWithEverySample) {
                 " AND cardinality(custom_samples_ms) > 0 AND cardinality(reference_samples_ms) > 0"
                 " AND device_kind = 'cpu' AND environment <> '{}'::jsonb")), 22);
   auto table = stack.kb_json({"results", r});
-  ASSERT_TRUE(table.is_ok()) << table.status().to_string();
+  KB_ASSERT_OK(table);
 }
 
 // The imported suite has no custom kernels: on the CPU device the candidate pack's cpu_fp32
 // variant (the graph interpreter in float) stands in for them, so every problem of it must be
 // `ok` against the golden model at the small preset.
 TEST_F(FleetTest, ImportedSuiteIsOkOnCpuWorkersAtTheSmallPreset) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
+  KB_START_FLEET(stack);
   int64_t run = 0;
-  ASSERT_NO_FATAL_FAILURE(run_on_two_cpu_workers("kernelbench-l1l2", "0.2", seconds(800), run));
-  FleetStack& stack = *stack_;
+  ASSERT_NO_FATAL_FAILURE(
+      run_on_two_cpu_workers(stack, "kernelbench-l1l2", "0.2", seconds(800), run));
   const std::string r = std::to_string(run);
   const int64_t jobs = as_int(stack.query_value("SELECT count(*) FROM jobs WHERE run_id = " + r));
   EXPECT_GT(jobs, 22);
@@ -122,15 +94,12 @@ TEST_F(FleetTest, ImportedSuiteIsOkOnCpuWorkersAtTheSmallPreset) {
       "SELECT coalesce(string_agg(problem_id || ' ' || status || ': ' || coalesce(message, ''), "
       "'; '), '') FROM results WHERE run_id = " +
       r + " AND status <> 'ok'");
-  ASSERT_TRUE(not_ok.is_ok()) << not_ok.status().to_string();
+  KB_ASSERT_OK(not_ok);
   EXPECT_EQ(not_ok.value(), "") << "problems not ok";
 }
 
 TEST_F(FleetTest, TwentyWorkerKillsMidJobLoseAndDuplicateNothing) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
-  ASSERT_TRUE(db_->status().is_ok()) << db_->status().to_string();
-  FleetStack& stack = make_stack(db_->url());
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   for (int i = 0; i < 3; ++i) stack.add_worker("sim-" + std::to_string(i), {"--device", "sim"});
   const int64_t jobs = 150;
   const int64_t run = submit(stack, {"submit", "--sim-jobs", std::to_string(jobs) + ":100"});
@@ -150,10 +119,7 @@ TEST_F(FleetTest, TwentyWorkerKillsMidJobLoseAndDuplicateNothing) {
 }
 
 TEST_F(FleetTest, CoordinatorKilledAndRestartedMidRunLosesNothing) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
-  ASSERT_TRUE(db_->status().is_ok()) << db_->status().to_string();
-  FleetStack& stack = make_stack(db_->url());
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   for (int i = 0; i < 3; ++i) stack.add_worker("sim-" + std::to_string(i), {"--device", "sim"});
   const int64_t jobs = 120;
   const int64_t run = submit(stack, {"submit", "--sim-jobs", std::to_string(jobs) + ":50"});
@@ -166,16 +132,13 @@ TEST_F(FleetTest, CoordinatorKilledAndRestartedMidRunLosesNothing) {
   stack.signal_coordinator(SIGKILL);
   ASSERT_TRUE(stack.wait_coordinator_exit(seconds(5)));
   std::this_thread::sleep_for(milliseconds(1500));  // workers notice and start reconnecting
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   ASSERT_TRUE(stack.wait_for_run(run, seconds(120))) << "run did not finish after the restart";
   expect_exactly_once(stack, run, jobs);
 }
 
 TEST_F(FleetTest, SegfaultAndHangBecomeResultsAndTheWorkerGoesOn) {
-  if (!open_database()) GTEST_SKIP() << kNeedsPostgres;
-  ASSERT_TRUE(db_->status().is_ok()) << db_->status().to_string();
-  FleetStack& stack = make_stack(db_->url());
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_START_FLEET(stack);
   stack.add_worker("cpu-a", {"--device", "cpu"});
   const int64_t run = submit(stack, {"submit", "L1_098", "L1_003", "L2_093", "--preset", "small",
                                      "--pack", faulty_pack_path(), "--time-cap", "1",
@@ -198,7 +161,8 @@ TEST_F(FleetTest, SegfaultAndHangBecomeResultsAndTheWorkerGoesOn) {
 // dispatching, holds the results it cannot commit, and workers keep theirs until acknowledged.
 TEST_F(FleetTest, DatabaseDownForThirtySecondsMidRunLosesNothing) {
   if (std::getenv("KB_TEST_PG_URL") == nullptr) GTEST_SKIP() << kNeedsPostgres;
-  const std::string cluster = make_work_dir("kb-pg-outage");
+  const ::kb::test::TempDir cluster_dir("kb-pg-outage");
+  const std::string cluster = cluster_dir.string();
   const std::string pg_local = source_dir() + "/tools/pg-local.sh";
   std::string url;
   ASSERT_EQ(run_command({"/bin/bash", pg_local, "start", cluster}, &url, seconds(120)), 0);
@@ -208,12 +172,11 @@ TEST_F(FleetTest, DatabaseDownForThirtySecondsMidRunLosesNothing) {
     ~StopCluster() {
       std::string ignored;
       run_command({"/bin/bash", pg_local, "stop", dir}, &ignored, std::chrono::seconds(60));
-      std::filesystem::remove_all(dir);
     }
   } stop_cluster{pg_local, cluster};
 
   FleetStack& stack = make_stack(url);
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   for (int i = 0; i < 3; ++i) stack.add_worker("sim-" + std::to_string(i), {"--device", "sim"});
   const int64_t jobs = 450;  // 3 workers x 100 ms: ~15 s of work
   const int64_t run = submit(stack, {"submit", "--sim-jobs", std::to_string(jobs) + ":100"});

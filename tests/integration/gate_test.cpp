@@ -7,13 +7,8 @@
 // Needs KB_TEST_PG_URL (tools/test.sh starts a throwaway cluster); skips without it.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
-
-#include "tests/support/fleet_stack.h"
-#include "tests/support/postgres_test_db.h"
+#include "tests/support/fleet_fixture.h"
+#include "tests/support/read_text.h"
 
 namespace kb::testing {
 namespace {
@@ -31,26 +26,15 @@ std::string paced_slow_pack_path() {
 // Two problems whose fp32 CPU models take microseconds at the small preset, far under the pace.
 constexpr const char* kProblems = "L1_003,L1_098";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 size_t count_of(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
 }
 
-class GateTest : public ::testing::Test {
+// The stack, its database and work directory: FleetFixture (KB_START_FLEET).
+class GateTest : public FleetFixture {
  protected:
-  void TearDown() override {
-    if (HasFailure() && stack_) std::cerr << stack_->logs_tail() << "\n";
-    stack_.reset();
-    if (!work_dir_.empty() && !HasFailure()) std::filesystem::remove_all(work_dir_);
-  }
   // `kb submit kProblems --wait` on the CPU worker with `pack`, labelled commit/branch, plus
   // `extra`; the exit code, stdout in *output. A 4 s time cap gives ~16 samples per side at the
   // 250 ms pace (at 2 s, ~4: a Mann–Whitney p no lower than 0.03, too close to the gate's 0.05).
@@ -63,24 +47,21 @@ class GateTest : public ::testing::Test {
     return stack_->kb(args, output, seconds(300));
   }
   std::vector<std::string> gate_flags(const std::string& name) {
+    const std::string& work_dir = stack_->work_dir();
     return {"--gate",
             "--max-slowdown",
             "3%",
             "--summary-md",
-            work_dir_ + "/" + name + ".md",
+            work_dir + "/" + name + ".md",
             "--junit",
-            work_dir_ + "/" + name + ".xml"};
+            work_dir + "/" + name + ".xml"};
   }
-  std::string work_dir_;
-  std::unique_ptr<FleetStack> stack_;
 };
 
 TEST_F(GateTest, AFourPercentSlowdownFailsTheGateAndAnAaRunPassesIt) {
-  KB_REQUIRE_TEST_DB(db);
-  work_dir_ = make_work_dir("kb-gate");
-  stack_ = std::make_unique<FleetStack>(FleetOptions{db.url()}, work_dir_);
-  ASSERT_TRUE(stack_->start_coordinator().is_ok()) << stack_->logs_tail();
-  stack_->add_worker("cpu-a", {"--device", "cpu"});
+  KB_START_FLEET(stack);
+  stack.add_worker("cpu-a", {"--device", "cpu"});
+  const std::string& work_dir = stack.work_dir();
 
   std::string out;
   ASSERT_EQ(submit(paced_pack_path(), "aaaa000000000000000000000000000000000001", "main", {}, &out),
@@ -92,11 +73,11 @@ TEST_F(GateTest, AFourPercentSlowdownFailsTheGateAndAnAaRunPassesIt) {
                           "feature", gate_flags("slow"), &out);
   std::cerr << out;
   EXPECT_EQ(slow, 1) << out;
-  const std::string slow_xml = slurp(work_dir_ + "/slow.xml");
+  const std::string slow_xml = ::kb::test::read_text(work_dir + "/slow.xml");
   EXPECT_EQ(count_of(slow_xml, "<testcase "), 2u) << slow_xml;
   EXPECT_EQ(count_of(slow_xml, "<failure type=\"slowdown\""), 2u) << slow_xml;
   EXPECT_NE(slow_xml.find("<property name=\"change\" value=\"0.0"), std::string::npos) << slow_xml;
-  const std::string slow_md = slurp(work_dir_ + "/slow.md");
+  const std::string slow_md = ::kb::test::read_text(work_dir + "/slow.md");
   EXPECT_EQ(slow_md.rfind("## kbfleet gate: FAILED", 0), 0u) << slow_md;
   EXPECT_NE(slow_md.find("the last small run on branch main"), std::string::npos) << slow_md;
   EXPECT_EQ(count_of(slow_md, "slower than the baseline by +"), 2u) << slow_md;
@@ -106,10 +87,10 @@ TEST_F(GateTest, AFourPercentSlowdownFailsTheGateAndAnAaRunPassesIt) {
                           gate_flags("aa"), &out);
   std::cerr << out;
   EXPECT_EQ(same, 0) << out;
-  const std::string aa_xml = slurp(work_dir_ + "/aa.xml");
+  const std::string aa_xml = ::kb::test::read_text(work_dir + "/aa.xml");
   EXPECT_EQ(count_of(aa_xml, "<testcase "), 2u) << aa_xml;
   EXPECT_EQ(count_of(aa_xml, "<failure"), 0u) << aa_xml;
-  EXPECT_EQ(slurp(work_dir_ + "/aa.md").rfind("## kbfleet gate: passed", 0), 0u);
+  EXPECT_EQ(::kb::test::read_text(work_dir + "/aa.md").rfind("## kbfleet gate: passed", 0), 0u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "tests/support/fleet_stack.h"
 #include "tests/support/postgres_test_db.h"
 #include "tests/support/read_text.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::testing {
 namespace {
@@ -68,22 +70,25 @@ struct Coordinator {
 
 class TrustTest : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = make_work_dir("kb-trust"); }
+  // A failed test's logs (every process logs into dir_) stay for its reader.
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure()) return;
+    std::cerr << "the logs are kept in " << dir_ << "\n";
+    root_.keep();
   }
-  std::string dir_;
+  ::kb::test::TempDir root_{"kb-trust"};
+  const std::string dir_ = root_.string();
 };
 
 TEST_F(TrustTest, ASecondCoordinatorOnTheSameDatabaseExitsAndDispatchesNothing) {
   KB_REQUIRE_TEST_DB(db);
   fs::create_directories(dir_ + "/stack");
   FleetStack stack(FleetOptions{db.url()}, dir_ + "/stack");
-  ASSERT_TRUE(stack.start_coordinator().is_ok()) << stack.logs_tail();
+  KB_ASSERT_OK(stack.start_coordinator());
   stack.add_worker("sim-0", {"--device", "sim"});
   // A first submit uploads the pack: allow for a loaded CI machine.
   auto reply = stack.kb_json({"submit", "--sim-jobs", "40:20", "--timeout", "60"});
-  ASSERT_TRUE(reply.is_ok()) << reply.status().to_string();
+  KB_ASSERT_OK(reply);
   const int64_t run = reply.value().value("run_id", int64_t{-1});
   Coordinator second;
   ASSERT_TRUE(second.start(dir_, "second", {}, db.url()));

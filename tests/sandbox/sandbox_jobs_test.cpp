@@ -8,10 +8,7 @@
 //
 // The work dir is under the build tree, not /tmp: the sandbox's private /tmp would hide a /tmp
 // target by itself and prove nothing about the worker's own hiding.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -26,6 +23,8 @@
 
 #include "common/install_paths.h"
 #include "common/sha256.h"
+#include "tests/support/loopback_listener.h"
+#include "tests/support/temp_dir.h"
 #include "worker/job_runner.h"
 #include "worker/sandbox.h"
 
@@ -47,37 +46,16 @@ std::string file_bytes(const std::string& path) {
 class SandboxJobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = std::string(KB_TEST_WORK_DIR) + "/sandbox-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
     for (const char* sub : {"home", "state", "keys"}) fs::create_directories(dir_ / sub);
     std::ofstream(dir_ / "keys" / "worker.key") << kSecret << "\n";
     fs::permissions(dir_ / "keys" / "worker.key", fs::perms::owner_read | fs::perms::owner_write);
-    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(listen(listener_, 4), 0);
-    socklen_t len = sizeof addr;
-    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
     // The executor inherits the environment: the hostile variants find their targets here.
     setenv("HOME", (dir_ / "home").c_str(), 1);
     setenv("KB_HOSTILE_STATE_DIR", (dir_ / "state").c_str(), 1);
     setenv("KB_HOSTILE_KEY_FILE", (dir_ / "keys" / "worker.key").c_str(), 1);
-    setenv("KB_HOSTILE_PORT", std::to_string(ntohs(addr.sin_port)).c_str(), 1);
+    setenv("KB_HOSTILE_PORT", std::to_string(listener_.port()).c_str(), 1);
   }
-  void TearDown() override {
-    close(listener_);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  bool connection_arrived() const {
-    const int fd = accept(listener_, nullptr, nullptr);
-    if (fd >= 0) close(fd);
-    return fd >= 0;
-  }
+  bool connection_arrived() const { return listener_.connection_arrived(); }
 
   // The worker's configuration: kb-worker's configure_sandbox() with this test's paths.
   ExecutorRunnerConfig config(bool sandboxed) const {
@@ -129,8 +107,8 @@ class SandboxJobsTest : public ::testing::Test {
     return mode.is_ok() && mode.value() == SandboxMode::kBwrap;
   }
 
-  fs::path dir_;
-  int listener_ = -1;
+  ::kb::test::TempDir dir_{"sandbox", KB_TEST_WORK_DIR};  // not /tmp: see the opening comment
+  ::kb::test::LoopbackListener listener_;
   std::string bwrap_;
 };
 

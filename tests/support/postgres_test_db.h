@@ -59,4 +59,4 @@ Status apply_migrations(const std::string& url);
     GTEST_SKIP() << "needs PostgreSQL: set KB_TEST_PG_URL to an admin URL (tools/test.sh " \
                     "starts a throwaway cluster when PostgreSQL is installed)";            \
   }                                                                                        \
-  ASSERT_TRUE(var.status().is_ok()) << var.status().to_string()
+  KB_ASSERT_OK(var.status())

@@ -1,5 +1,6 @@
 #include "cli/cli_config.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -15,12 +16,9 @@ namespace fs = std::filesystem;
 class CliConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kb_cli_config_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_ / "home" / ".config" / "kbfleet");
     env_["HOME"] = (dir_ / "home").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   EnvLookup env() const {
     return [this](const std::string& name) -> std::optional<std::string> {
@@ -35,7 +33,7 @@ class CliConfigTest : public ::testing::Test {
     return path.string();
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-cli-config-test"};
   std::map<std::string, std::string> env_;
 };
 
@@ -45,7 +43,7 @@ TEST_F(CliConfigTest, FlagsBeatEnvironmentBeatsTheDefaultConfigFile) {
   env_["KB_DB_URL"] = "postgresql://env/db";
   ConfigFlags flags;
   auto from_file = resolve_config(flags, env());
-  ASSERT_TRUE(from_file.is_ok()) << from_file.status().to_string();
+  KB_ASSERT_OK(from_file);
   EXPECT_EQ(from_file->coordinator, "tcp://file:1");  // only the file sets it
   EXPECT_EQ(from_file->db, "postgresql://env/db");    // env over file
   EXPECT_EQ(from_file->config_file, (dir_ / "home/.config/kbfleet/config.yaml").string());
@@ -63,7 +61,7 @@ TEST_F(CliConfigTest, ExplicitConfigFileReplacesTheDefaultAndMustExist) {
   ConfigFlags flags;
   flags.config_file = write("other.yaml", "coordinator: tcp://other:3\ncurve_key: a.key\ncoordinator_key: c.pub\n");
   auto config = resolve_config(flags, env());
-  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  KB_ASSERT_OK(config);
   EXPECT_EQ(config->coordinator, "tcp://other:3");
   EXPECT_TRUE(config->use_curve());
   EXPECT_EQ(config->coordinator_key, "c.pub");

@@ -15,6 +15,8 @@
 #include "cli/submit_command.h"
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
+#include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::cli {
 namespace {
@@ -29,9 +31,6 @@ struct Outcome {
 class FleetCommandsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kb_fleet_commands_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::create_directories(dir_);
     for (const char* name : {"KB_COORDINATOR", "KB_DB_URL", "KB_CURVE_KEY", "KB_COORDINATOR_KEY", "KB_CONFIG",
                              "XDG_CONFIG_HOME"}) {
       if (const char* v = std::getenv(name)) saved_[name] = v;
@@ -44,7 +43,6 @@ class FleetCommandsTest : public ::testing::Test {
   void TearDown() override {
     unsetenv("XDG_CONFIG_HOME");
     for (const auto& [name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
-    fs::remove_all(dir_);
   }
 
   static Outcome kb(std::vector<std::string> args) {
@@ -63,7 +61,7 @@ class FleetCommandsTest : public ::testing::Test {
     return o;
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-fleet-commands-test"};
   std::string pack_;
   std::map<std::string, std::string> saved_;
 };
@@ -222,7 +220,7 @@ TEST_F(FleetCommandsTest, SimJobsFromAFile) {
   const std::string file = (dir_ / "jobs.txt").string();
   std::ofstream(file) << "# sleep times\n5, 10\n2.5 # short\n";
   auto jobs = parse_sim_jobs(file);
-  ASSERT_TRUE(jobs.is_ok()) << jobs.status().to_string();
+  KB_ASSERT_OK(jobs);
   EXPECT_EQ(jobs.value(), (std::vector<double>{5, 10, 2.5}));
   std::ofstream(file) << "5\nfast\n";
   auto bad = parse_sim_jobs(file);

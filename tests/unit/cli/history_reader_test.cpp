@@ -61,7 +61,7 @@ class HistoryReaderTest : public ::testing::Test {
     commit("ab0002", 31, 1.0, "ok");
     commit("bb0003", 32, 1.04, "mismatch");
     auto reader = HistoryReader::connect(url);
-    ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+    KB_ASSERT_OK(reader);
     reader_ = std::move(reader).value();
   }
   std::unique_ptr<pqxx::connection> conn_;
@@ -75,7 +75,7 @@ TEST_F(HistoryReaderTest, SeriesInCommitOrder) {
   q.problem = "P1";
   q.last = 5;
   auto series = reader_->history(q);
-  ASSERT_TRUE(series.is_ok()) << series.status().to_string();
+  KB_ASSERT_OK(series);
   ASSERT_EQ(series->size(), 1u);
   const std::vector<HistoryPoint>& points = series->front().points;
   ASSERT_EQ(points.size(), 5u);
@@ -134,12 +134,12 @@ TEST_F(HistoryReaderTest, CompareWithAnInjectedStoredCommitDoesNotCompareTheHead
   }
   kb::testing::insert_synthetic_results(*conn_, points);
   auto base = reader_->results_at("abc1", "", "custom");
-  ASSERT_TRUE(base.is_ok()) << base.status().to_string();
+  KB_ASSERT_OK(base);
   ASSERT_EQ(base->size(), 1u);  // only the base run's point, not the newest of every series
   EXPECT_EQ(base->front().commit_sha, injected);
   EXPECT_NEAR(*base->front().median_ms, 1.002, 1e-9);
   auto head = reader_->results_at("def0", "", "custom");
-  ASSERT_TRUE(head.is_ok()) << head.status().to_string();
+  KB_ASSERT_OK(head);
   const auto rows = compare_results(base.value(), head.value(), {});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_NE(rows[0].verdict, "same");
@@ -150,7 +150,7 @@ TEST_F(HistoryReaderTest, RegressionsAndReport) {
   KB_REQUIRE_TEST_DB(db);
   populate(db.url());
   auto regressions = reader_->regressions({});
-  ASSERT_TRUE(regressions.is_ok()) << regressions.status().to_string();
+  KB_ASSERT_OK(regressions);
   ASSERT_EQ(regressions->size(), 1u);  // P1's 4% step (P2 failed: not a timing point)
   EXPECT_EQ(regressions->front().problem, "P1");
   EXPECT_EQ(regressions->front().commit_sha, "bb0003");
@@ -163,7 +163,7 @@ TEST_F(HistoryReaderTest, RegressionsAndReport) {
   request.commits = "c00..bb";
   request.history_points = 100;
   auto report = build_report(*reader_, request);
-  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  KB_ASSERT_OK(report);
   EXPECT_EQ(report->problems.size(), 2u);
   EXPECT_EQ(report->regressions.size(), 1u);
   EXPECT_EQ(report->summary.overall.correct, 1);
@@ -177,7 +177,7 @@ TEST_F(HistoryReaderTest, RegressionsAndReport) {
   request = {};
   request.run_id = run;
   auto by_run = build_report(*reader_, request);
-  ASSERT_TRUE(by_run.is_ok()) << by_run.status().to_string();
+  KB_ASSERT_OK(by_run);
   EXPECT_EQ(by_run->regressions.size(), 1u);
 }
 

@@ -36,7 +36,7 @@ TEST(HistoryScale, OneSeriesQueryUnder100ms) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   auto reader = HistoryReader::connect(db.url());
-  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  KB_ASSERT_OK(reader);
   HistoryQuery q;
   q.problem = "P17";
   q.gpu_model = "GPU2";
@@ -48,7 +48,7 @@ TEST(HistoryScale, OneSeriesQueryUnder100ms) {
     auto series = reader.value()->history(q);
     const double elapsed =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-    ASSERT_TRUE(series.is_ok()) << series.status().to_string();
+    KB_ASSERT_OK(series);
     ASSERT_EQ(series->size(), 1u);
     ASSERT_EQ(series->front().points.size(), 30u);
     if (i > 0) ms.push_back(elapsed);

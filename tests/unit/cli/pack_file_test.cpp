@@ -1,4 +1,5 @@
 #include "cli/pack_file.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,7 @@ TEST(PackFile, HashesTheFileBytes) {
   const auto path = std::filesystem::temp_directory_path() / "kb_pack_file_test.so";
   std::ofstream(path, std::ios::binary) << "abc";
   auto pack = read_pack_file(path.string());
-  ASSERT_TRUE(pack.is_ok()) << pack.status().to_string();
+  KB_ASSERT_OK(pack);
   EXPECT_EQ(pack->bytes, "abc");
   // FIPS 180-2, appendix B.1.
   EXPECT_EQ(pack->sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

@@ -41,10 +41,10 @@ TEST(ResultsReader, ReadsRunsStatusResultsAndWorkers) {
   KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   insert_fixture(db.url());
   auto reader = ResultsReader::connect(db.url());
-  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  KB_ASSERT_OK(reader);
 
   auto runs = reader.value()->runs(10);
-  ASSERT_TRUE(runs.is_ok()) << runs.status().to_string();
+  KB_ASSERT_OK(runs);
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ(runs->front().jobs, 3);
   EXPECT_EQ(runs->front().done, 2);
@@ -52,7 +52,7 @@ TEST(ResultsReader, ReadsRunsStatusResultsAndWorkers) {
   EXPECT_TRUE(runs->front().gpu_models.empty());
 
   auto status = reader.value()->run_status(1);
-  ASSERT_TRUE(status.is_ok()) << status.status().to_string();
+  KB_ASSERT_OK(status);
   EXPECT_EQ(status->jobs_by_state.at("done"), 2);
   EXPECT_EQ(status->jobs_by_state.at("leased"), 1);
   EXPECT_EQ(status->finished(), 2);
@@ -62,7 +62,7 @@ TEST(ResultsReader, ReadsRunsStatusResultsAndWorkers) {
   EXPECT_FALSE(status->is_final());
 
   auto results = reader.value()->results(1);
-  ASSERT_TRUE(results.is_ok()) << results.status().to_string();
+  KB_ASSERT_OK(results);
   ASSERT_EQ(results->size(), 3u);
   EXPECT_EQ(results.value()[0].status, "ok");
   EXPECT_DOUBLE_EQ(*results.value()[0].speedup, 2.0);
@@ -72,7 +72,7 @@ TEST(ResultsReader, ReadsRunsStatusResultsAndWorkers) {
   EXPECT_EQ(results.value()[2].attempt, 2);
 
   auto workers = reader.value()->workers();
-  ASSERT_TRUE(workers.is_ok()) << workers.status().to_string();
+  KB_ASSERT_OK(workers);
   ASSERT_EQ(workers->size(), 1u);
   EXPECT_EQ(workers->front().jobs_done, 2);
   EXPECT_EQ(workers->front().jobs_leased, 1);
@@ -114,7 +114,7 @@ TEST(ResultsReader, CommandsPrintTablesAndJson) {
 
 TEST(ResultsReader, TheGateBaselineIsTheLastFinishedRunWithResultsOfThePresetOnTheBranch) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   insert_fixture(db.url());  // run 1: main, small, running
   {
     pqxx::connection c(db.url());
@@ -135,9 +135,9 @@ INSERT INTO results (job_id, run_id, attempt, problem_id, preset, gpu_model, dev
     w.commit();
   }
   auto reader = ResultsReader::connect(db.url());
-  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  KB_ASSERT_OK(reader);
   auto before_6 = reader.value()->last_run_on_branch("main", "small", 6);
-  ASSERT_TRUE(before_6.is_ok()) << before_6.status().to_string();
+  KB_ASSERT_OK(before_6);
   EXPECT_EQ(before_6.value(), std::optional<int64_t>(2));
   EXPECT_EQ(reader.value()->last_run_on_branch("main", "small", 7).value(),
             std::optional<int64_t>(6));

@@ -4,6 +4,7 @@
 // before the write never sees the secret.
 #include "common/curve_keys.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -19,16 +20,11 @@ namespace {
 class KeyFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("kb_keys_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
     keys_ = generate_key_pair().value();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::filesystem::path dir_;
+  ::kb::test::TempDir dir_{"kb-keys-test"};
   KeyPair keys_;
 };
 
@@ -36,7 +32,7 @@ TEST_F(KeyFileTest, IsCreatedWithMode0600WhateverTheUmask) {
   const mode_t old = ::umask(0);
   const Status s = write_key_file(path("k.key"), keys_);
   ::umask(old);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  KB_ASSERT_OK(s);
   struct stat st {};
   ASSERT_EQ(::stat(path("k.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);

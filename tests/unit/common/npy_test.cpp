@@ -2,6 +2,7 @@
 // for files that are not what they claim.
 #include "common/npy.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -22,15 +23,6 @@ namespace fs = std::filesystem;
 
 class NpyTest : public testing::Test {
  protected:
-  void SetUp() override {
-    const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ =
-        fs::temp_directory_path() / ("kb_npy_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   static std::string bytes_of(const std::string& file) {
@@ -47,7 +39,7 @@ class NpyTest : public testing::Test {
     return bytes.substr(10, len);
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-npy-test"};
 };
 
 HostTensor<float> ramp_f32(Shape shape) {
@@ -62,7 +54,7 @@ TEST_F(NpyTest, Float32RoundTrip) {
   t.data[6] = -0.0f;
   KB_ASSERT_OK(write_npy(path("a.npy"), t));
   Result<HostTensor<double>> back = read_npy(path("a.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_EQ(back->shape, (Shape{2, 3, 4}));
   ASSERT_EQ(back->data.size(), t.data.size());
   for (size_t i = 0; i < t.data.size(); ++i)
@@ -76,7 +68,7 @@ TEST_F(NpyTest, Float64RoundTripKeepsEveryBit) {
   t.data = {1.0 / 3.0, -2.5e-300, 1e300, 0.1, -0.0, 6.02214076e23};
   KB_ASSERT_OK(write_npy(path("d.npy"), t));
   Result<HostTensor<double>> back = read_npy(path("d.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_EQ(back->shape, (Shape{3, 2}));
   EXPECT_EQ(back->data, t.data);
   EXPECT_NE(header_of(bytes_of(path("d.npy"))).find("'descr': '<f8'"), std::string::npos);
@@ -89,7 +81,7 @@ TEST_F(NpyTest, ZeroDimensionalArray) {
   KB_ASSERT_OK(write_npy(path("s.npy"), t));
   EXPECT_NE(header_of(bytes_of(path("s.npy"))).find("'shape': ()"), std::string::npos);
   Result<HostTensor<double>> back = read_npy(path("s.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_TRUE(back->shape.empty());
   ASSERT_EQ(back->data.size(), 1u);
   EXPECT_EQ(back->data[0], 3.5);
@@ -100,7 +92,7 @@ TEST_F(NpyTest, OneDimensionalArrayUsesAOneTuple) {
   KB_ASSERT_OK(write_npy(path("v.npy"), t));
   EXPECT_NE(header_of(bytes_of(path("v.npy"))).find("'shape': (5,)"), std::string::npos);
   Result<HostTensor<double>> back = read_npy(path("v.npy"));
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  KB_ASSERT_OK(back);
   EXPECT_EQ(back->shape, (Shape{5}));
   EXPECT_EQ(back->data[4], 0.0);
 }

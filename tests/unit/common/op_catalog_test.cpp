@@ -81,7 +81,7 @@ testing::AssertionResult fails_with(const Result<OpOutput>& result,
 }
 
 void expect_output(const Result<OpOutput>& result, const Shape& shape, double flops) {
-  ASSERT_TRUE(result.is_ok()) << result.status().message();
+  KB_ASSERT_OK(result);
   EXPECT_EQ(result->shape, shape);
   EXPECT_DOUBLE_EQ(result->flops, flops);
 }
@@ -222,7 +222,7 @@ TEST(OpCatalog, ConvTransposeWithOutputPadding) {
   // L2_091: 64 -> (64-1)*2 - 2 + 3 + 1 + 1 = 129.
   Result<OpOutput> r = infer("conv_transpose", {{1, 1, 64, 64}, {1, 1, 4, 4}},
                              conv_transpose_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 1));
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  KB_ASSERT_OK(r);
   EXPECT_EQ(r->shape, (Shape{1, 1, 129, 129}));
 }
 
@@ -240,7 +240,7 @@ TEST(OpCatalog, ConvTransposeMatchesABruteForceTapCount) {
   const int64_t stride[] = {2, 3}, padding[] = {1, 2}, dilation[] = {2, 1};
   Result<OpOutput> r =
       infer("conv_transpose", {x, w}, conv_transpose_attrs({2, 3}, {1, 2}, {1, 2}, {2, 1}, 1));
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  KB_ASSERT_OK(r);
   // H: 4*2 - 2 + 2*2 + 1 + 1 = 12; W: 5*3 - 4 + 3 + 2 + 1 = 17.
   ASSERT_EQ(r->shape, (Shape{1, 1, 12, 17}));
   int64_t taps = 1;
@@ -380,8 +380,9 @@ TEST(OpCatalog, TransposedConvMacsMatchProblemsMd) {
                    {"output_padding", to_list(c.output_padding)},
                    {"dilation", to_list(c.dilation)},
                    {"groups", one(c.groups)}};
+    SCOPED_TRACE(c.id);
     Result<OpOutput> r = infer("conv_transpose", {c.x, c.w}, attrs);
-    ASSERT_TRUE(r.is_ok()) << c.id << ": " << r.status().message();
+    KB_ASSERT_OK(r);
     EXPECT_EQ(r->shape, c.out) << c.id;
     EXPECT_EQ(r->flops, 2.0 * static_cast<double>(c.macs)) << c.id;
   }
@@ -484,7 +485,7 @@ TEST(OpCatalog, VisionAttentionTotalsMatchProblemsMd) {
   // L3_031: mha + residual add (1/el) + layer_norm (7/el) = 289.96 GFLOP, elementwise 10.78 G.
   Result<OpOutput> r =
       infer("multihead_attention", attention_inputs(16384, 16384, 2, 128), {{"num_heads", one(4)}});
-  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  KB_ASSERT_OK(r);
   const double macs = 139'586'437'120.0;
   const double tail = 8.0 * 16384 * 2 * 128;
   EXPECT_NEAR((r->flops + tail) / 1e9, 289.96, 0.005);

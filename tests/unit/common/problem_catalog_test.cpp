@@ -13,6 +13,7 @@
 
 #include "common/spec_loader.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb {
 namespace {
@@ -38,25 +39,15 @@ output: y
 )yaml";
 }
 
-// A fresh directory under the system temp dir, removed with the fixture.
 class ProblemCatalogTest : public testing::Test {
  protected:
-  void SetUp() override {
-    const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("kb_catalog_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   void write(const std::string& name, const std::string& text) const {
     std::ofstream(dir_ / name) << text;
   }
   Result<ProblemCatalog> load() const { return load_problem_catalog(dir_.string()); }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-catalog-test"};
 };
 
 TEST_F(ProblemCatalogTest, LoadsEverySpecAndTheSuites) {
@@ -64,7 +55,7 @@ TEST_F(ProblemCatalogTest, LoadsEverySpecAndTheSuites) {
   write("L1_002_b.yaml", spec_text("L1_002"));
   write("suites.yaml", "suites:\n  all: [L1_001, L1_002]\n  one: [L1_002]\n");
   Result<ProblemCatalog> catalog = load();
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().message();
+  KB_ASSERT_OK(catalog);
   EXPECT_EQ(catalog->problems.size(), 2u);
   ASSERT_NE(catalog->find("L1_002"), nullptr);
   EXPECT_EQ(catalog->find("L1_002")->file, path("L1_002_b.yaml"));
@@ -77,7 +68,7 @@ TEST_F(ProblemCatalogTest, SuitesFileIsOptionalAndOtherFilesAreIgnored) {
   write("L1_001_a.yaml", spec_text("L1_001"));
   write("README.md", "not a spec");
   Result<ProblemCatalog> catalog = load();
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().message();
+  KB_ASSERT_OK(catalog);
   EXPECT_EQ(catalog->problems.size(), 1u);
   EXPECT_TRUE(catalog->suites.empty());
 }
@@ -152,14 +143,14 @@ TEST_F(ProblemCatalogTest, ResolvesASuiteACommaListAndRejectsUnknowns) {
   write("L1_003_c.yaml", spec_text("L1_003"));
   write("suites.yaml", "suites:\n  pair: [L1_003, L1_001]\n");
   Result<ProblemCatalog> catalog = load();
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().message();
+  KB_ASSERT_OK(catalog);
 
   Result<std::vector<std::string>> suite = catalog->resolve("pair");
-  ASSERT_TRUE(suite.is_ok()) << suite.status().message();
+  KB_ASSERT_OK(suite);
   EXPECT_EQ(suite.value(), (std::vector<std::string>{"L1_003", "L1_001"}));  // the suite's order
 
   Result<std::vector<std::string>> list = catalog->resolve("L1_002,L1_001");
-  ASSERT_TRUE(list.is_ok()) << list.status().message();
+  KB_ASSERT_OK(list);
   EXPECT_EQ(list.value(), (std::vector<std::string>{"L1_002", "L1_001"}));
 
   Result<std::vector<std::string>> single = catalog->resolve("L1_003");
@@ -181,7 +172,7 @@ TEST_F(ProblemCatalogTest, ResolvesASuiteACommaListAndRejectsUnknowns) {
 
 TEST(ProblemCatalogReal, LoadsTheProblemsAndTheSuites) {
   Result<ProblemCatalog> catalog = load_problem_catalog(std::string(KB_SOURCE_DIR) + "/problems");
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().message();
+  KB_ASSERT_OK(catalog);
   for (const auto& [id, spec] : catalog->problems) {
     EXPECT_EQ(spec->id, id);
     EXPECT_NE(spec->find_preset("full"), nullptr) << id;

@@ -11,6 +11,8 @@
 #include "cli/problem_lint_report.h"
 #include "common/spec_loader.h"
 #include "kernels/cpu/graph_model.h"
+#include "tests/support/assert_ok.h"
+#include "tests/support/probe_specs.h"
 
 namespace kb {
 namespace {
@@ -55,10 +57,7 @@ output: out
 )yaml";
 
 LintReport lint(const char* yaml) {
-  auto spec = parse_problem_spec(yaml, "problems/probe.yaml");
-  EXPECT_TRUE(spec.is_ok()) << spec.status().to_string();
-  const ProblemInstance p = ProblemInstance::create(spec.value(), "small").value();
-  return lint_problem(p, &cpu::run_graph<double>, 2);
+  return lint_problem(kb::testing::probe_instance(yaml), &cpu::run_graph<double>, 2);
 }
 
 const CheatResult& cheat(const LintReport& r, const std::string& name) {
@@ -103,7 +102,7 @@ TEST(ProblemLint, AStrongCheckHasNoFindingAndNoStandInPasses) {
 // a kernel could ignore.
 TEST(ProblemLint, NoSuiteProblemAcceptsATrivialOutputOrIgnoresAnInput) {
   auto catalog = load_problem_catalog(default_problems_dir());
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().to_string();
+  KB_ASSERT_OK(catalog);
   for (const auto& [id, spec] : catalog->problems) {
     const ProblemInstance p = ProblemInstance::create(spec, "small").value();
     const LintReport r = lint_problem(p, &cpu::run_graph<double>, 2);

@@ -16,11 +16,12 @@ const std::map<std::string, int64_t> kDims = {{"N", 4}, {"C_in", 12}, {"H", 7}, 
 
 // The value of `text` at kDims; fails the test when it does not parse or evaluate.
 int64_t value_of(const std::string& text) {
+  SCOPED_TRACE(text);
   Result<ShapeExpr> e = ShapeExpr::parse(text);
-  EXPECT_TRUE(e.is_ok()) << text << ": " << e.status().message();
+  KB_EXPECT_OK(e);
   if (!e.is_ok()) return INT64_MIN;
   Result<int64_t> v = e->evaluate(kDims);
-  EXPECT_TRUE(v.is_ok()) << text << ": " << v.status().message();
+  KB_EXPECT_OK(v);
   return v.is_ok() ? v.value() : INT64_MIN;
 }
 

@@ -2,6 +2,7 @@
 // of malformed spec, each checking that the message names the file, the field and what was
 // expected; plus the real L2_017 spec and several errors reported together.
 #include "common/spec_loader.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -121,7 +122,7 @@ TEST(SpecLoader, TheRealL2_017SpecValidates) {
   const std::string text = read_source_file(path);
   ASSERT_FALSE(text.empty()) << "cannot read " << path;
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, path);
-  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  KB_ASSERT_OK(spec);
   const ProblemSpec& s = *spec.value();
   EXPECT_EQ(s.file, path);
   EXPECT_EQ(s.id, "L2_017");
@@ -144,7 +145,7 @@ TEST(SpecLoader, TheRealL2_017SpecValidates) {
   EXPECT_EQ(s.upstream.path, "KernelBench/level2/17_Conv2d_InstanceNorm_Divide.py");
 
   Result<ProblemInstance> full = ProblemInstance::create(spec.value(), "full");
-  ASSERT_TRUE(full.is_ok()) << full.status().message();
+  KB_ASSERT_OK(full);
   EXPECT_EQ(full->output_shape(), (Shape{128, 128, 126, 126}));
 }
 
@@ -170,7 +171,7 @@ constexpr char kUpstream[] =
 TEST(SpecLoader, AKernelBenchSpecNamesItsUpstreamFile) {
   const std::string text = kRelu + std::string(kUpstream);
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
-  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  KB_ASSERT_OK(spec);
   EXPECT_EQ(spec.value()->upstream.repo, "ScalingIntelligence/KernelBench");
   EXPECT_EQ(spec.value()->upstream.path, "KernelBench/level1/19_ReLU.py");
   EXPECT_EQ(spec.value()->upstream.commit, "423217d9fda91e0c2d67e4a43bf62f96f6d104f1");
@@ -277,11 +278,11 @@ TEST(SpecLoader, NegativeTolerance) {
 
 TEST(SpecLoader, VerificationOwnKernelShareDefaultsToHalfAndCanBeSet) {
   auto plain = parse_problem_spec(kRelu, kFile);
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  KB_ASSERT_OK(plain);
   EXPECT_DOUBLE_EQ(plain.value()->verification.own_kernel_share_min, 0.5);
   const std::string tol = "tolerance: {atol: 1.0e-4, rtol: 1.0e-4}";
   auto set = parse_problem_spec(edit(kRelu, tol, tol + "\nverification: {own_kernel_share_min: 0.25}"), kFile);
-  ASSERT_TRUE(set.is_ok()) << set.status().to_string();
+  KB_ASSERT_OK(set);
   EXPECT_DOUBLE_EQ(set.value()->verification.own_kernel_share_min, 0.25);
 }
 
@@ -297,7 +298,7 @@ TEST(SpecLoader, RobustnessSkipListsTheKindsThatDoNotApply) {
   std::string text =
       edit(kRelu, "output: y\n", "output: y\nrobustness: {skip: [shift, random_affine]}\n");
   Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(text, kFile);
-  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  KB_ASSERT_OK(spec);
   EXPECT_EQ(spec.value()->robustness_skip,
             (std::vector<Distribution>{Distribution::kShift, Distribution::kRandomAffine}));
   EXPECT_TRUE(parse_problem_spec(kRelu, kFile).value()->robustness_skip.empty());

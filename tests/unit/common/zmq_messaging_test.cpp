@@ -11,6 +11,7 @@
 
 #include "common/curve_keys.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::wire {
 namespace {
@@ -98,23 +99,20 @@ TEST(ZmqMessaging, ASharedPayloadArrivesWholeTwiceAndIsReleasedAfterSending) {
 
 TEST(CurveKeys, KeyFilesRoundTripAndBadFilesAreExplained) {
   if (!curve::curve_available()) GTEST_SKIP() << "libzmq without CURVE";
-  const auto dir = std::filesystem::temp_directory_path() / ("kb-curve-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const ::kb::test::TempDir dir("kb-curve-test");
   auto keys = curve::generate_key_pair();
   KB_ASSERT_OK(keys);
   KB_ASSERT_OK(curve::write_key_file((dir / "a.key").string(), keys.value()));
   EXPECT_EQ(std::filesystem::status(dir / "a.key").permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   auto loaded = curve::load_key_file((dir / "a.key").string(), true);
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  KB_ASSERT_OK(loaded);
   EXPECT_EQ(loaded->public_key, keys->public_key);
   EXPECT_EQ(loaded->secret_key, keys->secret_key);
 
   KB_ASSERT_OK(curve::write_public_key_file((dir / "a.pub").string(), keys.value()));
   EXPECT_FALSE(curve::load_key_file((dir / "a.pub").string(), true).is_ok());
   KB_EXPECT_OK(curve::load_key_file((dir / "a.pub").string(), false));
-
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CurveKeys, EncryptedRoundTrip) {

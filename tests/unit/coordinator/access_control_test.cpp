@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "common/curve_keys.h"
+#include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::coord {
 namespace {
@@ -18,17 +20,14 @@ class AllowListTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!curve::curve_available()) GTEST_SKIP() << "libzmq without CURVE";
-    dir_ = std::filesystem::temp_directory_path() / ("kb-allow-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
     a_ = curve::generate_key_pair().value().public_key;
     b_ = curve::generate_key_pair().value().public_key;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     std::ofstream((dir_ / name).string()) << text;
     return (dir_ / name).string();
   }
-  std::filesystem::path dir_;
+  ::kb::test::TempDir dir_{"kb-allow-test"};
   std::string a_, b_;
 };
 
@@ -36,7 +35,7 @@ TEST_F(AllowListTest, EachKeyGetsTheRoleOfItsFileAndItsName) {
   write("workers.txt", "# nodes\n" + a_ + " gpu-node-1\n\n");
   write("admins.txt", b_ + "  ops \n");
   auto lists = load_allow_lists(allow_list_files_in(dir_.string()));
-  ASSERT_TRUE(lists.is_ok()) << lists.status().to_string();
+  KB_ASSERT_OK(lists);
   ASSERT_EQ(lists->size(), 2u);
   EXPECT_EQ(lists->at(a_).role, Role::kWorker);
   EXPECT_EQ(lists->at(a_).name, "gpu-node-1");

@@ -16,6 +16,7 @@
 
 #include "common/zmq_messaging.h"
 #include "coordinator/coordinator.h"
+#include "tests/support/assert_ok.h"
 #include "tests/unit/coordinator/fake_job_store.h"
 
 namespace kb::coord::testing {
@@ -64,7 +65,7 @@ class CoordinatorTest : public ::testing::Test {
     store_ = store.get();
     store_->open_jobs = open_jobs_;
     auto c = Coordinator::create(config, std::move(store));
-    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    KB_ASSERT_OK(c);
     coordinator_ = std::move(c.value());
     loop_ = std::thread([this] { exit_code_ = coordinator_->run(); });
   }

@@ -13,6 +13,7 @@
 #include "common/curve_keys.h"
 #include "common/sha256.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/coordinator/coordinator_fixture.h"
 
 namespace kb::coord {
@@ -28,8 +29,6 @@ class CoordinatorRolesTest : public CoordinatorTest {
  protected:
   void SetUp() override {
     if (!curve::curve_available()) GTEST_SKIP() << "libzmq without CURVE";
-    dir_ = std::filesystem::path(::testing::TempDir()) / ("kb_roles_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
     for (auto* k : {&server_, &worker_key_, &alice_, &bob_, &admin_, &late_}) {
       *k = curve::generate_key_pair().value();
     }
@@ -38,10 +37,6 @@ class CoordinatorRolesTest : public CoordinatorTest {
     std::ofstream(file("submitters.txt")) << "# people\n" << alice_.public_key << " alice\n"
                                           << bob_.public_key << " bob\n";
     std::ofstream(file("admins.txt")) << admin_.public_key << " root\n";
-  }
-  void TearDown() override {
-    CoordinatorTest::TearDown();
-    std::filesystem::remove_all(dir_);
   }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
   void start_with_keys(PackQuota quota = {}) {
@@ -71,7 +66,7 @@ class CoordinatorRolesTest : public CoordinatorTest {
     return expect(c, MessageType::kReply).body.value("run_id", int64_t{0});
   }
 
-  std::filesystem::path dir_;
+  ::kb::test::TempDir dir_{"kb-roles-test"};
   curve::KeyPair server_, worker_key_, alice_, bob_, admin_, late_;
 };
 

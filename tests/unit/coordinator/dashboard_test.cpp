@@ -68,7 +68,7 @@ class DashboardTest : public ::testing::Test {};
 
 TEST_F(DashboardTest, RunPageJsonIsKbResultsJson) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   const int64_t run = seed(db.url());
   Dashboard dashboard({.db_url = db.url()});
   const HttpResponse r = dashboard.render("/runs/" + std::to_string(run) + "?format=json");
@@ -76,15 +76,15 @@ TEST_F(DashboardTest, RunPageJsonIsKbResultsJson) {
   nlohmann::json page = nlohmann::json::parse(r.body);
   page.erase("run");
   auto reader = cli::ResultsReader::connect(db.url());
-  ASSERT_TRUE(reader.is_ok());
+  KB_ASSERT_OK(reader);
   const auto rows = reader.value()->results(run);
-  ASSERT_TRUE(rows.is_ok());
+  KB_ASSERT_OK(rows);
   EXPECT_EQ(page, cli::to_json(rows.value(), cli::summarize_results(rows.value())));
 }
 
 TEST_F(DashboardTest, HistoryJsonIsKbHistoryJsonWithTheRegressionsCommitRange) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   seed(db.url());
   Dashboard dashboard({.db_url = db.url()});
   const HttpResponse r = dashboard.render("/history/L1_003?format=json");
@@ -97,7 +97,7 @@ TEST_F(DashboardTest, HistoryJsonIsKbHistoryJsonWithTheRegressionsCommitRange) {
   EXPECT_EQ(page[0]["regressions"][0]["from_commit"], "b123456789abcdef");
   EXPECT_EQ(page[0]["regressions"][0]["to_commit"], "c123456789abcdef");
   auto reader = cli::HistoryReader::connect(db.url());
-  ASSERT_TRUE(reader.is_ok());
+  KB_ASSERT_OK(reader);
   cli::HistoryQuery q;
   q.problem = "L1_003";
   cli::RegressionFilter f;
@@ -111,7 +111,7 @@ TEST_F(DashboardTest, HistoryJsonIsKbHistoryJsonWithTheRegressionsCommitRange) {
 
 TEST_F(DashboardTest, EveryPageForbidsExternalLoadsAndEscapesDatabaseText) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   const int64_t run = seed(db.url());
   Dashboard dashboard({.db_url = db.url()});
   for (const std::string& target : std::vector<std::string>{
@@ -130,7 +130,7 @@ TEST_F(DashboardTest, EveryPageForbidsExternalLoadsAndEscapesDatabaseText) {
 
 TEST_F(DashboardTest, UnknownRunIs404AndAnUnreachableDatabase503) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   Dashboard dashboard({.db_url = db.url()});
   EXPECT_EQ(dashboard.render("/runs/999").status, 404);
   EXPECT_EQ(dashboard.render("/runs/123456").status, 404);  // ids are not capped like ?last=
@@ -142,7 +142,7 @@ TEST_F(DashboardTest, UnknownRunIs404AndAnUnreachableDatabase503) {
 
 TEST_F(DashboardTest, AnswersFromItsOwnThread) {
   KB_REQUIRE_TEST_DB(db);
-  ASSERT_TRUE(kb::testing::apply_migrations(db.url()).is_ok());
+  KB_ASSERT_OK(kb::testing::apply_migrations(db.url()));
   Dashboard dashboard({.db_url = db.url()});
   std::promise<std::pair<std::thread::id, int>> answered;
   dashboard.handle("/workers", [&](HttpResponse r) {

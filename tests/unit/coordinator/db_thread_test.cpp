@@ -22,13 +22,16 @@ TEST(DbThread, RetriesThroughAnOutageAndKeepsTheOrder) {
   std::mutex mutex;
   std::promise<void> done;
   for (int i = 0; i < 3; ++i) {
-    db.submit([i](JobStore& s) { return s.has_pack("x").is_ok() ? Status::ok() : s.has_pack("x").status(); },
-              [&, i](const Status& status) {
-                EXPECT_TRUE(status.is_ok()) << status.to_string();
-                std::lock_guard lock(mutex);
-                order.push_back(i);
-                if (i == 2) done.set_value();
-              });
+    db.submit(
+        [i](JobStore& s) {
+          return s.has_pack("x").is_ok() ? Status::ok() : s.has_pack("x").status();
+        },
+        [&, i](const Status& status) {
+          KB_EXPECT_OK(status);
+          std::lock_guard lock(mutex);
+          order.push_back(i);
+          if (i == 2) done.set_value();
+        });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(db.healthy());
@@ -71,7 +74,7 @@ TEST(DbThread, ABatchThatKeepsFailingIsSplitToIsolateTheBadRow) {
   }
   batch.run_states.push_back({1, "done"});
   Result<BatchOutcome> r = DbThread::apply_isolating(store, batch);
-  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  KB_ASSERT_OK(r);
   EXPECT_EQ(r->result_inserted, (std::vector<bool>{true, true, false, true}));
   EXPECT_EQ(store.stored_status(1), "ok");
   EXPECT_EQ(store.stored_status(2), "runtime_error");

@@ -1,6 +1,7 @@
 // The HTTP endpoint (coordinator/http_endpoint.h): an asynchronous handler may answer later from
 // another thread, and the loop serves other requests meanwhile; extra headers reach the client.
 #include "coordinator/http_endpoint.h"
+#include "tests/support/assert_ok.h"
 
 #include <gtest/gtest.h>
 
@@ -45,7 +46,7 @@ TEST(HttpEndpoint, SlowAsyncAnswerDoesNotHoldTheLoop) {
           respond({200, "text/plain", "fast\n"});
         }
       });
-  ASSERT_TRUE(endpoint.is_ok()) << endpoint.status().to_string();
+  KB_ASSERT_OK(endpoint);
   endpoint.value()->start();
   const uint16_t port = endpoint.value()->port();
   std::thread loop([&] {

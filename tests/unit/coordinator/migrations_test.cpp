@@ -12,6 +12,7 @@
 
 #include "tests/support/assert_ok.h"
 #include "tests/support/postgres_test_db.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb::coord {
 namespace {
@@ -22,16 +23,11 @@ namespace fs = std::filesystem;
 class SchemasCopy {
  public:
   SchemasCopy() {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("kb_schemas_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
     Result<std::vector<MigrationFile>> files = list_migrations(default_schemas_dir());
     for (const auto& file : files.value()) {
       fs::copy_file(file.path, dir_ / fs::path(file.path).filename());
     }
   }
-  ~SchemasCopy() { fs::remove_all(dir_); }
   std::string dir() const { return dir_.string(); }
   void write(const std::string& name, const std::string& text, bool append = false) const {
     std::ofstream out(dir_ / name, append ? std::ios::app : std::ios::trunc);
@@ -39,7 +35,7 @@ class SchemasCopy {
   }
 
  private:
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-schemas-test"};
 };
 
 // The versions of the repository's migrations.
@@ -58,7 +54,7 @@ int64_t count(const std::string& url, const std::string& query) {
 
 TEST(Migrations, ListsNumberedFilesInOrder) {
   Result<std::vector<MigrationFile>> files = list_migrations(default_schemas_dir());
-  ASSERT_TRUE(files.is_ok()) << files.status().to_string();
+  KB_ASSERT_OK(files);
   ASSERT_FALSE(files->empty());
   EXPECT_EQ(files->front().version, 1);
   EXPECT_EQ(files->front().name, "initial");
@@ -68,10 +64,10 @@ TEST(Migrations, ListsNumberedFilesInOrder) {
 TEST(Migrations, ApplyThenReapplyIsANoop) {
   KB_REQUIRE_TEST_DB(db);
   Result<MigrationReport> first = apply_migrations(db.url(), default_schemas_dir());
-  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  KB_ASSERT_OK(first);
   EXPECT_EQ(first->applied, all_versions());
   Result<MigrationReport> again = apply_migrations(db.url(), default_schemas_dir());
-  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  KB_ASSERT_OK(again);
   EXPECT_TRUE(again->applied.empty());
   EXPECT_EQ(again->skipped, all_versions());
   EXPECT_EQ(count(db.url(), "SELECT count(*) FROM schema_migrations WHERE length(checksum) = 64"),
@@ -84,7 +80,7 @@ TEST(Migrations, AppliesANewFileOnTopOfTheApplied) {
   KB_ASSERT_OK(apply_migrations(db.url(), schemas.dir()));
   schemas.write("0900_extra.sql", "CREATE TABLE extra (x int);");
   Result<MigrationReport> report = apply_migrations(db.url(), schemas.dir());
-  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  KB_ASSERT_OK(report);
   EXPECT_EQ(report->applied, std::vector<int>{900});
   EXPECT_EQ(count(db.url(), "SELECT count(*) FROM extra"), 0);
 }
@@ -134,7 +130,7 @@ TEST(Migrations, ConcurrentCoordinatorsApplyOnce) {
   for (auto& t : threads) t.join();
   int applied = 0;
   for (const auto& report : reports) {
-    ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+    KB_ASSERT_OK(report);
     applied += static_cast<int>(report->applied.size());
   }
   EXPECT_EQ(applied, static_cast<int>(all_versions().size()));
@@ -178,7 +174,7 @@ TEST(Migrations, RuntimeRoleNeedsNoDdlAndReadOnlyRoleSeesNoPackBytesNorLaterTabl
     txn.exec("INSERT INTO packs (hash, bytes, size_bytes) VALUES ('h1', '\\x00', 1)");
   }
   Result<MigrationReport> again = apply_migrations(as_user(db.url(), roles.runtime), default_schemas_dir());
-  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  KB_ASSERT_OK(again);
   EXPECT_TRUE(again->applied.empty());
   {
     pqxx::connection conn(as_user(db.url(), roles.runtime));

@@ -144,7 +144,7 @@ TEST(PgJobStore, CreateRunInsertsItsJobs) {
   KB_OPEN_STORE(db, store);
   int64_t run_id = 0;
   Result<std::vector<JobRecord>> created = store.create_run(run_of(3), &run_id);
-  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  KB_ASSERT_OK(created);
   const std::vector<JobRecord>& jobs = created.value();
   ASSERT_EQ(jobs.size(), 3u);
   EXPECT_GT(run_id, 0);
@@ -173,7 +173,7 @@ TEST(PgJobStore, LeasesRequeuesFailuresAndResults) {
 
   Result<BatchOutcome> outcome =
       store.apply(BatchOf().requeue(jobs[0].id).fail(jobs[1].id).result(result_of(jobs[2].id, w)));
-  ASSERT_TRUE(outcome.is_ok()) << outcome.status().to_string();
+  KB_ASSERT_OK(outcome);
   EXPECT_EQ(outcome->result_inserted, std::vector<bool>{true});
   EXPECT_EQ(job_state(db.url(), jobs[0].id), "queued/1");
   EXPECT_EQ(job_state(db.url(), jobs[1].id), "failed/1");
@@ -220,8 +220,8 @@ TEST(PgJobStore, ARequeueAndReleaseInOneBatchEndsLeased) {
   int64_t w0 = store.upsert_worker(worker("w0")).value();
   int64_t w1 = store.upsert_worker(worker("w1")).value();
   int64_t job = store.create_run(run_of(1), nullptr).value()[0].id;
-  ASSERT_TRUE(store.apply(BatchOf().lease(lease_of(job, w0, 1))).is_ok());
-  ASSERT_TRUE(store.apply(BatchOf().requeue(job).lease(lease_of(job, w1, 2))).is_ok());
+  KB_ASSERT_OK(store.apply(BatchOf().lease(lease_of(job, w0, 1))));
+  KB_ASSERT_OK(store.apply(BatchOf().requeue(job).lease(lease_of(job, w1, 2))));
   EXPECT_EQ(job_state(db.url(), job), "leased/2");
   EXPECT_EQ(scalar(db.url(), "SELECT worker_id FROM jobs"), std::to_string(w1));
 }
@@ -244,8 +244,8 @@ TEST(PgJobStore, AReplayedBatchLeavesTheSameRows) {
   int64_t w = store.upsert_worker(worker("w0")).value();
   int64_t run_id = 0;
   std::vector<JobRecord> jobs = store.create_run(run_of(6), &run_id).value();
-  ASSERT_TRUE(
-      store.apply(BatchOf().lease(lease_of(jobs[0].id, w)).lease(lease_of(jobs[1].id, w))).is_ok());
+  KB_ASSERT_OK(
+      store.apply(BatchOf().lease(lease_of(jobs[0].id, w)).lease(lease_of(jobs[1].id, w))));
   BatchOf batch;
   batch.lease(lease_of(jobs[2].id, w)).lease(lease_of(jobs[3].id, w, 2)).requeue(jobs[0].id);
   batch.fail(jobs[4].id).result(result_of(jobs[1].id, w)).result(result_of(jobs[2].id, w));
@@ -253,7 +253,7 @@ TEST(PgJobStore, AReplayedBatchLeavesTheSameRows) {
   KB_ASSERT_OK(store.apply(batch));
   const std::string once = snapshot(db.url());
   Result<BatchOutcome> replay = store.apply(batch);  // the commit's acknowledgement was lost
-  ASSERT_TRUE(replay.is_ok()) << replay.status().to_string();
+  KB_ASSERT_OK(replay);
   EXPECT_EQ(replay->result_inserted, (std::vector<bool>{false, false}));
   EXPECT_EQ(snapshot(db.url()), once);
 }
@@ -263,7 +263,7 @@ TEST(PgJobStore, TerminalJobsNeverRevert) {
   int64_t w = store.upsert_worker(worker("w0")).value();
   int64_t run_id = 0;
   std::vector<JobRecord> jobs = store.create_run(run_of(3), &run_id).value();
-  ASSERT_TRUE(store.apply(BatchOf().fail(jobs[1].id).result(result_of(jobs[0].id, w))).is_ok());
+  KB_ASSERT_OK(store.apply(BatchOf().fail(jobs[1].id).result(result_of(jobs[0].id, w))));
   KB_ASSERT_OK(store.cancel_run(run_id));
   const std::string before = snapshot(db.url());
   BatchOf late;
@@ -283,7 +283,7 @@ TEST(PgJobStore, CancelRunCancelsItsOpenJobs) {
   ASSERT_TRUE(store.apply(BatchOf().lease(lease_of(jobs[1].id, w)).result(result_of(jobs[0].id, w)))
                   .is_ok());
   Result<std::vector<int64_t>> cancelled = store.cancel_run(run_id);
-  ASSERT_TRUE(cancelled.is_ok()) << cancelled.status().to_string();
+  KB_ASSERT_OK(cancelled);
   EXPECT_EQ(cancelled.value(), (std::vector<int64_t>{jobs[1].id, jobs[2].id}));
   EXPECT_EQ(scalar(db.url(), "SELECT state FROM runs"), "cancelled");
   EXPECT_EQ(store.cancel_run(run_id).value().size(), 0u);
@@ -304,13 +304,13 @@ TEST(PgJobStore, LoadOpenJobsSeesLeases) {
   KB_ASSERT_OK(store.store_pack(PackInfo{"p1", 1, "abc", {}}, "x"));
   std::vector<JobRecord> jobs = store.create_run(run, nullptr).value();
   Lease lease = lease_of(jobs[1].id, w);
-  ASSERT_TRUE(store.apply(BatchOf().lease(lease).result(result_of(jobs[0].id, w))).is_ok());
+  KB_ASSERT_OK(store.apply(BatchOf().lease(lease).result(result_of(jobs[0].id, w))));
   int64_t finished_run = 0;
   KB_ASSERT_OK(store.create_run(run_of(2), &finished_run));
   KB_ASSERT_OK(store.apply(BatchOf().run(finished_run, "done")));
 
   Result<std::vector<JobRecord>> loaded = store.load_open_jobs();
-  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  KB_ASSERT_OK(loaded);
   const std::vector<JobRecord>& open = loaded.value();
   ASSERT_EQ(open.size(), 2u);
   const JobRecord& leased = open[0];
@@ -338,7 +338,7 @@ TEST(PgJobStore, PredictedWallTimeIsTheMedianOfHistory) {
   std::vector<JobRecord> jobs = store.create_run(run_of(3), nullptr).value();
   BatchOf results;
   results.result(result_of(jobs[0].id, w, 10)).result(result_of(jobs[1].id, w, 40));
-  ASSERT_TRUE(store.apply(results.result(result_of(jobs[2].id, w, 20))).is_ok());
+  KB_ASSERT_OK(store.apply(results.result(result_of(jobs[2].id, w, 20))));
   EXPECT_DOUBLE_EQ(store.predicted_wall_ms("L1_001", "small", "sim").value(), 20.0);
   EXPECT_EQ(store.predicted_wall_ms("L1_001", "small", "NVIDIA H200").value(), 0.0);
 }
@@ -419,7 +419,7 @@ TEST(PgJobStore, DetectRegressionsFlagsASlowerPointOfARealSeries) {
     run.commit_time = time;
     int64_t run_id = 0;
     auto jobs = store.create_run(run, &run_id);
-    ASSERT_TRUE(jobs.is_ok()) << jobs.status().to_string();
+    KB_ASSERT_OK(jobs);
     const int64_t job_id = jobs.value()[0].id;
     JobResult r = job_result_from_json(job_result("L2_010", 2.0));
     r.device_kind = "cuda";
@@ -434,7 +434,7 @@ TEST(PgJobStore, DetectRegressionsFlagsASlowerPointOfARealSeries) {
     batch.results.push_back(row);
     KB_ASSERT_OK(store.apply(batch));
     auto flagged = store.detect_regressions({job_id});
-    ASSERT_TRUE(flagged.is_ok()) << flagged.status().to_string();
+    KB_ASSERT_OK(flagged);
     EXPECT_EQ(flagged.value(), commit < 12 ? 0 : 1) << "commit " << commit;
     last_job = {job_id};
   }

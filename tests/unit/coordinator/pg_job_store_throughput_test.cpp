@@ -69,7 +69,7 @@ double jobs_per_second(PgJobStore& store, int samples) {
   int64_t run_id = 0;
   Result<std::vector<JobRecord>> created =
       store.create_run(run_of(kBatchJobs * (kBatches + 1)), &run_id);
-  EXPECT_TRUE(created.is_ok()) << created.status().to_string();
+  KB_EXPECT_OK(created);
   if (!created.is_ok()) return 0;
   const std::vector<JobRecord>& jobs = created.value();
   const nlohmann::json result = result_with(samples);
@@ -90,7 +90,7 @@ double jobs_per_second(PgJobStore& store, int samples) {
     const auto start = Clock::now();
     Result<BatchOutcome> outcome = store.apply(batch);
     const double s = seconds_since(start);
-    EXPECT_TRUE(outcome.is_ok()) << outcome.status().to_string();
+    KB_EXPECT_OK(outcome);
     if (b > 0) {  // the first batch only leases
       apply_s += s;
       worst_ms = std::max(worst_ms, s * 1e3);
@@ -120,12 +120,12 @@ TEST(PgJobStoreThroughput, CreateRunOf100000Jobs) {
   const auto start = Clock::now();
   Result<std::vector<JobRecord>> jobs = store.create_run(run, nullptr);
   const double s = seconds_since(start);
-  ASSERT_TRUE(jobs.is_ok()) << jobs.status().to_string();
+  KB_ASSERT_OK(jobs);
   EXPECT_EQ(jobs->size(), 100000u);
   const auto loaded_start = Clock::now();
   Result<std::vector<JobRecord>> open = store.load_open_jobs();
   const double loaded_s = seconds_since(loaded_start);
-  ASSERT_TRUE(open.is_ok()) << open.status().to_string();
+  KB_ASSERT_OK(open);
   EXPECT_EQ(open->size(), 100000u);
   std::printf("[ perf ] create_run of 100000 jobs: %.0f ms; load_open_jobs: %.0f ms\n", s * 1e3,
               loaded_s * 1e3);

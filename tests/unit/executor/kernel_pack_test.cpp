@@ -15,6 +15,7 @@
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/cpu_model.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -30,9 +31,9 @@ std::string file_bytes(const std::string& path) {
 const KernelPack& pack() {
   static const KernelPack* kPack = [] {
     Result<std::string> pin = read_pack_pin(KB_REF_PACK_PATH);
-    EXPECT_TRUE(pin.is_ok()) << pin.status().message();
+    KB_EXPECT_OK(pin);
     Result<KernelPack> p = KernelPack::open(KB_REF_PACK_PATH, pin.is_ok() ? pin.value() : "");
-    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    KB_EXPECT_OK(p);
     return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
   }();
   return *kPack;
@@ -41,7 +42,7 @@ const KernelPack& pack() {
 const KernelPack& candidate() {
   static const KernelPack* kPack = [] {
     Result<KernelPack> p = KernelPack::open(KB_PACK_PATH);
-    EXPECT_TRUE(p.is_ok()) << p.status().message();
+    KB_EXPECT_OK(p);
     return p.is_ok() ? new KernelPack(std::move(p).value()) : nullptr;
   }();
   return *kPack;
@@ -65,7 +66,7 @@ TEST(KernelPack, RefusesBytesThatDoNotHashToTheExpectedSha256BeforeLoading) {
 TEST(KernelPack, LoadsWithTheRightHashAndRecordsIt) {
   const std::string hash = sha256_hex(file_bytes(KB_PACK_PATH));
   Result<KernelPack> p = KernelPack::open(KB_PACK_PATH, hash);
-  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  KB_ASSERT_OK(p);
   EXPECT_EQ(p->sha256(), hash);
 }
 
@@ -107,7 +108,7 @@ TEST(KernelPack, TableListsEveryProblemWithItsGoldenModel) {
   EXPECT_STRNE(t.commit, "");
   // One entry per spec in problems/ (both suites), in id order.
   const Result<ProblemCatalog> catalog = load_problem_catalog(default_problems_dir());
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().to_string();
+  KB_ASSERT_OK(catalog);
   const auto count = static_cast<int32_t>(catalog->problems.size());
   ASSERT_EQ(t.problem_count(), count);
   for (int32_t i = 0; i < t.problem_count(); ++i) {

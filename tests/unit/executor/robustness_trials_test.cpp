@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/spec_loader.h"
+#include "tests/support/assert_ok.h"
 #include "tests/unit/executor/fake_execution_device.h"
 
 namespace kb {
@@ -30,7 +31,7 @@ std::string yaml_of(const ProblemSpec& spec) {
 
 const KernelPack& open_pack(const char* path) {
   Result<KernelPack> p = KernelPack::open(path);
-  EXPECT_TRUE(p.is_ok()) << p.status().message();
+  KB_EXPECT_OK(p);
   return *new KernelPack(std::move(p).value());  // lives for the test binary
 }
 // The trusted reference pack (golden, reference) and the candidate pack (custom, cpu_fp32).

@@ -23,6 +23,7 @@
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/cpu_model.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -124,7 +125,7 @@ ErrorReport relative_error(const HostTensor<double>& golden, const HostTensor<do
 }
 
 TEST(FixtureSet, CoversEveryProblem) {
-  ASSERT_TRUE(catalog().is_ok()) << catalog().status().to_string();
+  KB_ASSERT_OK(catalog());
   std::map<std::string, int> cases_per_problem;
   for (const FixtureCase& c : fixture_cases()) ++cases_per_problem[c.id];
   for (const auto& [id, spec] : catalog().value().problems) {
@@ -144,14 +145,14 @@ class GoldenFixtureTest : public testing::TestWithParam<FixtureCase> {};
 
 TEST_P(GoldenFixtureTest, GoldenModelMatchesPyTorch) {
   const FixtureCase& c = GetParam();
-  ASSERT_TRUE(catalog().is_ok()) << catalog().status().to_string();
+  KB_ASSERT_OK(catalog());
   const ProblemCatalog& problems = catalog().value();
   ASSERT_TRUE(problems.problems.count(c.id)) << "fixture for unknown problem " << c.id;
   Result<FixtureRecord> record = read_record(c.json_path);
-  ASSERT_TRUE(record.is_ok()) << record.status().to_string();
+  KB_ASSERT_OK(record);
   Result<ProblemInstance> instance =
       ProblemInstance::create(problems.problems.at(c.id), record->dims);
-  ASSERT_TRUE(instance.is_ok()) << instance.status().to_string();
+  KB_ASSERT_OK(instance);
 
   const TensorSet tensors = generate_tensors(instance.value(), record->key);
   EXPECT_EQ(tensors.all().size(), record->checksums.size()) << "the spec's tensors changed";
@@ -165,7 +166,7 @@ TEST_P(GoldenFixtureTest, GoldenModelMatchesPyTorch) {
   ASSERT_NE(model, nullptr) << "no golden model registered for " << c.id;
   const HostTensor<double> golden = model->golden(instance.value(), tensors);
   Result<HostTensor<double>> expected = read_npy(c.expected_npy.string());
-  ASSERT_TRUE(expected.is_ok()) << expected.status().to_string();
+  KB_ASSERT_OK(expected);
   ASSERT_EQ(expected->shape, record->output_shape) << c.expected_npy;
   ASSERT_EQ(golden.shape, expected->shape) << "golden " << shape_to_string(golden.shape)
                                            << ", PyTorch " << shape_to_string(expected->shape);

@@ -15,6 +15,7 @@
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/cpu_model.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -73,7 +74,7 @@ testing::AssertionResult within_tolerance(const HostTensor<float>& fp32,
 }
 
 TEST(GoldenModelCatalog, CatalogLoads) {
-  ASSERT_TRUE(catalog().is_ok()) << catalog().status().to_string();
+  KB_ASSERT_OK(catalog());
   EXPECT_FALSE(catalog().value().problems.empty());
 }
 
@@ -83,7 +84,7 @@ TEST_P(GoldenModelTest, SmallPresetFp32MatchesGolden) {
   const CpuModel* model = find_cpu_model(GetParam());
   ASSERT_NE(model, nullptr) << "no golden model registered for " << GetParam();
   Result<ProblemInstance> instance = ProblemInstance::create(spec_of(GetParam()), "small");
-  ASSERT_TRUE(instance.is_ok()) << instance.status().to_string();
+  KB_ASSERT_OK(instance);
   const TensorSet tensors = generate_tensors(instance.value(), kKey);
 
   const auto start = std::chrono::steady_clock::now();
@@ -104,7 +105,7 @@ TEST_P(GoldenModelTest, OddPresetRunsWithTheSpecsShape) {
   const CpuModel* model = find_cpu_model(GetParam());
   ASSERT_NE(model, nullptr) << "no golden model registered for " << GetParam();
   Result<ProblemInstance> instance = ProblemInstance::create(spec_of(GetParam()), "odd");
-  ASSERT_TRUE(instance.is_ok()) << instance.status().to_string();
+  KB_ASSERT_OK(instance);
   const TensorSet tensors = generate_tensors(instance.value(), kKey);
 
   const HostTensor<double> golden = model->golden(instance.value(), tensors);

@@ -9,6 +9,7 @@
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
 #include "kernels/cpu_model.h"
+#include "tests/support/assert_ok.h"
 #include "tests/support/probe_specs.h"
 
 namespace kb {
@@ -16,7 +17,7 @@ namespace {
 
 TEST(GraphModel, EveryProblemOfTheSuiteHasTheInterpreterAsItsGoldenModel) {
   auto catalog = load_problem_catalog(default_problems_dir());
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().to_string();
+  KB_ASSERT_OK(catalog);
   for (const auto& [id, spec] : catalog->problems) {
     const CpuModel* model = find_cpu_model(id);
     ASSERT_NE(model, nullptr) << id;

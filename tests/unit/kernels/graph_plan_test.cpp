@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/spec_loader.h"
+#include "tests/support/assert_ok.h"
 #include "tests/support/probe_specs.h"
 
 namespace kb::graph {
@@ -50,7 +51,7 @@ TEST(GraphPlan, AnOutputThatViewsAnInputIsFlaggedForACopy) {
 
 TEST(GraphPlan, ASuiteGraphFreesTheAttentionTokensAfterTheResidualAdd) {
   auto catalog = load_problem_catalog(default_problems_dir());
-  ASSERT_TRUE(catalog.is_ok()) << catalog.status().to_string();
+  KB_ASSERT_OK(catalog);
   const ProblemInstance p = ProblemInstance::create(catalog->problems.at("L3_031"), "odd").value();
   const GraphPlan plan = plan_graph(p);
   // view, permute, attn, residual, norm, permute_back, view_back: tokens are last read by `residual`.

@@ -11,6 +11,7 @@
 
 #include "common/problem_spec.h"
 #include "common/spec_loader.h"
+#include "tests/support/assert_ok.h"
 
 namespace kb {
 namespace {
@@ -68,7 +69,7 @@ std::shared_ptr<const ProblemSpec> spec_of(const std::string& id) {
 }
 
 TEST(ProblemCosts, CatalogLoads) {
-  ASSERT_TRUE(catalog().is_ok()) << catalog().status().message();
+  KB_ASSERT_OK(catalog());
   for (const Expected& e : expected_costs()) {
     EXPECT_NE(spec_of(e.id), nullptr) << e.id << " has no spec in " << default_problems_dir();
   }
@@ -81,7 +82,7 @@ TEST_P(FullPreset, MatchesProblemsMd) {
   std::shared_ptr<const ProblemSpec> spec = spec_of(e.id);
   ASSERT_NE(spec, nullptr) << e.id << ": no spec loaded (see ProblemCosts.CatalogLoads)";
   Result<ProblemInstance> instance = ProblemInstance::create(spec, "full");
-  ASSERT_TRUE(instance.is_ok()) << instance.status().message();
+  KB_ASSERT_OK(instance);
   EXPECT_EQ(instance->output_shape(), e.output)
       << e.id << ": output " << shape_to_string(instance->output_shape()) << ", docs/problems.md "
       << shape_to_string(e.output);
@@ -100,10 +101,10 @@ INSTANTIATE_TEST_SUITE_P(ProblemsMd, FullPreset, testing::ValuesIn(expected_cost
                          });
 
 TEST(ProblemCosts, SmallPresetsStaySmall) {
-  ASSERT_TRUE(catalog().is_ok()) << catalog().status().message();
+  KB_ASSERT_OK(catalog());
   for (const auto& [id, spec] : catalog()->problems) {
     Result<ProblemInstance> instance = ProblemInstance::create(spec, "small");
-    ASSERT_TRUE(instance.is_ok()) << instance.status().message();
+    KB_ASSERT_OK(instance);
     EXPECT_LT(instance->cost().flops, kSmallFlopsLimit) << id;
     EXPECT_LT(instance->cost().min_bytes, kSmallBytesLimit) << id;
   }

@@ -3,10 +3,10 @@
 // a child past its deadline becomes `timeout` and is killed with its process group.
 #include "worker/executor_child.h"
 #include "tests/support/read_text.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -39,16 +39,6 @@ bool process_alive(pid_t pid) {
 
 class ExecutorChildTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-executor-process-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   // Writes an executable /bin/sh script; its first argument is always `side` (a file it may use
   // to tell the test what it saw), then the supervisor's --output-fd N (written as
   // /proc/self/fd/N).
@@ -82,7 +72,7 @@ class ExecutorChildTest : public ::testing::Test {
     EXPECT_EQ(r.device_kind, "cpu");
   }
 
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-executor-process-test"};
 };
 
 TEST_F(ExecutorChildTest, ReadsTheResultWrittenToOutput) {

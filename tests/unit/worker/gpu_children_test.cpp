@@ -1,4 +1,5 @@
 #include "worker/gpu_children.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -19,13 +20,10 @@ TEST(VisibleGpuCount, CountsCudaVisibleDevicesEntriesUpToTheFirstMalformedOne) {
 }
 
 TEST(VisibleGpuCount, WithoutTheVariableCountsDeviceNodes) {
-  const fs::path dev = fs::temp_directory_path() / "kb_gpu_children_dev";
-  fs::remove_all(dev);
-  fs::create_directories(dev);
+  const ::kb::test::TempDir dev("kb-gpu-children-dev");
   for (const char* name : {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-modeset"})
     std::ofstream(dev / name) << "";
   EXPECT_EQ(visible_gpu_count(std::nullopt, dev.string()).value(), 2);
-  fs::remove_all(dev);
 }
 
 TEST(ChildArguments, ReplacesGpuAndGivesEachChildItsOwnNameStateAndPort) {

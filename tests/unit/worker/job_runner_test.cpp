@@ -4,10 +4,10 @@
 
 #include "common/job_deadline.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -58,15 +58,6 @@ TEST(SimJobRunnerTest, AbortDropsTheJob) {
 
 class ChildProcessJobRunnerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-job-runner-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   // A fake kb-executor: records its arguments, then runs `body`.
   std::string script(const std::string& body) {
     const fs::path path = dir_ / "fake-executor.sh";
@@ -98,7 +89,7 @@ class ChildProcessJobRunnerTest : public ::testing::Test {
     j.pack_path = "/cache/abc.so";
     return j;
   }
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-job-runner-test"};
 };
 
 TEST_F(ChildProcessJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {

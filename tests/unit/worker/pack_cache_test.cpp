@@ -2,7 +2,6 @@
 #include "worker/pack_cache.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 
 #include "common/sha256.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb {
 namespace {
@@ -18,16 +18,7 @@ namespace fs = std::filesystem;
 
 class PackCacheTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-pack-cache-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  fs::path root_;
+  ::kb::test::TempDir root_{"kb-pack-cache-test"};
 };
 
 TEST_F(PackCacheTest, StoresVerifiedBytesUnderTheirHash) {
@@ -38,7 +29,7 @@ TEST_F(PackCacheTest, StoresVerifiedBytesUnderTheirHash) {
   const std::string hash = sha256_hex(bytes);
   EXPECT_FALSE(cache.path_of(hash));
   Result<std::string> path = cache.store(hash, bytes);
-  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  KB_ASSERT_OK(path);
   EXPECT_EQ(path.value(), (root_ / "packs" / (hash + ".so")).string());
   ASSERT_TRUE(cache.path_of(hash));
   std::ifstream in(path.value(), std::ios::binary);
@@ -70,7 +61,7 @@ TEST_F(PackCacheTest, DirectoryAndFilesArePrivate) {
   PackCache cache(root_ / "packs");
   const std::string bytes = "pack bytes";
   Result<std::string> path = cache.store(sha256_hex(bytes), bytes);
-  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  KB_ASSERT_OK(path);
   EXPECT_EQ(fs::status(root_ / "packs").permissions() & fs::perms::all, fs::perms::owner_all);
   EXPECT_EQ(fs::status(path.value()).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);

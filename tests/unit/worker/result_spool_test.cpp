@@ -2,9 +2,9 @@
 // file is set aside rather than stopping the worker.
 #include "worker/result_spool.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,27 +16,19 @@ namespace fs = std::filesystem;
 
 class ResultSpoolTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-spool-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = fs::path(pattern) / "results";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_.parent_path(), ec);
-  }
   static wire::ResultMessage result(int64_t job_id, int attempt = 1) {
     wire::ResultMessage r;
     r.token = {job_id, attempt, 77};
     r.result = {{"status", "ok"}};
     return r;
   }
-  fs::path dir_;
+  ::kb::test::TempDir root_{"kb-spool-test"};
+  const fs::path dir_ = root_ / "results";  // made by ResultSpool::open
 };
 
 TEST_F(ResultSpoolTest, PutListAndRemove) {
   auto spool = ResultSpool::open(dir_);
-  ASSERT_TRUE(spool.is_ok()) << spool.status().to_string();
+  KB_ASSERT_OK(spool);
   KB_ASSERT_OK(spool->put(result(12)));
   KB_ASSERT_OK(spool->put(result(3, 2)));
   EXPECT_TRUE(fs::exists(dir_ / "12-1.json"));

@@ -2,6 +2,7 @@
 // which order (bwrap applies its mounts in argument order).
 #include "worker/sandbox.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -98,7 +99,7 @@ TEST(Sandbox, OnlyTheJobsGpuNodes) {
 // dir reached through one (a /work/x -> /data/x checkout, /etc/kbfleet -> ...) is hidden at its
 // real path, which also hides it under every link to it.
 TEST(Sandbox, PathsThroughSymbolicLinksAreHiddenAtTheirRealPath) {
-  const std::filesystem::path base = std::filesystem::temp_directory_path() / ("kb-sandbox-link-" + std::to_string(getpid()));
+  const ::kb::test::TempDir base("kb-sandbox-link-test");
   std::filesystem::create_directories(base / "real" / "keys");
   std::ofstream(base / "real" / "keys" / "worker.key") << "secret\n";
   std::filesystem::create_directory_symlink(base / "real", base / "link");
@@ -110,7 +111,6 @@ TEST(Sandbox, PathsThroughSymbolicLinksAreHiddenAtTheirRealPath) {
   EXPECT_GE(find_triple(argv, "--ro-bind-try", "/dev/null", real + "/keys/worker.key"), 0);
   EXPECT_GE(find_triple(argv, "--tmpfs", real + "/keys", "--ro-bind"), 0);
   EXPECT_FALSE(has(argv, (base / "link" / "keys" / "worker.key").string()));
-  std::filesystem::remove_all(base);
 }
 
 TEST(Sandbox, ModeOptionResolves) {

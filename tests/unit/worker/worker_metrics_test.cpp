@@ -1,4 +1,5 @@
 #include "worker/worker_metrics.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -59,8 +60,7 @@ TEST(WorkerMetrics, HealthFollowsTheLoop) {
 }
 
 TEST(WorkerMetrics, SpoolDepthCountsResultFilesAndCacheBytesSumsFiles) {
-  const fs::path dir = fs::temp_directory_path() / "kb_worker_metrics_test";
-  fs::remove_all(dir);
+  const ::kb::test::TempDir dir("kb-worker-metrics-test");
   fs::create_directories(dir / "results");
   fs::create_directories(dir / "packs" / "ab");
   std::ofstream(dir / "results" / "1-1.json") << "{}";
@@ -70,7 +70,6 @@ TEST(WorkerMetrics, SpoolDepthCountsResultFilesAndCacheBytesSumsFiles) {
   EXPECT_EQ(count_files((dir / "results").string()), 2);
   EXPECT_EQ(directory_bytes((dir / "packs").string()), 100);
   EXPECT_EQ(count_files((dir / "missing").string()), 0);
-  fs::remove_all(dir);
 }
 
 }  // namespace

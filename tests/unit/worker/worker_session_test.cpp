@@ -4,7 +4,6 @@
 #include "worker/worker_session.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <deque>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
 #include "tests/support/assert_ok.h"
+#include "tests/support/temp_dir.h"
 
 namespace kb {
 namespace {
@@ -35,19 +35,12 @@ struct Received {
 class WorkerSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kb-session-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
     router_ = zmq::socket_t(context_, zmq::socket_type::router);
     wire::configure_socket(router_);
     router_.bind("tcp://127.0.0.1:*");
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
   }
-  void TearDown() override {
-    session_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { session_.reset(); }
 
   void make_session(bool needs_packs = false, milliseconds pack_wait = milliseconds(30000)) {
     SessionConfig config;
@@ -147,7 +140,7 @@ class WorkerSessionTest : public ::testing::Test {
   zmq::context_t context_;
   zmq::socket_t router_;
   std::string endpoint_;
-  fs::path dir_;
+  ::kb::test::TempDir dir_{"kb-session-test"};
   std::unique_ptr<WorkerSession> session_;
   std::deque<Received> inbox_;
 };
