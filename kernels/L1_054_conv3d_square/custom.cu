@@ -25,7 +25,7 @@ namespace kb::custom::L1_054 {
 
 using Conv = conv3d_direct::Conv3d<3, 3, 3, conv3d_direct::NoEpilogue>;
 
-class Custom final : public Implementation {
+class Conv3dSquare final : public Implementation {
  public:
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
     x_ = input_index(p, "x");
@@ -45,4 +45,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L1_054
 
-KB_REGISTER_IMPLEMENTATION(L1_054, custom, kb::custom::L1_054::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_054, custom, kb::custom::L1_054::Conv3dSquare)

@@ -24,7 +24,7 @@ namespace kb::custom::L1_060 {
 
 using Conv = conv3d_direct::Conv3d<3, 5, 7, conv3d_direct::NoEpilogue>;
 
-class Custom final : public Implementation {
+class Conv3dAsymmetricKernel final : public Implementation {
  public:
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
     x_ = input_index(p, "x");
@@ -44,4 +44,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L1_060
 
-KB_REGISTER_IMPLEMENTATION(L1_060, custom, kb::custom::L1_060::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_060, custom, kb::custom::L1_060::Conv3dAsymmetricKernel)

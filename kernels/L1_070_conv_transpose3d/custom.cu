@@ -38,11 +38,12 @@
 
 namespace kb::custom::L1_070 {
 
-class Custom final : public ct3d::ParityConvTranspose3d {
+class ConvTranspose3dStride1 final : public ct3d::ParityConvTranspose3d {
  public:
-  Custom() : ParityConvTranspose3d("conv_transpose3d", "x", "conv_transpose3d.weight") {}
+  ConvTranspose3dStride1()
+      : ParityConvTranspose3d("conv_transpose3d", "x", "conv_transpose3d.weight") {}
 };
 
 }  // namespace kb::custom::L1_070
 
-KB_REGISTER_IMPLEMENTATION(L1_070, custom, kb::custom::L1_070::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_070, custom, kb::custom::L1_070::ConvTranspose3dStride1)

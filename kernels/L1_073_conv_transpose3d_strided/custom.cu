@@ -36,7 +36,7 @@ namespace kb::custom::L1_073 {
 
 namespace all = ::kb::custom::ct3d_all;
 
-class Custom final : public Implementation {
+class ConvTranspose3dStrided final : public Implementation {
  public:
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
     Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose3d");
@@ -91,7 +91,7 @@ class Custom final : public Implementation {
     return Status::ok();
   }
 
-  ~Custom() override {
+  ~ConvTranspose3dStrided() override {
     if (wf_ != nullptr) cudaFree(wf_);
   }
 
@@ -122,4 +122,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L1_073
 
-KB_REGISTER_IMPLEMENTATION(L1_073, custom, kb::custom::L1_073::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_073, custom, kb::custom::L1_073::ConvTranspose3dStrided)

@@ -34,11 +34,13 @@
 
 namespace kb::custom::L1_075 {
 
-class Custom final : public gather::RowGatherConvTranspose</*kKw=*/5, /*kSw=*/3, /*kDw=*/1> {
+class ConvTranspose2dGroupedDilated final
+    : public gather::RowGatherConvTranspose</*kKw=*/5, /*kSw=*/3, /*kDw=*/1> {
  public:
-  Custom() : RowGatherConvTranspose("conv_transpose2d", "x", "conv_transpose2d.weight") {}
+  ConvTranspose2dGroupedDilated()
+      : RowGatherConvTranspose("conv_transpose2d", "x", "conv_transpose2d.weight") {}
 };
 
 }  // namespace kb::custom::L1_075
 
-KB_REGISTER_IMPLEMENTATION(L1_075, custom, kb::custom::L1_075::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_075, custom, kb::custom::L1_075::ConvTranspose2dGroupedDilated)

@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) conv_transpose1d_kerne
   }
 }
 
-class Custom final : public Implementation {
+class ConvTranspose1dDilated final : public Implementation {
  public:
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
     Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv1d_transpose");
@@ -296,4 +296,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L1_079
 
-KB_REGISTER_IMPLEMENTATION(L1_079, custom, kb::custom::L1_079::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_079, custom, kb::custom::L1_079::ConvTranspose1dDilated)

@@ -34,11 +34,13 @@
 
 namespace kb::custom::L1_081 {
 
-class Custom final : public gather::RowGatherConvTranspose</*kKw=*/3, /*kSw=*/5, /*kDw=*/2> {
+class ConvTranspose2dDilatedStrided final
+    : public gather::RowGatherConvTranspose</*kKw=*/3, /*kSw=*/5, /*kDw=*/2> {
  public:
-  Custom() : RowGatherConvTranspose("conv_transpose2d", "x", "conv_transpose2d.weight") {}
+  ConvTranspose2dDilatedStrided()
+      : RowGatherConvTranspose("conv_transpose2d", "x", "conv_transpose2d.weight") {}
 };
 
 }  // namespace kb::custom::L1_081
 
-KB_REGISTER_IMPLEMENTATION(L1_081, custom, kb::custom::L1_081::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_081, custom, kb::custom::L1_081::ConvTranspose2dDilatedStrided)

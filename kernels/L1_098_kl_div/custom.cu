@@ -117,9 +117,9 @@ __global__ void __launch_bounds__(kFinishThreads)
   if (threadIdx.x == 0) out[0] = static_cast<float>(total * kLn2 / rows);
 }
 
-class Custom final : public Implementation {
+class KlDivBatchmean final : public Implementation {
  public:
-  ~Custom() override { KB_CUDA_WARN(cudaFree(partials_)); }
+  ~KlDivBatchmean() override { KB_CUDA_WARN(cudaFree(partials_)); }
 
   Status setup(const ProblemInstance& problem, cudaStream_t) override {
     predictions_ = input_index(problem, "predictions");
@@ -164,4 +164,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L1_098
 
-KB_REGISTER_IMPLEMENTATION(L1_098, custom, kb::custom::L1_098::Custom)
+KB_REGISTER_IMPLEMENTATION(L1_098, custom, kb::custom::L1_098::KlDivBatchmean)

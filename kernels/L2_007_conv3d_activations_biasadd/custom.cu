@@ -47,7 +47,7 @@ struct Activations {
 
 using Conv = conv3d_direct::Conv3d<3, 3, 3, Activations>;
 
-class Custom final : public Implementation {
+class Conv3dActivationsBias final : public Implementation {
  public:
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
     x_ = input_index(p, "x");
@@ -70,4 +70,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L2_007
 
-KB_REGISTER_IMPLEMENTATION(L2_007, custom, kb::custom::L2_007::Custom)
+KB_REGISTER_IMPLEMENTATION(L2_007, custom, kb::custom::L2_007::Conv3dActivationsBias)

@@ -410,9 +410,9 @@ __global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, 
 
 // ---- Host side ----
 
-class Custom final : public Implementation {
+class ConvSigmoidGroupNorm final : public Implementation {
  public:
-  ~Custom() override { KB_CUDA_WARN(cudaFree(workspace_)); }
+  ~ConvSigmoidGroupNorm() override { KB_CUDA_WARN(cudaFree(workspace_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
     x_ = input_index(p, "x");
@@ -543,4 +543,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L2_021
 
-KB_REGISTER_IMPLEMENTATION(L2_021, custom, kb::custom::L2_021::Custom)
+KB_REGISTER_IMPLEMENTATION(L2_021, custom, kb::custom::L2_021::ConvSigmoidGroupNorm)

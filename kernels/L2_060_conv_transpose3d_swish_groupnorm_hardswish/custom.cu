@@ -360,9 +360,9 @@ __global__ void __launch_bounds__(kThreads) generic_normalize_kernel(Buffers b, 
 
 // ---- Host side ----
 
-class Custom final : public Implementation {
+class ConvTransposeSwishGroupNormHardswish final : public Implementation {
  public:
-  ~Custom() override { KB_CUDA_WARN(cudaFree(workspace_)); }
+  ~ConvTransposeSwishGroupNormHardswish() override { KB_CUDA_WARN(cudaFree(workspace_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
     x_ = input_index(p, "x");
@@ -481,4 +481,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L2_060
 
-KB_REGISTER_IMPLEMENTATION(L2_060, custom, kb::custom::L2_060::Custom)
+KB_REGISTER_IMPLEMENTATION(L2_060, custom, kb::custom::L2_060::ConvTransposeSwishGroupNormHardswish)

@@ -145,9 +145,9 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-class Custom final : public Implementation {
+class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
  public:
-  ~Custom() override { KB_CUDA_WARN(cudaFree(workspace_)); }
+  ~ConvTransposeSoftmaxBiasSigmoid() override { KB_CUDA_WARN(cudaFree(workspace_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
     Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose");
@@ -205,4 +205,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L2_091
 
-KB_REGISTER_IMPLEMENTATION(L2_091, custom, kb::custom::L2_091::Custom)
+KB_REGISTER_IMPLEMENTATION(L2_091, custom, kb::custom::L2_091::ConvTransposeSoftmaxBiasSigmoid)

@@ -60,9 +60,9 @@ __global__ void __launch_bounds__(256)
     out[i] = e.apply(static_cast<int>(i / plane % c_out), y[i]);
 }
 
-class Custom final : public Implementation {
+class ConvTransposeAddMinGeluScale final : public Implementation {
  public:
-  ~Custom() override { KB_CUDA_WARN(cudaFree(workspace_)); }
+  ~ConvTransposeAddMinGeluScale() override { KB_CUDA_WARN(cudaFree(workspace_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
     Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose");
@@ -117,4 +117,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L2_093
 
-KB_REGISTER_IMPLEMENTATION(L2_093, custom, kb::custom::L2_093::Custom)
+KB_REGISTER_IMPLEMENTATION(L2_093, custom, kb::custom::L2_093::ConvTransposeAddMinGeluScale)

@@ -341,9 +341,9 @@ bool is_aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
-class Custom final : public Implementation {
+class DenseNetTransition final : public Implementation {
  public:
-  ~Custom() override {
+  ~DenseNetTransition() override {
     KB_CUDA_WARN(cudaFree(partials_));
     KB_CUDA_WARN(cudaFree(scale_shift_));
   }
@@ -437,4 +437,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L3_013
 
-KB_REGISTER_IMPLEMENTATION(L3_013, custom, kb::custom::L3_013::Custom)
+KB_REGISTER_IMPLEMENTATION(L3_013, custom, kb::custom::L3_013::DenseNetTransition)

@@ -361,9 +361,9 @@ __global__ void __launch_bounds__(kSmallThreads)
 
 bool is_aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-class Custom final : public Implementation {
+class ShuffleNetUnit final : public Implementation {
  public:
-  ~Custom() override {
+  ~ShuffleNetUnit() override {
     for (void* p : {static_cast<void*>(wcat_), static_cast<void*>(shift_), static_cast<void*>(c1_),
                     static_cast<void*>(d2_), static_cast<void*>(ss_cat_), static_cast<void*>(ss2_),
                     static_cast<void*>(ss3_), static_cast<void*>(acc_)})
@@ -566,4 +566,4 @@ class Custom final : public Implementation {
 
 }  // namespace kb::custom::L3_025
 
-KB_REGISTER_IMPLEMENTATION(L3_025, custom, kb::custom::L3_025::Custom)
+KB_REGISTER_IMPLEMENTATION(L3_025, custom, kb::custom::L3_025::ShuffleNetUnit)
