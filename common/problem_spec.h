@@ -117,8 +117,7 @@ struct ProblemSpec {
   std::string name;  // "Conv2d_InstanceNorm_Divide"
   int level = 0;
   std::string family;
-  std::string source;       // KernelBench's Python, verbatim (the seed's problems)
-  UpstreamRef upstream;     // imported problems instead of source (repo empty otherwise)
+  UpstreamRef upstream;     // the KernelBench file it comes from (no upstream code is kept)
   std::string init_inputs;  // get_init_inputs() as written, e.g. "[64, 128, 3, 2.0]"
   std::string notes;        // how the effective configuration was derived, traps
   std::vector<std::string> dims;  // size symbols every preset must bind

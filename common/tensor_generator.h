@@ -1,7 +1,7 @@
 // Deterministic inputs and parameters: every tensor of a problem instance, drawn from a
 // counter-based generator (Philox4x32-10, Random123) keyed by (seed, problem id, tensor name,
 // trial). The same key gives bit-identical fp32 values on the host (here) and on the device
-// (kernels/device/tensor_generator.cuh), because both evaluate the element formulas of
+// (common/cuda/tensor_generator.cuh), because both evaluate the element formulas of
 // common/philox_stream.h, which use only correctly rounded IEEE operations.
 //
 // Thread safety: pure functions.
@@ -33,7 +33,7 @@ struct GeneratorKey {
 uint32_t tensor_stream_id(const std::string& problem_id, const std::string& tensor_name);
 
 // What one tensor is made of: a distribution over a Philox stream. The host realizes a recipe
-// here; the device realizes the same recipe in kernels/device/tensor_generator.cu.
+// here; the device realizes the same recipe in common/cuda/tensor_generator.cu.
 enum class RecipeKind {
   kUniform,           // torch.rand
   kSymmetricUniform,  // U(-bound, bound): kaiming/fan-in/xavier inits

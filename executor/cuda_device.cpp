@@ -8,14 +8,14 @@
 #include <cmath>
 #include <memory>
 
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/tensor_generator.cuh"
 #include "executor/device_buffers.cuh"
 #include "executor/device_identity.h"
 #include "executor/execution_device.h"
 #include "executor/gpu_clocks.h"
 #include "executor/launch_tracer.h"
-#include "kernels/device/cuda_check.h"
-#include "kernels/device/library_handles.h"
-#include "kernels/device/tensor_generator.cuh"
+#include "kernels/eager/library_handles.h"
 
 namespace kb {
 namespace {

@@ -1,7 +1,7 @@
 #include <cstring>
 
+#include "common/cuda/cuda_check.h"
 #include "executor/device_buffers.cuh"
-#include "kernels/device/cuda_check.h"
 
 namespace kb {
 namespace {

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 
 namespace kb {
 namespace {

@@ -7,7 +7,7 @@
 // times with different input sets. run() must enqueue all its work on `stream` and nothing else,
 // must not write its inputs or parameters, and must write every element of the output.
 //
-// The reference of every problem is the graph executor's GPU backend (kernels/device/
+// The reference of every problem is the graph executor's GPU backend (kernels/eager/
 // graph_reference.h), registered for every configured problem; each kernels/<ID>_<name>/custom.cu
 // ends with KB_REGISTER_IMPLEMENTATION(ID, custom, Class). The pack (kernels/pack.cpp) exposes
 // the registry through the C ABI of kernels/pack_abi.h.

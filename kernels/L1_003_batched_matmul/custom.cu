@@ -31,8 +31,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/cuda/cuda_check.h"
 #include "kernels/L1_003_batched_matmul/tf32x3_gemm.cuh"
-#include "kernels/device/cuda_check.h"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_003 {

@@ -1,8 +1,9 @@
 // 3xTF32 batched SGEMM on the tensor cores (mma.sync m16n8k8 TF32), the kernel of L1_003 custom.
-//   C[b] = A[b] @ B[b];  A: (batch, M, K), B: (batch, K, N), C: (batch, M, N), fp32, row-major, dense.
+//   C[b] = A[b] @ B[b];  A: (batch, M, K), B: (batch, K, N), C: (batch, M, N), fp32, row-major,
+//   dense.
 //
 // Owns: the kernel (loaders, pipeline, store). Its tile geometry, index maps and mma stage are
-// kernels/device/tf32x3_gemm128.cuh (shared with L3_025). Launch and path choice: custom.cu.
+// kernels/cores/tf32x3/gemm128.cuh (shared with L3_025). Launch and path choice: custom.cu.
 //
 // Precision (error-compensated TF32, "3xTF32"): each operand x is split into
 //   big = tf32_rna(x)  (round to nearest, ties away: the value of cvt.rna.tf32.f32, computed with
@@ -37,7 +38,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include "kernels/device/tf32x3_gemm128.cuh"
+#include "kernels/cores/tf32x3/gemm128.cuh"
 
 namespace kb::custom::L1_003 {
 

@@ -5,9 +5,9 @@
 // tolerance 3.4x); 1,026 MB (y is 95%) -> t_mem 239 us. Floor 590 us, FMA-bound. Reference
 // (cuDNN, strict fp32) 1.85 ms.
 //
-// Design: the direct tile kernel of kernels/conv3d_direct/direct.cuh with the 3x3x3 taps fixed
-// at compile time: a block stages its 3 x 3 input planes (16 + 2 rows x 66 columns) and all 64
-// channels' weights in shared memory (63.5 KB, two blocks per multiprocessor); each warp runs 4
+// Design: the direct tile kernel of kernels/cores/conv3d_direct/direct.cuh with the 3x3x3 taps
+// fixed at compile time: a block stages its 3 x 3 input planes (16 + 2 rows x 66 columns) and all
+// 64 channels' weights in shared memory (63.5 KB, two blocks per multiprocessor); each warp runs 4
 // tasks of 8 channels x 4 rows x 64 columns, a lane 64 accumulators, 576 FFMA per 54 shared
 // loads per (c, kd); stores are coalesced 128-byte row pieces (rows of 62 floats: no vector-
 // alignment assumption). Lanes doing useful work: 62/64 columns x 62/64 rows = 94%. 115
@@ -18,7 +18,7 @@
 
 #include <cstddef>
 
-#include "kernels/conv3d_direct/direct.cuh"
+#include "kernels/cores/conv3d_direct/direct.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_054 {

@@ -33,7 +33,7 @@
 // the reference 0.13-0.16x and 0.57-1.17x) where before they were fragile (3.1-4.2x and 14-21x).
 // The same promotion in L1_073's and L2_093's cores (marginal there, 1.5-2.4x the tolerance
 // under scale against the reference's 0.2-0.6x) spilled and cost 24-44%: not taken.
-#include "kernels/conv_transpose3d_tf32x3/parity_gemm3d.cuh"
+#include "kernels/cores/conv_transpose3d_tf32x3/parity_gemm3d.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_070 {

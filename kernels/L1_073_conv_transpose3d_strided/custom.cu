@@ -28,8 +28,9 @@
 // sub-partition). Accuracy: ~fp32 level (3xTF32).
 #include <algorithm>
 
-#include "kernels/conv_transpose3d_tf32x3/all_classes3d.cuh"
-#include "kernels/conv_transpose3d_tf32x3/parity_gather3d.cuh"
+#include "common/cuda/device_query.h"
+#include "kernels/cores/conv_transpose3d_tf32x3/all_classes3d.cuh"
+#include "kernels/cores/conv_transpose3d_tf32x3/parity_gather3d.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_073 {
@@ -44,11 +45,9 @@ class ConvTranspose3dStrided final : public Implementation {
     fast_ = takes(g.value()) && !gather::generic_is_faster(g.value());
     if (fast_) {
       const gather::ConvTransposeGeometry& geo = g.value();
-      int device = 0, smem_optin = 0;
-      KB_CUDA_TRY(cudaGetDevice(&device));
-      KB_CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
-      KB_CUDA_TRY(
-          cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
+      KB_ASSIGN_OR_RETURN(const int smem_optin,
+                          cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
       fast_ = all::kSmemBytes <= smem_optin;
       if (fast_) {
         params_.batch = static_cast<int>(geo.batch);

@@ -29,7 +29,7 @@
 //      taps-fastest -> predicted 0.43-0.45 -> measured 0.522 ms. Reverted to v1.
 //   Next: two column positions per thread (twice the FMAs per weight load) and a persistent,
 //      double-buffered row pipeline.
-#include "kernels/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_075 {

@@ -33,8 +33,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/conv_transpose_gather/gather.cuh"
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_079 {
@@ -246,10 +247,9 @@ class ConvTranspose1dDilated final : public Implementation {
     int per_sm = 0;
     KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, conv_transpose1d_kernel,
                                                               kThreads, smem_bytes_));
-    Result<int> sms = gather::device_attribute(cudaDevAttrMultiProcessorCount);
-    if (!sms.is_ok()) return sms.status();
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     const int64_t tiles = int64_t{params_.co_blocks} * params_.batch * params_.q_tiles;
-    grid_ = std::min<int64_t>(tiles, int64_t{std::max(per_sm, 1)} * sms.value());
+    grid_ = std::min<int64_t>(tiles, int64_t{std::max(per_sm, 1)} * sms);
     return Status::ok();
   }
 

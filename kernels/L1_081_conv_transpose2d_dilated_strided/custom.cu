@@ -29,7 +29,7 @@
 //      staged taps-fastest -> predicted 0.31-0.33 -> measured 0.397 ms: slower (127 registers,
 //      1,024 blocks = 3.9 waves, rows of a window still serialized). Reverted to v1.
 //   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r).
-#include "kernels/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_081 {

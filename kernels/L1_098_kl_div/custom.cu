@@ -23,7 +23,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_098 {
@@ -129,13 +130,11 @@ class KlDivBatchmean final : public Implementation {
       return Status::failed_precondition("L1_098 custom: predictions and targets must match");
     rows_ = static_cast<double>(shape[0]);
     numel_ = element_count(shape);
-    int device = 0, sms = 0, per_sm = 0;
-    KB_CUDA_TRY(cudaGetDevice(&device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KB_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kl_partials_kernel, kThreads, 0));
+    KB_ASSIGN_OR_RETURN(
+        const int64_t resident,
+        cuda::resident_blocks(reinterpret_cast<const void*>(kl_partials_kernel), kThreads, 0));
     const int64_t wanted = (numel_ + kMinElemsPerBlock - 1) / kMinElemsPerBlock;
-    blocks_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, int64_t{sms} * std::max(per_sm, 1)));
+    blocks_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, resident));
     KB_CUDA_TRY(cudaMalloc(&partials_, blocks_ * sizeof(double)));
     return Status::ok();
   }

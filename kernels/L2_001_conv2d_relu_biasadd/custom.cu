@@ -6,7 +6,7 @@
 // 0.37 ms; floor 4.48 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms
 // ideal. Best strict-fp32 peer 9.03 ms (torch.compile); goal <= 7.17 ms.
 //
-// Design: the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh: CTA tile
+// Design: the implicit-GEMM 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile
 // 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,
 // mma.sync m16n8k8) with the epilogue relu(acc + conv.bias) + bias applied in registers before
 // the single (float4) store of the output. Grid: 128 images x 125 pixel tiles = 16,000 CTAs
@@ -19,7 +19,7 @@
 
 #include <cstddef>
 
-#include "kernels/conv2d_tf32x3/conv2d_core.cuh"
+#include "kernels/cores/conv2d_tf32x3/conv2d_core.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_001 {

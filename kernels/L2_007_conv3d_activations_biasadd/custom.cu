@@ -10,7 +10,7 @@
 // chain is sigmoid(gelu(0)) + bias = 0.5 + bias exactly (no erff/expf there, ~half the outputs).
 // Elsewhere gelu(r) = r/2 (1 + erf(r / sqrt 2)) and sigmoid(g) = 1 / (1 + exp(-g)), as eager.
 //
-// Design: the direct tile kernel of kernels/conv3d_direct/direct.cuh (3x3x3 taps at compile
+// Design: the direct tile kernel of kernels/cores/conv3d_direct/direct.cuh (3x3x3 taps at compile
 // time) with the whole chain fused into its store: a block stages 8 channels x 3 planes x
 // 10 rows x 66 columns of x (63 KB) and all 32 channels' weights (27 KB), 91 KB, two blocks per
 // multiprocessor; each warp owns one task: 8 channels x 4 rows x 64 columns, a lane 64
@@ -23,7 +23,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "kernels/conv3d_direct/direct.cuh"
+#include "kernels/cores/conv3d_direct/direct.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_007 {

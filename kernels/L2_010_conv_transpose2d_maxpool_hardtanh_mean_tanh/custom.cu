@@ -38,9 +38,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
-#include "kernels/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
+#include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_010 {
@@ -416,9 +417,8 @@ class ConvPoolMeanTanh final : public Implementation {
     KB_CUDA_TRY(cudaFuncSetAttribute(patch::conv3x3_pool_kernel,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      patch::kSmemBytes));
-    int device = 0, sms = 0, per_sm = 0;
-    KB_CUDA_TRY(cudaGetDevice(&device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    int per_sm = 0;
     KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, patch::conv3x3_pool_kernel,
                                                               patch::kThreads, patch::kSmemBytes));
     if (per_sm < 1)

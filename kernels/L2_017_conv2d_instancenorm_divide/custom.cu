@@ -8,7 +8,7 @@
 // strict-fp32 peer 9.72 ms; goal <= 7.20 ms.
 //
 // Design, two kernels:
-//  1. the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh) without the
+//  1. the implicit-GEMM 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh) without the
 //     conv bias (the plane mean absorbs it), storing y into the output, and its kStats epilogue:
 //     each CTA (128 channels x 128 pixels of one image) writes the fp32 (mean, M2) of each
 //     channel over its pixels to a (N, C_out, pixel tiles) workspace: no atomics,
@@ -33,8 +33,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/conv2d_tf32x3/conv2d_core.cuh"
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "kernels/cores/conv2d_tf32x3/conv2d_core.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_017 {

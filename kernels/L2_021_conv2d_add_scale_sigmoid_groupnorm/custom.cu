@@ -5,8 +5,8 @@
 // MAC -> t_fp32 0.57 ms (strict FFMA); x 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms.
 //
 // Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than re-reading the
-// pre-norm tensor. So three launches (group_norm_pipeline/pipeline.cuh): conv_kernel writes the
-// sigmoid output into `out` and per-task group sums to its own partials slot; a one-warp-per-
+// pre-norm tensor. So three launches (cores/group_norm_pipeline/pipeline.cuh): conv_kernel writes
+// the sigmoid output into `out` and per-task group sums to its own partials slot; a one-warp-per-
 // (n, group) fold makes coef[n][o]; normalize_kernel rescales `out` in place, last sample first
 // (those are still in L2 when the conv launch ends).
 //
@@ -48,9 +48,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "kernels/cores/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
-#include "kernels/group_norm_pipeline/pipeline.cuh"
 
 namespace kb::custom::L2_021 {
 
@@ -462,13 +463,12 @@ class ConvSigmoidGroupNorm final : public Implementation {
     if (fast_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
-      KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(conv_kernel), kThreads, smem_,
-                                        g_.batch * g_.s_tasks, &conv_blocks_));
+      KB_ASSIGN_OR_RETURN(
+          conv_blocks_, sp::persistent_blocks(reinterpret_cast<const void*>(conv_kernel), kThreads,
+                                              smem_, g_.batch * g_.s_tasks));
     }
     if (!fast_) {
-      int device = 0, sms = 0;
-      KB_CUDA_TRY(cudaGetDevice(&device));
-      KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
       generic_parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
     }
     parts = std::max(parts, generic_parts_);  // the generic path also serves a misaligned output

@@ -7,7 +7,7 @@
 // 0.37 ms; floor 4.49 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms
 // ideal. Best strict-fp32 peer 8.96 ms (torch.compile); goal <= 7.18 ms.
 //
-// Design: the implicit-GEMM 3xTF32 conv core (kernels/conv2d_tf32x3/conv2d_core.cuh: CTA tile
+// Design: the implicit-GEMM 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile
 // 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,
 // mma.sync m16n8k8) with the epilogue applied in registers before the single (float4) store.
 // The x2 is not folded into the weights: in the epilogue it costs one multiply per output and
@@ -19,7 +19,7 @@
 
 #include <cstddef>
 
-#include "kernels/conv2d_tf32x3/conv2d_core.cuh"
+#include "kernels/cores/conv2d_tf32x3/conv2d_core.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_031 {

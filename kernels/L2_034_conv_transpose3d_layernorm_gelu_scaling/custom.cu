@@ -7,9 +7,9 @@
 // floor 1.98 ms strict fp32 FMA; 3xTF32 ~0.81 ms. Reference 25.4 ms, best peer 22.24 ms, goal
 // <= 3.17 ms.
 //
-// Fast path (W = 32, C_out <= 64, x 16-byte aligned; the full preset), row_ln_gemm.cuh: per output
-// parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in = 256 (2 taps per axis);
-// 3xTF32 on mma.sync m16n8k8. A CTA owns 4 output rows x both W parities x all 64 channels
+// Fast path (W = 32, C_out <= 64, x 16-byte aligned; the full preset), the fast-path section below:
+// per output parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in = 256 (2 taps per
+// axis); 3xTF32 on mma.sync m16n8k8. A CTA owns 4 output rows x both W parities x all 64 channels
 // (M = 256, N = 64), so each LayerNorm row (n, co, od, oh: 64 columns) is reduced on the
 // accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
 // then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
@@ -37,11 +37,475 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/L2_034_conv_transpose3d_layernorm_gelu_scaling/row_ln_gemm.cuh"
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_034 {
+
+// ==== The fast path: ConvTranspose3d(k 4, s 2, p 1) + bias + LayerNorm over the 64 output
+// columns of each row (W = 32 -> 2W = 64) + gelu_erf + scale, as one implicit GEMM per output
+// parity in error-compensated TF32 (3xTF32, mma.sync m16n8k8) with the row LayerNorm fused.
+//
+// Owns: the geometry check (row_ln_takes), the weight pack kernel and the fused kernel. The FMA
+// kernel below is the generic fallback.
+//
+// Math: output o = 2m + p (parity p) gets 2 taps per axis, s in {0, 1}: input i = m + p - s,
+// kernel t = 2s + 1 - p. For parity (pd, ph, pw), with k = (ci, sd, sh, sw) (K = 8 C_in):
+//   y[n, co, 2md + pd, 2mh + ph, 2mw + pw] = b[co] + sum_k A[(n, md, mh, mw), k] B_p[k, co]
+//   A = x[n, ci, md + pd - sd, mh + ph - sh, mw + pw - sw] (0 outside x),
+//   B_p = w[ci, co, 2sd + 1 - pd, 2sh + 1 - ph, 2sw + 1 - pw] (packed per call, zero padded).
+//
+// CTA: (n, pd, ph, md, 4 rows mh0..mh0 + 3) x all 64 channels x both W parities: M = 2 pw x 4
+// rows x 32 mw = 256, N = 64, so every output row (n, co, od, oh) of 64 columns lies in one CTA
+// and the LayerNorm runs on the accumulators. 8 warps: warp_m (0..3) = (pw, row pair), warp_n
+// (0..1) = 32 channels; warp tile 64 x 32 (4 m-tiles of 16 mw x 4 n-tiles of 8 channels).
+// Stages of 4 input channels (k = 32, 4 k8 steps: one channel each, k8 column t + 4 sw with
+// t = 2 sd + sh), 4-stage cp.async pipeline:
+//   A: the x slab of the CTA: [ci 4][ih 5][id 2][kSlabStride] with x column iw at iw + kHalo,
+//      16-byte copies of whole 32-float rows (zero fill outside x), zero halo columns iw = -1
+//      and 32 written once. Fragments are scalar loads straight from the slab (no im2col: x is
+//      read once per CTA); row stride 40 = 8 mod 32 makes them conflict-free.
+//   B: [pw 2][k 32][n 64], 16-byte copies, chunks XOR-swizzled by k / 2 (L1_003's layout).
+// Epilogue: + b, row sums over 4 values per thread -> shuffles over the 8 mw lanes -> the two
+// W-parity warps through shared memory; mean first, then the centered sum of squares (two
+// passes, as the FMA path), then (v - mean) rstd gamma[w] + beta[w], gelu_erf, scale, stored from
+// registers (stride-2 runs; the other parity's warp fills the other half of each sector).
+//
+// Thread safety: stateless.
+
+// gelu, erf form (F.gelu's default), shared by both paths.
+__device__ __forceinline__ float gelu_erf(float v) {
+  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+}
+
+namespace row_ln {
+
+using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma_tf32;
+using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::SplitTf32;
+
+constexpr int kW = 32;              // input W the fast path takes (output rows of 2W = 64)
+constexpr int kRowOut = 2 * kW;     // LayerNorm length
+constexpr int kN = 64;              // channels per CTA (C_out <= 64, zero padded)
+constexpr int kRows = 4;            // mh rows per CTA
+constexpr int kM = 2 * kRows * kW;  // 256 GEMM rows per CTA
+constexpr int kThreads = 256;
+constexpr int kWarpsN = 2;
+constexpr int kWarpTileN = kN / kWarpsN;  // 32
+constexpr int kTaps = 8;                  // (sd, sh, sw)
+constexpr int kCiPerStage = 4;
+constexpr int kBK = kCiPerStage * kTaps;  // 32
+constexpr int kStages = 4;
+constexpr int kHalo = 4;         // slab column of iw = 0 (16-byte aligned); iw = -1 at 3
+constexpr int kSlabStride = 40;  // >= kHalo + kW + 1, = 8 mod 32 banks
+constexpr int kSlabRowsPerCi = (kRows + 1) * 2;  // ih: kRows + 1, id: 2
+constexpr int kSlabCiStride = kSlabRowsPerCi * kSlabStride;
+constexpr int kAStageFloats = kCiPerStage * kSlabCiStride;  // 1600
+constexpr int kBStageFloats = 2 * kBK * kN;                 // 4096 (both W parities)
+constexpr int kStageFloats = kAStageFloats + kBStageFloats;
+constexpr int kRedFloats = 2 * kRows * kN;                                 // [pw][row][co]
+constexpr int kSmemBytes = (kStages * kStageFloats + 2 * kRedFloats) * 4;  // 95,232
+constexpr int kAChunks = kCiPerStage * kSlabRowsPerCi * kW / 4;            // 320 copies of 16 B
+constexpr int kBCopies = kBStageFloats / 4 / kThreads;                     // 4 per thread
+static_assert(kSlabStride % 32 == 8, "A fragment rows (sd, sh) land on distinct bank octets");
+static_assert(kSlabStride >= kHalo + kW + 1 && kHalo >= 1 && kHalo % 4 == 0, "halo columns");
+static_assert(kAStageFloats % 4 == 0 && kStageFloats % 4 == 0, "16-byte aligned stages");
+static_assert(kAChunks <= 2 * kThreads && kBCopies * 4 * kThreads == kBStageFloats, "copy split");
+static_assert(kSmemBytes * 2 <= 227 * 1024, "two CTAs per SM");
+static_assert(kM == 4 * 64 && kN == kWarpsN * kWarpTileN, "8 warps of 64 x 32");
+
+struct Params {
+  const float* x;      // (N, C_in, D, H, 32)
+  const float* b_pk;   // (4 (pd, ph), 2 pw, k_pad, 64) packed weights
+  const float* bias;   // (C_out)
+  const float* gamma;  // (64)
+  const float* beta;   // (64)
+  float* out;          // (N, C_out, 2D, 2H, 64)
+  int n, c_in, c_out, d, h, k_tiles, h_tiles;
+  float eps, scale;
+  __host__ __device__ int k_pad() const { return k_tiles * kBK; }
+  __host__ __device__ int64_t blocks() const { return int64_t{n} * d * 4 * h_tiles; }
+};
+
+// ---- packed B: b_pk[pp][pw][k][n], k = 8 ci + 2 t + sw, t = 2 sd + sh ----
+
+__host__ __device__ inline int64_t packed_weight_source(const Params& p, int pp, int pw, int k,
+                                                        int n) {
+  const int ci = k / kTaps, t = k % kTaps / 2, sw = k % 2;
+  const int sd = t / 2, sh = t % 2, pd = pp / 2, ph = pp % 2;
+  if (ci >= p.c_in || n >= p.c_out) return -1;
+  const int kd = 2 * sd + 1 - pd, kh = 2 * sh + 1 - ph, kw = 2 * sw + 1 - pw;
+  return ((int64_t{ci} * p.c_out + n) * 4 + kd) * 16 + kh * 4 + kw;
+}
+
+__global__ void __launch_bounds__(256)
+    pack_weights_kernel(const float* __restrict__ w, float* __restrict__ b_pk, const Params p) {
+  const int64_t total = int64_t{8} * p.k_pad() * kN;
+  for (int64_t e = int64_t{blockIdx.x} * 256 + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * 256) {
+    const int n = static_cast<int>(e % kN);
+    const int k = static_cast<int>(e / kN % p.k_pad());
+    const int pw = static_cast<int>(e / kN / p.k_pad() % 2),
+              pp = static_cast<int>(e / kN / p.k_pad() / 2);
+    const int64_t src = packed_weight_source(p, pp, pw, k, n);
+    b_pk[e] = src < 0 ? 0.0f : w[src];
+  }
+}
+
+// ---- shared layouts ----
+
+// B(k, n) of one W parity: chunk (n / 4) ^ 2 ((k / 2) % 4), so that the 8 lanes of a quarter warp
+// (g pair x t) read 8 distinct 16-byte bank groups.
+__host__ __device__ constexpr int b_smem_index(int k, int n) {
+  return k * kN + (((n >> 2) ^ (((k >> 1) & 3) << 1)) << 2) + (n & 3);
+}
+// Slab row of (ci, ih - ih0, id - id0).
+__host__ __device__ constexpr int slab_row(int ci, int ihl, int idl) {
+  return (ci * (kRows + 1) + ihl) * 2 + idl;
+}
+
+// What one CTA computes. Block order: parity fastest (4 CTAs on the same x rows run together).
+struct Tile {
+  int n, pd, ph, md, mh0;
+};
+__host__ __device__ inline Tile tile_of(const Params& p, int block) {
+  Tile t;
+  const int pp = block % 4;
+  int rest = block / 4;
+  t.pd = pp / 2, t.ph = pp % 2;
+  t.mh0 = rest % p.h_tiles * kRows;
+  rest /= p.h_tiles;
+  t.md = rest % p.d;
+  t.n = rest / p.d;
+  return t;
+}
+
+// ---- the loader: A slab rows (1 or 2 copies per thread) and B chunks (4 per thread) ----
+
+struct Loader {
+  const float* a[2];  // x row of copy j at the current stage's first channel, or nullptr: zero
+  int a_ci[2];        // channel offset of copy j in the stage
+  int a_smem[2];      // float offset of copy j in the A stage, -1: no copy
+  int c_next;         // first channel of the next stage to load
+  const float* b;     // packed B of copy 0 at the next stage
+};
+
+__device__ __forceinline__ Loader make_loader(const Params& p, const Tile& t) {
+  Loader l;
+  for (int j = 0; j < 2; ++j) {
+    const int c = threadIdx.x + kThreads * j;  // chunk: (row, 4-float column)
+    const int col4 = c % (kW / 4), row = c / (kW / 4);
+    const int ci = row / kSlabRowsPerCi, ihl = row % kSlabRowsPerCi / 2, idl = row % 2;
+    const int id = t.md + t.pd - 1 + idl, ih = t.mh0 + t.ph - 1 + ihl;
+    const bool inside = c < kAChunks && id >= 0 && id < p.d && ih >= 0 && ih < p.h;
+    l.a[j] = inside ? p.x + (((int64_t{t.n} * p.c_in + ci) * p.d + id) * p.h + ih) * kW + 4 * col4
+                    : nullptr;
+    l.a_ci[j] = ci;
+    l.a_smem[j] = c < kAChunks ? slab_row(ci, ihl, idl) * kSlabStride + kHalo + 4 * col4 : -1;
+  }
+  l.c_next = 0;
+  const int pp = t.pd * 2 + t.ph;
+  l.b = p.b_pk + int64_t{pp} * 2 * p.k_pad() * kN;
+  return l;
+}
+
+// B copy j of thread tid: pw, k row, 4-float column of the stage.
+__host__ __device__ constexpr int b_copy_pw(int tid, int j) {
+  return (tid + kThreads * j) / (kBK * kN / 4);
+}
+__host__ __device__ constexpr int b_copy_k(int tid, int j) {
+  return (tid + kThreads * j) % (kBK * kN / 4) / (kN / 4);
+}
+__host__ __device__ constexpr int b_copy_n(int tid, int j) {
+  return (tid + kThreads * j) % (kN / 4) * 4;
+}
+
+__device__ __forceinline__ void load_stage(const Params& p, Loader& l, uint32_t stage) {
+  const int64_t ci_stride = int64_t{p.d} * p.h * kW;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (l.a_smem[j] < 0) continue;
+    const bool ok = l.a[j] != nullptr && l.c_next + l.a_ci[j] < p.c_in;
+    cp_async_16(stage + l.a_smem[j] * 4, ok ? l.a[j] + l.c_next * ci_stride : p.x, ok);
+  }
+#pragma unroll
+  for (int j = 0; j < kBCopies; ++j) {
+    const int tid = threadIdx.x, pw = b_copy_pw(tid, j), k = b_copy_k(tid, j);
+    const int n = b_copy_n(tid, j);
+    cp_async_16(stage + (kAStageFloats + pw * kBK * kN + b_smem_index(k, n)) * 4,
+                l.b + (int64_t{pw} * p.k_pad() + k) * kN + n);
+  }
+  l.c_next += kCiPerStage;
+  l.b += kBK * kN;
+}
+
+// Zero halo columns (iw = -1 and iw = 32, and the unused padding) of every slab row of every
+// stage; the copies never write them.
+__device__ __forceinline__ void zero_halos(float* smem) {
+  constexpr int kRowsAll = kStages * kCiPerStage * kSlabRowsPerCi;
+  for (int r = threadIdx.x; r < 2 * kRowsAll; r += kThreads) {
+    const int row = r / 2, stage = row / (kCiPerStage * kSlabRowsPerCi);
+    float* base = smem + stage * kStageFloats + row % (kCiPerStage * kSlabRowsPerCi) * kSlabStride;
+    float4* at = reinterpret_cast<float4*>(base + (r % 2 == 0 ? 0 : kHalo + kW));
+    *at = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+// ---- fragments ----
+// Lane (g, t): k8 column t is (sw 0, sd = t / 2, sh = t % 2), t + 4 is sw 1. m-tile i of warp
+// (pw, row pair rp): row r = 2 rp + i / 2, mw = 16 (i % 2) + g (+ 8 for a1, a3).
+// a0 = slab(ci, r + 1 - sh, 1 - sd)[mw + pw + kHalo], a2 one column left (sw = 1).
+__host__ __device__ constexpr int a_frag_base(int pw, int rp, int lane) {
+  return slab_row(0, 2 * rp + 1 - ((lane & 3) & 1), 1 - ((lane & 3) >> 1)) * kSlabStride +
+         (lane >> 2) + pw + kHalo;
+}
+__host__ __device__ constexpr int a_frag_offset(int s, int i) {
+  return s * kSlabCiStride + (i / 2) * 2 * kSlabStride + 16 * (i % 2);
+}
+// B: the float4 at physical row k = 8 s + 2 t + sw, columns 32 warp_n + 4 g + nt.
+__host__ __device__ constexpr int b_frag_index(int pw, int warp_n, int lane, int s, int sw) {
+  return kAStageFloats + pw * kBK * kN +
+         b_smem_index(8 * s + 2 * (lane & 3) + sw, warp_n * kWarpTileN + 4 * (lane >> 2));
+}
+// Channel of accumulator column 2 t + e of n-tile nt: physical column 4 (2 t + e) + nt.
+__host__ __device__ constexpr int acc_channel(int warp_n, int lane, int nt, int e) {
+  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * e + nt;
+}
+
+template <class Index>
+constexpr bool conflict_free_32(Index index) {  // scalar: 32 lanes, 32 distinct banks
+  unsigned seen = 0;
+  for (int l = 0; l < 32; ++l) seen |= 1u << (index(l) % 32);
+  return seen == 0xffffffffu;
+}
+template <class Index>
+constexpr bool conflict_free_128(Index index) {  // float4: each quarter warp, 8 distinct octets
+  for (int q = 0; q < 4; ++q) {
+    unsigned seen = 0;
+    for (int l = 8 * q; l < 8 * q + 8; ++l) seen |= 1u << ((index(l) / 4) % 8);
+    if (seen != 0xffu) return false;
+  }
+  return true;
+}
+constexpr bool maps_ok() {
+  for (int pw = 0; pw < 2; ++pw)
+    for (int rp = 0; rp < 2; ++rp)
+      for (int s = 0; s < kCiPerStage; ++s)
+        for (int i = 0; i < 4; ++i)
+          for (int d : {0, 8, -1, 7}) {  // a0, a1, a2, a3
+            const auto a = [&](int lane) {
+              return a_frag_base(pw, rp, lane) + a_frag_offset(s, i) + d;
+            };
+            if (!conflict_free_32(a)) return false;
+            for (int lane = 0; lane < 32; ++lane) {
+              const int col = a(lane) % kSlabStride;
+              if (col < kHalo - 1 || col > kHalo + kW) return false;
+            }
+          }
+  for (int pw = 0; pw < 2; ++pw)
+    for (int wn = 0; wn < kWarpsN; ++wn)
+      for (int s = 0; s < kCiPerStage; ++s)
+        for (int sw = 0; sw < 2; ++sw) {
+          const auto b = [&](int lane) { return b_frag_index(pw, wn, lane, s, sw); };
+          if (!conflict_free_128(b)) return false;
+          for (int lane = 0; lane < 32; ++lane)
+            if (b(lane) - b_frag_index(pw, wn, lane, 0, 0) != (8 * s + sw) * kN) return false;
+        }
+  return true;
+}
+static_assert(maps_ok(), "fragment loads conflict-free, inside the slab, base + constant forms");
+
+// ---- main loop ----
+
+// acc += the 3xTF32 product of one stage (4 k8 steps, one input channel each).
+__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
+                                          float (&acc)[4][4][4]) {
+#pragma unroll 1
+  for (int s = 0; s < kCiPerStage; ++s) {
+    uint32_t b_big[4][2], b_small[4][2];
+#pragma unroll
+    for (int sw = 0; sw < 2; ++sw) {
+      const float4 v = *reinterpret_cast<const float4*>(stage + b_base + (8 * s + sw) * kN);
+      const float comp[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const SplitTf32 x = split_tf32(comp[nt]);
+        b_big[nt][sw] = x.big, b_small[nt][sw] = x.small;
+      }
+    }
+    const float* a = stage + a_base + s * kSlabCiStride;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float* ai = a + (i / 2) * 2 * kSlabStride + 16 * (i % 2);
+      // a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4: one column left), a3 (g + 8, t + 4)
+      const float src[4] = {ai[0], ai[8], ai[-1], ai[7]};
+      uint32_t a_big[4], a_small[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const SplitTf32 x = split_tf32(src[e]);
+        a_big[e] = x.big, a_small[e] = x.small;
+      }
+      float(&c)[4][4] = acc[i];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_small, b_big[nt][0], b_big[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_small[nt][0], b_small[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_big[nt][0], b_big[nt][1]);
+    }
+  }
+}
+
+// ---- epilogue ----
+
+// Per (row half rl, n-tile nt, column e): the thread's 4 values (m-tiles 2 rl, 2 rl + 1; rows g,
+// g + 8), squared when kSquares, summed, then over the warp's 8 mw lanes g: the sum over the
+// row's 32 values of parity pw.
+template <bool kSquares>
+__device__ __forceinline__ void row_sums(const float (&v)[4][4][4], float (&sum)[2][4][2]) {
+  const auto f = [](float a) { return kSquares ? a * a : a; };
+#pragma unroll
+  for (int rl = 0; rl < 2; ++rl)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float s = (f(v[2 * rl][nt][e]) + f(v[2 * rl][nt][2 + e])) +
+                  (f(v[2 * rl + 1][nt][e]) + f(v[2 * rl + 1][nt][2 + e]));
+#pragma unroll
+        for (int off = 4; off < 32; off *= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+        sum[rl][nt][e] = s;
+      }
+}
+
+// Both W parities' partial sums through red ([pw][row][co]); returns the full row sums.
+__device__ __forceinline__ void exchange(float* red, int pw, int rp, int warp_n, int lane,
+                                         float (&sum)[2][4][2]) {
+  if (lane < 4)
+#pragma unroll
+    for (int rl = 0; rl < 2; ++rl)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          red[(pw * kRows + 2 * rp + rl) * kN + acc_channel(warp_n, lane, nt, e)] = sum[rl][nt][e];
+  __syncthreads();
+#pragma unroll
+  for (int rl = 0; rl < 2; ++rl)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int at = (2 * rp + rl) * kN + acc_channel(warp_n, lane, nt, e);
+        sum[rl][nt][e] = red[at] + red[kRows * kN + at];
+      }
+}
+
+__device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* red,
+                                         float (&acc)[4][4][4]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_n = warp % kWarpsN, warp_m = warp / kWarpsN;
+  const int pw = warp_m / 2, rp = warp_m % 2, g = lane >> 2;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int co = acc_channel(warp_n, lane, nt, e);
+      const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[i][nt][e] += b, acc[i][nt][2 + e] += b;
+    }
+  constexpr float kInvLen = 1.0f / kRowOut;  // a power of two: sum * kInvLen is exact
+  float stat[2][4][2];  // row sums, then sums of squares, then rstd, per (rl, nt, e)
+  row_sums<false>(acc, stat);
+  exchange(red, pw, rp, warp_n, lane, stat);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)  // two-pass variance: center first
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][nt][c] -= stat[i / 2][nt][c % 2] * kInvLen;
+  row_sums<true>(acc, stat);
+  exchange(red + kRedFloats, pw, rp, warp_n, lane, stat);
+#pragma unroll
+  for (int rl = 0; rl < 2; ++rl)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) stat[rl][nt][e] = rsqrtf(stat[rl][nt][e] * kInvLen + p.eps);
+
+  // out[n, co, od, oh, w]: w = 2 mw + pw, mw = 16 (i % 2) + g + 8 h (h: accumulator row half).
+  const int od = 2 * t.md + t.pd;
+  float gam[4], bet[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {  // q = 2 (i % 2) + h
+    const int w = 2 * (16 * (q / 2) + g + 8 * (q % 2)) + pw;
+    gam[q] = __ldg(p.gamma + w), bet[q] = __ldg(p.beta + w);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int mh = t.mh0 + 2 * rp + i / 2;
+    if (mh >= p.h) continue;
+    const int64_t row = (int64_t{t.n} * p.c_out * 2 * p.d + od) * 2 * p.h + 2 * mh + t.ph;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int co = acc_channel(warp_n, lane, nt, c % 2), q = 2 * (i % 2) + c / 2;
+        if (co >= p.c_out) continue;
+        const float z = acc[i][nt][c] * stat[i / 2][nt][c % 2] * gam[q] + bet[q];
+        const int w = 2 * (16 * (i % 2) + g + 8 * (c / 2)) + pw;
+        p.out[(row + int64_t{co} * 4 * p.d * p.h) * kRowOut + w] = gelu_erf(z) * p.scale;
+      }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
+  extern __shared__ __align__(128) float smem[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_n = warp % kWarpsN, warp_m = warp / kWarpsN;
+  const int pw = warp_m / 2, rp = warp_m % 2;
+  const Tile tile = tile_of(p, blockIdx.x);
+  Loader loader = make_loader(p, tile);
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  zero_halos(smem);
+
+  float acc[4][4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][nt][c] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < p.k_tiles) load_stage(p, loader, smem_base + s * kStageFloats * 4);
+    cp_async_commit();
+  }
+  const int a_base = a_frag_base(pw, rp, lane), b_base = b_frag_index(pw, warp_n, lane, 0, 0);
+  int read_stage = 0, write_stage = kStages - 1;
+  for (int kt = 0; kt < p.k_tiles; ++kt) {
+    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
+    __syncthreads();               // ... everyone's; write_stage (read at kt - 1) is free
+    const int next = kt + kStages - 1;
+    if (next < p.k_tiles) load_stage(p, loader, smem_base + write_stage * kStageFloats * 4);
+    cp_async_commit();
+    mma_stage(smem + read_stage * kStageFloats, a_base, b_base, acc);
+    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();
+  epilogue(p, tile, smem + kStages * kStageFloats, acc);
+}
+
+}  // namespace row_ln
+
+// ==== The launcher and the generic FMA path ====
 
 constexpr int kCoPerCta = 64;     // two warps' worth of channels per w group
 constexpr int kMPerThread = 8;    // input columns per thread -> 16 outputs
@@ -208,8 +672,8 @@ class ConvTLayerNormGelu final : public Implementation {
   }
 
  private:
-  // The 3xTF32 path (row_ln_gemm.cuh) takes W = 32 and C_out <= 64; x must also be 16-byte
-  // aligned, checked per call.
+  // The 3xTF32 path (the fast-path section below) takes W = 32 and C_out <= 64; x must also be
+  // 16-byte aligned, checked per call.
   Status setup_fast_path() {
     namespace rl = row_ln;
     fast_ = a_.w == rl::kW && a_.c_out <= rl::kN && a_.c_in >= 1;

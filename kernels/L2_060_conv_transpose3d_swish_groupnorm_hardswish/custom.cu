@@ -10,7 +10,7 @@
 // pair (ow = 2q, 2q + 1) of one (od, oh) needs x[.., q] and x[.., q + 1] and 3 FMA per
 // (c, kd, kh) tap, whose 3 kw weights come in one float4.
 //
-// Design: recompute, never materialize y. Three launches (group_norm_pipeline/pipeline.cuh):
+// Design: recompute, never materialize y. Three launches (cores/group_norm_pipeline/pipeline.cuh):
 //   stats_kernel:     conv + bias + swish, per-task per-(n, group) sums of s and s^2 to its own
 //                     partials slot (fp32 sums of s - pilot and (s - pilot)^2 per thread and
 //                     warp, pilot = a warp-uniform value of the group; raw sums rebuilt in double
@@ -49,9 +49,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/conv_transpose_gather/gather.cuh"
-#include "kernels/device/cuda_check.h"
-#include "kernels/group_norm_pipeline/pipeline.cuh"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_060 {
@@ -315,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geome
 // path recomputed the convolution inside one block per (n, group) and took 3.0 ms where the
 // reference takes 0.14 ms at odd channel counts):
 //   generic_swish_kernel:     one thread per output, the transposed convolution by gather
-//                             (conv_transpose_gather/gather.cuh), bias, swish -> s;
+//                             (cores/conv_transpose_gather/gather.cuh), bias, swish -> s;
 //   sp::launch_group_partials: `parts` blocks per (n, group), each summing a contiguous chunk
 //                             of the group's s and s^2 in double -> partials (two-launch form);
 //   coefficients + generic_normalize_kernel: hardswish(s * scale + shift), float4 when aligned.
@@ -396,9 +397,7 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
     if (fast_) {
       KB_TRY(plan_fast());
     } else {
-      int device = 0, sms = 0;
-      KB_CUDA_TRY(cudaGetDevice(&device));
-      KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
       parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
       parts = parts_;
       s_bytes = sizeof(float) * g_.batch * g_.c_out * g_.plane();
@@ -461,10 +460,12 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
                           reinterpret_cast<const void*>(normalize_kernel)})
       KB_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
-    KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(stats_kernel), kThreads,
-                                      smem_, tasks, &stats_blocks_));
-    KB_CUDA_TRY(sp::persistent_blocks(reinterpret_cast<const void*>(normalize_kernel), kThreads,
-                                      smem_, tasks, &normalize_blocks_));
+    KB_ASSIGN_OR_RETURN(
+        stats_blocks_,
+        sp::persistent_blocks(reinterpret_cast<const void*>(stats_kernel), kThreads, smem_, tasks));
+    KB_ASSIGN_OR_RETURN(normalize_blocks_,
+                        sp::persistent_blocks(reinterpret_cast<const void*>(normalize_kernel),
+                                              kThreads, smem_, tasks));
     return Status::ok();
   }
 

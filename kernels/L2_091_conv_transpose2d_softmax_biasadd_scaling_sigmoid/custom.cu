@@ -35,10 +35,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/conv_transpose2d_tf32x3/parity_gemm.cuh"
-#include "kernels/conv_transpose_gather/gather.cuh"
-#include "kernels/device/cuda_check.h"
-#include "kernels/group_norm_pipeline/pipeline.cuh"
+#include "common/cuda/cuda_check.h"
+#include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
+#include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_091 {

@@ -25,9 +25,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/conv_transpose2d_tf32x3/parity_gemm.cuh"
-#include "kernels/conv_transpose_gather/gather.cuh"
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
+#include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_093 {

@@ -33,7 +33,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L3_013 {
@@ -407,12 +408,9 @@ class DenseNetTransition final : public Implementation {
   }
 
   Status plan_grids() {
-    int device = 0, sms = 0, per_sm = 0;
-    KB_CUDA_TRY(cudaGetDevice(&device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, transition_tiles_kernel,
-                                                              kThreads, 0));
-    const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
+    KB_ASSIGN_OR_RETURN(
+        const int64_t resident,
+        cuda::resident_blocks(reinterpret_cast<const void*>(transition_tiles_kernel), kThreads, 0));
     const int64_t tiles_per_row = (g_.wo + kTileJ - 1) / kTileJ;
     const int64_t tiles = g_.batch * g_.ho * tiles_per_row;
     fast_shape_ = g_.c_in <= kTileCin && g_.c_out <= kTileCout && tiles <= INT_MAX;

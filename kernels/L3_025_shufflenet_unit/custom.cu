@@ -39,9 +39,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "kernels/cores/shufflenet_tf32x3/gemm_stats.cuh"
 #include "kernels/implementation.h"
-#include "kernels/shufflenet_tf32x3/gemm_stats.cuh"
 
 namespace kb::custom::L3_025 {
 
@@ -473,10 +474,10 @@ class ShuffleNetUnit final : public Implementation {
   }
 
   Status plan_launches() {
-    int device = 0, sms = 0, optin = 0, per_sm = 0;
-    KB_CUDA_TRY(cudaGetDevice(&device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    KB_ASSIGN_OR_RETURN(const int optin,
+                        cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+    int per_sm = 0;
     for (auto kernel : {tf32x3_conv1x1_moments_kernel<true>, tf32x3_conv1x1_moments_kernel<false>})
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        kSmemBytes));

@@ -34,15 +34,15 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
+#include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
-#include "kernels/device/tf32x3_mma.cuh"
 
 namespace kb::custom::L3_031 {
 
 // ---- 3xTF32 primitives (as kernels/L1_003_batched_matmul/tf32x3_gemm.cuh) ----
 
-// 3xTF32 and cp.async primitives: kernels/device/tf32x3_mma.cuh.
+// 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::mma_tf32;

@@ -1,5 +1,5 @@
 // The buffer plan of a problem graph, shared by the golden model's interpreter (kernels/cpu/) and
-// the GPU reference's (kernels/device/graph_reference.cu): which storage every tensor lives in
+// the GPU reference's (kernels/eager/graph_reference.cu): which storage every tensor lives in
 // and after which node a storage is dead, so that an interpreter frees (CPU) or hands back for
 // reuse (GPU, as PyTorch's caching allocator does) every intermediate right after its last use.
 //

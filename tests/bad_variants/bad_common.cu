@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 
 namespace kb::bad {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 #include "kernels/implementation.h"
 #include "tests/bad_variants/bad_common.h"
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/device/cublas_gemm.h"
+#include "kernels/eager/cublas_gemm.h"
 #include "kernels/implementation.h"
 
 namespace kb::bad::cublas_only {

@@ -16,8 +16,8 @@
 #include <thread>
 #include <utility>
 
-#include "kernels/device/cuda_check.h"
-#include "kernels/device/library_handles.h"
+#include "common/cuda/cuda_check.h"
+#include "kernels/eager/library_handles.h"
 #include "kernels/implementation.h"
 #include "tests/bad_variants/bad_common.h"
 

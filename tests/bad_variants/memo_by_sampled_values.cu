@@ -14,7 +14,7 @@
 #include <array>
 #include <memory>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 #include "kernels/implementation.h"
 #include "tests/bad_variants/bad_common.h"
 

@@ -5,7 +5,7 @@
 // all the GPU time, every output is written on the job stream, nothing else is touched.
 #include <cuda_runtime.h>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 #include "kernels/implementation.h"
 #include "tests/bad_variants/bad_common.h"
 

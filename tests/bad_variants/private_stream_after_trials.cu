@@ -8,7 +8,7 @@
 // the job's and ends after the call's end event. Expected: foreign_stream.
 #include <cuda_runtime.h>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 #include "kernels/implementation.h"
 #include "tests/bad_variants/bad_common.h"
 

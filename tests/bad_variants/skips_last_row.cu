@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 #include "kernels/implementation.h"
 #include "tests/bad_variants/bad_common.h"
 

@@ -1,4 +1,4 @@
-// The row-major cuBLAS wrappers (kernels/device/cublas_gemm.h) against a double-precision loop:
+// The row-major cuBLAS wrappers (kernels/eager/cublas_gemm.h) against a double-precision loop:
 // every combination of transposes, leading dimensions wider than the rows, alpha and beta,
 // batched and single, odd sizes.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "kernels/device/cublas_gemm.h"
+#include "kernels/eager/cublas_gemm.h"
 #include "tests/gpu/gpu_compare.h"
 
 namespace kb {

@@ -1,4 +1,4 @@
-// CudnnBatchNorm (kernels/device/cudnn_batch_norm.h) against the golden model's training-mode
+// CudnnBatchNorm (kernels/eager/cudnn_batch_norm.h) against the golden model's training-mode
 // batch norm (double): |gpu - cpu| <= 1e-4 + 1e-4 |cpu| for every element, over 3-, 4- and 5-D
 // inputs, batch 1, odd sizes, inputs offset from zero, and repeated calls (the running buffers
 // change between calls; the output must not).
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "kernels/cpu/ops.h"
-#include "kernels/device/cudnn_batch_norm.h"
+#include "kernels/eager/cudnn_batch_norm.h"
 #include "tests/gpu/gpu_compare.h"
 
 namespace kb {

@@ -1,4 +1,4 @@
-// CudnnConv (kernels/device/cudnn_conv.h) against the golden-model convolutions
+// CudnnConv (kernels/eager/cudnn_conv.h) against the golden-model convolutions
 // (kernels/cpu/ops.h, in double): forward and transposed, 1-D to 3-D, strides, padding,
 // dilation, groups, output_padding, odd sizes, batch 1, with and without bias. Each case is a
 // one-node problem spec parsed from YAML, as the references see their layers.
@@ -14,7 +14,7 @@
 
 #include "common/spec_loader.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/device/cudnn_conv.h"
+#include "kernels/eager/cudnn_conv.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/support/assert_ok.h"
 

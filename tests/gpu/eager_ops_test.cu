@@ -1,4 +1,4 @@
-// The eager ops (kernels/device/eager_ops.h) against the golden-model ops (kernels/cpu/ops.h, in
+// The eager ops (kernels/eager/eager_ops.h) against the golden-model ops (kernels/cpu/ops.h, in
 // double) on random inputs: |gpu - cpu| <= 1e-4 + 1e-4 |cpu| for every element. Shapes cover
 // each kernel path (vectorized and scalar tails, warp and block rows, chunked reductions),
 // odd sizes and batch 1. The Huge* tests cross 2^31 elements (64-bit index paths) and need about
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "kernels/cpu/ops.h"
-#include "kernels/device/eager_ops.h"
+#include "kernels/eager/eager_ops.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/support/assert_ok.h"
 

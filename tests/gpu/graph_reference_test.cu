@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/spec_loader.h"
-#include "kernels/device/graph_reference.h"
+#include "kernels/eager/graph_reference.h"
 #include "tests/gpu/problem_cases.h"
 #include "tests/support/assert_ok.h"
 #include "tests/support/probe_specs.h"

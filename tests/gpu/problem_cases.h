@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/tensor_generator.cuh"
 #include "common/shape_sweep.h"
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
-#include "kernels/device/cuda_check.h"
-#include "kernels/device/tensor_generator.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::gpu_test {

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <random>
 
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/tensor_generator.cuh"
 #include "common/spec_loader.h"
 #include "common/tensor_generator.h"
-#include "kernels/device/cuda_check.h"
-#include "kernels/device/tensor_generator.cuh"
 
 namespace kb {
 namespace {

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/device/cuda_check.h"
+#include "common/cuda/cuda_check.h"
 #include "kernels/implementation.h"
 
 namespace kb::my_kernels {

@@ -1,0 +1,261 @@
+// Implicit-GEMM 2-D convolution (3xTF32, mma.sync m16n8k8) whose epilogue never stores the conv:
+// it takes the 2x2/stride-2 max of every pooling window, adds the per-channel bias, clamps to
+// [lo, hi] and writes one partial sum per (image, channel, pixel tile). Used by L2_010.
+//   conv: y[n][co][oh][ow] = sum_{ci,kh,kw} w[co][ci][kh][kw] * x[n][ci][oh-ph+kh*dh][ow-pw+kw*dw]
+//   (stride 1); x: (N, C_in, H, W) fp32 NCHW; w: (C_out, K) with K = C_in*KH*KW, k =
+//   (ci*KH+kh)*KW+kw. partial[n][co][pt] = sum over the pooling windows of tile pt of clamp(max4(y)
+//   + bias[co], lo, hi)
+// Adapted from kernels/cores/conv2d_tf32x3/conv2d_core.cuh (same swizzles, fragments and 3xTF32
+// split) with a 64-channel CTA tile (C_out = 64 in L2_010: a 128-row tile would idle half the
+// MMAs): CTA tile 64 (C_out) x 128 (columns) x 32 (k), 4 warps of 64 x 32, 3 stages, 3 CTAs per SM.
+// Columns are "pool-window major": column c of an image is window q = c / 4 (row q / Wp, column
+// q % Wp of the pooled map), element c % 4 = (dy, dx) = (c / 2 % 2, c % 2) of that window, so a
+// thread's 4 consecutive accumulator columns are one window. Floor mode: only Hp = Ho/2 rows and
+// Wp = Wo/2 columns of windows exist, the conv's odd last row/column is never computed.
+// Thread safety: stateless device code.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+#include "kernels/cores/tf32x3/mma.cuh"
+
+namespace kb::custom::conv2d_pool_tf32x3 {
+
+constexpr int kBM = 64;   // CTA tile rows: output channels
+constexpr int kBN = 128;  // CTA tile columns: 32 pooling windows x 4 conv pixels, one image
+constexpr int kBK = 32;   // k per pipeline stage
+constexpr int kStages = 3;
+constexpr int kThreads = 128;  // 4 warps
+constexpr int kWarpsN = 4;
+constexpr int kWarpTileM = kBM;            // 64
+constexpr int kWarpTileN = kBN / kWarpsN;  // 32
+constexpr int kMmaTilesM = kWarpTileM / 16;
+constexpr int kMmaTilesN = kWarpTileN / 8;
+constexpr int kKSteps = kBK / 8;
+constexpr int kStageFloatsA = kBM * kBK;
+constexpr int kStageFloatsB = kBK * kBN;
+constexpr int kSmemBytes = kStages * (kStageFloatsA + kStageFloatsB) * 4;  // 73,728
+constexpr int kGatherCopies = kBK;  // a thread owns one column and copies all 32 k rows
+constexpr int kWeightVecCopies = kBM * kBK / 4 / kThreads;  // 4 chunks of 16 bytes
+constexpr int kWeightScalarCopies = kBM * kBK / kThreads;   // 16 floats
+constexpr int kMinBlocks = 3;
+
+static_assert(kWarpsN * 32 == kThreads, "one warp per 64 x 32 warp tile");
+static_assert(kMmaTilesN == 4, "a thread's B values for its n-tiles are one float4 = one window");
+static_assert(kBK == 32 && kBN == 128 && kBM == 64, "the swizzles below assume these tiles");
+static_assert(kBN == kThreads, "the gather gives each thread one column");
+static_assert(kWeightVecCopies == 4 && kWeightScalarCopies == 16, "weight copy counts");
+static_assert(kStages * (kStageFloatsA + kStageFloatsB) * 4 >= kWarpsN * kBM * 4,
+              "the partial-sum reduction reuses the stages");
+static_assert((kSmemBytes + 1024) * kMinBlocks <= 228 * 1024, "three CTAs per SM");
+
+// ---- shared-memory layouts (element index within one stage), as in conv2d_core.cuh ----
+
+// A(row, k): 8 chunks of 4 floats per row, chunk ^= 2 * (row & 3).
+__host__ __device__ constexpr int a_smem_index(int row, int k) {
+  return row * kBK + ((((k >> 2) ^ ((row & 3) << 1))) << 2) + (k & 3);
+}
+// B(k, n): 32 chunks per row, chunk ^= 2 * ((k >> 1) & 3).
+__host__ __device__ constexpr int b_smem_index(int k, int n) {
+  return k * kBN + ((((n >> 2) ^ (((k >> 1) & 3) << 1))) << 2) + (n & 3);
+}
+
+struct CopySlot {
+  int row;   // A: channel within the tile; B: k within the stage
+  int col;   // A: first k within the stage; B: column within the tile
+  int smem;  // element index in the stage
+};
+__host__ __device__ constexpr CopySlot a_copy_vec(int tid, int j) {  // j < 4, 16-byte chunks
+  return {(tid >> 3) + 16 * j, (tid & 7) * 4, a_smem_index((tid >> 3) + 16 * j, (tid & 7) * 4)};
+}
+__host__ __device__ constexpr CopySlot a_copy_scalar(int tid, int j) {  // j < 16
+  return {(tid >> 5) + 4 * j, tid & 31, a_smem_index((tid >> 5) + 4 * j, tid & 31)};
+}
+// Gather j < 32: thread tid keeps column tid and copies k row j.
+__host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
+  return {j, tid, b_smem_index(j, tid)};
+}
+
+// ---- shared -> fragment -> tile maps (lane: g = lane / 4, t = lane % 4) ----
+
+// float2 at this index: (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in k8 step s.
+__host__ __device__ constexpr int a_frag_index(int lane, int s, int mt, int half) {
+  return a_smem_index(mt * 16 + half * 8 + (lane >> 2), 8 * s + 2 * (lane & 3));
+}
+// float4 at this index: b_i of the 4 n-tiles in k8 step s; component nt belongs to n-tile nt.
+__host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
+  return b_smem_index(8 * s + 2 * (lane & 3) + i, warp_n * kWarpTileN + 4 * (lane >> 2));
+}
+// Tile row of acc[mt][*][2 half + *]; tile column of acc[mt][nt][2 half + vec] is c_col + nt.
+__host__ __device__ constexpr int c_row(int lane, int mt, int half) {
+  return mt * 16 + half * 8 + (lane >> 2);
+}
+__host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
+  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * vec;
+}
+__host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
+  return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
+}
+__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
+  return base + (8 * s + i) * kBN;
+}
+// Gather copy j: k row j has swizzle 2 * ((j >> 1) & 3), i.e. column bits 3-4 flip by 8 that.
+__host__ __device__ constexpr int b_copy_fast(int base, int j) {
+  return (base ^ (8 * ((j >> 1) & 3))) + j * kBN;
+}
+
+constexpr bool fast_maps_match() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int w = 0; w < kWarpsN; ++w)
+      for (int s = 0; s < kKSteps; ++s) {
+        for (int i = 0; i < 2; ++i)
+          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
+            return false;
+        for (int mt = 0; mt < kMmaTilesM; ++mt)
+          for (int half = 0; half < 2; ++half)
+            if (a_frag_fast(a_frag_index(lane, 0, 0, 0), s, mt, half) !=
+                a_frag_index(lane, s, mt, half))
+              return false;
+      }
+  for (int tid = 0; tid < kThreads; ++tid) {
+    for (int j = 0; j < kWeightVecCopies; ++j)
+      if (a_copy_vec(tid, 0).smem + 16 * j * kBK != a_copy_vec(tid, j).smem) return false;
+    for (int j = 0; j < kWeightScalarCopies; ++j)
+      if (a_copy_scalar(tid, 0).smem + 4 * j * kBK != a_copy_scalar(tid, j).smem) return false;
+    for (int j = 0; j < kGatherCopies; ++j)
+      if (b_copy_fast(b_copy_scalar(tid, 0).smem, j) != b_copy_scalar(tid, j).smem) return false;
+  }
+  return true;
+}
+static_assert(fast_maps_match(), "per-thread base + constant offsets must equal the index maps");
+
+// Every (row, k) / (k, column) of a stage is written by exactly one copy.
+constexpr bool copies_cover_stage() {
+  bool a_vec[kStageFloatsA] = {}, a_sc[kStageFloatsA] = {}, b[kStageFloatsB] = {};
+  for (int tid = 0; tid < kThreads; ++tid) {
+    for (int j = 0; j < kWeightVecCopies; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const CopySlot s = a_copy_vec(tid, j);
+        if (a_vec[a_smem_index(s.row, s.col + e)]) return false;
+        a_vec[a_smem_index(s.row, s.col + e)] = true;
+      }
+    for (int j = 0; j < kWeightScalarCopies; ++j) {
+      const int i = a_copy_scalar(tid, j).smem;
+      if (a_sc[i]) return false;
+      a_sc[i] = true;
+    }
+    for (int j = 0; j < kGatherCopies; ++j) {
+      const int i = b_copy_scalar(tid, j).smem;
+      if (b[i]) return false;
+      b[i] = true;
+    }
+  }
+  return true;
+}
+static_assert(copies_cover_stage(), "the copies must tile the stages exactly");
+
+// ---- the gather: which x element feeds B(k, column) ----
+
+// Per thread and tile: where its column's receptive field starts.
+struct PixelOrigin {
+  int64_t x_off;  // x index of (n, 0, ih0, iw0); only used when the tap is in range
+  int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0: padding)
+  bool ok;        // the column exists (column < 4 * Hp * Wp)
+};
+// Column c of image n (pool-window major, see the header comment); stride 1.
+__host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int col, int cols_total,
+                                                    int wp, int w_in, int ph, int pw) {
+  const bool ok = col < cols_total;
+  const int c = ok ? col : 0;
+  const int q = c >> 2;
+  const int oh = 2 * (q / wp) + ((c >> 1) & 1), ow = 2 * (q % wp) + (c & 1);
+  const int ih0 = oh - ph, iw0 = ow - pw;
+  return {image_off + int64_t{ih0} * w_in + iw0, ih0, iw0, ok};
+}
+// x index relative to o.x_off of B(k, column) and whether it is real (else the copy zero-fills
+// and reads the image's first element, which is inside x).
+// tap_off = ci*H*W + kh*dh*W + kw*dw, (tap_dh, tap_dw) = (kh*dh, kw*dw).
+struct GatherSource {
+  int rel;
+  bool ok;
+};
+__host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int k, int k_total,
+                                                      int tap_off, int tap_dh, int tap_dw, int h,
+                                                      int w_in) {
+  const bool ok = o.ok && k < k_total &&
+                  static_cast<unsigned>(o.ih0 + tap_dh) < static_cast<unsigned>(h) &&
+                  static_cast<unsigned>(o.iw0 + tap_dw) < static_cast<unsigned>(w_in);
+  return {ok ? tap_off : -(o.ih0 * w_in + o.iw0), ok};
+}
+
+// (tap_off for k < K_pad, then (dh, dw) pairs), 0 past K; K_pad = ceil(K / kBK) * kBK.
+inline std::vector<int> build_tap_table(int c_in, int h, int w, int kh_n, int kw_n, int dil) {
+  const int k_total = c_in * kh_n * kw_n, k_pad = (k_total + kBK - 1) / kBK * kBK;
+  std::vector<int> t(3 * static_cast<size_t>(k_pad), 0);
+  for (int k = 0; k < k_total; ++k) {
+    const int ci = k / (kh_n * kw_n), kh = k / kw_n % kh_n, kw = k % kw_n;
+    t[k] = (ci * h + kh * dil) * w + kw * dil;
+    t[k_pad + 2 * k] = kh * dil;
+    t[k_pad + 2 * k + 1] = kw * dil;
+  }
+  return t;
+}
+
+// ---- device primitives (as in conv2d_core.cuh) ----
+
+// 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
+using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma_tf32;
+using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::SplitTf32;
+using ::kb::tf32x3::tf32_rna_bits;
+
+using Acc = float[kMmaTilesM][kMmaTilesN][4];
+
+// acc += the 3xTF32 product of one stage. B is split once per k8 step, A one m-tile at a time.
+__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base, Acc& acc) {
+#pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
+  for (int s = 0; s < kKSteps; ++s) {
+    uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
+      const float comp[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt) {
+        const SplitTf32 x = split_tf32(comp[nt]);
+        b_big[nt][i] = x.big;
+        b_small[nt][i] = x.small;
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMmaTilesM; ++mt) {
+      uint32_t a_big[4], a_small[4];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
+        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
+        a_big[half] = x.big;  // a0 / a1: logical k = t
+        a_small[half] = x.small;
+        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
+        a_small[half + 2] = y.small;
+      }
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+    }
+  }
+}
+
+}  // namespace kb::custom::conv2d_pool_tf32x3

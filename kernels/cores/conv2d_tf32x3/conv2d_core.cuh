@@ -1,0 +1,657 @@
+// Implicit-GEMM 2-D convolution with error-compensated TF32 (3xTF32) on mma.sync m16n8k8, with a
+// pluggable epilogue: the conv core shared by the custom variants of L2_001, L2_017 and L2_031.
+//   y[n][co][oh][ow] = sum_{ci,kh,kw} w[co][ci][kh][kw] * x[n][ci][oh*sh-ph+kh*dh][ow*sw-pw+kw*dw]
+//   x: (N, C_in, H, W) fp32 NCHW; w: (C_out, C_in, KH, KW) OIHW; y: (N, C_out, Ho, Wo); groups 1.
+// GEMM per image n: Y_n (C_out x P) = Wt (C_out x K) @ X_n (K x P), P = Ho*Wo, K = C_in*KH*KW,
+// k = (ci*KH + kh)*KW + kw: Wt is the OIHW weight as stored (row-major, K contiguous) and column p
+// of X_n is the im2col patch of output pixel p, gathered from global memory with 4-byte cp.async
+// through a tap table (k -> offset of x[n][ci][kh*dh][kw*dw] from x[n][0][0][0]) built in setup()
+// and copied to shared memory by each CTA (2.3 KB for K = 576): per copy one broadcast load, one
+// IMAD.WIDE, a predicate and the cp.async.
+//
+// Owns: tile geometry and index maps (global -> shared -> fragment -> y, __host__ __device__ so
+// that a host emulation checks them), the kernel, and Conv2dTf32x3 (geometry, tap table, launch).
+// Tiling and precision as the L1_003 GEMM (kernels/L1_003_batched_matmul/tf32x3_gemm.cuh, whose
+// maps and fragment code are copied here): CTA tile 128 (C_out) x 128 (pixels of ONE image) x 32
+// (k), 3-stage cp.async pipeline, 8 warps of 64 x 32, operands split into big + small TF32 after
+// the shared-memory load, product = a_small*b_big + a_big*b_small + a_big*b_big.
+// Tiles never straddle two images, so an epilogue may reduce per (n, co) plane (kStats).
+// Thread safety: stateless device code; a Conv2dTf32x3 is used by one thread at a time.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/cuda/cuda_check.h"
+#include "common/problem_spec.h"
+#include "common/status.h"
+#include "kernels/cores/tf32x3/mma.cuh"
+
+namespace kb::custom::conv2d_tf32x3 {
+
+constexpr int kBM = 128;  // CTA tile rows: output channels
+constexpr int kBN = 128;  // CTA tile columns: output pixels of one image
+constexpr int kBK = 32;   // k per pipeline stage
+constexpr int kStages = 3;
+constexpr int kThreads = 256;  // 8 warps
+constexpr int kWarpsM = 2;
+constexpr int kWarpsN = 4;
+constexpr int kWarpTileM = kBM / kWarpsM;  // 64
+constexpr int kWarpTileN = kBN / kWarpsN;  // 32
+constexpr int kMmaTilesM = kWarpTileM / 16;
+constexpr int kMmaTilesN = kWarpTileN / 8;
+constexpr int kKSteps = kBK / 8;
+constexpr int kStageFloatsA = kBM * kBK;
+constexpr int kStageFloatsB = kBK * kBN;
+constexpr int kSmemBytes = kStages * (kStageFloatsA + kStageFloatsB) * 4;  // 98,304
+constexpr int kGatherCopies = kBK * kBN / kThreads;                        // 16 per thread
+// The tap table goes to shared memory (after the stages) when it fits this; else it is read from
+// global memory. 2 x (96 + 16 + 1 reserved) KB <= 228 KB keeps two CTAs per SM.
+constexpr int kMaxSmemTableBytes = 16 * 1024;
+constexpr int kMaxSmemBytes = kSmemBytes + kMaxSmemTableBytes;
+
+static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
+static_assert(kMmaTilesN == 4, "a thread's B values for its n-tiles are one float4");
+static_assert(kBK == 32 && kBN == 128 && kBM == 128, "the swizzles below assume 32 x 128 tiles");
+static_assert(kBM * kBK / 4 == 4 * kThreads, "vector weight path: 4 chunks per thread");
+static_assert(kBM * kBK == 16 * kThreads && kGatherCopies == 16, "scalar paths: 16 floats each");
+static_assert((kMaxSmemBytes + 1024) * 2 <= 228 * 1024, "two CTAs per SM");
+static_assert(kWarpsN * kBM * 2 * 4 <= kSmemBytes, "the stats reduction reuses the stages");
+static_assert(2 * kMmaTilesN == 8, "a thread's columns in a tile row: 8 consecutive ones");
+
+// ---- shared-memory layouts (element index within one stage), as in L1_003 ----
+
+// A(row, k): 8 chunks of 4 floats per row, chunk ^= 2 * (row & 3).
+__host__ __device__ constexpr int a_smem_index(int row, int k) {
+  return row * kBK + ((((k >> 2) ^ ((row & 3) << 1))) << 2) + (k & 3);
+}
+// B(k, n): 32 chunks per row, chunk ^= 2 * ((k >> 1) & 3).
+__host__ __device__ constexpr int b_smem_index(int k, int n) {
+  return k * kBN + ((((n >> 2) ^ (((k >> 1) & 3) << 1))) << 2) + (n & 3);
+}
+
+struct CopySlot {
+  int row;   // A: channel within the tile; B: k within the stage
+  int col;   // A: first k within the stage; B: pixel within the tile
+  int smem;  // element index in the stage
+};
+__host__ __device__ constexpr CopySlot a_copy_vec(int tid, int j) {  // j < 4, 16-byte chunks
+  return {(tid >> 3) + 32 * j, (tid & 7) * 4, a_smem_index((tid >> 3) + 32 * j, (tid & 7) * 4)};
+}
+__host__ __device__ constexpr CopySlot a_copy_scalar(int tid, int j) {  // j < 16
+  return {(tid >> 5) + 8 * j, tid & 31, a_smem_index((tid >> 5) + 8 * j, tid & 31)};
+}
+// Gather j < 16: a thread keeps one pixel (column) and copies k rows (tid >> 7) + 2j.
+__host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
+  return {(tid >> 7) + 2 * j, tid & 127, b_smem_index((tid >> 7) + 2 * j, tid & 127)};
+}
+
+// ---- shared -> fragment -> tile maps (lane: g = lane / 4, t = lane % 4), as in L1_003 ----
+
+// float2 at this index: (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in k8 step s.
+__host__ __device__ constexpr int a_frag_index(int warp_m, int lane, int s, int mt, int half) {
+  return a_smem_index(warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2),
+                      8 * s + 2 * (lane & 3));
+}
+// float4 at this index: b_i of the 4 n-tiles in k8 step s; component nt belongs to n-tile nt.
+__host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
+  return b_smem_index(8 * s + 2 * (lane & 3) + i, warp_n * kWarpTileN + 4 * (lane >> 2));
+}
+// Tile row of acc[mt][*][2 half + *]; tile column of acc[mt][nt][2 half + vec] is c_col + nt.
+__host__ __device__ constexpr int c_row(int warp_m, int lane, int mt, int half) {
+  return warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2);
+}
+__host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
+  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * vec;
+}
+__host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
+  return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
+}
+__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
+  return base + (8 * s + i) * kBN;
+}
+// Gather copy j: k row r0 + 2j has swizzle 2 * (j & 3) (r0 <= 1), i.e. bits 3-4 flip by 8 (j & 3).
+__host__ __device__ constexpr int b_copy_fast(int base, int j) {
+  return (base ^ (8 * (j & 3))) + 2 * j * kBN;
+}
+
+constexpr bool fast_maps_match() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int w = 0; w < 4; ++w)
+      for (int s = 0; s < kKSteps; ++s) {
+        for (int i = 0; i < 2; ++i)
+          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
+            return false;
+        for (int mt = 0; mt < kMmaTilesM; ++mt)
+          for (int half = 0; half < 2 && w < kWarpsM; ++half)
+            if (a_frag_fast(a_frag_index(w, lane, 0, 0, 0), s, mt, half) !=
+                a_frag_index(w, lane, s, mt, half))
+              return false;
+      }
+  for (int tid = 0; tid < kThreads; ++tid)
+    for (int j = 0; j < 4; ++j)
+      if (a_copy_vec(tid, 0).smem + 32 * j * kBK != a_copy_vec(tid, j).smem) return false;
+  for (int tid = 0; tid < kThreads; ++tid)
+    for (int j = 0; j < kGatherCopies; ++j)
+      if (b_copy_fast(b_copy_scalar(tid, 0).smem, j) != b_copy_scalar(tid, j).smem) return false;
+  return true;
+}
+static_assert(fast_maps_match(), "per-thread base + constant offsets must equal the index maps");
+
+// ---- the gather: which x element feeds B(k, pixel) ----
+
+// Per thread and tile: where its pixel's receptive field starts.
+struct PixelOrigin {
+  int64_t x_off;  // x index of (n, 0, ih0, iw0); only used when the tap is in range
+  int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0 with padding)
+  bool ok;        // the pixel exists (pixel < Ho*Wo)
+};
+__host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int pixel, int hw_out,
+                                                    int wo, int w_in, int sh, int sw, int ph,
+                                                    int pw) {
+  const bool ok = pixel < hw_out;
+  const int q = ok ? pixel : 0;
+  const int oh = q / wo, ow = q - (q / wo) * wo;
+  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+  return {image_off + int64_t{ih0} * w_in + iw0, ih0, iw0, ok};
+}
+// Where the gather reads B(k, pixel): x index o.x_off + rel, inside x even when the copy reads
+// nothing (a missing pixel uses pixel 0, k >= K table entry 0 = offset 0, a padded tap the
+// image's first element), and whether it is real (`ok`; else the copy zero-fills).
+// tap_off = ci*H*W + kh*dh*W + kw*dw, (tap_dh, tap_dw) = (kh*dh, kw*dw).
+struct GatherSource {
+  int rel;
+  bool ok;
+};
+template <bool kPadded>
+__host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int k, int k_total,
+                                                      int tap_off, int tap_dh, int tap_dw, int h,
+                                                      int w_in) {
+  bool ok = o.ok && k < k_total;
+  if constexpr (kPadded) {
+    ok = ok && static_cast<unsigned>(o.ih0 + tap_dh) < static_cast<unsigned>(h) &&
+         static_cast<unsigned>(o.iw0 + tap_dw) < static_cast<unsigned>(w_in);
+    return {ok ? tap_off : -(o.ih0 * w_in + o.iw0), ok};
+  }
+  return {tap_off, ok};  // unpadded: every tap of pixel 0 .. Ho*Wo - 1 is inside x
+}
+
+// ---- device primitives (as in L1_003) ----
+
+// 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
+using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma_tf32;
+using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::SplitTf32;
+using ::kb::tf32x3::tf32_rna_bits;
+
+// ---- kernel arguments ----
+
+// Sizes validated to fit int by Conv2dTf32x3::setup(). Grid: one CTA per (n, pixel tile, channel
+// tile), blockIdx.x = (n * pix_tiles + pixel tile) * co_tiles + channel tile.
+struct ConvArgs {
+  const float* x;      // (N, C_in, H, W)
+  const float* w;      // (C_out, K)
+  const int* tap_off;  // (K_pad): ci*H*W + kh*dh*W + kw*dw, 0 past K; K_pad = ceil(K / kBK) * kBK
+  const int2* tap_hw;  // (K_pad): (kh*dh, kw*dw); follows tap_off in one allocation
+  int k_pad;
+  int table_ints;      // ints of the table the gather reads (K_pad, or 3 K_pad with padding)
+  bool table_in_smem;  // copy them to shared memory first (table_ints * 4 <= kMaxSmemTableBytes)
+  float* y;            // (N, C_out, Ho*Wo)
+  float2* stats;       // (N, C_out, pix_tiles): (mean, M2) of each tile's pixels; kStats only
+  int64_t x_image;     // C_in*H*W
+  int c_out, k, h, w_in, wo, hw_out;
+  int sh, sw, ph, pw;
+  int co_tiles, pix_tiles;
+  bool vec_y;  // Ho*Wo % 4 == 0 and y 16-byte aligned: float4 stores
+};
+
+struct TileCoord {
+  int n, pt, ct;  // image, pixel tile, channel tile
+};
+__device__ __forceinline__ TileCoord tile_coord(const ConvArgs& p) {
+  const int b = static_cast<int>(blockIdx.x);
+  const int r = b / p.co_tiles;
+  return {r / p.pix_tiles, r % p.pix_tiles, b % p.co_tiles};
+}
+
+// ---- global -> shared ----
+
+template <bool kVec>
+struct WeightLoader {
+  const float* a;    // weight of copy 0 at the current k-tile (dereferenced only when in range)
+  int col;           // k of copy 0 within the k-tile
+  uint32_t rows_ok;  // bit j: copy j's channel < C_out
+};
+template <bool kVec>
+__device__ __forceinline__ CopySlot weight_slot(int tid, int j) {
+  return kVec ? a_copy_vec(tid, j) : a_copy_scalar(tid, j);
+}
+template <bool kVec>
+__device__ __forceinline__ WeightLoader<kVec> make_weight_loader(const ConvArgs& p, int co0) {
+  const CopySlot s = weight_slot<kVec>(threadIdx.x, 0);
+  WeightLoader<kVec> l{p.w + int64_t{co0 + s.row} * p.k + s.col, s.col, 0u};
+#pragma unroll
+  for (int j = 0; j < (kVec ? 4 : 16); ++j)
+    l.rows_ok |= (co0 + weight_slot<kVec>(threadIdx.x, j).row < p.c_out ? 1u : 0u) << j;
+  return l;
+}
+// Copies the weight k-tile k0 / kBK into the stage at byte address stage_a; advances the loader.
+template <bool kVec>
+__device__ __forceinline__ void load_weights(const ConvArgs& p, WeightLoader<kVec>& l,
+                                             uint32_t stage_a, int k0) {
+  const bool k_ok = l.col < p.k - k0;  // vector path: K % 4 == 0, so a chunk is all in or all out
+  constexpr int kCopies = kVec ? 4 : 16;
+  constexpr int kRowStep = kVec ? 32 : 8;
+#pragma unroll
+  for (int j = 0; j < kCopies; ++j) {
+    const bool ok = ((l.rows_ok >> j) & 1u) && k_ok;
+    const float* src = ok ? l.a + int64_t{kRowStep * j} * p.k : p.w;
+    const uint32_t dst = stage_a + weight_slot<kVec>(threadIdx.x, j).smem * 4;
+    if constexpr (kVec)
+      cp_async_16(dst, src, ok);
+    else
+      cp_async_4(dst, src, ok);
+  }
+  l.a += kBK;
+}
+// Gathers the im2col k-tile k0 / kBK of this thread's pixel into the stage at stage_b.
+// table: tap_off of ConvArgs, in shared or global memory (generic loads), tap_hw after K_pad ints.
+template <bool kPadded>
+__device__ __forceinline__ void gather_pixels(const ConvArgs& p, const PixelOrigin& o,
+                                              const int* table, int k_pad, uint32_t stage_b,
+                                              int k0) {
+  const CopySlot s0 = b_copy_scalar(threadIdx.x, 0);
+  const int* taps = table + k0 + s0.row;  // copy j reads entry 2j (< K_pad: the table covers it)
+  const int2* taps_hw = reinterpret_cast<const int2*>(table + k_pad) + k0 + s0.row;
+  // With padding x_pix may point outside x (only rel brings it in). The empty asm keeps the
+  // compiler from folding x_off back into each copy's address (one IMAD.WIDE per copy, not four).
+  const float* x_pix = p.x + o.x_off;
+  asm("" : "+l"(x_pix));
+#pragma unroll
+  for (int j = 0; j < kGatherCopies; ++j) {
+    const int2 hw = kPadded ? taps_hw[2 * j] : make_int2(0, 0);
+    const GatherSource src =
+        gather_source<kPadded>(o, k0 + s0.row + 2 * j, p.k, taps[2 * j], hw.x, hw.y, p.h, p.w_in);
+    cp_async_4(stage_b + b_copy_fast(s0.smem, j) * 4, x_pix + src.rel, src.ok);
+  }
+}
+
+// ---- shared -> tensor cores (as in L1_003) ----
+
+// acc += the 3xTF32 product of one stage. B is split once per k8 step, A one m-tile at a time.
+__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
+                                          float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+#pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
+  for (int s = 0; s < kKSteps; ++s) {
+    uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
+      const float comp[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt) {
+        const SplitTf32 x = split_tf32(comp[nt]);
+        b_big[nt][i] = x.big;
+        b_small[nt][i] = x.small;
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMmaTilesM; ++mt) {
+      uint32_t a_big[4], a_small[4];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
+        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
+        a_big[half] = x.big;  // a0 / a1: logical k = t
+        a_small[half] = x.small;
+        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
+        a_small[half + 2] = y.small;
+      }
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+    }
+  }
+}
+
+// ---- epilogue ----
+// An epilogue Epi provides: `static constexpr bool kStats` (reduce per-(n, co) tile statistics of
+// the values it returns into ConvArgs::stats), `Row row(int co)` (per-channel constants) and
+// `float operator()(const Row&, float conv)` (conv = the raw sum, no conv bias).
+//
+// Statistics (kStats) never form raw sums of v and v^2: with a plane mean far from zero (inputs
+// in [100, 101)) E[v^2] - mean^2 in fp32 loses every digit. A thread sums v - pilot and
+// (v - pilot)^2 over its 8 columns of a row (pilot = its first value there), turns them into
+// (mean, M2 = sum (v - mean)^2), and threads, warps and tiles merge (count, mean, M2) with Chan's
+// update; the counts follow from the tile geometry. Same stores, shuffles and shared memory as
+// raw sums: only how partials are formed and merged changes.
+
+using Acc = float[kMmaTilesM][kMmaTilesN][4];
+using RowSums = float[kMmaTilesM][2];
+
+// Values of a thread's row that are in range: its 8 columns from c_col(warp_n, lane, 0) on.
+__device__ __forceinline__ float thread_row_count(int cols, int warp_n, int lane) {
+  return static_cast<float>(min(max(cols - c_col(warp_n, lane, 0), 0), 2 * kMmaTilesN));
+}
+
+// Chan et al.'s merge of two (count, mean, M2) partials; m = (mean, M2).
+__device__ __forceinline__ float2 merge_moments(float na, float2 a, float nb, float2 b) {
+  if (nb == 0.0f) return a;
+  if (na == 0.0f) return b;
+  const float wb = nb / (na + nb), d = b.x - a.x;
+  return make_float2(fmaf(d, wb, a.x), a.y + b.y + d * d * (na * wb));
+}
+
+// Applies epi and stores the tile y[n][co0 + row][p0 + col]; means/m2s: a thread's row
+// statistics (kStats).
+template <class Epi>
+__device__ __forceinline__ void store_tile(const ConvArgs& p, const Epi& epi, float* y_tile,
+                                           int co0, int rows, int cols, int warp_m, int warp_n,
+                                           int lane, const Acc& acc, RowSums& means, RowSums& m2s) {
+  const float count = thread_row_count(cols, warp_n, lane);
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      means[mt][half] = m2s[mt][half] = 0.0f;
+      const int row = c_row(warp_m, lane, mt, half);
+      if (row >= rows) continue;
+      const typename Epi::Row r = epi.row(co0 + row);
+      float* y_row = y_tile + int64_t{row} * p.hw_out;
+      float pilot = 0.0f, s = 0.0f, q = 0.0f;  // sums of v - pilot, (v - pilot)^2
+#pragma unroll
+      for (int vec = 0; vec < 2; ++vec) {
+        const int col = c_col(warp_n, lane, vec);
+        float v[kMmaTilesN];
+#pragma unroll
+        for (int nt = 0; nt < kMmaTilesN; ++nt) {
+          v[nt] = epi(r, acc[mt][nt][2 * half + vec]);
+          if (Epi::kStats) {
+            if (vec == 0 && nt == 0) pilot = v[0];  // in range whenever any column is
+            if (col + nt < cols) {
+              const float d = v[nt] - pilot;
+              s += d;
+              q = fmaf(d, d, q);
+            }
+          }
+        }
+        if (p.vec_y) {
+          if (col < cols)
+            *reinterpret_cast<float4*>(y_row + col) = make_float4(v[0], v[1], v[2], v[3]);
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < kMmaTilesN; ++nt)
+            if (col + nt < cols) y_row[col + nt] = v[nt];
+        }
+      }
+      if (Epi::kStats && count > 0.0f) {
+        const float mean_d = s / count;
+        means[mt][half] = pilot + mean_d;
+        m2s[mt][half] = fmaxf(fmaf(-s, mean_d, q), 0.0f);
+      }
+    }
+}
+
+// stats[n][co0 + row][pt] = (mean, M2) over the tile's pixels, merged in a fixed order
+// (deterministic). red: the (no longer used) pipeline stages.
+__device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, const TileCoord& tc,
+                                             int co0, int rows, int cols, int warp_m, int warp_n,
+                                             int lane, RowSums& means, RowSums& m2s) {
+  __syncthreads();  // every warp is done with the stages
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float n = thread_row_count(cols, warp_n, lane);
+      float2 m = make_float2(means[mt][half], m2s[mt][half]);
+#pragma unroll
+      for (int off = 1; off < 4; off *= 2) {  // the 4 lanes of a row (t = lane % 4)
+        const float n_b = __shfl_xor_sync(0xffffffffu, n, off);
+        const float2 m_b = make_float2(__shfl_xor_sync(0xffffffffu, m.x, off),
+                                       __shfl_xor_sync(0xffffffffu, m.y, off));
+        m = merge_moments(n, m, n_b, m_b);
+        n += n_b;
+      }
+      if ((lane & 3) == 0) {
+        const int row = c_row(warp_m, lane, mt, half);
+        red[(warp_n * kBM + row) * 2] = m.x;
+        red[(warp_n * kBM + row) * 2 + 1] = m.y;
+      }
+    }
+  __syncthreads();
+  const int row = threadIdx.x;
+  if (row < kBM && row < rows) {
+    float n = 0.0f;
+    float2 m = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int wn = 0; wn < kWarpsN; ++wn) {  // warp wn holds columns [32 wn, 32 wn + 32)
+      const float n_b = static_cast<float>(min(max(cols - wn * kWarpTileN, 0), kWarpTileN));
+      m = merge_moments(n, m, n_b,
+                        make_float2(red[(wn * kBM + row) * 2], red[(wn * kBM + row) * 2 + 1]));
+      n += n_b;
+    }
+    p.stats[(int64_t{tc.n} * p.c_out + co0 + row) * p.pix_tiles + tc.pt] = m;
+  }
+}
+
+// ---- the kernel ----
+
+// The tap table the gather reads: copied behind the stages when it fits (broadcast loads, no
+// competition with the gathered x lines for L1), else the global one.
+__device__ __forceinline__ const int* stage_tap_table(const ConvArgs& p, float* smem) {
+  if (!p.table_in_smem) return p.tap_off;
+  int* table = reinterpret_cast<int*>(smem + kStages * (kStageFloatsA + kStageFloatsB));
+  for (int i = threadIdx.x; i < p.table_ints; i += kThreads) table[i] = __ldg(p.tap_off + i);
+  __syncthreads();
+  return table;
+}
+
+template <bool kVecW, bool kPadded, class Epi>
+__global__ void __launch_bounds__(kThreads, 2)
+    conv2d_tf32x3_kernel(const ConvArgs p, const Epi epi) {
+  extern __shared__ __align__(128) float smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
+  const TileCoord tc = tile_coord(p);
+  const int co0 = tc.ct * kBM, p0 = tc.pt * kBN;
+  const int rows = p.c_out - co0,
+            cols = min(kBN, p.hw_out - p0);  // in range: row < rows, col < cols
+
+  WeightLoader<kVecW> weights = make_weight_loader<kVecW>(p, co0);
+  const int* table = stage_tap_table(p, smem);
+  const PixelOrigin origin = pixel_origin(tc.n * p.x_image, p0 + b_copy_scalar(threadIdx.x, 0).col,
+                                          p.hw_out, p.wo, p.w_in, p.sh, p.sw, p.ph, p.pw);
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  constexpr uint32_t kStageBytes = (kStageFloatsA + kStageFloatsB) * 4;
+  const int k_tiles = (p.k + kBK - 1) / kBK;
+  const auto load_stage = [&](int stage, int kt) {
+    load_weights<kVecW>(p, weights, smem_base + stage * kStageBytes, kt * kBK);
+    gather_pixels<kPadded>(p, origin, table, p.k_pad,
+                           smem_base + stage * kStageBytes + kStageFloatsA * 4, kt * kBK);
+  };
+
+  float acc[kMmaTilesM][kMmaTilesN][4];
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kMmaTilesN; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s);
+    cp_async_commit();
+  }
+  const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
+  const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
+  int read_stage = 0, write_stage = kStages - 1;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
+    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
+    if (kt + kStages - 1 < k_tiles) load_stage(write_stage, kt + kStages - 1);
+    cp_async_commit();
+    mma_stage(smem + read_stage * (kStageFloatsA + kStageFloatsB), a_base, b_base, acc);
+    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();  // only empty groups can be pending here
+
+  float* y_tile = p.y + (int64_t{tc.n} * p.c_out + co0) * p.hw_out + p0;
+  RowSums means, m2s;
+  store_tile(p, epi, y_tile, co0, rows, cols, warp_m, warp_n, lane, acc, means, m2s);
+  if constexpr (Epi::kStats)
+    reduce_stats(p, smem, tc, co0, rows, cols, warp_m, warp_n, lane, means, m2s);
+}
+
+// ---- host side ----
+
+// A conv graph node's sizes, checked to fit the kernel's int arithmetic.
+struct ConvGeometry {
+  int n = 0, c_in = 0, h = 0, w = 0, c_out = 0, kh = 0, kw = 0, ho = 0, wo = 0;
+  int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int k() const { return c_in * kh * kw; }
+  int k_pad() const { return (k() + kBK - 1) / kBK * kBK; }
+  int hw_out() const { return ho * wo; }
+  int pix_tiles() const { return (hw_out() + kBN - 1) / kBN; }
+  int co_tiles() const { return (c_out + kBM - 1) / kBM; }
+};
+
+// (tap_off, then (dh, dw) pairs) for k < K_pad, as ConvArgs describes.
+inline std::vector<int> build_tap_table(const ConvGeometry& g) {
+  const int k_pad = g.k_pad();
+  std::vector<int> t(3 * static_cast<size_t>(k_pad), 0);
+  for (int k = 0; k < g.k(); ++k) {
+    const int ci = k / (g.kh * g.kw), kh = k / g.kw % g.kh, kw = k % g.kw;
+    t[k] = (ci * g.h + kh * g.dh) * g.w + kw * g.dw;
+    t[k_pad + 2 * k] = kh * g.dh;
+    t[k_pad + 2 * k + 1] = kw * g.dw;
+  }
+  return t;
+}
+
+inline Status read_conv_geometry(const ProblemInstance& p, const std::string& node,
+                                 ConvGeometry& g) {
+  const GraphNode* nd = p.spec().find_node(node);
+  if (nd == nullptr || nd->op != "conv" || nd->inputs.size() < 2)
+    return Status::invalid_argument("conv2d_tf32x3: no conv node '" + node + "'");
+  const Shape& xs = p.shape_of(nd->inputs[0]);  // (N, C_in, H, W)
+  const Shape& ws = p.shape_of(nd->inputs[1]);  // (C_out, C_in, KH, KW)
+  const Shape& ys = p.shape_of(nd->output);     // (N, C_out, Ho, Wo)
+  const auto ints_or = [&](const char* attr, int64_t fill) {
+    return p.has_attr(node, attr) ? p.ints(node, attr) : std::vector<int64_t>(2, fill);
+  };
+  const std::vector<int64_t> st = p.ints(node, "stride"), pad = ints_or("padding", 0),
+                             dil = ints_or("dilation", 1);
+  const int64_t groups = p.has_attr(node, "groups") ? p.int_attr(node, "groups") : 1;
+  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4 || st.size() != 2 || pad.size() != 2 ||
+      dil.size() != 2 || groups != 1 || ws[1] != xs[1] || ys[1] != ws[0] || ys[0] != xs[0])
+    return Status::failed_precondition("conv2d_tf32x3: needs a 2-D conv with groups 1");
+  constexpr int64_t kIntMax = 0x7fffffff;
+  const int64_t k = ws[1] * ws[2] * ws[3], hw_out = ys[2] * ys[3];
+  const int64_t tiles = ys[0] * ((hw_out + kBN - 1) / kBN) * ((ys[1] + kBM - 1) / kBM);
+  if (xs[1] * xs[2] * xs[3] > kIntMax || k > kIntMax / 4 || hw_out > kIntMax - kBN ||
+      ys[1] > kIntMax - kBM || tiles > kIntMax)
+    return Status::failed_precondition("conv2d_tf32x3: a size exceeds the int range");
+  for (int a = 0; a < 2; ++a)  // the unpadded kernel relies on every tap of a pixel being in range
+    if (st[a] < 1 || dil[a] < 1 || pad[a] < 0 ||
+        ys[2 + a] != (xs[2 + a] + 2 * pad[a] - dil[a] * (ws[2 + a] - 1) - 1) / st[a] + 1)
+      return Status::failed_precondition("conv2d_tf32x3: unexpected output size");
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  g = {i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3]),  i(ws[0]),  i(ws[2]),  i(ws[3]), i(ys[2]),
+       i(ys[3]), i(st[0]), i(st[1]), i(pad[0]), i(pad[1]), i(dil[0]), i(dil[1])};
+  return Status::ok();
+}
+
+// The conv of one graph node: geometry and tap table (setup), launches (run).
+// Owns the tap table (device memory); not copyable.
+class Conv2dTf32x3 {
+ public:
+  Conv2dTf32x3() = default;
+  Conv2dTf32x3(const Conv2dTf32x3&) = delete;
+  Conv2dTf32x3& operator=(const Conv2dTf32x3&) = delete;
+  ~Conv2dTf32x3() { KB_CUDA_WARN(cudaFree(taps_)); }
+
+  const ConvGeometry& geometry() const { return g_; }
+
+  // Reads node `node` (op conv, groups 1), uploads the tap table, raises Epi's kernels' shared
+  // memory limit. May synchronize.
+  template <class Epi>
+  Status setup(const ProblemInstance& p, const std::string& node) {
+    KB_TRY(read_conv_geometry(p, node, g_));
+    KB_TRY(upload_taps());
+    for (auto kernel :
+         {&conv2d_tf32x3_kernel<true, false, Epi>, &conv2d_tf32x3_kernel<false, false, Epi>,
+          &conv2d_tf32x3_kernel<true, true, Epi>, &conv2d_tf32x3_kernel<false, true, Epi>}) {
+      KB_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmemBytes));
+      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    }
+    return Status::ok();
+  }
+
+  // y = epi(conv(x, w)) on `stream`; stats: (N, C_out, pix_tiles) float2 when Epi::kStats.
+  template <class Epi>
+  Status run(const float* x, const float* w, float* y, float2* stats, const Epi& epi,
+             cudaStream_t stream) const {
+    const int k_pad = g_.k_pad();
+    const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
+    const int table_ints = padded ? 3 * k_pad : k_pad;
+    const bool table_in_smem = table_ints * 4 <= kMaxSmemTableBytes;
+    const int smem_bytes = kSmemBytes + (table_in_smem ? table_ints * 4 : 0);
+    ConvArgs a{};
+    a.x = x, a.w = w, a.tap_off = taps_, a.tap_hw = reinterpret_cast<const int2*>(taps_ + k_pad);
+    a.k_pad = k_pad, a.table_ints = table_ints, a.table_in_smem = table_in_smem;
+    a.y = y;
+    a.stats = stats;
+    a.x_image = int64_t{g_.c_in} * g_.h * g_.w;
+    a.c_out = g_.c_out, a.k = g_.k(), a.h = g_.h, a.w_in = g_.w, a.wo = g_.wo,
+    a.hw_out = g_.hw_out();
+    a.sh = g_.sh, a.sw = g_.sw, a.ph = g_.ph, a.pw = g_.pw;
+    a.co_tiles = g_.co_tiles(), a.pix_tiles = g_.pix_tiles();
+    a.vec_y = g_.hw_out() % 4 == 0 && aligned16(y);
+    const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
+    const unsigned grid = static_cast<unsigned>(g_.n * a.pix_tiles * a.co_tiles);
+    if (vec_w && !padded)
+      conv2d_tf32x3_kernel<true, false, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
+    else if (!padded)
+      conv2d_tf32x3_kernel<false, false, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
+    else if (vec_w)
+      conv2d_tf32x3_kernel<true, true, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
+    else
+      conv2d_tf32x3_kernel<false, true, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+ private:
+  static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+  Status upload_taps() {
+    const std::vector<int> table = build_tap_table(g_);
+    KB_CUDA_TRY(cudaFree(taps_));
+    taps_ = nullptr;
+    KB_CUDA_TRY(cudaMalloc(&taps_, table.size() * sizeof(int)));
+    KB_CUDA_TRY(
+        cudaMemcpy(taps_, table.data(), table.size() * sizeof(int), cudaMemcpyHostToDevice));
+    return Status::ok();
+  }
+
+  ConvGeometry g_;
+  int* taps_ = nullptr;  // tap_off (K_pad ints), then tap_hw (K_pad int2)
+};
+
+}  // namespace kb::custom::conv2d_tf32x3

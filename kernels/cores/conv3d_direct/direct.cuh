@@ -1,0 +1,498 @@
+// Direct (output-stationary) fp32 Conv3d for few input channels: the kernel that L1_054, L1_060
+// and L2_007 share. Included by those custom.cu files only.
+//
+//   x: (N, C_in, D, H, W), w: (C_out, C_in, KD, KH, KW), y: (N, C_out, D', H', W'), fp32 NCDHW;
+//   y[n,o,d,h,v] = epilogue_o( sum_{c,a,b,e} w[o,c,a,b,e] * x[n,c,d+a-pd, h+b-ph, v+e-pw] ).
+//
+// Owns: Conv3dGeometry (read from the ProblemInstance), the tile kernel (stride 1, dilation 1,
+// groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the generic
+// kernel (one thread per output, any geometry: the fallback) and Conv3d, the plan that picks one.
+//
+// Tile kernel. A block (256 threads, two per multiprocessor) owns one output plane d of one
+// sample, 4*row_groups output rows h, 64 output columns and 8*co_groups channels. It stages, once,
+// the input it needs (all C_in channels, KD planes, the rows and columns with halo; zeros outside
+// x) and those channels' weights (pre-transposed to [c, tap][co] by a small kernel each run, so
+// the copy is 16-byte and coalesced) in shared memory; then each warp runs tasks of (8 channels,
+// 4 rows): lane l computes columns l and l + 32 of those 4 rows for 8 channels, 64 fp32
+// accumulators. Per (c, kd, kw) a lane loads 2 x (4 + KH - 1) input values (consecutive lanes,
+// consecutive banks), per tap 8 weights as two broadcast LDS.128, and issues 64 FFMA per tap:
+// ~10 FFMA per shared load. The kw loop stays rolled: unrolled, ptxas wants ~168 registers and
+// spills at the 128 that two blocks allow. Stores are one 128-byte row piece per (channel, row,
+// column half): coalesced for any W', no alignment assumption. Summation order per output: c,
+// kd, kw, kh (fp32 FMA, no TF32).
+//
+// The stage/compute/store steps are __host__ __device__ functions of (block, warp, lane), so a
+// host emulation can run the exact index math.
+// Thread safety: stateless; Conv3d follows Implementation (one thread at a time).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/cuda/cuda_check.h"
+#include "common/problem_spec.h"
+#include "common/status.h"
+
+// Loop unrolling in __host__ __device__ code: only the device pass is told (the host compiler
+// warns about #pragma unroll).
+#ifdef __CUDA_ARCH__
+#define KB_CONV3D_UNROLL _Pragma("unroll")
+#define KB_CONV3D_UNROLL_NONE _Pragma("unroll 1")
+#else
+#define KB_CONV3D_UNROLL
+#define KB_CONV3D_UNROLL_NONE
+#endif
+
+namespace kb::custom::conv3d_direct {
+
+constexpr int kWarp = 32;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarp;
+constexpr int kCoThread = 8;                 // channels of a task (registers)
+constexpr int kRowsThread = 4;               // output rows of a task (registers)
+constexpr int kColsThread = 2;               // columns lane and lane + 32
+constexpr int kTileW = kWarp * kColsThread;  // 64 output columns per block
+constexpr int kMaxRowGroups = 4;             // at most 16 output rows per block
+constexpr int kMaxCoGroups = 8;              // at most 64 channels per block
+constexpr size_t kSmemBudget = 112 * 1024;   // two blocks per multiprocessor (227 KB)
+static_assert(kCoThread == 8, "weights of a tap are two float4 loads");
+
+// ---- Geometry ----
+
+struct Conv3dGeometry {
+  int64_t batch = 0, cin = 0, cout = 0, groups = 1;
+  int64_t in[3] = {}, out[3] = {}, kernel[3] = {};
+  int64_t stride[3] = {}, padding[3] = {}, dilation[3] = {};
+};
+
+// Reads conv node `node` (inputs x (N, C_in, D, H, W), w (C_out, C_in/groups, KD, KH, KW)).
+inline Result<Conv3dGeometry> read_conv3d(const ProblemInstance& p, const std::string& node) {
+  const GraphNode* n = p.spec().find_node(node);
+  if (n == nullptr || n->op != "conv" || n->inputs.size() < 2) {
+    return Status::invalid_argument("conv3d_direct: no conv node '" + node + "'");
+  }
+  const Shape& x = p.shape_of(n->inputs[0]);
+  const Shape& w = p.shape_of(n->inputs[1]);
+  const Shape& y = p.shape_of(n->output);
+  if (x.size() != 5 || w.size() != 5 || y.size() != 5) {
+    return Status::invalid_argument("conv3d_direct: " + node + " is not a 3-D convolution");
+  }
+  const auto ints_or = [&](const char* attr, int64_t fill) {  // PyTorch's defaults when absent
+    return p.has_attr(node, attr) ? p.ints(node, attr) : std::vector<int64_t>(3, fill);
+  };
+  const std::vector<int64_t> stride = ints_or("stride", 1), pad = ints_or("padding", 0);
+  const std::vector<int64_t> dil = ints_or("dilation", 1);
+  if (stride.size() != 3 || pad.size() != 3 || dil.size() != 3) {
+    return Status::invalid_argument("conv3d_direct: " + node + " needs 3 stride/padding/dilation");
+  }
+  Conv3dGeometry g;
+  g.groups = p.has_attr(node, "groups") ? p.int_attr(node, "groups") : 1;
+  g.batch = x[0], g.cin = x[1], g.cout = w[0];
+  for (int a = 0; a < 3; ++a) {
+    g.in[a] = x[2 + a], g.kernel[a] = w[2 + a], g.out[a] = y[2 + a];
+    g.stride[a] = stride[a], g.padding[a] = pad[a], g.dilation[a] = dil[a];
+  }
+  if (g.groups < 1 || g.cin % g.groups != 0 || g.cout % g.groups != 0 || w[1] * g.groups != g.cin ||
+      y[0] != g.batch || y[1] != g.cout) {
+    return Status::invalid_argument("conv3d_direct: " + node + ": channels do not match groups");
+  }
+  return g;
+}
+
+// ---- Tile kernel pieces ----
+
+struct TileParams {
+  const float* x;  // (N, C_in, D, H, W)
+  const float* w;  // transposed weights: (C_in * KD * KH * KW, cout_pad), 0 past C_out
+  float* y;        // (N, C_out, D', H', W')
+  int batch, cin, cout, cout_pad;  // cout_pad = co_blocks * 8 * co_groups
+  int in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
+  int row_groups, co_groups;        // block tile: 4*row_groups rows, 8*co_groups channels
+  int h_tiles, w_tiles, co_blocks;  // blocks: ((n, d, h tile, w tile), channel block fastest)
+};
+
+template <int KD, int KH, int KW>
+struct TileShape {
+  static constexpr int kColsIn = kTileW + KW - 1;  // staged input columns
+  static constexpr int kTaps = KD * KH * KW;
+  static __host__ __device__ int rows_in(const TileParams& p) {
+    return kRowsThread * p.row_groups + KH - 1;
+  }
+  static __host__ __device__ int co_block(const TileParams& p) { return kCoThread * p.co_groups; }
+  // Shared memory: weights ws[c*KD + kd][kh][kw][co_block], then xs[c*KD + kd][rows_in][kColsIn].
+  static __host__ __device__ int weight_floats(const TileParams& p) {
+    return p.cin * kTaps * co_block(p);
+  }
+  static __host__ __device__ int x_floats(const TileParams& p) {
+    return p.cin * KD * rows_in(p) * kColsIn;
+  }
+  static size_t smem_bytes(const TileParams& p) {
+    return sizeof(float) * static_cast<size_t>(weight_floats(p) + x_floats(p));
+  }
+};
+
+using TaskAcc = float[kCoThread][kRowsThread][kColsThread];  // a lane's accumulators
+
+struct TileCoord {
+  int n, d, h0, w0, co0;  // sample, output plane, first row, first column, first channel
+};
+
+__host__ __device__ inline TileCoord tile_coord(const TileParams& p, int64_t block, int co_block) {
+  const int cb = static_cast<int>(block % p.co_blocks);
+  int64_t rest = block / p.co_blocks;
+  const int wt = static_cast<int>(rest % p.w_tiles);
+  rest /= p.w_tiles;
+  const int ht = static_cast<int>(rest % p.h_tiles);
+  rest /= p.h_tiles;
+  const int d = static_cast<int>(rest % p.out_d);
+  return {static_cast<int>(rest / p.out_d), d, ht * kRowsThread * p.row_groups, wt * kTileW,
+          cb * co_block};
+}
+
+// wt[ctap][co] = w[co][ctap] (0 for co >= C_out), ctap = (c, kd, kh, kw): element e of wt.
+__host__ __device__ inline float transposed_weight(const float* w, int cout, int cout_pad,
+                                                   int ctaps, int e) {
+  const int co = e % cout_pad, ctap = e / cout_pad;
+  return co < cout ? w[static_cast<int64_t>(co) * ctaps + ctap] : 0.f;
+}
+
+static __global__ void transpose_weights_kernel(const float* w, float* wt, int cout, int cout_pad,
+                                                int ctaps) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e < ctaps * cout_pad) wt[e] = transposed_weight(w, cout, cout_pad, ctaps, e);
+}
+
+// ws[ctap][j] = wt[ctap][co0 + j], j < co_block: 16-byte pieces, coalesced, no division in the
+// loop (the (row, piece) position advances by a fixed step).
+template <int KD, int KH, int KW>
+__host__ __device__ void stage_weights(const TileParams& p, float* ws, TileCoord t, int tid,
+                                       int nthreads) {
+  using S = TileShape<KD, KH, KW>;
+  const int pieces = S::co_block(p) / 4, count = S::weight_floats(p) / 4;
+  const int row_step = nthreads / pieces, piece_step = nthreads % pieces;
+  int row = tid / pieces, piece = tid % pieces;
+  for (int i = tid; i < count; i += nthreads) {
+    *reinterpret_cast<float4*>(ws + 4 * i) = *reinterpret_cast<const float4*>(
+        p.w + static_cast<int64_t>(row) * p.cout_pad + t.co0 + 4 * piece);
+    row += row_step, piece += piece_step;
+    if (piece >= pieces) piece -= pieces, ++row;
+  }
+}
+
+// xs[c, kd][r][k] = x[n, c, d + kd - pd, h0 + r - ph, w0 + k - pw] (0 outside x). A warp copies
+// one staged row at a time, lanes along the columns (coalesced).
+template <int KD, int KH, int KW>
+__host__ __device__ void stage_input(const TileParams& p, float* xs, TileCoord t, int warp,
+                                     int lane, int nwarps) {
+  using S = TileShape<KD, KH, KW>;
+  const int rows_in = S::rows_in(p), rows = p.cin * KD * rows_in;
+  for (int r = warp; r < rows; r += nwarps) {
+    const int row = r % rows_in, plane = r / rows_in, c = plane / KD, kd = plane % KD;
+    const int gd = t.d + kd - p.pad_d, gh = t.h0 + row - p.pad_h;
+    const bool row_in = gd >= 0 && gd < p.in_d && gh >= 0 && gh < p.in_h;
+    const float* src =
+        row_in ? p.x + ((static_cast<int64_t>(t.n) * p.cin + c) * p.in_d + gd) * p.in_h * p.in_w +
+                     static_cast<int64_t>(gh) * p.in_w
+               : p.x;
+    float* dst = xs + r * S::kColsIn;
+    for (int k = lane; k < S::kColsIn; k += kWarp) {
+      const int gw = t.w0 + k - p.pad_w;
+      dst[k] = row_in && gw >= 0 && gw < p.in_w ? src[gw] : 0.f;
+    }
+  }
+}
+
+// acc[j][i][q] = sum over c, taps of w[co0 + 8 cg + j] * x at row 4 rg + i, column lane + 32 q.
+template <int KD, int KH, int KW>
+__host__ __device__ __forceinline__ void compute_task(const TileParams& p, const float* ws,
+                                                      const float* xs, int cg, int rg, int lane,
+                                                      TaskAcc& acc) {
+  using S = TileShape<KD, KH, KW>;
+  constexpr int kWindow = kRowsThread + KH - 1;  // input rows under a task's 4 output rows
+  const int rows_in = S::rows_in(p), cob = S::co_block(p);
+  KB_CONV3D_UNROLL
+  for (int j = 0; j < kCoThread; ++j) KB_CONV3D_UNROLL
+  for (int i = 0; i < kRowsThread; ++i) KB_CONV3D_UNROLL
+  for (int q = 0; q < kColsThread; ++q) acc[j][i][q] = 0.f;
+  const float* xp = xs + rg * kRowsThread * S::kColsIn + lane;
+  const float* wp = ws + cg * kCoThread;
+  KB_CONV3D_UNROLL_NONE
+  for (int plane = 0; plane < p.cin * KD; ++plane) {
+    KB_CONV3D_UNROLL_NONE
+    for (int kw = 0; kw < KW; ++kw) {
+      float xv[kColsThread][kWindow];
+      KB_CONV3D_UNROLL
+      for (int q = 0; q < kColsThread; ++q) KB_CONV3D_UNROLL
+      for (int i = 0; i < kWindow; ++i) xv[q][i] = xp[i * S::kColsIn + kw + kWarp * q];
+      KB_CONV3D_UNROLL
+      for (int kh = 0; kh < KH; ++kh) {
+        const float* wt = wp + (kh * KW + kw) * cob;
+        const float4 lo = *reinterpret_cast<const float4*>(wt);
+        const float4 hi = *reinterpret_cast<const float4*>(wt + 4);
+        const float wv[kCoThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        KB_CONV3D_UNROLL
+        for (int j = 0; j < kCoThread; ++j) KB_CONV3D_UNROLL
+        for (int i = 0; i < kRowsThread; ++i) KB_CONV3D_UNROLL
+        for (int q = 0; q < kColsThread; ++q)
+          acc[j][i][q] = fmaf(wv[j], xv[q][i + kh], acc[j][i][q]);
+      }
+    }
+    xp += rows_in * S::kColsIn;
+    wp += KH * KW * cob;
+  }
+}
+
+// y at the task's valid (channel, row, column) = epilogue.channel(co)(acc); one coalesced row
+// piece per store instruction.
+template <class Epilogue>
+__host__ __device__ __forceinline__ void store_task(const TileParams& p, const Epilogue& epilogue,
+                                                    TileCoord t, int cg, int rg, int lane,
+                                                    const TaskAcc& acc) {
+  const int h_first = t.h0 + rg * kRowsThread;
+  KB_CONV3D_UNROLL
+  for (int j = 0; j < kCoThread; ++j) {
+    const int co = t.co0 + cg * kCoThread + j;
+    if (co >= p.cout) break;
+    const auto f = epilogue.channel(co);
+    float* plane =
+        p.y + ((static_cast<int64_t>(t.n) * p.cout + co) * p.out_d + t.d) * p.out_h * p.out_w;
+    KB_CONV3D_UNROLL
+    for (int i = 0; i < kRowsThread; ++i) {
+      if (h_first + i >= p.out_h) break;
+      KB_CONV3D_UNROLL
+      for (int q = 0; q < kColsThread; ++q) {
+        const int col = t.w0 + lane + kWarp * q;
+        if (col < p.out_w) {
+          float* dst = plane + static_cast<int64_t>(h_first + i) * p.out_w + col;
+#ifdef __CUDA_ARCH__
+          __stcs(dst, f(acc[j][i][q]));  // streaming: keep L2 for the input halo
+#else
+          *dst = f(acc[j][i][q]);
+#endif
+        }
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ float* dynamic_smem() {
+  extern __shared__ float4 kb_conv3d_direct_smem[];
+  return reinterpret_cast<float*>(kb_conv3d_direct_smem);
+}
+
+template <int KD, int KH, int KW, class Epilogue>
+__global__ void __launch_bounds__(kThreads, 2) conv3d_tile_kernel(TileParams p, Epilogue epilogue) {
+  using S = TileShape<KD, KH, KW>;
+  float* ws = dynamic_smem();
+  float* xs = ws + S::weight_floats(p);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const TileCoord t = tile_coord(p, blockIdx.x, S::co_block(p));
+  stage_weights<KD, KH, KW>(p, ws, t, threadIdx.x, kThreads);
+  stage_input<KD, KH, KW>(p, xs, t, warp, lane, kWarps);
+  __syncthreads();
+  for (int task = warp; task < p.co_groups * p.row_groups; task += kWarps) {
+    const int cg = task % p.co_groups, rg = task / p.co_groups;
+    if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
+    TaskAcc acc;
+    compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, acc);
+    store_task(p, epilogue, t, cg, rg, lane, acc);
+  }
+}
+
+// ---- Generic kernel: any stride, padding, dilation, groups and kernel ----
+
+struct GenericParams {
+  const float* x;
+  const float* w;
+  float* y;
+  Conv3dGeometry g;
+};
+
+// Output element e (NCDHW order) of the convolution, before the epilogue.
+__host__ __device__ inline float conv3d_one(const GenericParams& p, int64_t e, int64_t* channel) {
+  const Conv3dGeometry& g = p.g;
+  int64_t r = e;
+  const int64_t ow = r % g.out[2];
+  r /= g.out[2];
+  const int64_t oh = r % g.out[1];
+  r /= g.out[1];
+  const int64_t od = r % g.out[0];
+  r /= g.out[0];
+  const int64_t co = r % g.cout, n = r / g.cout;
+  const int64_t cin_g = g.cin / g.groups, cout_g = g.cout / g.groups;
+  float acc = 0.f;
+  for (int64_t cl = 0; cl < cin_g; ++cl) {
+    const int64_t c = co / cout_g * cin_g + cl;
+    const float* xc = p.x + (n * g.cin + c) * g.in[0] * g.in[1] * g.in[2];
+    const float* wc = p.w + (co * cin_g + cl) * g.kernel[0] * g.kernel[1] * g.kernel[2];
+    for (int64_t a = 0; a < g.kernel[0]; ++a) {
+      const int64_t id = od * g.stride[0] - g.padding[0] + a * g.dilation[0];
+      if (id < 0 || id >= g.in[0]) continue;
+      for (int64_t b = 0; b < g.kernel[1]; ++b) {
+        const int64_t ih = oh * g.stride[1] - g.padding[1] + b * g.dilation[1];
+        if (ih < 0 || ih >= g.in[1]) continue;
+        for (int64_t k = 0; k < g.kernel[2]; ++k) {
+          const int64_t iw = ow * g.stride[2] - g.padding[2] + k * g.dilation[2];
+          if (iw < 0 || iw >= g.in[2]) continue;
+          acc = fmaf(wc[(a * g.kernel[1] + b) * g.kernel[2] + k],
+                     xc[(id * g.in[1] + ih) * g.in[2] + iw], acc);
+        }
+      }
+    }
+  }
+  *channel = co;
+  return acc;
+}
+
+template <class Epilogue>
+__global__ void conv3d_generic_kernel(GenericParams p, Epilogue epilogue) {
+  const Conv3dGeometry& g = p.g;
+  const int64_t total = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2];
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    int64_t co = 0;
+    const float acc = conv3d_one(p, e, &co);
+    p.y[e] = epilogue.channel(static_cast<int>(co))(acc);
+  }
+}
+
+// ---- Epilogues ----
+
+// epilogue.channel(co) returns the per-element function of channel co (loads its constants once).
+struct NoEpilogue {
+  struct Channel {
+    __host__ __device__ float operator()(float v) const { return v; }
+  };
+  __host__ __device__ Channel channel(int) const { return {}; }
+};
+
+// ---- Plan ----
+
+// The tile shape for geometry g (which fits_tile accepted): the (row_groups, co_groups) with the
+// fewest issued instructions in a simple model (FFMA of the busiest warp + staging), so that the
+// warps stay busy, the halo is amortized and two blocks fit on a multiprocessor. Tensors unset.
+template <int KD, int KH, int KW>
+TileParams make_tile_params(const Conv3dGeometry& g) {
+  using S = TileShape<KD, KH, KW>;
+  TileParams p = {};
+  p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
+  p.cout = static_cast<int>(g.cout);
+  p.in_d = static_cast<int>(g.in[0]), p.in_h = static_cast<int>(g.in[1]);
+  p.in_w = static_cast<int>(g.in[2]);
+  p.out_d = static_cast<int>(g.out[0]), p.out_h = static_cast<int>(g.out[1]);
+  p.out_w = static_cast<int>(g.out[2]);
+  p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
+  p.pad_w = static_cast<int>(g.padding[2]);
+  p.w_tiles = (p.out_w + kTileW - 1) / kTileW;
+  const int row_groups = (p.out_h + kRowsThread - 1) / kRowsThread;
+  const int co_groups = (p.cout + kCoThread - 1) / kCoThread;
+  const double task = 64.0 * p.cin * S::kTaps;  // FFMA per thread
+  double best = -1;
+  TileParams out = p;
+  for (int rg = 1; rg <= std::min(kMaxRowGroups, row_groups); ++rg) {
+    for (int cg = 1; cg <= std::min(kMaxCoGroups, co_groups); ++cg) {
+      p.row_groups = rg, p.co_groups = cg;
+      if (S::smem_bytes(p) > kSmemBudget) continue;
+      p.h_tiles = (row_groups + rg - 1) / rg;
+      p.co_blocks = (co_groups + cg - 1) / cg;
+      p.cout_pad = p.co_blocks * kCoThread * cg;
+      const double blocks = double(p.batch) * p.out_d * p.h_tiles * p.w_tiles * p.co_blocks;
+      const double stage = (2.0 * S::weight_floats(p) + 6.0 * S::x_floats(p)) / kThreads;
+      const double cost = blocks * ((rg * cg + kWarps - 1) / kWarps * task + stage);
+      if (best < 0 || cost < best) best = cost, out = p;
+    }
+  }
+  return out;
+}
+
+// Whether the tile kernel computes g: stride 1, dilation 1, groups 1, kernel KD x KH x KW, the
+// smallest tile fits in shared memory, and every index fits in int (offsets are 64-bit).
+template <int KD, int KH, int KW>
+bool fits_tile(const Conv3dGeometry& g) {
+  const int64_t kernel[3] = {KD, KH, KW};
+  const int64_t limit = int64_t{1} << 30;
+  for (int a = 0; a < 3; ++a) {
+    if (g.stride[a] != 1 || g.dilation[a] != 1 || g.kernel[a] != kernel[a] || g.in[a] >= limit ||
+        g.padding[a] >= limit || g.out[a] != g.in[a] + 2 * g.padding[a] - kernel[a] + 1 ||
+        g.out[a] < 1) {
+      return false;
+    }
+  }
+  TileParams p = {};
+  p.cin = static_cast<int>(std::min<int64_t>(g.cin, limit));
+  p.row_groups = p.co_groups = 1;
+  const int64_t blocks =
+      g.batch * g.out[0] * ((g.out[1] + 3) / 4) * ((g.out[2] + 63) / 64) * ((g.cout + 7) / 8);
+  return g.groups == 1 && g.cin * KD * KH * KW * (g.cout + 64) < limit && g.cout < limit &&
+         g.batch < limit && blocks < limit && TileShape<KD, KH, KW>::smem_bytes(p) <= kSmemBudget;
+}
+
+// The convolution of one graph node: the tile kernel where the geometry fits, else the generic
+// one. setup() once (it may set a function attribute), run() per call on the caller's stream.
+template <int KD, int KH, int KW, class Epilogue>
+class Conv3d {
+ public:
+  Conv3d() = default;
+  Conv3d(const Conv3d&) = delete;
+  Conv3d& operator=(const Conv3d&) = delete;
+  ~Conv3d() { KB_CUDA_WARN(cudaFree(wt_)); }
+
+  Status setup(const ProblemInstance& problem, const std::string& node) {
+    Result<Conv3dGeometry> g = read_conv3d(problem, node);
+    if (!g.is_ok()) return g.status();
+    geometry_ = g.value();
+    tiled_ = fits_tile<KD, KH, KW>(geometry_);
+    if (!tiled_) return Status::ok();
+    tile_ = make_tile_params<KD, KH, KW>(geometry_);
+    smem_bytes_ = TileShape<KD, KH, KW>::smem_bytes(tile_);
+    blocks_ = int64_t{tile_.batch} * tile_.out_d * tile_.h_tiles * tile_.w_tiles * tile_.co_blocks;
+    ctaps_ = tile_.cin * TileShape<KD, KH, KW>::kTaps;
+    KB_CUDA_TRY(cudaMalloc(&wt_, sizeof(float) * static_cast<size_t>(ctaps_) * tile_.cout_pad));
+    KB_CUDA_TRY(cudaFuncSetAttribute(conv3d_tile_kernel<KD, KH, KW, Epilogue>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem_bytes_)));
+    return Status::ok();
+  }
+
+  // x: (N, C_in, D, H, W), w: (C_out, C_in/groups, KD, KH, KW) -> y: (N, C_out, D', H', W').
+  Status run(const float* x, const float* w, float* y, const Epilogue& epilogue,
+             cudaStream_t stream) const {
+    if (tiled_) {
+      const int wt_size = ctaps_ * tile_.cout_pad;
+      transpose_weights_kernel<<<(wt_size + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+          w, wt_, tile_.cout, tile_.cout_pad, ctaps_);
+      KB_CUDA_TRY(cudaGetLastError());
+      TileParams p = tile_;
+      p.x = x, p.w = wt_, p.y = y;
+      conv3d_tile_kernel<KD, KH, KW, Epilogue>
+          <<<static_cast<unsigned>(blocks_), kThreads, smem_bytes_, stream>>>(p, epilogue);
+    } else {
+      const Conv3dGeometry& g = geometry_;
+      const int64_t total = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2];
+      const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
+      conv3d_generic_kernel<Epilogue>
+          <<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, stream>>>(
+              GenericParams{x, w, y, g}, epilogue);
+    }
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
+  bool tiled() const { return tiled_; }
+
+ private:
+  Conv3dGeometry geometry_;
+  bool tiled_ = false;
+  TileParams tile_ = {};
+  size_t smem_bytes_ = 0;
+  int64_t blocks_ = 0;
+  int ctaps_ = 0;        // C_in * KD * KH * KW
+  float* wt_ = nullptr;  // owned: transposed weights, (ctaps_, tile_.cout_pad)
+};
+
+}  // namespace kb::custom::conv3d_direct

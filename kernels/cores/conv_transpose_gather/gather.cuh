@@ -1,0 +1,591 @@
+// Output-stationary ("gather") transposed convolutions: the pieces that L1_075, L1_079 and L1_081
+// share. Included by those custom.cu files only.
+//
+//   - ConvTransposeGeometry: a conv_transpose graph node's sizes and attributes, read from the
+//     ProblemInstance and padded to 3 spatial dims (unit dims first);
+//   - the gather form of one axis: output o receives kernel tap t from input i = (o + p - t*d) / s
+//     when s divides o + p - t*d and 0 <= i < in. Writing o + p = q*s + r (the "phase" r), tap t
+//     lands on phase (t*d) mod s at input q - floor(t*d / s): each phase is a dense correlation;
+//   - gather_generic_kernel: one thread per output, any geometry (the fast paths' fallback);
+//   - row_gather_kernel: the 2-D fast path, one block per (n, output row, block of channels),
+//     its column taps fixed at compile time (K_w, s_w, d_w), everything else at run time;
+//   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic);
+//   - store_run: a run of an output row with 16-byte stores in the aligned middle.
+//
+// Every kernel here lives in namespace kb::custom::gather, so the executor sees it as ours.
+// Thread safety: stateless; the host functions may be called from any thread.
+#pragma once
+
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "common/problem_spec.h"
+#include "common/status.h"
+#include "kernels/implementation.h"
+
+namespace kb::custom::gather {
+
+constexpr int kWarp = 32;
+constexpr int kSpatial = 3;  // geometry arrays hold 3 spatial dims; a 1-D layer uses the last
+
+// ---- Geometry ----
+
+struct ConvTransposeGeometry {
+  int rank = 0;  // spatial dims of the layer (1 to 3)
+  int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
+  int64_t in[kSpatial] = {1, 1, 1}, out[kSpatial] = {1, 1, 1}, kernel[kSpatial] = {1, 1, 1};
+  int64_t stride[kSpatial] = {1, 1, 1}, padding[kSpatial] = {0, 0, 0};
+  int64_t dilation[kSpatial] = {1, 1, 1};
+
+  __host__ __device__ int64_t in_per_group() const { return in_channels / groups; }
+  __host__ __device__ int64_t out_per_group() const { return out_channels / groups; }
+  __host__ __device__ int64_t output_numel() const {
+    return batch * out_channels * out[0] * out[1] * out[2];
+  }
+};
+
+// The input of one axis that tap t feeds into output o, or -1 when it feeds none.
+__host__ __device__ inline int64_t axis_input(int64_t o, int64_t t, int64_t stride, int64_t pad,
+                                              int64_t dilation, int64_t in) {
+  const int64_t u = o + pad - t * dilation;
+  if (u < 0 || u % stride != 0) return -1;
+  const int64_t i = u / stride;
+  return i < in ? i : -1;
+}
+
+// The most taps of one axis that land on a single phase (output position class).
+inline int64_t max_taps_per_phase(int64_t kernel, int64_t stride, int64_t dilation) {
+  std::vector<int64_t> taps(static_cast<size_t>(stride), 0);
+  for (int64_t t = 0; t < kernel; ++t) ++taps[static_cast<size_t>(t * dilation % stride)];
+  return *std::max_element(taps.begin(), taps.end());
+}
+
+// Reads conv_transpose node `node_name` (x (N, C_in, *S), w (C_in, C_out/groups, *K), y) and
+// checks the output size against (S - 1)*s - 2p + d*(K - 1) + output_padding + 1.
+inline Result<ConvTransposeGeometry> read_conv_transpose(const ProblemInstance& p,
+                                                         const std::string& node_name) {
+  const GraphNode* node = p.spec().find_node(node_name);
+  if (node == nullptr || node->op != "conv_transpose" || node->inputs.size() < 2) {
+    return Status::invalid_argument("gather: no conv_transpose node '" + node_name + "'");
+  }
+  const Shape& x = p.shape_of(node->inputs[0]);
+  const Shape& w = p.shape_of(node->inputs[1]);
+  const Shape& y = p.shape_of(node->output);
+  const std::string what = "gather: " + node_name + " x " + shape_to_string(x) + ", w " +
+                           shape_to_string(w) + ", y " + shape_to_string(y);
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size() || y.size() != x.size()) {
+    return Status::invalid_argument(what + ": expected 1 to 3 spatial dims");
+  }
+  ConvTransposeGeometry g;
+  g.rank = static_cast<int>(x.size()) - 2;
+  const auto ints_or = [&](const char* attr, int64_t fill) {  // PyTorch's defaults when absent
+    return p.has_attr(node_name, attr) ? p.ints(node_name, attr)
+                                       : std::vector<int64_t>(static_cast<size_t>(g.rank), fill);
+  };
+  const std::vector<int64_t> stride = ints_or("stride", 1), pad = ints_or("padding", 0);
+  const std::vector<int64_t> dil = ints_or("dilation", 1), out_pad = ints_or("output_padding", 0);
+  g.groups = p.has_attr(node_name, "groups") ? p.int_attr(node_name, "groups") : 1;
+  g.batch = x[0];
+  g.in_channels = x[1];
+  g.out_channels = w[1] * g.groups;
+  if (g.groups < 1 || g.in_channels % g.groups != 0 || w[0] != g.in_channels || y[0] != g.batch ||
+      y[1] != g.out_channels) {
+    return Status::invalid_argument(what + ": channels do not match groups " +
+                                    std::to_string(g.groups));
+  }
+  const size_t rank = static_cast<size_t>(g.rank);
+  if (stride.size() != rank || pad.size() != rank || dil.size() != rank || out_pad.size() != rank) {
+    return Status::invalid_argument(what + ": one stride/padding/dilation entry per dim");
+  }
+  for (size_t a = 0; a < rank; ++a) {
+    const size_t s = kSpatial - rank + a;  // unit dims first
+    g.in[s] = x[2 + a], g.kernel[s] = w[2 + a], g.out[s] = y[2 + a];
+    g.stride[s] = stride[a], g.padding[s] = pad[a], g.dilation[s] = dil[a];
+    const int64_t expected =
+        (g.in[s] - 1) * stride[a] - 2 * pad[a] + dil[a] * (g.kernel[s] - 1) + out_pad[a] + 1;
+    if (stride[a] < 1 || dil[a] < 1 || pad[a] < 0 || out_pad[a] < 0 || g.out[s] != expected) {
+      return Status::invalid_argument(what + ": attributes do not give this output size");
+    }
+    constexpr int64_t kLimit = int64_t{1} << 30;  // gather_one's 32-bit tap arithmetic
+    if (g.in[s] >= kLimit || g.out[s] + pad[a] >= kLimit || dil[a] * g.kernel[s] >= kLimit ||
+        stride[a] * g.in[s] >= kLimit) {
+      return Status::failed_precondition(what + ": a spatial size or tap offset above 2^30");
+    }
+  }
+  return g;
+}
+
+// ---- Launch ----
+
+// Lets `kernel` take smem_bytes of dynamic shared memory and asks for the largest carveout, so
+// that several such blocks fit on a multiprocessor (the kernels here barely use the L1 cache).
+template <typename Kernel>
+Status allow_shared_memory(Kernel kernel, size_t smem_bytes) {
+  KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem_bytes)));
+  KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   cudaSharedmemCarveoutMaxShared));
+  return Status::ok();
+}
+
+// Launches kernel<<<grid, threads, smem_bytes, stream>>>(args...) and returns its launch error.
+template <typename... Params, typename... Args>
+Status launch(void (*kernel)(Params...), int64_t grid, int threads, size_t smem_bytes,
+              cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  KB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+  return Status::ok();
+}
+
+// ---- Device helpers ----
+
+__device__ __forceinline__ float* dynamic_smem() {
+  extern __shared__ float4 kb_gather_smem[];
+  return reinterpret_cast<float*>(kb_gather_smem);
+}
+
+// Writes dst[o] for o in [0, len): chunk(o) gives elements o..o+3 where dst + o is 16-byte aligned,
+// single(o) one element (the up to 3 + 3 at the edges). Thread `rank` of `count` sharing the run.
+template <class Chunk, class Single>
+__device__ __forceinline__ void store_run(float* dst, int len, int rank, int count, Chunk chunk,
+                                          Single single) {
+  const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(dst) >> 2) & 3);
+  const int head = std::min(len, (4 - misaligned) & 3);
+  const int chunks = (len - head) >> 2;
+  const int tail = head + 4 * chunks;
+  for (int k = rank; k < chunks; k += count) {
+    const int o = head + 4 * k;
+    *reinterpret_cast<float4*>(dst + o) = chunk(o);
+  }
+  const int edges = head + (len - tail);
+  for (int e = rank; e < edges; e += count) {
+    const int o = e < head ? e : tail + (e - head);
+    dst[o] = single(o);
+  }
+}
+
+__device__ __forceinline__ void store_zeros(float* dst, int len, int rank, int count) {
+  store_run(
+      dst, len, rank, count, [](int) { return make_float4(0.f, 0.f, 0.f, 0.f); },
+      [](int) { return 0.f; });
+}
+
+// ---- The generic gather: any rank, stride, padding, dilation, output_padding, groups ----
+
+constexpr int kGenericThreads = 256;
+constexpr int64_t kGenericMaxBlocks = int64_t{1} << 20;
+
+// axis_input in 32-bit, one division: the generic gather's inner loops (read_conv_transpose
+// keeps every size of a layer below 2^30, so nothing here overflows).
+__device__ __forceinline__ int axis_input32(int o, int t, int stride, int pad, int dilation,
+                                            int in) {
+  const int u = o + pad - t * dilation;
+  if (u < 0) return -1;
+  const int i = stride == 1 ? u : u / stride;
+  return i * stride == u && i < in ? i : -1;
+}
+
+// y[n, co, o] by gather: every kernel tap that lands on o, every input channel of co's group.
+// (The 64-bit form of v1, a 64-bit division per tap and index products per channel, ran 2.7x
+// slower: L2_060's generic path at N 39, C_in 1, 0.209 against 0.076 ms.)
+__device__ inline float gather_one(const float* __restrict__ x, const float* __restrict__ w,
+                                   const ConvTransposeGeometry& g, int64_t n, int64_t co,
+                                   const int64_t (&o)[kSpatial]) {
+  const int64_t cin_g = g.in_per_group(), cout_g = g.out_per_group();
+  const int64_t c_first = co / cout_g * cin_g, co_local = co % cout_g;
+  const int64_t x_plane = g.in[0] * g.in[1] * g.in[2];
+  const int64_t w_taps = g.kernel[0] * g.kernel[1] * g.kernel[2], w_step = cout_g * w_taps;
+  const float* x_base = x + (n * g.in_channels + c_first) * x_plane;
+  const float* w_base = w + (c_first * cout_g + co_local) * w_taps;
+  int k[kSpatial], s[kSpatial], p[kSpatial], d[kSpatial], in[kSpatial], oo[kSpatial];
+#pragma unroll
+  for (int a = 0; a < kSpatial; ++a) {
+    k[a] = static_cast<int>(g.kernel[a]), s[a] = static_cast<int>(g.stride[a]);
+    p[a] = static_cast<int>(g.padding[a]), d[a] = static_cast<int>(g.dilation[a]);
+    in[a] = static_cast<int>(g.in[a]), oo[a] = static_cast<int>(o[a]);
+  }
+  float acc = 0.f;
+  for (int t0 = 0; t0 < k[0]; ++t0) {
+    const int i0 = axis_input32(oo[0], t0, s[0], p[0], d[0], in[0]);
+    for (int t1 = 0; i0 >= 0 && t1 < k[1]; ++t1) {
+      const int i1 = axis_input32(oo[1], t1, s[1], p[1], d[1], in[1]);
+      for (int t2 = 0; i1 >= 0 && t2 < k[2]; ++t2) {
+        const int i2 = axis_input32(oo[2], t2, s[2], p[2], d[2], in[2]);
+        if (i2 < 0) continue;
+        const float* xp = x_base + (int64_t{i0} * in[1] + i1) * in[2] + i2;
+        const float* wp = w_base + (t0 * k[1] + t1) * k[2] + t2;
+        for (int64_t c = 0; c < cin_g; ++c, xp += x_plane, wp += w_step)
+          acc = fmaf(__ldg(xp), __ldg(wp), acc);
+      }
+    }
+  }
+  return acc;
+}
+
+// y: (N, C_out, *S_out), one thread per element (grid-stride). A template so that each including
+// file may instantiate it without a duplicate host stub. The index of an element below 2^31
+// decodes in 32-bit.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    gather_generic_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                          float* __restrict__ y, ConvTransposeGeometry g) {
+  const int64_t total = g.output_numel();
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  const bool narrow = total <= 0x7fffffff;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < total;
+       e += step) {
+    int64_t o[kSpatial], rest = e;
+    if (narrow) {
+      unsigned r = static_cast<unsigned>(e);
+      for (int a = kSpatial - 1; a >= 0; --a) {
+        const unsigned extent = static_cast<unsigned>(g.out[a]);
+        o[a] = r % extent;
+        r /= extent;
+      }
+      rest = r;
+    } else {
+      for (int a = kSpatial - 1; a >= 0; --a) {
+        o[a] = rest % g.out[a];
+        rest /= g.out[a];
+      }
+    }
+    y[e] = gather_one(x, w, g, rest / g.out_channels, rest % g.out_channels, o);
+  }
+}
+
+// Multiply-adds of the layer: every input element meets C_out/groups outputs per kernel tap.
+inline double layer_macs(const ConvTransposeGeometry& g) {
+  return static_cast<double>(g.batch) * static_cast<double>(g.in_channels) *
+         static_cast<double>(g.in[0] * g.in[1] * g.in[2]) * static_cast<double>(g.out_per_group()) *
+         static_cast<double>(g.kernel[0] * g.kernel[1] * g.kernel[2]);
+}
+
+// Layers so small that a tensor-core path's fixed cost (a weight-split launch, tiles padded to
+// 8-32 output channels, a persistent grid) outweighs their work: gather_generic_kernel is faster.
+// The shape sweep measured L1_070 and L1_073 at 0.43-0.74x the reference through their tensor-
+// core paths on layers of 1-2 M multiply-adds.
+constexpr double kGenericMaxMacs = 8e6;
+inline bool generic_is_faster(const ConvTransposeGeometry& g) {
+  return layer_macs(g) <= kGenericMaxMacs;
+}
+
+inline Status launch_generic(const float* x, const float* w, float* y,
+                             const ConvTransposeGeometry& g, cudaStream_t stream) {
+  const int64_t blocks = (g.output_numel() + kGenericThreads - 1) / kGenericThreads;
+  return launch(gather_generic_kernel<kGenericThreads>, std::min(blocks, kGenericMaxBlocks),
+                kGenericThreads, 0, stream, x, w, y, g);
+}
+
+// ---- The 2-D row gather (fast path) ----
+//
+// One block per (n, output row oh, block of co_block output channels of one group):
+//   1. the kernel rows th landing on oh with a valid input row ih are its "slots"; with none, the
+//      block writes zeros and ends;
+//   2. stages per slot x[n, group's channels, ih, :] (zero-padded) and w[group's channels,
+//      block's channels, th, :];
+//   3. per pass of pass_co channels, each thread takes a column position qw and 8 channels, sums
+//      every phase r (ow = qw*s_w + r - pad_w) over slots, channels and column taps in registers,
+//      and writes the row to shared memory (z) shifted to the output row's 16-byte phase;
+//   4. the warps copy z to the output rows with 16-byte stores.
+
+constexpr int kRowThreads = 256;
+constexpr int kRowWarps = kRowThreads / kWarp;
+constexpr int kRowCoThread = 8;     // output channels per thread, in registers
+constexpr int kRowMaxCoBlock = 64;  // output channels per block at most
+static_assert(kRowCoThread % 4 == 0, "weights are read as float4");
+
+// The column taps, fixed at compile time: tap t lands on phase (t*d) mod s at input qw - offset.
+template <int kKw, int kSw, int kDw>
+struct ColumnTaps {
+  static constexpr int phase(int t) { return t * kDw % kSw; }
+  static constexpr int offset(int t) { return t * kDw / kSw; }
+  static constexpr int kMaxOffset = (kKw - 1) * kDw / kSw;
+};
+
+struct RowGatherParams {
+  const float* x;  // (N, C_in, H, W)
+  const float* w;  // (C_in, C_out / groups, K_h, K_w)
+  float* y;        // (N, C_out, H_out, W_out)
+  int cin_g, cout_g, groups;
+  int in_h, in_w, out_h, out_w;
+  int k_h, stride_h, pad_h, dil_h, pad_w;
+  int co_block, co_blocks_per_group;  // channels per block (a multiple of the pass), per group
+  int q_min, q_count;                 // column positions qw = (ow + pad_w) / s_w of a row
+  int x_len, z_stride;                // staged x row, z row (floats)
+  int row_taps;                       // most kernel rows landing on one output row (slots)
+  int q_threads;                      // threads along qw; kRowThreads / q_threads channel sets
+};
+
+struct RowBlock {
+  int n, oh, group, co0, co_count;  // channels co0 .. co0 + co_count - 1 of the group
+  float* out;                       // y[n, group * cout_g + co0, oh, 0]
+  int64_t plane;                    // H_out * W_out: from one channel's row to the next
+};
+
+__device__ __forceinline__ RowBlock row_block(const RowGatherParams& p) {
+  RowBlock b;
+  const int co_blocks = p.groups * p.co_blocks_per_group;
+  const int cb = static_cast<int>(blockIdx.x % co_blocks), rest = blockIdx.x / co_blocks;
+  b.oh = rest % p.out_h;
+  b.n = rest / p.out_h;
+  b.group = cb / p.co_blocks_per_group;
+  b.co0 = cb % p.co_blocks_per_group * p.co_block;
+  b.co_count = std::min(p.co_block, p.cout_g - b.co0);
+  b.plane = static_cast<int64_t>(p.out_h) * p.out_w;
+  const int64_t co = static_cast<int64_t>(b.n) * p.groups * p.cout_g + b.group * p.cout_g + b.co0;
+  b.out = p.y + (co * p.out_h + b.oh) * p.out_w;
+  return b;
+}
+
+// Calls f(slot, th, ih) for each kernel row th that feeds output row oh from input row ih.
+template <class F>
+__device__ __forceinline__ int for_each_row_tap(const RowGatherParams& p, int oh, F f) {
+  const int u = oh + p.pad_h, r = u % p.stride_h, q = u / p.stride_h;
+  int slot = 0;
+  for (int th = 0; th < p.k_h; ++th) {
+    const int td = th * p.dil_h;
+    const int ih = q - (td - r) / p.stride_h;
+    if (td % p.stride_h == r && ih >= 0 && ih < p.in_h) f(slot++, th, ih);
+  }
+  return slot;
+}
+
+// Asynchronously (cp.async, then a commit): xs[slot][ci][k] = x[n, c0 + ci, ih, q_min - kMaxOff
+// + k] and ws[slot][ci][t][co] = w[c0 + ci, co0 + co, th, t], zeros outside x and past the
+// block's channels. A warp per staged row, lanes along it.
+template <int kKw, int kMaxOff>
+__device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot, int th, int ih,
+                           float* ws, float* xs) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t c0 = static_cast<int64_t>(b.group) * p.cin_g;
+  const int iw0 = p.q_min - kMaxOff;
+  for (int ci = warp; ci < p.cin_g; ci += kRowWarps) {
+    const int64_t c = static_cast<int64_t>(b.n) * p.groups * p.cin_g + c0 + ci;
+    const float* src = p.x + (c * p.in_h + ih) * p.in_w;
+    float* dst = xs + (slot * p.cin_g + ci) * p.x_len;
+    for (int k = lane; k < p.x_len; k += kWarp) {
+      const int iw = iw0 + k;
+      if (iw >= 0 && iw < p.in_w) {
+        __pipeline_memcpy_async(dst + k, src + iw, sizeof(float));
+      } else {
+        dst[k] = 0.f;
+      }
+    }
+  }
+  const int64_t w_taps = static_cast<int64_t>(p.k_h) * kKw;
+  for (int row = warp; row < p.cin_g * kKw; row += kRowWarps) {
+    const int ci = row / kKw, t = row % kKw;
+    const float* src = p.w + ((c0 + ci) * p.cout_g + b.co0) * w_taps + th * kKw + t;
+    float* dst = ws + (slot * p.cin_g * kKw + row) * p.co_block;
+    for (int co = lane; co < p.co_block; co += kWarp) {
+      if (co < b.co_count) {
+        __pipeline_memcpy_async(dst + co, src + co * w_taps, sizeof(float));
+      } else {
+        dst[co] = 0.f;
+      }
+    }
+  }
+  __pipeline_commit();
+}
+
+// acc[r][c]: phase r of column position q_min + qi, channel co_l0 + c, over all staged rows.
+template <int kKw, int kSw, int kDw>
+__device__ __forceinline__ void accumulate(const RowGatherParams& p, int slots, int qi, int co_l0,
+                                           const float* ws, const float* xs,
+                                           float (&acc)[kSw][kRowCoThread]) {
+  using Taps = ColumnTaps<kKw, kSw, kDw>;
+  const int rows = slots * p.cin_g;  // (slot, ci), in staging order
+#pragma unroll 2
+  for (int row = 0; row < rows; ++row) {
+    const float* xr = xs + row * p.x_len + qi + Taps::kMaxOffset;
+    float xv[Taps::kMaxOffset + 1];
+#pragma unroll
+    for (int o = 0; o <= Taps::kMaxOffset; ++o) xv[o] = xr[-o];
+    const float* wr = ws + row * kKw * p.co_block + co_l0;
+#pragma unroll
+    for (int t = 0; t < kKw; ++t) {
+      const float4 lo = *reinterpret_cast<const float4*>(wr + t * p.co_block);
+      const float4 hi = *reinterpret_cast<const float4*>(wr + t * p.co_block + 4);
+      const float wv[kRowCoThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+      for (int c = 0; c < kRowCoThread; ++c) {
+        acc[Taps::phase(t)][c] = fmaf(xv[Taps::offset(t)], wv[c], acc[Taps::phase(t)][c]);
+      }
+    }
+  }
+}
+
+// z[row][shift + ow] for the pass's channels pass + row, shift = the output row's 16-byte phase.
+template <int kKw, int kSw, int kDw>
+__device__ void compute_pass(const RowGatherParams& p, const RowBlock& b, int slots, int pass,
+                             const float* ws, const float* xs, float* z) {
+  const int tq = threadIdx.x % p.q_threads, cs = threadIdx.x / p.q_threads;
+  const int co_l0 = pass + cs * kRowCoThread;
+  const int64_t out_phase = static_cast<int64_t>(reinterpret_cast<uintptr_t>(b.out) >> 2);
+  int shift[kRowCoThread];
+#pragma unroll
+  for (int c = 0; c < kRowCoThread; ++c) shift[c] = (out_phase + (co_l0 + c) * b.plane) & 3;
+  float* zc = z + cs * kRowCoThread * p.z_stride;
+  for (int qi = tq; qi < p.q_count; qi += p.q_threads) {
+    float acc[kSw][kRowCoThread] = {};
+    accumulate<kKw, kSw, kDw>(p, slots, qi, co_l0, ws, xs, acc);
+    const int ow0 = (p.q_min + qi) * kSw - p.pad_w;
+#pragma unroll
+    for (int r = 0; r < kSw; ++r) {
+      if (ow0 + r < 0 || ow0 + r >= p.out_w) continue;
+#pragma unroll
+      for (int c = 0; c < kRowCoThread; ++c) zc[c * p.z_stride + shift[c] + ow0 + r] = acc[r][c];
+    }
+  }
+}
+
+__device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBlock& b, int pass,
+                                           int pass_co, const float* z) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int row = warp; row < pass_co && pass + row < b.co_count; row += kRowWarps) {
+    float* dst = b.out + (pass + row) * b.plane;
+    const float* src = z + row * p.z_stride + ((reinterpret_cast<uintptr_t>(dst) >> 2) & 3);
+    store_run(
+        dst, p.out_w, lane, kWarp,
+        [src](int o) { return *reinterpret_cast<const float4*>(src + o); },
+        [src](int o) { return src[o]; });
+  }
+}
+
+template <int kKw, int kSw, int kDw>
+__global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams p) {
+  const RowBlock b = row_block(p);
+  const int slots = for_each_row_tap(p, b.oh, [](int, int, int) {});
+  if (slots == 0) {  // no tap lands on this row: zeros
+    for (int c = threadIdx.x / kWarp; c < b.co_count; c += kRowWarps) {
+      store_zeros(b.out + c * b.plane, p.out_w, threadIdx.x % kWarp, kWarp);
+    }
+    return;
+  }
+  float* ws = dynamic_smem();
+  float* xs = ws + p.row_taps * p.cin_g * kKw * p.co_block;
+  float* z = xs + (p.row_taps * p.cin_g * p.x_len + 3) / 4 * 4;
+  constexpr int kMaxOff = ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
+  for_each_row_tap(p, b.oh, [&](int slot, int th, int ih) {
+    stage_slot<kKw, kMaxOff>(p, b, slot, th, ih, ws, xs);
+  });
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  const int pass_co = kRowThreads / p.q_threads * kRowCoThread;
+  for (int pass = 0; pass < b.co_count; pass += pass_co) {
+    compute_pass<kKw, kSw, kDw>(p, b, slots, pass, ws, xs, z);
+    __syncthreads();
+    store_pass(p, b, pass, pass_co, z);
+    __syncthreads();
+  }
+}
+
+struct RowGatherPlan {
+  RowGatherParams params = {};
+  int64_t blocks = 0;
+  size_t smem_bytes = 0;
+};
+
+// The launch of row_gather_kernel<kKw, kSw, kDw> for g, or failed_precondition saying why the
+// fast path does not apply (the caller then runs the generic gather).
+template <int kKw, int kSw, int kDw>
+Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t max_smem_bytes) {
+  const auto no = [](const std::string& why) { return Status::failed_precondition(why); };
+  if (g.rank != 2) return no("not a 2-D layer");
+  if (g.kernel[2] != kKw || g.stride[2] != kSw || g.dilation[2] != kDw) {
+    return no("column taps differ from the compiled ones");
+  }
+  const int64_t limit = int64_t{1} << 30;
+  for (int64_t v : {g.in[1], g.in[2], g.out[1], g.out[2], g.in_channels, g.out_channels,
+                    g.kernel[1] * g.stride[1] * g.dilation[1] + g.padding[1], g.padding[2]}) {
+    if (v >= limit) return no("a size needs 64-bit indexing");
+  }
+  RowGatherPlan plan;
+  RowGatherParams& p = plan.params;
+  p.cin_g = static_cast<int>(g.in_per_group()), p.cout_g = static_cast<int>(g.out_per_group());
+  p.groups = static_cast<int>(g.groups);
+  p.in_h = static_cast<int>(g.in[1]), p.in_w = static_cast<int>(g.in[2]);
+  p.out_h = static_cast<int>(g.out[1]), p.out_w = static_cast<int>(g.out[2]);
+  p.k_h = static_cast<int>(g.kernel[1]), p.stride_h = static_cast<int>(g.stride[1]);
+  p.pad_h = static_cast<int>(g.padding[1]), p.dil_h = static_cast<int>(g.dilation[1]);
+  p.pad_w = static_cast<int>(g.padding[2]);
+  p.q_min = p.pad_w / kSw;
+  p.q_count = (p.out_w - 1 + p.pad_w) / kSw - p.q_min + 1;
+  p.q_threads = kWarp;
+  while (p.q_threads < p.q_count && p.q_threads < kRowThreads) p.q_threads *= 2;
+  const int pass_co = kRowThreads / p.q_threads * kRowCoThread;
+  p.co_block = (std::min(p.cout_g, kRowMaxCoBlock) + pass_co - 1) / pass_co * pass_co;
+  p.co_blocks_per_group = (p.cout_g + p.co_block - 1) / p.co_block;
+  p.x_len = p.q_count + ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
+  p.z_stride = (p.out_w + 3 + 3) / 4 * 4;
+  p.row_taps = static_cast<int>(max_taps_per_phase(g.kernel[1], g.stride[1], g.dilation[1]));
+  const int64_t floats = int64_t{p.row_taps} * p.cin_g * kKw * p.co_block +
+                         (int64_t{p.row_taps} * p.cin_g * p.x_len + 3) / 4 * 4 +
+                         int64_t{pass_co} * p.z_stride;
+  plan.smem_bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (floats * static_cast<int64_t>(sizeof(float)) > max_smem_bytes) {
+    return no("staged rows exceed shared memory");
+  }
+  plan.blocks = g.batch * p.out_h * p.groups * p.co_blocks_per_group;
+  if (plan.blocks >= limit) return no("too many blocks");
+  return plan;
+}
+
+// ---- The custom variant of a 2-D problem ----
+
+// Runs node `node` (input x_name, weight w_name) through row_gather_kernel<kKw, kSw, kDw> when the
+// plan applies, else through the generic gather.
+template <int kKw, int kSw, int kDw>
+class RowGatherConvTranspose : public Implementation {
+ public:
+  RowGatherConvTranspose(const char* node, const char* x_name, const char* w_name)
+      : node_(node), x_name_(x_name), w_name_(w_name) {}
+
+  Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
+    Result<ConvTransposeGeometry> g = read_conv_transpose(p, node_);
+    if (!g.is_ok()) return g.status();
+    geometry_ = g.value();
+    x_ = input_index(p, x_name_);
+    w_ = param_index(p, w_name_);
+    Result<int> max_smem = cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+    if (!max_smem.is_ok()) return max_smem.status();
+    Result<RowGatherPlan> plan = plan_row_gather<kKw, kSw, kDw>(geometry_, max_smem.value());
+    fast_ = plan.is_ok();
+    if (!fast_) return Status::ok();
+    plan_ = plan.value();
+    return allow_shared_memory(row_gather_kernel<kKw, kSw, kDw>, plan_.smem_bytes);
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    const float* x = args.inputs[x_].data;
+    const float* w = args.params[w_].data;
+    if (!fast_) return launch_generic(x, w, args.output.data, geometry_, stream);
+    RowGatherParams p = plan_.params;
+    p.x = x, p.w = w, p.y = args.output.data;
+    return launch(row_gather_kernel<kKw, kSw, kDw>, plan_.blocks, kRowThreads, plan_.smem_bytes,
+                  stream, p);
+  }
+
+ private:
+  const char* node_;
+  const char* x_name_;
+  const char* w_name_;
+  ConvTransposeGeometry geometry_;
+  size_t x_ = 0, w_ = 0;
+  bool fast_ = false;
+  RowGatherPlan plan_;
+};
+
+}  // namespace kb::custom::gather

@@ -1,0 +1,215 @@
+// The 128 x 128 x 32 3xTF32 GEMM tile shared by L1_003 (tf32x3_gemm.cuh) and L3_025
+// (cores/shufflenet_tf32x3/gemm_stats.cuh): its geometry, the shared-memory swizzles, every index
+// map (global -> shared -> fragment -> C, __host__ __device__ constexpr so a host emulation can
+// check them) and the mma stage. The kernels around it (loaders, epilogues) stay with their
+// problems.
+//
+// Precision and error estimates: kernels/L1_003_batched_matmul/tf32x3_gemm.cuh.
+//
+// Tiling: CTA tile 128 x 128, K step 32, 3-stage cp.async pipeline (96 KB shared memory, two
+// CTAs per SM), 8 warps as 2 (M) x 4 (N), warp tile 64 x 32 = 4 x 4 m16n8 tiles.
+//  - Shared A stage: [128 rows][32 k], 16-byte chunks XOR-swizzled by row (chunk ^ 2*(row & 3)).
+//    Fragments: for k8 step s the MMA's logical k = t and t + 4 take physical k = 8s + 2t and
+//    8s + 2t + 1, so (a0, a2) and (a1, a3) are one 8-byte load each, conflict-free.
+//  - Shared B stage: [32 k][128 n], chunks swizzled by k (chunk ^ 2*((k >> 1) & 3)). Within a
+//    warp's 32 columns the MMA's logical column j of n-tile nt is physical column 4j + nt, so a
+//    thread's B values for the 4 n-tiles are one 16-byte load, and its C values are 8 adjacent
+//    columns (two 16-byte stores per row).
+//  - Out-of-range rows, columns and k are zero-filled by cp.async (src-size 0), stores guarded.
+//    Vector path: 16-byte copies (needs K % 4 == 0, N % 4 == 0 and 16-byte aligned pointers);
+//    scalar path: 4-byte copies and scalar stores, for any shape.
+//
+// Thread safety: constexpr maps and device functions; no state.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cores/tf32x3/mma.cuh"
+
+namespace kb::custom::gemm128 {
+
+constexpr int kBM = 128;       // CTA tile rows (M)
+constexpr int kBN = 128;       // CTA tile columns (N)
+constexpr int kBK = 32;        // K per pipeline stage
+constexpr int kStages = 3;     // cp.async stages in flight
+constexpr int kThreads = 256;  // 8 warps
+constexpr int kWarpsM = 2;
+constexpr int kWarpsN = 4;
+constexpr int kWarpTileM = kBM / kWarpsM;    // 64
+constexpr int kWarpTileN = kBN / kWarpsN;    // 32
+constexpr int kMmaTilesM = kWarpTileM / 16;  // 4 m16 tiles per warp
+constexpr int kMmaTilesN = kWarpTileN / 8;   // 4 n8 tiles per warp
+constexpr int kKSteps = kBK / 8;             // 4 k8 steps per stage
+constexpr int kStageFloatsA = kBM * kBK;
+constexpr int kStageFloatsB = kBK * kBN;
+constexpr int kSmemBytes = kStages * (kStageFloatsA + kStageFloatsB) * 4;  // 98,304
+
+static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
+static_assert(kMmaTilesN == 4, "a thread's B values for its n-tiles are one float4");
+static_assert(kBK == 32 && kBN == 128 && kBM == 128, "the swizzles below assume 32 x 128 tiles");
+static_assert(kBM * kBK / 4 == 4 * kThreads && kBK * kBN / 4 == 4 * kThreads,
+              "vector path: each thread copies 4 chunks of A and 4 of B per stage");
+static_assert(kBM * kBK == 16 * kThreads && kBK * kBN == 16 * kThreads,
+              "scalar path: each thread copies 16 floats of A and 16 of B per stage");
+static_assert(kSmemBytes * 2 <= 227 * 1024, "two CTAs per SM");
+
+// ---- shared-memory layouts (element index within one stage) ----
+
+// A(row, k), row < 128, k < 32: 8 chunks of 4 floats per row, chunk ^= 2 * (row & 3).
+__host__ __device__ constexpr int a_smem_index(int row, int k) {
+  return row * kBK + ((((k >> 2) ^ ((row & 3) << 1))) << 2) + (k & 3);
+}
+// B(k, n), k < 32, n < 128: 32 chunks per row, chunk ^= 2 * ((k >> 1) & 3) (stays in its 8-group).
+__host__ __device__ constexpr int b_smem_index(int k, int n) {
+  return k * kBN + ((((n >> 2) ^ (((k >> 1) & 3) << 1))) << 2) + (n & 3);
+}
+
+// ---- global -> shared copy slots ----
+
+struct CopySlot {
+  int row;   // row within the tile (A: m, B: k)
+  int col;   // first column within the tile (A: k, B: n)
+  int smem;  // element index in the stage
+};
+// Vector path: chunk j (< 4) of thread tid; 8 lanes cover one 128-byte row segment.
+__host__ __device__ constexpr CopySlot a_copy_vec(int tid, int j) {
+  return {(tid >> 3) + 32 * j, (tid & 7) * 4, a_smem_index((tid >> 3) + 32 * j, (tid & 7) * 4)};
+}
+__host__ __device__ constexpr CopySlot b_copy_vec(int tid, int j) {
+  return {(tid >> 5) + 8 * j, (tid & 31) * 4, b_smem_index((tid >> 5) + 8 * j, (tid & 31) * 4)};
+}
+// Scalar path: element j (< 16) of thread tid; a warp covers 32 consecutive columns of a row.
+__host__ __device__ constexpr CopySlot a_copy_scalar(int tid, int j) {
+  return {(tid >> 5) + 8 * j, tid & 31, a_smem_index((tid >> 5) + 8 * j, tid & 31)};
+}
+__host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
+  return {(tid >> 7) + 2 * j, tid & 127, b_smem_index((tid >> 7) + 2 * j, tid & 127)};
+}
+
+// ---- shared -> fragment maps (lane: g = lane / 4, t = lane % 4) ----
+
+// The float2 at this index holds (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in
+// k8 step s: A(row = 64 warp_m + 16 mt + 8 half + g, k = 8 s + 2 t + {0, 1}).
+__host__ __device__ constexpr int a_frag_index(int warp_m, int lane, int s, int mt, int half) {
+  return a_smem_index(warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2),
+                      8 * s + 2 * (lane & 3));
+}
+// The float4 at this index holds b_i (i = 0: b0, 1: b1) of the 4 n-tiles in k8 step s:
+// B(k = 8 s + 2 t + i, n = 32 warp_n + 4 g + {0, 1, 2, 3}); component nt belongs to n-tile nt.
+__host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
+  return b_smem_index(8 * s + 2 * (lane & 3) + i, warp_n * kWarpTileN + 4 * (lane >> 2));
+}
+// Row and first column (within the CTA tile) of the two float4s a thread stores for m-tile mt,
+// row half `half` (0: c0/c1 rows, 1: c2/c3 rows); vec 0 holds c_{2 half} of n-tiles 0..3, vec 1
+// holds c_{2 half + 1}.
+__host__ __device__ constexpr int c_row(int warp_m, int lane, int mt, int half) {
+  return warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2);
+}
+__host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
+  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * vec;
+}
+
+// ---- the same maps as one per-thread base plus compile-time constants (what the kernel uses) ----
+
+// k8 step s only flips bits 3-4 of the A index (the swizzled chunk); m-tile and half add rows.
+__host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
+  return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
+}
+__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
+  return base + (8 * s + i) * kBN;
+}
+__host__ __device__ constexpr int a_copy_vec_fast(int base, int j) {
+  return base + 32 * j * kBK;
+}
+__host__ __device__ constexpr int b_copy_vec_fast(int base, int j) {
+  return base + 8 * j * kBN;
+}
+__host__ __device__ constexpr int a_copy_scalar_fast(int base, int j) {
+  return base + 8 * j * kBK;
+}
+
+constexpr bool fast_maps_match() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int w = 0; w < 4; ++w)
+      for (int s = 0; s < kKSteps; ++s) {
+        for (int i = 0; i < 2; ++i)
+          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
+            return false;
+        for (int mt = 0; mt < kMmaTilesM; ++mt)
+          for (int half = 0; half < 2 && w < kWarpsM; ++half)
+            if (a_frag_fast(a_frag_index(w, lane, 0, 0, 0), s, mt, half) !=
+                a_frag_index(w, lane, s, mt, half))
+              return false;
+      }
+  for (int tid = 0; tid < kThreads; ++tid) {
+    for (int j = 0; j < 4; ++j)
+      if (a_copy_vec_fast(a_copy_vec(tid, 0).smem, j) != a_copy_vec(tid, j).smem ||
+          b_copy_vec_fast(b_copy_vec(tid, 0).smem, j) != b_copy_vec(tid, j).smem)
+        return false;
+    for (int j = 0; j < 16; ++j)
+      if (a_copy_scalar_fast(a_copy_scalar(tid, 0).smem, j) != a_copy_scalar(tid, j).smem)
+        return false;
+  }
+  return true;
+}
+static_assert(fast_maps_match(), "per-thread base + constant offsets must equal the index maps");
+
+// ---- device primitives ----
+
+// 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
+using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma_tf32;
+using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::SplitTf32;
+using ::kb::tf32x3::tf32_rna_bits;
+
+// acc += the 3xTF32 product of one shared stage (4 k8 steps). B is split once per k8 step and
+// kept; A is split one m-tile at a time (register pressure: two CTAs per SM leave 128 per thread).
+__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
+                                          float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+#pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
+  for (int s = 0; s < kKSteps; ++s) {
+    uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
+      const float comp[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt) {
+        const SplitTf32 x = split_tf32(comp[nt]);
+        b_big[nt][i] = x.big;
+        b_small[nt][i] = x.small;
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMmaTilesM; ++mt) {
+      uint32_t a_big[4], a_small[4];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
+        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
+        a_big[half] = x.big;  // a0 / a1: logical k = t
+        a_small[half] = x.small;
+        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
+        a_small[half + 2] = y.small;
+      }
+      // Small products first, then big * big; 4 independent tiles between dependent MMAs.
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
+#pragma unroll
+      for (int nt = 0; nt < kMmaTilesN; ++nt)
+        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+    }
+  }
+}
+
+}  // namespace kb::custom::gemm128

@@ -1,0 +1,567 @@
+// The CUDA kernels behind eager_ops.cu and eager_norm_ops.cu (internal: included by those files
+// only, so kernels that are not templates are static), with the index helpers they share.
+// Everything here is in namespace kb::eager, so that the executor recognizes the kernels as ours
+// by their mangled names.
+//
+// Layout conventions: dense row-major fp32; "rows" are contiguous runs of `len` elements.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/eager/eager_ops.h"
+
+namespace kb::eager {
+
+constexpr int kThreads = 256;
+constexpr int kWarp = 32;
+constexpr int kMaxRank = 8;  // dims of an index map after merging
+
+// ---- Integer division by a divisor fixed at launch ----
+
+template <typename I>
+struct Divider;
+
+// Magic-number division for 32-bit indices (Granlund-Montgomery, as ATen's IntDivider): exact
+// for n and divisor below 2^31.
+template <>
+struct Divider<uint32_t> {
+  uint32_t divisor = 1, magic = 1, shift = 0;
+  Divider() = default;
+  explicit Divider(uint32_t d) : divisor(d) {
+    while (shift < 32 && (uint32_t{1} << shift) < d) ++shift;
+    const uint64_t one = 1;
+    magic = static_cast<uint32_t>(((one << 32) * ((one << shift) - d)) / d + 1);
+  }
+  __device__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
+  __device__ uint32_t mod(uint32_t n) const { return n - div(n) * divisor; }
+};
+
+template <>
+struct Divider<uint64_t> {
+  uint64_t divisor = 1;
+  Divider() = default;
+  explicit Divider(uint64_t d) : divisor(d) {}
+  __device__ uint64_t div(uint64_t n) const { return n / divisor; }
+  __device__ uint64_t mod(uint64_t n) const { return n % divisor; }
+};
+
+// Maps a linear output index to element offsets in up to two strided operands. Dims are stored
+// innermost first.
+template <typename I>
+struct IndexMap {
+  int rank = 0;
+  Divider<I> size[kMaxRank];
+  I stride_a[kMaxRank] = {};
+  I stride_b[kMaxRank] = {};
+
+  __device__ void offsets(I i, I& a, I& b) const {
+    a = 0;
+    b = 0;
+#pragma unroll
+    for (int d = 0; d < kMaxRank; ++d) {
+      if (d == rank) break;
+      const I q = size[d].div(i);
+      const I r = i - q * size[d].divisor;
+      a += r * stride_a[d];
+      b += r * stride_b[d];
+      i = q;
+    }
+  }
+};
+
+template <typename I>
+__device__ I first_index() {
+  return static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+template <typename I>
+__device__ I grid_stride() {
+  return static_cast<I>(gridDim.x) * blockDim.x;
+}
+
+// ---- Reductions within a warp and a block ----
+
+__device__ inline float warp_sum(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ inline float warp_max(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// The sum (or max) over the block, returned to every thread. blockDim.x is a multiple of 32.
+template <bool kMax>
+__device__ float block_reduce(float v) {
+  __shared__ float shared[kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  v = kMax ? warp_max(v) : warp_sum(v);
+  __syncthreads();  // a previous call may still be reading `shared`
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  const float identity = kMax ? -INFINITY : 0.0f;
+  v = lane < static_cast<int>(blockDim.x / kWarp) ? shared[lane] : identity;
+  return kMax ? warp_max(v) : warp_sum(v);
+}
+
+// Running mean and sum of squared deviations (Welford); n is a float like ATen's WelfordData.
+struct Welford {
+  float n = 0, mean = 0, m2 = 0;
+
+  __device__ void add(float x) {
+    n += 1.0f;
+    const float delta = x - mean;
+    mean += delta / n;
+    m2 += delta * (x - mean);
+  }
+};
+
+// Chan et al.'s parallel combination.
+__device__ inline Welford merge(const Welford& a, const Welford& b) {
+  const float n = a.n + b.n;
+  if (n == 0.0f) return a;
+  const float delta = b.mean - a.mean, b_share = b.n / n;
+  return {n, a.mean + delta * b_share, a.m2 + b.m2 + delta * delta * a.n * b_share};
+}
+
+__device__ inline Welford warp_merge(Welford w) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const Welford other{__shfl_xor_sync(0xffffffffu, w.n, offset),
+                        __shfl_xor_sync(0xffffffffu, w.mean, offset),
+                        __shfl_xor_sync(0xffffffffu, w.m2, offset)};
+    w = merge(w, other);
+  }
+  return w;
+}
+
+__device__ inline Welford block_merge(Welford w) {
+  __shared__ Welford shared[kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  w = warp_merge(w);
+  __syncthreads();
+  if (lane == 0) shared[warp] = w;
+  __syncthreads();
+  w = lane < static_cast<int>(blockDim.x / kWarp) ? shared[lane] : Welford{};
+  return warp_merge(w);
+}
+
+// Sum of p[lo], p[lo + step], ... below hi, in four interleaved accumulators (ILP, and shorter
+// fp32 chains, like ATen's vectorized reduce).
+__device__ inline float strided_sum(const float* p, int64_t lo, int64_t hi, int64_t step) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int64_t i = lo;
+  for (; i + 3 * step < hi; i += 4 * step) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc[k] += p[i + k * step];
+  }
+  for (; i < hi; i += step) acc[0] += p[i];
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+// ---- Elementwise ----
+
+// ATen's definitions; comparisons are written so that NaN propagates like std::min/std::max in
+// ATen's kernels (clamp, hardswish, relu as clamp_min, minimum).
+template <Unary kOp>
+__device__ __forceinline__ float unary_op(float x, float a, float b) {
+  if constexpr (kOp == Unary::kRelu) return isnan(x) ? x : (x < 0.0f ? 0.0f : x);
+  if constexpr (kOp == Unary::kSigmoid) return 1.0f / (1.0f + expf(-x));
+  if constexpr (kOp == Unary::kTanh) return tanhf(x);
+  if constexpr (kOp == Unary::kGeluErf) return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+  if constexpr (kOp == Unary::kSwish) return (1.0f / (1.0f + expf(-x))) * x;  // sigmoid(x) * x
+  if constexpr (kOp == Unary::kHardswish) {
+    const float t = x + 3.0f;
+    const float clamped = (t < 0.0f) ? 0.0f : t;  // NaN stays NaN
+    return x * (6.0f < clamped ? 6.0f : clamped) * (1.0f / 6.0f);
+  }
+  if constexpr (kOp == Unary::kLog) return logf(x);
+  if constexpr (kOp == Unary::kLeakyRelu) return x > 0.0f ? x : x * a;
+  if constexpr (kOp == Unary::kHardtanh) return isnan(x) ? x : fminf(fmaxf(x, a), b);
+  if constexpr (kOp == Unary::kAddScalar) return x + a;
+  if constexpr (kOp == Unary::kMulScalar) return x * a;
+  if constexpr (kOp == Unary::kDivScalar) return x / a;
+  if constexpr (kOp == Unary::kMinScalar) return isnan(x) ? x : (isnan(a) ? a : (a < x ? a : x));
+  return x;
+}
+
+template <Unary kOp>
+__global__ void unary_kernel(const float* x, float* y, int64_t n, float a, float b) {
+  for (int64_t i = first_index<int64_t>(); i < n; i += grid_stride<int64_t>())
+    y[i] = unary_op<kOp>(x[i], a, b);
+}
+
+template <Unary kOp>
+__global__ void unary_vec4_kernel(const float4* x, float4* y, int64_t n4, float a, float b) {
+  for (int64_t i = first_index<int64_t>(); i < n4; i += grid_stride<int64_t>()) {
+    const float4 v = x[i];
+    y[i] = make_float4(unary_op<kOp>(v.x, a, b), unary_op<kOp>(v.y, a, b), unary_op<kOp>(v.z, a, b),
+                       unary_op<kOp>(v.w, a, b));
+  }
+}
+
+template <Binary kOp>
+__device__ __forceinline__ float binary_op(float a, float b) {
+  if constexpr (kOp == Binary::kAdd) return a + b;
+  if constexpr (kOp == Binary::kSub) return a - b;
+  if constexpr (kOp == Binary::kXlogy) return isnan(b) ? b : (a == 0.0f ? 0.0f : a * logf(b));
+  return a * b;
+}
+
+template <Binary kOp>
+__global__ void binary_kernel(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = first_index<int64_t>(); i < n; i += grid_stride<int64_t>())
+    out[i] = binary_op<kOp>(a[i], b[i]);
+}
+
+template <Binary kOp>
+__global__ void binary_vec4_kernel(const float4* a, const float4* b, float4* out, int64_t n4) {
+  for (int64_t i = first_index<int64_t>(); i < n4; i += grid_stride<int64_t>()) {
+    const float4 u = a[i], v = b[i];
+    out[i] = make_float4(binary_op<kOp>(u.x, v.x), binary_op<kOp>(u.y, v.y),
+                         binary_op<kOp>(u.z, v.z), binary_op<kOp>(u.w, v.w));
+  }
+}
+
+template <Binary kOp, typename I>
+__global__ void broadcast_kernel(const float* a, const float* b, float* out, I n, IndexMap<I> map) {
+  for (I i = first_index<I>(); i < n; i += grid_stride<I>()) {
+    I ia, ib;
+    map.offsets(i, ia, ib);
+    out[i] = binary_op<kOp>(a[ia], b[ib]);
+  }
+}
+
+// out[i] = x[offset(i)] (permute, channel shuffle): coalesced writes, strided reads.
+template <typename I>
+__global__ void gather_kernel(const float* x, float* out, I n, IndexMap<I> map) {
+  for (I i = first_index<I>(); i < n; i += grid_stride<I>()) {
+    I ia, unused;
+    map.offsets(i, ia, unused);
+    out[i] = x[ia];
+  }
+}
+
+// ---- Pooling ----
+
+// Three spatial dims (D, H, W); 1-D and 2-D pools have leading unit dims.
+struct PoolGeometry {
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+};
+
+template <typename I>
+struct PoolIndex {
+  PoolGeometry g;
+  Divider<I> out_d, out_h, out_w;
+  explicit PoolIndex(const PoolGeometry& geometry)
+      : g(geometry),
+        out_d(static_cast<I>(geometry.out[0])),
+        out_h(static_cast<I>(geometry.out[1])),
+        out_w(static_cast<I>(geometry.out[2])) {}
+};
+
+// One output element per thread. Windows are clipped to the input; the average divides by the
+// window clipped to the padded input, which with count_include_pad in floor mode is the kernel
+// volume (ATen's pool_size). Max pooling propagates NaN like ATen.
+template <bool kAverage, typename I>
+__global__ void pool_kernel(const float* x, float* y, I n, PoolIndex<I> p) {
+  const PoolGeometry& g = p.g;
+  for (I i = first_index<I>(); i < n; i += grid_stride<I>()) {
+    I q = i;
+    const I ow = p.out_w.mod(q);
+    q = p.out_w.div(q);
+    const I oh = p.out_h.mod(q);
+    q = p.out_h.div(q);
+    const I od = p.out_d.mod(q);
+    const I plane = p.out_d.div(q);
+    const int64_t o[3] = {static_cast<int64_t>(od), static_cast<int64_t>(oh),
+                          static_cast<int64_t>(ow)};
+    int64_t lo[3], hi[3], divisor = 1;
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+      const int64_t start = o[a] * g.stride[a] - g.pad[a];
+      const int64_t end = min(start + g.kernel[a], g.in[a] + g.pad[a]);
+      divisor *= end - start;
+      lo[a] = max(start, int64_t{0});
+      hi[a] = min(end, g.in[a]);
+    }
+    const float* xp = x + static_cast<int64_t>(plane) * g.in[0] * g.in[1] * g.in[2];
+    float acc = kAverage ? 0.0f : -INFINITY;
+    for (int64_t d = lo[0]; d < hi[0]; ++d)
+      for (int64_t h = lo[1]; h < hi[1]; ++h)
+        for (int64_t w = lo[2]; w < hi[2]; ++w) {
+          const float v = xp[(d * g.in[1] + h) * g.in[2] + w];
+          if (kAverage) {
+            acc += v;
+          } else if (v > acc || isnan(v)) {
+            acc = v;
+          }
+        }
+    y[i] = kAverage ? acc / static_cast<float>(divisor) : acc;
+  }
+}
+
+// ---- Row sums ----
+
+// One warp per row of x (rows, len): out[r] = scale * sum(row r).
+static __global__ void row_sum_warp_kernel(const float* x, int64_t rows, int64_t len, float scale,
+                                           float* out) {
+  const int64_t warps = grid_stride<int64_t>() / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = first_index<int64_t>() / kWarp; r < rows; r += warps) {
+    const float s = warp_sum(strided_sum(x + r * len, lane, len, kWarp));
+    if (lane == 0) out[r] = s * scale;
+  }
+}
+
+// Block b sums chunk b % chunks of row b / chunks: out (rows, chunks) = scale * chunk sums.
+static __global__ void row_sum_block_kernel(const float* x, int64_t rows, int64_t len,
+                                            int64_t chunks, float scale, float* out) {
+  const int64_t per = (len + chunks - 1) / chunks;
+  for (int64_t b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
+    const int64_t lo = (b % chunks) * per, hi = min(len, lo + per);
+    const float* row = x + (b / chunks) * len;
+    const float s = block_reduce<false>(strided_sum(row, lo + threadIdx.x, hi, blockDim.x));
+    if (threadIdx.x == 0) out[b] = s * scale;
+  }
+}
+
+// One block: out[0] = scale * sum(x[0..n)), in a fixed order.
+static __global__ void sum_kernel(const float* x, int64_t n, float scale, float* out) {
+  const float s = block_reduce<false>(strided_sum(x, threadIdx.x, n, blockDim.x));
+  if (threadIdx.x == 0) out[0] = s * scale;
+}
+
+// ---- KL divergence ----
+
+// xlogy(t, t) - t * log_input, each product rounded as the separate ATen kernels round it.
+__device__ __forceinline__ float kl_term(float log_input, float target) {
+  const float xlogy =
+      isnan(target) ? target : (target == 0.0f ? 0.0f : __fmul_rn(target, logf(target)));
+  return __fsub_rn(xlogy, __fmul_rn(target, log_input));
+}
+
+// partials[block] = the block's sum of kl terms over a grid-stride share of the n elements.
+static __global__ void kl_div_partials_kernel(const float* log_input, const float* target,
+                                              int64_t n, float* partials) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t step = grid_stride<int64_t>();
+  int64_t i = first_index<int64_t>();
+  for (; i + 3 * step < n; i += 4 * step) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc[k] += kl_term(log_input[i + k * step], target[i + k * step]);
+  }
+  for (; i < n; i += step) acc[0] += kl_term(log_input[i], target[i]);
+  const float s = block_reduce<false>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// partials[block] = the block's sum over a grid-stride share of the n elements.
+static __global__ void sum_partials_kernel(const float* x, int64_t n, float* partials) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t step = grid_stride<int64_t>();
+  int64_t i = first_index<int64_t>();
+  for (; i + 3 * step < n; i += 4 * step) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc[k] += x[i + k * step];
+  }
+  for (; i < n; i += step) acc[0] += x[i];
+  const float s = block_reduce<false>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// ---- Softmax ----
+
+// Softmax along len for each (outer, inner) column, inner > 1: one thread per column.
+static __global__ void softmax_columns_kernel(const float* x, float* y, int64_t outer, int64_t len,
+                                              int64_t inner) {
+  for (int64_t c = first_index<int64_t>(); c < outer * inner; c += grid_stride<int64_t>()) {
+    const int64_t base = (c / inner) * len * inner + c % inner;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j = 0; j < len; ++j) m = fmaxf(m, x[base + j * inner]);
+    for (int64_t j = 0; j < len; ++j) s += expf(x[base + j * inner] - m);
+    for (int64_t j = 0; j < len; ++j) y[base + j * inner] = expf(x[base + j * inner] - m) / s;
+  }
+}
+
+// Softmax of each contiguous row of len elements: one warp per row.
+static __global__ void softmax_rows_warp_kernel(const float* x, float* y, int64_t rows,
+                                                int64_t len) {
+  const int64_t warps = grid_stride<int64_t>() / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = first_index<int64_t>() / kWarp; r < rows; r += warps) {
+    const float* xr = x + r * len;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j = lane; j < len; j += kWarp) m = fmaxf(m, xr[j]);
+    m = warp_max(m);
+    for (int64_t j = lane; j < len; j += kWarp) s += expf(xr[j] - m);
+    s = warp_sum(s);
+    for (int64_t j = lane; j < len; j += kWarp) y[r * len + j] = expf(xr[j] - m) / s;
+  }
+}
+
+// Softmax of each contiguous row of len elements: one block per row.
+static __global__ void softmax_rows_block_kernel(const float* x, float* y, int64_t rows,
+                                                 int64_t len) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * len;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) m = fmaxf(m, xr[j]);
+    m = block_reduce<true>(m);
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) s += expf(xr[j] - m);
+    s = block_reduce<false>(s);
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) y[r * len + j] = expf(xr[j] - m) / s;
+  }
+}
+
+// Softmax of each contiguous row of len elements, len % 4 == 0 and rows 16-byte aligned: one
+// block per row, its three passes (max, sum of exp, write) each reading the row as float4, as
+// ATen's cunn_SoftMaxForward does for rows longer than 1,024 (ILP 4, a power-of-two block of up to
+// 1,024 threads; the row does not fit its 48 KB shared-memory variant at L3_031's 16,384 keys).
+// With few, large blocks per SM the second and third passes mostly hit L2.
+static __global__ void __launch_bounds__(1024)
+    softmax_rows_vec4_kernel(const float* x, float* y, int64_t rows, int64_t len) {
+  const int64_t vec_len = len / 4;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float4* xr = reinterpret_cast<const float4*>(x + r * len);
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < vec_len; j += blockDim.x) {
+      const float4 v = xr[j];
+      m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    }
+    m = block_reduce<true>(m);
+    float s = 0.0f;
+    for (int64_t j = threadIdx.x; j < vec_len; j += blockDim.x) {
+      const float4 v = xr[j];
+      s += (expf(v.x - m) + expf(v.y - m)) + (expf(v.z - m) + expf(v.w - m));
+    }
+    s = block_reduce<false>(s);
+    float4* yr = reinterpret_cast<float4*>(y + r * len);
+    for (int64_t j = threadIdx.x; j < vec_len; j += blockDim.x) {
+      const float4 v = xr[j];
+      yr[j] =
+          make_float4(expf(v.x - m) / s, expf(v.y - m) / s, expf(v.z - m) / s, expf(v.w - m) / s);
+    }
+  }
+}
+
+// ---- Normalization ----
+
+// Statistics groups: group g holds `runs` runs of `run_len` contiguous elements, `run_stride`
+// apart, the first at g * group_stride (batch norm: g = channel, runs = N; otherwise one run).
+struct NormLayout {
+  int64_t groups;
+  int64_t runs;
+  int64_t run_len;
+  int64_t run_stride;
+  int64_t group_stride;
+  float eps;
+};
+
+// Element i belongs to group (i / group_stride) % groups and uses affine parameter
+// (i / affine_inner) % affine_count.
+template <typename I>
+struct NormIndex {
+  Divider<I> group_stride, groups, affine_inner, affine_count;
+  NormIndex(const NormLayout& layout, int64_t inner, int64_t count)
+      : group_stride(static_cast<I>(layout.group_stride)),
+        groups(static_cast<I>(layout.groups)),
+        affine_inner(static_cast<I>(inner)),
+        affine_count(static_cast<I>(count)) {}
+  __device__ I group(I i) const { return groups.mod(group_stride.div(i)); }
+  __device__ I channel(I i) const { return affine_count.mod(affine_inner.div(i)); }
+};
+
+__device__ inline float inverse_std(const Welford& w, float eps) {
+  return 1.0f / sqrtf(w.m2 / w.n + eps);  // biased variance, like the training-mode norms
+}
+
+template <typename I>
+__device__ __forceinline__ float normalized(float v, float mean, float rstd, const float* weight,
+                                            const float* bias, const NormIndex<I>& index, I i) {
+  float y = (v - mean) * rstd;
+  if (weight != nullptr || bias != nullptr) {
+    const I c = index.channel(i);
+    if (weight != nullptr) y *= weight[c];
+    if (bias != nullptr) y += bias[c];
+  }
+  return y;
+}
+
+// Block b reduces chunk b % chunks of group b / chunks. With one chunk per group it writes the
+// group's (mean, rstd) to stats; otherwise its Welford triple to partials.
+static __global__ void norm_stats_kernel(const float* x, NormLayout layout, int64_t chunks,
+                                         float* partials, float* stats) {
+  const int64_t group_len = layout.runs * layout.run_len;
+  const int64_t per = (group_len + chunks - 1) / chunks;
+  for (int64_t b = blockIdx.x; b < layout.groups * chunks; b += gridDim.x) {
+    const int64_t g = b / chunks, lo = (b % chunks) * per, hi = min(group_len, lo + per);
+    Welford w;
+    for (int64_t r = lo / layout.run_len; lo < hi && r <= (hi - 1) / layout.run_len; ++r) {
+      const float* run = x + g * layout.group_stride + r * layout.run_stride;
+      const int64_t j_lo = max(lo - r * layout.run_len, int64_t{0});
+      const int64_t j_hi = min(hi - r * layout.run_len, layout.run_len);
+#pragma unroll 4
+      for (int64_t j = j_lo + threadIdx.x; j < j_hi; j += blockDim.x) w.add(run[j]);
+    }
+    w = block_merge(w);
+    if (threadIdx.x != 0) continue;
+    if (chunks == 1) {
+      stats[2 * g] = w.mean;
+      stats[2 * g + 1] = inverse_std(w, layout.eps);
+    } else {
+      partials[3 * b] = w.n;
+      partials[3 * b + 1] = w.mean;
+      partials[3 * b + 2] = w.m2;
+    }
+  }
+}
+
+// One thread per group merges its chunks' Welford triples in order.
+static __global__ void norm_combine_kernel(NormLayout layout, int64_t chunks, const float* partials,
+                                           float* stats) {
+  for (int64_t g = first_index<int64_t>(); g < layout.groups; g += grid_stride<int64_t>()) {
+    Welford w;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const float* p = partials + 3 * (g * chunks + c);
+      w = merge(w, Welford{p[0], p[1], p[2]});
+    }
+    stats[2 * g] = w.mean;
+    stats[2 * g + 1] = inverse_std(w, layout.eps);
+  }
+}
+
+template <typename I>
+__global__ void normalize_kernel(const float* x, const float* stats, NormIndex<I> index,
+                                 const float* weight, const float* bias, float* y, I n) {
+  for (I i = first_index<I>(); i < n; i += grid_stride<I>()) {
+    const I g = index.group(i);
+    y[i] = normalized(x[i], stats[2 * g], stats[2 * g + 1], weight, bias, index, i);
+  }
+}
+
+// Groups of one short run: one warp computes a group's statistics and normalizes it.
+template <typename I>
+__global__ void norm_rows_warp_kernel(const float* x, NormLayout layout, NormIndex<I> index,
+                                      const float* weight, const float* bias, float* y) {
+  const int64_t warps = grid_stride<int64_t>() / kWarp, len = layout.run_len;
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t g = first_index<int64_t>() / kWarp; g < layout.groups; g += warps) {
+    const float* xg = x + g * len;
+    Welford w;
+    for (int64_t j = lane; j < len; j += kWarp) w.add(xg[j]);
+    w = warp_merge(w);
+    const float rstd = inverse_std(w, layout.eps);
+    for (int64_t j = lane; j < len; j += kWarp) {
+      const I i = static_cast<I>(g * len + j);
+      y[i] = normalized(xg[j], w.mean, rstd, weight, bias, index, i);
+    }
+  }
+}
+
+}  // namespace kb::eager
