@@ -5,27 +5,31 @@ checked against (tests/unit/kernels/golden_fixture_test.cpp).
 For every problem and every case of CASES below:
   1. `kb problems generate ID --dims ... --seed S --trial T --out DIR` writes the case's inputs
      and parameters (DIR/meta.json and one float32 .npy per tensor), drawn by our generator;
-  2. the problem's KernelBench source, restored from the seed (tools/seed_source.py), is exec'd
-     in a fresh module; its size globals are set to the case's dims (GLOBALS below); the model is
+  2. the problem's KernelBench source, the upstream file its spec names (`upstream:`, read under
+     --kernelbench DIR; tools/README.md says how to get it), is exec'd in a fresh module; its size
+     globals are set to the case's dims (GLOBALS below); the model is
      built exactly as KernelBench builds it (torch.manual_seed(42); Model(*get_init_inputs()),
      training mode), our parameters are loaded into it, and it runs in float64 under no_grad;
   3. tests/fixtures/oracle/ID/CASE.npy (the output, float64, C order) and CASE.json (dims, seed,
      trial, the tensors' checksums, output shape, torch version) are written.
 The model comes from KernelBench's source, not from our spec, so a spec whose effective
-configuration is wrong fails here: the seed's get_inputs() shapes, the model's parameter names and
+configuration is wrong fails here: the file's get_inputs() shapes, the model's parameter names and
 shapes, and its output shape must all equal what `kb problems generate` says, or the script stops.
 
 Needs python3-torch and python3-numpy (Debian: apt-get install python3-torch python3-numpy
 python3-yaml) and a built `kb`. See tools/README.md.
 
+Without --kernelbench, the hand-written problems (those of CASES) fall back to the source restored
+from the seed documents (--seeds, tools/seed_source.py), which hold the same KernelBench files;
+both give the same fixtures, byte for byte.
+
 Imported problems (tools/kernelbench_import.py: every problem without a CASES entry) are built
-from the upstream file their spec names (`upstream:`) under --kernelbench DIR instead of the
-seed. Their dims are the file's globals by name, so a case overrides those globals before the
+from their upstream file too. Their dims are the file's globals by name, so a case overrides those globals before the
 module runs (derived globals follow); their cases are the spec's `small` preset (seed 1, trial 0)
 and `odd` preset (seed 2, trial 1).
 
-Usage: pytorch_oracle.py --kb build/cli/kb [--only ID[,ID...]] [--seeds DIR] [--out DIR]
-                         [--kernelbench DIR] [--imported]   (--imported: every imported problem)
+Usage: pytorch_oracle.py --kb build/cli/kb --kernelbench DIR [--only ID[,ID...]] [--out DIR]
+                         [--imported] [--seeds DIR]   (--imported: every imported problem)
 """
 import argparse
 import ast
@@ -259,12 +263,12 @@ def load_tensor(out_dir, entry, where):
 
 
 def seed_module(problem_id, source, dims):
-    """The seed's module, exec'd fresh, with its size globals set to `dims`."""
+    """The KernelBench module, exec'd fresh, with its size globals set to `dims`."""
     module = types.ModuleType(f"kernelbench_{problem_id}")
-    exec(compile(source, f"<seed {problem_id}>", "exec"), module.__dict__)
+    exec(compile(source, f"<kernelbench {problem_id}>", "exec"), module.__dict__)
     for name, expr in GLOBALS[problem_id].items():
         if name not in module.__dict__:
-            raise OracleError(f"{problem_id}: the seed has no global '{name}'")
+            raise OracleError(f"{problem_id}: the KernelBench file has no global '{name}'")
         module.__dict__[name] = eval(expr, {"__builtins__": {}}, dict(dims))
     return module
 
@@ -277,10 +281,10 @@ def build_model(problem_id, module, meta, where):
     """Model(*get_init_inputs()) as KernelBench builds it, checked against meta.json."""
     torch.manual_seed(42)
     model = module.Model(*module.get_init_inputs())
-    drawn = [list(t.shape) for t in module.get_inputs()]  # the seed's own input shapes
+    drawn = [list(t.shape) for t in module.get_inputs()]  # the file's own input shapes
     expected_inputs = [list(e["shape"]) for e in meta["inputs"]]
     if drawn != expected_inputs:
-        raise OracleError(f"{where}: the seed's get_inputs() draws shapes {drawn}, "
+        raise OracleError(f"{where}: the file's get_inputs() draws shapes {drawn}, "
                           f"the spec's inputs are {expected_inputs}")
     ours = {e["name"]: list(e["shape"]) for e in meta["params"]}
     theirs = shapes_of(model.named_parameters())
@@ -349,19 +353,26 @@ def write_fixture(out_root, problem_id, c, meta, expected):
         f.write("\n")
 
 
+def upstream_source(spec, kernelbench):
+    """The text of the upstream file the spec names, under `kernelbench`."""
+    path = spec["upstream"]["path"]
+    with open(os.path.join(kernelbench, path), encoding="utf-8") as f:
+        return f.read()
+
+
 def regenerate(kb, problem_id, seed, out_root, kernelbench=None):
     spec = load_spec(problem_id)
     upstream = None
     if problem_id in CASES:
         check_tables(problem_id)
-        source = seed_source.module_source(problem_id, seed=seed)
+        source = (upstream_source(spec, kernelbench) if kernelbench is not None
+                  else seed_source.module_source(problem_id, seed=seed))
         cases = CASES[problem_id]
     else:
         upstream = spec["upstream"]["path"]
         if kernelbench is None:
             raise OracleError(f"{problem_id} is imported from {upstream}: give --kernelbench DIR")
-        with open(os.path.join(kernelbench, upstream), encoding="utf-8") as f:
-            source = f.read()
+        source = upstream_source(spec, kernelbench)
         cases = imported_cases(spec)
     shutil.rmtree(os.path.join(out_root, problem_id), ignore_errors=True)
     for c in cases:
@@ -375,7 +386,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kb", default=DEFAULT_KB, help="the kb binary (default: build/cli/kb)")
     parser.add_argument("--seeds", default=seed_source.DEFAULT_SEEDS_DIR,
-                        help="the seed directory (default: ../shared/seeds)")
+                        help="without --kernelbench: the seed directory (default: ../shared/seeds)")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help="fixture root (default: tests/fixtures/oracle)")
     parser.add_argument("--only", help="regenerate these problems only (comma-separated ids)")
@@ -389,7 +400,8 @@ def main(argv=None):
     unknown = [i for i in ids if i not in CASES and i not in imported]
     if unknown:
         parser.error(f"no cases for {unknown}")
-    seed = seed_source.load_seed(args.seeds) if any(i in CASES for i in ids) else None
+    seed = (seed_source.load_seed(args.seeds)
+            if args.kernelbench is None and any(i in CASES for i in ids) else None)
     failures = []
     for problem_id in ids:
         try:

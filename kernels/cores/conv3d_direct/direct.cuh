@@ -35,8 +35,10 @@
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
+#include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
 
 // Loop unrolling in __host__ __device__ code: only the device pass is told (the host compiler
 // warns about #pragma unroll).
@@ -448,6 +450,10 @@ class Conv3d {
     geometry_ = g.value();
     tiled_ = fits_tile<KD, KH, KW>(geometry_);
     if (!tiled_) return Status::ok();
+    Result<bool> tensor_cores = setup_tf32x3();
+    if (!tensor_cores.is_ok()) return tensor_cores.status();
+    tf32x3_ = tensor_cores.value();
+    if (tf32x3_) return Status::ok();
     tile_ = make_tile_params<KD, KH, KW>(geometry_);
     smem_bytes_ = TileShape<KD, KH, KW>::smem_bytes(tile_);
     blocks_ = int64_t{tile_.batch} * tile_.out_d * tile_.h_tiles * tile_.w_tiles * tile_.co_blocks;
@@ -462,7 +468,17 @@ class Conv3d {
   // x: (N, C_in, D, H, W), w: (C_out, C_in/groups, KD, KH, KW) -> y: (N, C_out, D', H', W').
   Status run(const float* x, const float* w, float* y, const Epilogue& epilogue,
              cudaStream_t stream) const {
-    if (tiled_) {
+    if (tf32x3_) {
+      tf32::Params p = tf32_;
+      p.x = x, p.w = w, p.y = y;
+      if (tf32_bn_ == 32) {
+        tf32::conv3d_tf32x3_kernel<KD, KH, KW, 32, Epilogue>
+            <<<tf32_grid_, tf32::kThreads, smem_bytes_, stream>>>(p, epilogue);
+      } else {
+        tf32::conv3d_tf32x3_kernel<KD, KH, KW, 64, Epilogue>
+            <<<tf32_grid_, tf32::kThreads, smem_bytes_, stream>>>(p, epilogue);
+      }
+    } else if (tiled_) {
       const int wt_size = ctaps_ * tile_.cout_pad;
       transpose_weights_kernel<<<(wt_size + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
           w, wt_, tile_.cout, tile_.cout_pad, ctaps_);
@@ -484,10 +500,56 @@ class Conv3d {
   }
 
   bool tiled() const { return tiled_; }
+  bool tensor_cores() const { return tf32x3_; }
 
  private:
+  // The 3xTF32 tile (tf32x3_tile.cuh) for a geometry the FMA tile also takes, when its shared
+  // memory fits: channel blocks of 32 when C_out <= 32, else 64; persistent blocks.
+  Result<bool> setup_tf32x3() {
+    const Conv3dGeometry& g = geometry_;
+    tf32::Params p = {};
+    p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
+    p.cout = static_cast<int>(g.cout);
+    p.in_d = static_cast<int>(g.in[0]), p.in_h = static_cast<int>(g.in[1]);
+    p.in_w = static_cast<int>(g.in[2]);
+    p.out_d = static_cast<int>(g.out[0]), p.out_h = static_cast<int>(g.out[1]);
+    p.out_w = static_cast<int>(g.out[2]);
+    p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
+    p.pad_w = static_cast<int>(g.padding[2]);
+    p.k = p.cin * KD * KH * KW;
+    p.kp = (p.k + 7) / 8 * 8;
+    p.row_tiles = (p.out_h + tf32::kTileRows - 1) / tf32::kTileRows;
+    p.col_tiles = (p.out_w + tf32::kTileCols - 1) / tf32::kTileCols;
+    p.tiles = int64_t{p.batch} * p.out_d * p.row_tiles * p.col_tiles;
+    tf32_bn_ = p.cout <= 32 ? 32 : 64;
+    const size_t smem = tf32_bn_ == 32 ? tf32::Layout<KD, KH, KW, 32>::smem_bytes(p)
+                                       : tf32::Layout<KD, KH, KW, 64>::smem_bytes(p);
+    KB_ASSIGN_OR_RETURN(const int optin,
+                        cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+    if (smem > static_cast<size_t>(optin)) return false;
+    const void* kernel =
+        tf32_bn_ == 32
+            ? reinterpret_cast<const void*>(tf32::conv3d_tf32x3_kernel<KD, KH, KW, 32, Epilogue>)
+            : reinterpret_cast<const void*>(tf32::conv3d_tf32x3_kernel<KD, KH, KW, 64, Epilogue>);
+    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)));
+    KB_ASSIGN_OR_RETURN(const int64_t resident,
+                        cuda::resident_blocks(kernel, tf32::kThreads, smem));
+    const int co_blocks = (p.cout + tf32_bn_ - 1) / tf32_bn_;
+    const int64_t per_block = std::max<int64_t>(1, resident / co_blocks);
+    tf32_grid_ = dim3(static_cast<unsigned>(std::min<int64_t>(p.tiles, per_block)),
+                      static_cast<unsigned>(co_blocks));
+    smem_bytes_ = smem;
+    tf32_ = p;
+    return true;
+  }
+
   Conv3dGeometry geometry_;
   bool tiled_ = false;
+  bool tf32x3_ = false;   // the 3xTF32 tile runs (tiled_ is then true too)
+  tf32::Params tf32_ = {};
+  int tf32_bn_ = 64;
+  dim3 tf32_grid_;
   TileParams tile_ = {};
   size_t smem_bytes_ = 0;
   int64_t blocks_ = 0;
