@@ -47,7 +47,7 @@ def load_model(kernelbench, spec):
     with open(path) as f:
         exec(compile(f.read(), path, "exec"), module.__dict__)
     torch.manual_seed(42)
-    model = module.Model(*module.get_init_inputs()).cuda().eval()
+    model = module.Model(*module.get_init_inputs()).cuda()  # training mode, as KernelBench runs it
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     return model, inputs
 
