@@ -5,7 +5,7 @@
 //
 // Cost (docs/problems.md#l1_070, full preset): 220.2 G MAC = 440.3 GFLOP; min DRAM 2,082 MB ->
 // 0.48 ms; fp32 FMA floor 6.57 ms, 3xTF32 ideal ~2.7 ms: compute-bound. Strict-fp32 reference
-// 39.0-39.2 ms; best strict-fp32 peer 25.29 ms (autotuned cuDNN; eager 39.25, compile 39.13,
+// 39.0-39.4 ms; best strict-fp32 peer 25.29 ms (autotuned cuDNN; eager 39.25, compile 39.13,
 // docs/baselines.md); goal <= 10.5 ms (1.6 x the floor).
 //
 // Design (kernels/cores/conv_transpose3d_tf32x3/parity_gemm3d.cuh, maps in patch_plan3d.cuh), two

@@ -7,9 +7,9 @@
 // Cost (full preset 128 x 32 x 256 x 256 -> 128 x 64 x 128 x 128, docs/problems.md#l3_013): pooling
 // before the 1x1 conv is exact (both linear): 4.3 GFMA instead of 17.2. Bytes: 2 reads of x + 1
 // write = 2.68 GB -> realistic floor 0.62 ms (ideal 1.61 GB, 0.375 ms, is out of reach: the batch
-// statistics need a full pass first); fp32 floor as written 0.553 ms. Reference 6.69 ms, best
-// strict-fp32 peer 5.58 ms (torch.compile, docs/baselines.md), goal <= 0.88 ms (1.6 x the
-// floor).
+// statistics need a full pass first); fp32 floor as written 0.553 ms. Reference 6.69 ms (9.16 ms in
+// bench 2026-12-02b), best strict-fp32 peer 5.58 ms (torch.compile, docs/baselines.md), goal <=
+// 0.88 ms (1.6 x the floor).
 //
 // Design (three launches, no atomics, deterministic for a given device):
 //  1. plane_moments_kernel: block = (plane (n, c), chunk of kStatsChunk elements), 16-byte loads;

@@ -6,11 +6,11 @@
 //   in_proj: W_in (3E, E), b_in (3E); out_proj: W_o (E, E), b_o (E); LN gamma, beta (E);
 //   out: (N, E, H, W) fp32 NCHW (full preset: x (2, 128, 128, 128), 4 heads of hd = 32).
 //
-// Cost (full preset N 2, E 128, 4 heads, L 16384; docs/problems.md#l3_031): 290 GFLOP (QK^T 137
-// G, PV 137 G, projections 4.3 G), 2.15e9 exps; min DRAM 33.8 MB (8 us). fp32 FMA floor 4.33 ms,
-// TF32 0.59 ms, 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (materializes 8.6 GB of scores);
-// best strict-fp32 peer 14.65 ms (torch.compile, docs/baselines.md); goal <= 6.92 ms (1.6 x the
-// floor).
+// Cost (full preset N 2, E 128, 4 heads, L 16384; docs/problems.md#l3_031): 290 GFLOP (QK^T 137 G,
+// PV 137 G, projections 4.3 G), 2.15e9 exps; min DRAM 33.8 MB (8 us). fp32 FMA floor 4.33 ms, TF32
+// 0.59 ms, 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (17.2 ms in bench 2026-12-02b; it
+// materializes 8.6 GB of scores); best strict-fp32 peer 14.65 ms (torch.compile,
+// docs/baselines.md); goal <= 6.92 ms (1.6 x the floor).
 //
 // Design (three launches, no atomics, deterministic):
 //  1. qkv_projection_kernel (fp32 FMA, 64 tokens x 64 features x 16 k tiles): reads x in place
