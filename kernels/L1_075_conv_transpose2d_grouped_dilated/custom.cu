@@ -46,7 +46,8 @@
 //      -> predicted 0.26 -> measured 0.709 ms (direct-from-L2 input reads did not hide their
 //      latency; ~2,100 scattered row stores at once). Rejected; v1 kept.
 //   Next: fewer instructions per output (the gather's index math); two column positions per
-//      thread (twice the FMAs per weight load).
+//      thread (twice the FMAs per weight load); a double-buffered row pipeline (stage row r+1
+//      while computing row r).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 
