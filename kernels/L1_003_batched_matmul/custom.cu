@@ -1,24 +1,25 @@
 // L1_003 custom: torch.bmm(A, B) with error-compensated TF32 (3xTF32) on the tensor cores.
-//   C: (batch, M, N) = A: (batch, M, K) @ B: (batch, K, N), fp32, row-major, dense.
+//   C: (batch, M, N) = A: (batch, M, K) @ B: (batch, K, N), fp32, row-major, dense;
+//   C[b,i,j] = sum_k A[b,i,k] B[b,k,j] (full preset: batch 128, M 512, K 1024, N 2048).
 //
-// Cost (full preset 128 x (512 x 1024) @ (1024 x 2048), docs/problems.md#l1_003): 274.9 GFLOP; min
-// DRAM 1,879 MB (A 268 + B 1,074 read once, C 537 written once) -> 0.44 ms at ~4.3 TB/s. fp32 FMA
-// floor 4.1 ms; strict-fp32 cuBLAS 5.37 ms (goal <= 4.47 ms). 3xTF32 does 3 TF32 MMAs per
-// product: 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
+// Cost (full preset 128 x (512 x 1024) @ (1024 x 2048), docs/problems.md#l1_003): 274.9 GFLOP;
+// min DRAM 1,879 MB (A 268 + B 1,074 read once, C 537 written once) -> 0.44 ms at ~4.3 TB/s. fp32
+// FMA floor 4.1 ms; best strict-fp32 peer 5.36 ms (autotuned; cuBLAS eager 5.37 ms,
+// docs/baselines.md), goal <= 4.47 ms (peer / 1.2). 3xTF32 does 3 TF32 MMAs per product:
+// 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
-// Design (tf32x3_gemm.cuh): classic Ampere-style mma.sync GEMM (sm_90 without wgmma, which would
-// need sm_90a). CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB shared, 2 CTAs = 16
-// warps per SM), 8 warps of 64 x 32, m16n8k8 TF32 MMAs; operands split in registers after the
+// Design (tf32x3_gemm.cuh, tiles and mma stage in kernels/cores/tf32x3/gemm128.cuh), one launch
+// per batch chunk: classic Ampere-style mma.sync GEMM (sm_90 without wgmma, which would need
+// sm_90a). CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB shared, 2 CTAs = 16 warps
+// per SM), 8 warps of 64 x 32, m16n8k8 TF32 MMAs; operands split in registers after the
 // shared-memory load (big = round-to-nearest TF32, small = the same rounding of the exact
 // residual); per k8 step and warp 8 LDS.64 + 2 LDS.128 (swizzled, conflict-free), 24 splits of
 // 5 instructions, 48 MMAs. 128 registers (launch bound 2 CTAs/SM), no spills. Grid: one CTA per
 // 128 x 128 output tile, (tiles of one batch entry, batch) with batch chunks of 65,535 per
 // launch; 8,192 CTAs at full size = 31.03 waves of 264 (~3% tail).
 // Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
-// 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math.
-//
-// Accuracy: ~fp32 level (estimate and derivation in tf32x3_gemm.cuh): expected max |err| ~1e-3
-// or below vs the 0.026 allowed; plain TF32 would use ~half of the budget.
+// 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math; any
+// shape runs one of the two.
 //
 // Predicted on the H200: 403M m16n8k8 MMAs = 763k per SM sub-partition; mma.sync TF32 on Hopper
 // reaches roughly 50-60% of the dense peak (~6.5-8 clk per MMA per sub-partition vs 4 at peak)
@@ -26,6 +27,23 @@
 // per 48), i.e. ~1.75 ms of issue at 1.75 GHz if nothing else stalled. I expect ~3.0 ms (1.8x
 // over strict-fp32 cuBLAS). Misaligned shapes (scalar path) are correct but slower (4x the copy
 // instructions).
+// Measured: 3.98 ms (2026-11-30, docs/kernels.md; 69 TFLOP/s effective), 4.008 ms in
+// docs/bench-h200-2026-12-02b.json (0.98x the fp32 floor): under the 4.47 ms goal. Slower than
+// predicted: ~4 instructions per MMA put the issue limit near the MMA limit. Shape sweep
+// (docs/kernels.md): odd K or N (scalar path) 0.90x the reference at 30% of the preset's FLOPs,
+// and a grid of 18 CTAs on 132 SMs 0.35x: still a miss. Next: split-K for grids below one wave,
+// predicated 16-byte loads; for the full preset, the split on the FP32 pipe, 128 x 256 tiles or
+// wgmma on sm_90a.
+//
+// Accuracy: ~fp32 level (estimate and derivation in tf32x3_gemm.cuh): x = big + small + r with |r|
+// <= 2^-22 |x|, the small x small term dropped; no fast intrinsics, no statistics. The sum (K =
+// 1024: 384 MMAs into one fp32 accumulator) is the larger term: host emulation 3.3e-4 with
+// round-to-nearest MMA sums, 2.5e-3 if the tensor core truncates them (an fp32 loop 5.3e-4, plain
+// TF32 1.2e-2, about half of the budget); expected max |err| ~1e-3 or below vs the 0.026 allowed
+// (outputs ~256). Measured max |err| 4.0e-3 (2026-11-30) and 4.1e-3 (bench 2026-12-02b), 16% of the
+// budget: nearer the truncating case. Robustness trials (small preset, seed 7, vs the golden model;
+// K = 33 runs the scalar path): shift (x + 100) 0.006x the tolerance (reference 0.003x), scale (x
+// 1000) 0.006x (0.003x), centered 0.003x (0.001x).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -1,20 +1,28 @@
-// L1_073 custom: ConvTranspose3d(32 -> 32, k 3, stride 2, padding 1, groups 1 (the spec's
-// effective layer, not the script's 4), no bias).
-//   x: (N, C_in, D, H, W) fp32; w: (C_in, C_out, 3, 3, 3); out: (N, C_out, 2D-1, 2H-1, 2W-1).
+// L1_073 custom: y = ConvTranspose3d(32 -> 32, k 3, stride 2, padding 1, groups 1 (the spec's
+// effective layer, not the script's 4), no bias)(x).
+//   x: (N, C_in, D, H, W) fp32; w: (C_in, C_out, 3, 3, 3); y: (N, C_out, 2D-1, 2H-1, 2W-1), NCDHW.
+//   Per axis o + 1 = 2q + r: even o (r = 1) takes tap 1 from input q, odd o (r = 0) taps 0 and 2
+//   from inputs q and q - 1, so the 8 parity classes have 1-8 of the 27 taps and
+//   y[n, co, 2q + r - 1] = sum_{tap of class r, ci} x[n, ci, q - j(tap)] w[ci, co, tap]
+//   (full preset: x (4, 32, 32, 64, 128) -> y (4, 32, 63, 127, 255)).
 //
-// Cost (docs/problems.md#l1_073, full preset 4 x 32 x 32 x 64 x 128 -> 4 x 32 x 63 x 127 x
-// 255): 27.9 G MAC = 55.9 GFLOP; min DRAM 1,179 MB (out 1,045) -> 0.27 ms; fp32 FMA floor 0.83 ms,
-// 3xTF32 ideal ~0.34 ms. Strict-fp32 reference 10.6 ms; previous custom (per-class gather,
-// parity_gather3d.cuh) 2.12 ms; goal <= 1.33 ms.
+// Cost (docs/problems.md#l1_073, full preset): 27.9 G MAC = 55.9 GFLOP; min DRAM 1,179 MB (out
+// 1,045) -> 0.27 ms; fp32 FMA floor 0.83 ms, 3xTF32 ideal ~0.34 ms. Strict-fp32 reference
+// 10.6 ms; best strict-fp32 peer 10.53 ms (autotuned cuDNN, docs/baselines.md); previous custom
+// (per-class gather, parity_gather3d.cuh) 2.12 ms; goal <= 1.33 ms (1.6 x the floor).
 //
-// Design (../conv_transpose3d_tf32x3/all_classes3d.cuh): one persistent CTA per SM keeps the
-// 27 x 32 x 32 weights (raw, B-fragment order, 110.6 KB) in shared memory and walks boxes of
-// 2 x 2 x 32 q positions; per box it stages the 3 x 3 x 33 x 32-channel input patch once (40 KB,
-// double-buffered by cp.async) and runs ALL 8 parity classes = all 27 tap-GEMMs (M 128, N 32,
-// K 32) from it, so x is read once per box (1.16x halo, L2) instead of once per tap, and the
-// box's outputs (whole 64-wide output lines of 2 x 4 rows) are written by one CTA within a short
-// window (L2 merges the two stride-2 phases of each sector). 8 warps = 4 pixel groups of 32 x
-// 2 class groups of 13 / 14 taps (96% balance). Other geometries: the per-tap gather core.
+// Design (kernels/cores/conv_transpose3d_tf32x3/all_classes3d.cuh), two launches:
+// prep_weights_kernel writes w in B-fragment order once per call; all_classes3d_kernel: one
+// persistent CTA per SM keeps the 27 x 32 x 32 weights (raw, 110.6 KB) in shared memory and walks
+// boxes of 2 x 2 x 32 q positions; per box it stages the 3 x 3 x 33 x 32-channel input patch once
+// (40 KB, double-buffered by cp.async) and runs ALL 8 parity classes = all 27 tap-GEMMs (M 128,
+// N 32, K 32) from it with 3xTF32 mma.sync m16n8k8, so x is read once per box (1.16x halo, L2)
+// instead of once per tap, and the box's outputs (whole 64-wide output lines of 2 x 4 rows) are
+// written by one CTA within a short window (L2 merges the two stride-2 phases of each sector).
+// 8 warps = 4 pixel groups of 32 x 2 class groups of 13 / 14 taps (96% balance).
+// Fallback: any other layer (channels, kernel, stride, padding, output_padding), layers of
+// <= 8 M MACs and too many boxes run the per-tap gather core (ct3d_gather::ParityConvTranspose3d,
+// parity_gather3d.cuh), which itself falls back to the one-thread-per-output fp32 gather.
 //
 // Cost model (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620 K; per tap and k8
 // step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts (smem 33% of
@@ -25,7 +33,23 @@
 // overlapped; the patch copies (37 4-byte cp.async per thread per box of ~1,300 MMAs per
 // warp) ~5%, tail 62.1 / 63 boxes per CTA.
 // Predicted (H200, before measurement): ~0.7-0.9 ms (risk: latency with only 2 warps per
-// sub-partition). Accuracy: ~fp32 level (3xTF32).
+// sub-partition). Measured: 1.83 ms (2026-11-30, docs/kernels.md; 30.5 TFLOP/s), 1.859 ms in
+// docs/bench-h200-2026-12-02b.json (2.2x the floor, 1.4x the goal). ncu
+// (docs/profiles/ncu-h200-2026-11-30-L1_073.txt): issue slots 34% busy, 12.5% occupancy, DRAM
+// 22%: latency-bound, the risk named above. Next: two CTAs per SM (weights out of shared memory).
+//
+// Accuracy: 3xTF32 (operands split at the fragment load, big = tf32_rna(v), small =
+// tf32_rna(v - big); acc += a_s b_b + a_b b_s + a_b b_b) ~ fp32 products; no fast intrinsics, no
+// statistics, no norm. The sum of a class (up to 8 taps x 32 channels = 32 k8 steps) stays in the
+// MMA accumulator, which truncates toward zero each step: the error grows with |y| faster than
+// the fp32 reference's. Promoting it per tap as L1_070 does spilled and cost 24-44% (branch
+// accum-promote): not taken. Measured: max |err| 2.4e-6 at the full preset (bench 2026-12-02b)
+// vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, vs the golden model): before
+// 2026-12-02 they ran this kernel and put L1_073 and L2_093 at 1.5-3.9x the tolerance
+// under scale in some seeds, some `fragile` (docs/kernels.md, docs/problems.md#l1_073). Now the
+// small preset's layer (6.6 M MACs <= 8 M) runs the fp32 gather: seed 7 (bench 2026-12-02b)
+// shift (x + 100) 0.15x (reference 0.04x), scale (x 1000) 0.75x (0.34x), centered 0.0015x:
+// pass. This kernel under shift/scale is not measured separately since.
 #include <algorithm>
 
 #include "common/cuda/device_query.h"

@@ -1,34 +1,53 @@
-// L1_075 custom: ConvTranspose2d(C_in, C_out, (3, 5), stride=(2, 3), padding=(1, 2),
-// dilation=(2, 1), groups=4, bias=False).
+// L1_075 custom: y = ConvTranspose2d(C_in, C_out, (3, 5), stride=(2, 3), padding=(1, 2),
+// dilation=(2, 1), groups=4, bias=False)(x).
+//   x: (N, C_in, H, W), w: (C_in, C_out / 4, 3, 5), y: (N, C_out, 2H + 1, 3W - 2) fp32 NCHW; group
+//   g maps input channels 8g..8g+7 to output channels 16g..16g+15 (full preset: x (16, 32, 128,
+//   256) -> y (16, 64, 257, 766)).
+//   Rows: oh + 1 = 2 qh + rh; all 3 kernel rows land on phase rh = 0 (input rows qh, qh - 1,
+//   qh - 2), phase 1 (every even row, 50.2% of y) is exactly 0. Columns: ow + 2 = 3 qw + rw; taps
+//   {0, 3} land on phase 0, {1, 4} on phase 1, {2} on phase 2, at inputs qw (taps 0-2) and
+//   qw - 1 (taps 3, 4). Each output of an odd row sums 8 channels of its group x 3 rows x 1-2
+//   taps.
 //
-// Cost (docs/problems.md#l1_075, full preset x (16, 32, 128, 256) -> y (16, 64, 257, 766)): 3.99 G
-// MAC = 7.99 GFLOP -> t_fp32 119 us; 873 MB (y 806) -> t_mem 203 us. Floor 203 us: memory-bound
-// (the output writes). Best strict-fp32 peer 5.71 ms.
+// Cost (docs/problems.md#l1_075, full preset): 3.99 G MAC = 7.99 GFLOP -> t_fp32 119 us; 873 MB
+// (y 806) -> t_mem 203 us. Floor 203 us: memory-bound (the output writes). Best strict-fp32 peer
+// 5.71 ms (autotuned cuDNN, docs/baselines.md); goal <= 0.33 ms (1.6 x the floor).
 //
-// Math: rows: oh + 1 = 2 qh + rh; all 3 kernel rows land on phase rh = 0 (input rows qh, qh - 1,
-// qh - 2), phase 1 (every even row, 50.2% of y) is exactly 0. Columns: ow + 2 = 3 qw + rw; taps
-// {0, 3} land on phase 0, {1, 4} on phase 1, {2} on phase 2, at inputs qw (taps 0-2) and qw - 1
-// (taps 3, 4). Each output of an odd row sums 8 channels of its group x 3 rows x 1-2 taps.
-//
-// Design (gather.cuh, row_gather_kernel<5, 3, 1>): one block per (n, output row, group of 16
-// channels). An even row is written as zeros with 16-byte stores. Otherwise the block stages the
-// 3 input rows of the group's 8 channels (25 KB) and their weights (8 KB), then in 2 passes of 8
-// channels each thread sums the 3 phases of one column position qw (40 FMA per 12 shared loads
-// per row and channel), writes the row to shared memory in the output's 16-byte phase, and the
-// warps copy it out with 16-byte stores (766-float rows: the phase changes from row to row).
-// 57 KB shared memory per block: 3 blocks (24 warps) per SM.
-// Predicted: ~0.27 ms (the stores near the copy bandwidth, with ~150 us of FMA and shared loads
-// overlapping them).
+// Design (kernels/cores/conv_transpose_gather/gather.cuh, row_gather_kernel<5, 3, 1>), one
+// launch: one block per (n, output row, group of 16 channels). An even row is written as zeros
+// with 16-byte stores. Otherwise the block stages the 3 input rows of the group's 8 channels
+// (25 KB) and their weights (8 KB), then in 2 passes of 8 channels each thread sums the 3 phases
+// of one column position qw (40 FMA per 12 shared loads per row and channel), writes the row to
+// shared memory in the output's 16-byte phase, and the warps copy it out with 16-byte stores
+// (766-float rows: the phase changes from row to row). 57 KB shared memory per block: 3 blocks
+// (24 warps) per SM.
 // Any N, channels, groups, sizes, row taps, padding and output_padding run the fast path as long
 // as the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows fit shared memory;
-// anything else runs the generic gather (correct, slow).
+// anything else runs the generic one-thread-per-output gather of gather.cuh (correct, slow).
+//
+// Predicted: ~0.27 ms (the stores near the copy bandwidth, with ~150 us of FMA and shared loads
+// overlapping them). Measured (H200, full preset): 0.508 ms (2026-11-30, docs/kernels.md),
+// 0.510 ms in docs/bench-h200-2026-12-02b.json (1.7 TB/s, 2.5x the floor, 1.5x the goal). ncu
+// (docs/profiles/ncu-h200-2026-11-30-L1_075.txt): issue slots 80% busy, DRAM 35% at 50%
+// occupancy: instruction-bound, not store-bound as the prediction assumed.
+//
+// Accuracy: strict fp32 FMA (no TF32, no fast intrinsics), each output one fp32 sum of at most
+// 8 channels x 3 rows x 2 taps = 48 products; the structural zeros are exact. No statistics, no
+// norm. Measured max |err| 3.6e-7 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r|
+// allowed. Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.044x
+// the tolerance (reference 0.055x), scale (x 1000) 0.24x (0.21x), centered 0.0005x.
+//
 // Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
 //   v1 (this code) block per output row (even rows are all zeros) -> 0.27 -> 0.508 ms
 //      (1.72 TB/s): stage, compute and store run in sequence within a block.
 //   v2 two-row windows (the zero row stored while the odd row stages), weights staged
 //      taps-fastest -> predicted 0.43-0.45 -> measured 0.522 ms. Reverted to v1.
-//   Next: two column positions per thread (twice the FMAs per weight load) and a persistent,
-//      double-buffered row pipeline.
+//   v3 (session 2, docs/kernels.md) one persistent 512-thread block per SM, 16 independent warps
+//      -> predicted 0.26 -> measured 0.709 ms (direct-from-L2 input reads did not hide their
+//      latency; ~2,100 scattered row stores at once). Rejected; v1 kept.
+//   Next: fewer instructions per output (the gather's index math); two column positions per
+//      thread (twice the FMAs per weight load); a double-buffered row pipeline (stage row r+1
+//      while computing row r).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 

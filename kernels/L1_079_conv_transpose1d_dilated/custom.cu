@@ -1,22 +1,39 @@
-// L1_079 custom: ConvTranspose1d(C_in, C_out, 3, stride=2, padding=1, dilation=2, bias=False).
+// L1_079 custom: y = ConvTranspose1d(C_in, C_out, 3, stride=2, padding=1, dilation=2,
+// bias=False)(x).
+//   x: (N, C_in, L), w: (C_in, C_out, 3), y: (N, C_out, 2L + 1) fp32 (full preset: x (16, 32,
+//   131072) -> y (16, 64, 262145)).
+//   With stride == dilation == 2 every tap lands on the even phase of o + pad: writing
+//   o + pad = 2q + r, phase r = 1 is exactly 0 and phase 0 is the dense correlation
+//     y[n, co, 2q - pad] = sum_{c, t<3} x[n, c, q - t] * w[c, co, t]     (x = 0 outside [0, L)),
+//   a GEMM with M = N*(L+1) positions, N = C_out, K = 3*C_in, written interleaved with zeros.
 //
-// Cost (docs/problems.md#l1_079, full preset x (16, 32, 131072) -> y (16, 64, 262145)): 12.88 G MAC
-// = 25.8 GFLOP -> t_fp32 385 us (fp32 FMA, no TF32); 1,342 MB (x 268, y 1,074) -> t_mem 312 us.
-// Floor 385 us: FMA-bound. Best strict-fp32 peer 2.93 ms.
+// Cost (docs/problems.md#l1_079, full preset): 12.88 G MAC = 25.8 GFLOP -> t_fp32 385 us (fp32
+// FMA, no TF32); 1,342 MB (x 268, y 1,074) -> t_mem 312 us. Floor 385 us: FMA-bound. Best
+// strict-fp32 peer 2.93 ms (autotuned cuDNN, docs/baselines.md); goal <= 0.62 ms (1.6 x the
+// floor).
 //
-// Math: with stride == dilation == 2 every tap lands on the even phase of o + pad: writing
-// o + pad = 2q + r, phase r = 1 is exactly 0 and phase 0 is the dense correlation
-//   y[n, co, 2q - pad] = sum_{c, t<3} x[n, c, q - t] * w[c, co, t]     (x = 0 outside [0, L)),
-// a GEMM with M = N*(L+1) positions, N = C_out, K = 3*C_in, written interleaved with zeros.
+// Design: one launch, persistent blocks of 256 threads (2 per SM), each over tiles of 64
+// channels x 256 q. A thread holds 8 channels x 8 consecutive q in registers; per input channel
+// it reads a window of 10 x values (the 3 taps slide over it) and 3 x 8 weights from shared
+// memory: 192 FMA per 9 shared loads. The next tile's x arrives by cp.async while the warps store
+// the current one: each warp stages its 16 x 128 results in shared memory (8 channels per round)
+// and writes whole output runs (y and the interleaved zeros) with 16-byte stores, scalar stores
+// at the run ends (rows are 262,145 floats: every row has its own 16-byte phase).
+// The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
+// padding and output_padding. Anything else runs the generic one-thread-per-output gather of
+// kernels/cores/conv_transpose_gather/gather.cuh (correct, slow).
 //
-// Design: persistent blocks of 256 threads (2 per SM), each over tiles of 64 channels x 256 q.
-// A thread holds 8 channels x 8 consecutive q in registers; per input channel it reads a window
-// of 10 x values (the 3 taps slide over it) and 3 x 8 weights from shared memory: 192 FMA per
-// 9 shared loads. The next tile's x arrives by cp.async while the warps store the current one:
-// each warp stages its 16 x 128 results in shared memory (8 channels per round) and writes whole
-// output runs (y and the interleaved zeros) with 16-byte stores, scalar stores at the run ends
-// (rows are 262,145 floats: every row has its own 16-byte phase).
 // Predicted: ~0.47 ms (FMA issue ~85% of peak; stores overlap the FMA of the other block).
+// Measured (H200, full preset): 0.783 / 0.781 ms (docs/kernels.md), 0.782 ms in
+// docs/bench-h200-2026-12-02b.json (33 TFLOP/s, 2.0x the floor, 1.3x the goal); see the ladder.
+//
+// Accuracy: strict fp32 FMA (no TF32, no fast intrinsics): each output one fp32 accumulator over
+// its K = 96 products (channel by channel, 3 taps each); the zero phase is exact. No statistics,
+// no norm. Measured max |err| 0 at the full preset (bench 2026-12-02b: the same bits as the
+// reference), vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden
+// model): shift (x + 100) 0.044x the tolerance, scale (x 1000) 0.36x, centered 0.0014x, each
+// equal to the reference's.
+//
 // Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
 //   v1 (this code) -> 0.47 -> 0.783 ms: the FFMA pipe at ~49% of 67 TFLOPS. Not yet explained;
 //      leads, none measured: 127 registers under the (256, 2) cap leave no room to prefetch the
@@ -24,8 +41,12 @@
 //      192 FFMA with 4 warps per scheduler; the x window loads are 4-way bank conflicted
 //      (16 addresses 32 B apart); clocks under dense FFMA. Next: profile (ncu
 //      smsp__inst_executed_pipe_fma, stall reasons) before changing code.
-// The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
-// padding and output_padding. Anything else runs the generic gather (correct, slow).
+//   v2 (session 2, docs/kernels.md) 3xTF32 mma.sync, 64 channels x 128 positions per block,
+//      operands pre-split, output staged with its zeros -> predicted ~0.42 -> measured 0.98 ms
+//      (error 1.6e-6). Rejected; v1 kept.
+//   ncu (session 2, docs/profiles/ncu-h200-2026-11-30-L1_079.txt): issue slots 73% busy, 5.2
+//      cycles per issued instruction, 25% occupancy (127 registers, 2 blocks/SM), DRAM 35%: the
+//      FMA path is issue-bound at low occupancy; the shared-operand loads per FMA are the lever.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 

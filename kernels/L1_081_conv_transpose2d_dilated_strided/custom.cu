@@ -1,26 +1,41 @@
-// L1_081 custom: ConvTranspose2d(C_in, C_out, 3, stride=5, padding=1, dilation=2, bias=False).
+// L1_081 custom: y = ConvTranspose2d(C_in, C_out, 3, stride=5, padding=1, dilation=2,
+// bias=False)(x).
+//   x: (N, C_in, H, W), w: (C_in, C_out, 3, 3), y: (N, C_out, 5H - 2, 5W - 2) fp32 NCHW (full
+//   preset: x (16, 32, 64, 128) -> y (16, 64, 318, 638)).
+//   Per axis o + 1 = 5q + r; tap t lands on phase r = 2t mod 5 = {0, 2, 4} at input q (offset
+//   floor(2t / 5) = 0), so each output gets at most one tap per axis and phases 1 and 3 are 0:
+//   64.2% of y is exactly 0. A non-zero output is one C_in-long dot product
+//     y[n, co, 5 qh + rh - 1, 5 qw + rw - 1] = sum_c x[n, c, qh, qw] * w[c, co, rh/2, rw/2].
 //
-// Cost (docs/problems.md#l1_081, full preset x (16, 32, 64, 128) -> y (16, 64, 318, 638)): 2.38 G
-// MAC = 4.76 GFLOP -> t_fp32 71 us; 848 MB (y 831) -> t_mem 197 us. Floor 197 us: memory-bound (the
-// output writes). Best strict-fp32 peer 1.24 ms.
+// Cost (docs/problems.md#l1_081, full preset): 2.38 G MAC = 4.76 GFLOP -> t_fp32 71 us; 848 MB
+// (y 831) -> t_mem 197 us. Floor 197 us: memory-bound (the output writes). Best strict-fp32 peer
+// 1.24 ms (autotuned cuDNN, docs/baselines.md); goal <= 0.32 ms (1.6 x the floor).
 //
-// Math: per axis o + 1 = 5q + r; tap t lands on phase r = 2t mod 5 = {0, 2, 4} at input q (offset
-// floor(2t / 5) = 0), so each output gets at most one tap per axis and phases 1 and 3 are 0:
-// 64.2% of y is exactly 0. A non-zero output is one C_in-long dot product
-//   y[n, co, 5 qh + rh - 1, 5 qw + rw - 1] = sum_c x[n, c, qh, qw] * w[c, co, rh/2, rw/2].
-//
-// Design (gather.cuh, row_gather_kernel<3, 5, 2>): one block per (n, output row), all 64
-// channels. A row without a tap (128 of 318) is written as zeros with 16-byte stores. Otherwise
-// the block stages the input row x[n, :, qh, :] (16 KB) and w[:, :, rh/2, :] (24 KB), then in 4
-// passes of 16 channels each thread sums 3 phases x 8 channels of one column position qw over
-// the 32 input channels (24 FMA per 7 shared loads), writes the row to shared memory in the
-// output's 16-byte phase (the zero phases too), and the warps copy it out with 16-byte stores.
-// 82 KB shared memory per block: 2 blocks (16 warps) per SM.
-// Predicted: ~0.24 ms (stores at ~85% of the copy bandwidth; the ~100 us of FMA and shared
-// loads overlap with the other block's stores).
+// Design (kernels/cores/conv_transpose_gather/gather.cuh, row_gather_kernel<3, 5, 2>), one
+// launch: one block per (n, output row), all 64 channels. A row without a tap (128 of 318) is
+// written as zeros with 16-byte stores. Otherwise the block stages the input row x[n, :, qh, :]
+// (16 KB) and w[:, :, rh/2, :] (24 KB), then in 4 passes of 16 channels each thread sums 3 phases
+// x 8 channels of one column position qw over the 32 input channels (24 FMA per 7 shared loads),
+// writes the row to shared memory in the output's 16-byte phase (the zero phases too), and the
+// warps copy it out with 16-byte stores. 82 KB shared memory per block: 2 blocks (16 warps) per
+// SM.
 // Any N, channels, sizes, padding, output_padding and row taps run the fast path as long as the
 // column taps are (K_w, s_w, d_w) = (3, 5, 2) and the staged rows fit shared memory; anything
-// else runs the generic gather (correct, slow).
+// else runs the generic one-thread-per-output gather of gather.cuh (correct, slow).
+//
+// Predicted: ~0.24 ms (stores at ~85% of the copy bandwidth; the ~100 us of FMA and shared
+// loads overlap with the other block's stores). Measured (H200, full preset): 0.361 ms
+// (docs/kernels.md), 0.362 ms in docs/bench-h200-2026-12-02b.json (2.3 TB/s, 1.8x the floor,
+// 1.1x the goal); see the ladder.
+//
+// Accuracy: strict fp32 FMA (no TF32, no fast intrinsics), each non-zero output one fp32 sum of
+// its 32 products; the zero phases are exact. No statistics, no norm. Measured max |err| 0 at
+// the full preset (bench 2026-12-02b: the same values as the reference) vs 1e-4 + 1e-4 |r|
+// allowed. Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.032x
+// the tolerance, scale (x 1000) 0.15x, centered 0.0004x, each equal to the reference's. The
+// check is the weakest of the conv problems (TF32 is borderline, docs/problems.md#l1_081): this
+// kernel keeps fp32 anyway.
+//
 // Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
 //   v1 (this code) block per output row, zero rows in blocks of their own -> 0.24 -> 0.361 ms
 //      (2.35 TB/s): each block stages, computes and stores in sequence; weights staged one
@@ -28,7 +43,11 @@
 //   v2 windows of 5 rows per block (zero rows stored while the next row stages) and weights
 //      staged taps-fastest -> predicted 0.31-0.33 -> measured 0.397 ms: slower (127 registers,
 //      1,024 blocks = 3.9 waves, rows of a window still serialized). Reverted to v1.
-//   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r).
+//   v3 (session 2, docs/kernels.md) one persistent 512-thread block per SM, 16 independent warps
+//      -> predicted 0.235 -> measured 0.559 ms (input reads from L2 not hidden, scattered row
+//      stores). Rejected; v1 kept (re-measured 0.362 ms).
+//   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r), or a
+//      TMA bulk-store pipeline (docs/kernels.md).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 

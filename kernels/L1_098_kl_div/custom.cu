@@ -1,9 +1,11 @@
 // L1_098 custom: F.kl_div(log(predictions), targets, reduction='batchmean')
-//   out: () = (1 / N) * sum_{n,d} q * (log q - log p),  p = predictions, q = targets, (N, D) fp32.
+//   out: () = (1 / N) * sum_{n,d} q * (log q - log p),  p = predictions, q = targets, (N, D) fp32
+//   row-major (full preset N = D = 16384; both are softmax rows); q == 0 contributes 0 (xlogy).
 //
-// Cost (full preset N = D = 16384, docs/problems.md#l1_098): 2 x 268M fp32 read once = 2.15 GB, 1.6
-// GFLOP (537M MUFU ops, ~0.13 ms, hidden). Floor 0.50 ms (memory). Reference 1.08 ms, best peer
-// 0.80.
+// Cost (full preset N = D = 16384, docs/problems.md#l1_098): 2 x 268M fp32 read once = 2.15 GB,
+// 1.6 GFLOP (537M MUFU ops, ~0.13 ms, hidden). Floor 0.50 ms (memory). Reference 2.78 ms (all
+// measurement files in docs/), best strict-fp32 peer 0.80 ms (torch.compile,
+// docs/baselines.md), goal <= 0.67 ms (peer / 1.2).
 //
 // Design: one streaming pass and one tiny fixed-order combine, no atomics.
 //  1. kl_partials_kernel: a persistent grid (SMs x resident blocks); block b owns a contiguous,
@@ -12,11 +14,25 @@
 //     the abs error of the log is ~2^-22); q == 0 gives 0, like xlogy. fp32 sum over the
 //     4 * kUnroll elements of one step, then a double per thread, then a fixed-order double tree
 //     to one double per block. Elements that do not fill a float4 (n % 4, or all of them when a
-//     pointer is not 16-byte aligned) take a scalar loop over the same balanced split.
+//     pointer is not 16-byte aligned) take a scalar loop over the same balanced split: any shape
+//     and alignment runs this design.
 //  2. kl_finish_kernel: one block sums the block partials in a fixed order in double and writes
 //     ln 2 * sum / N as the 0-d output. Deterministic for a given device (grid from setup()).
 //
 // Predicted on the H200: ~0.53 ms (2.15 GB at ~4.1 TB/s) + ~3 us for the combine launch.
+// Measured: 0.554 ms (v1, docs/kernels.md ladder; 3.88 TB/s, 90% of the measured copy rate),
+// 0.567 ms in the table of docs/kernels.md and in docs/bench-h200-2026-12-02b.json (1.14x the
+// floor): under the 0.67 ms goal.
+//
+// Accuracy: fast intrinsics per element (__fdividef, __log2f: MUFU rcp and lg2, relative error
+// ~2^-22 each); q / p stays near 1 for these softmax inputs, so the log's absolute error is
+// ~2^-22 and the term's q times that. The 268M-term sum is the danger (a naive sequential fp32
+// sum is off by ~9.5e-3 and fails, docs/problems.md#l1_098): here fp32 covers only 16 terms,
+// everything above is double in a fixed order, so the sum adds ~nothing. Measured max |err|
+// 4.5e-8 (2026-11-30) and 4.8e-8 (bench 2026-12-02b) on the ~0.073 result vs ~1.07e-4 allowed.
+// Robustness trials: none apply (the spec skips shift, scale and centered: the inputs are
+// probabilities; no ones/zeros parameters for random_affine). There are no statistics to
+// cancel; the fast log on ratios far from 1 is not measured separately.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -1,20 +1,37 @@
 // L2_001 custom: out = relu(conv2d(x, W) + conv.bias) + bias, one fused kernel.
 //   x: (N, C_in, H, W), W: (C_out, C_in, 3, 3), conv.bias: (C_out), bias: (C_out, 1, 1);
-//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
+//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: x (128, 64, 128, 128) -> out (128, 128, 126,
+//   126)); out[n,c,p] = max(sum_{ci,kh,kw} W[c,ci,kh,kw] x[n,ci,p+(kh,kw)] + conv.bias[c], 0)
+//   + bias[c].
 //
 // Cost (docs/problems.md#l2_001, full preset): 300.4 GFLOP (149.8 G MACs); min DRAM 1,578 MB ->
 // 0.37 ms; floor 4.48 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms
 // ideal. Best strict-fp32 peer 9.03 ms (torch.compile); goal <= 7.17 ms.
 //
-// Design: the implicit-GEMM 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile
-// 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,
-// mma.sync m16n8k8) with the epilogue relu(acc + conv.bias) + bias applied in registers before
-// the single (float4) store of the output. Grid: 128 images x 125 pixel tiles = 16,000 CTAs
-// (60.6 waves of 2 per SM; the last tile of an image has 4 pixels: 0.8% idle work).
+// Design: one launch of the implicit-GEMM 3xTF32 conv core
+// (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile 128 channels x 128 pixels of one image x
+// 32 k, im2col gathered with 4-byte cp.async, 3 stages, mma.sync m16n8k8) with the epilogue
+// relu(acc + conv.bias) + bias applied in registers before the single (float4) store of the
+// output. Grid: 128 images x 125 pixel tiles = 16,000 CTAs (60.6 waves of 2 per SM; the last
+// tile of an image has 4 pixels: 0.8% idle work). The core takes any groups-1 conv2d (stride,
+// padding, dilation, sizes); there is no other path (groups != 1 fails setup).
 //
 // Predicted on the H200: the L1_003 GEMM with the same tiles ran 69 TFLOP/s; the gather issues
 // ~16 extra instructions per copy group (~12% of the issue slots) -> ~4.6 ms (2.0x over the peer).
-// Accuracy: ~fp32 level (K = 576, outputs ~1): expected max |err| ~1e-6 vs 1e-4 allowed.
+// Measured: 5.12-5.13 ms (2026-11-30, docs/kernels.md; 58.6 TFLOP/s), 5.167 ms in
+// docs/bench-h200-2026-12-02b.json (1.15x the floor): under the 7.17 ms goal. Slower than
+// predicted: the gather costs more address work than the GEMM's 16-byte loads. Next
+// (docs/kernels.md): 16-byte gathers along W, 128 x 256 tiles, or wgmma.
+//
+// Accuracy: 3xTF32 ~ fp32 products (operands split into big + small after the shared load, the
+// small x small term dropped); K = 576 summed in the MMA accumulator; relu and the adds exact up
+// to one rounding each; no fast intrinsics, no statistics, no norm. Expected max |err| ~1e-6
+// (outputs ~1); measured 8.7e-6 (2026-11-30) and 1.0e-5 (bench 2026-12-02b) vs 1e-4 + 1e-4 |r|
+// allowed. Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.29x
+// the tolerance (reference 0.13x); scale (x 1000) 6.3x, `marginal` (the reference 0.69x): the
+// conv's sum error grows faster with |y| than the fp32 reference's, likely the MMA
+// accumulator's truncation that L1_070's per-tap promotion cured (not measured separately
+// here); centered 0.011x (0.002x).
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -1,23 +1,29 @@
-// L2_010 custom: out = tanh(mean_hw(hardtanh(maxpool2x2(conv_transpose2d(x) + bias)))).
-//   x: (N, C_in, H, W); weight: (C_in, C_out, 3, 3); bias: (C_out); out: (N, C_out, 1, 1).
+// L2_010 custom: out = tanh(mean_hw(hardtanh(maxpool2x2(conv_transpose2d(x) + bias), -1, 1))).
+//   x: (N, C_in, H, W); weight: (C_in, C_out, 3, 3); bias: (C_out); out: (N, C_out, 1, 1), fp32
+//   NCHW. ConvTranspose2d(stride 1, padding 1) keeps H x W; MaxPool2d(2, 2) in floor mode;
+//   out[n,c] = tanh(1/(Hp Wp) sum_{i,j} clamp(max_{2x2} y[n,c,2i+a,2j+b] + bias[c], -1, 1)).
 //   Full preset: (128, 64, 256, 256) -> conv (128, 64, 256, 256) -> pool (.., 128, 128).
 //
 // Cost (docs/problems.md#l2_010, full preset): 616.6 GFLOP; min DRAM 2,148 MB -> 0.50 ms;
-// floor 9.20 ms strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.9 ms, best
-// peer 12.31 ms, goal <= 10.2 ms.
+// floor 9.20 ms strict fp32 FMA (compute-bound); 3xTF32 ideal ~3.8 ms. Reference 12.6-12.9 ms,
+// best strict-fp32 peer 12.31 ms (eager, docs/baselines.md), goal <= 10.26 ms (peer / 1.2).
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
 // fp32, below); otherwise two tensor-core paths, three kernels each:
-//   fast (3x3, dilation 1, padding 1: every shape of the problem), conv3x3_pool_patch.cuh:
+//   fast (3x3, dilation 1, padding 1: every shape of the problem),
+//   kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh:
 //     1. split_weight_kernel: flip + 3xTF32 split + A-fragment order, once per call (295 KB).
 //     2. conv3x3_pool_kernel: persistent, one 256-thread CTA per SM; tiles of 64 channels x
 //        16 x 16 pixels; per 8-channel chunk the 18 x 18 input patch is loaded once, split once
 //        and read by all 9 taps from shared memory; epilogue max4 -> +bias (max and +bias commute
 //        exactly) -> clamp -> fixed-order per-tile sum: partial (N, C_out, tiles), 8 MB.
-//   generic (any other stride-1 kernel / dilation / padding), conv2d_pool_core.cuh:
+//   generic (any other stride-1 kernel / dilation / padding),
+//   kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh:
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
+//   narrow (C_out <= 8, any stride-1 geometry): narrow_conv_pool_kernel, one thread per pooled
+//     window, 4 x C_out fp32 FMA accumulators, then finish_kernel.
 //
 // Cost model of the fast path (full preset): 906M mma.sync m16n8k8 (3 per product tile). The
 // im2col version issued ~5 instructions per MMA (split of A and B after every shared load, one
@@ -29,8 +35,20 @@
 // (~1 TB/s in all), DRAM ~2.2 GB. Two warps per sub-partition (118 KB of shared memory -> one CTA
 // per SM) and one barrier per 432 MMAs per warp.
 // Predicted on the H200: 8.5-9.5 ms (65-72 TFLOP/s), 80-90% of the mma.sync TF32 pipe; the
-// risk is latency with only 2 warps per sub-partition.
-// Accuracy: 3xTF32 ~fp32 (K = 576, |conv| < 1); mean over 16,384 windows: error ~1e-7.
+// risk is latency with only 2 warps per sub-partition. Measured: 10.12 ms (2026-11-30, v2,
+// docs/kernels.md; 60.9 TFLOP/s), 10.125 ms in docs/bench-h200-2026-12-02b.json (1.10x the
+// floor, 1.22x the peer): under the 10.26 ms goal. v1 (im2col core, 64-row tiles) measured
+// 13.3 ms, 0.97x the reference. Shape sweep (docs/kernels.md): at C_out 2 the 64-channel tiles
+// waste 31 of 32 MMAs; the narrow path brought 0.29x to 0.75-0.81x the reference, still a miss.
+//
+// Accuracy: 3xTF32 (flipped weights and the input patch split once into big + small, 3 MMAs
+// per product) ~ fp32 (K = 576, |conv| < 1); the sum of a tile stays in the MMA accumulator. Max,
+// +bias and the clamp are exact; the mean sums 16,384 clamped values (|v| <= 1) in fp32 in a
+// fixed order (per tile, then per plane), an error ~1e-7 after the division, and tanhf (accurate,
+// slope <= 1) does not amplify it. No statistics. Measured max |err| 2.9e-6 at the full preset
+// (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs
+// the golden model): shift (x + 100) 0.0004x the tolerance (reference the same), scale (x 1000)
+// 0.017x (reference 0.013x), centered 0.0007x (0.0002x).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -1,27 +1,44 @@
 // L2_021 custom: GroupNorm(sigmoid((conv2d(x) + conv.bias + bias[c]) * scale[c])).
-//   x: (N, C_in, H, W), w: (C_out, C_in, 3, 3), out: (N, C_out, H - 2, W - 2), fp32 NCHW.
+//   x: (N, C_in, H, W), w: (C_out, C_in, 3, 3), conv.bias, gamma, beta: (C_out), bias, scale:
+//   (C_out, 1, 1); out: (N, C_out, H - 2, W - 2), fp32 NCHW (full preset: x (128, 8, 256, 256)
+//   -> out (128, 32, 254, 254), GroupNorm(8, 32), eps 1e-5). With g the sigmoid output, per
+//   (n, group of C_out / G channels): out = (g - mean) / sqrt(var + eps) gamma[c] + beta[c],
+//   mean and biased var over the group's channels x (H - 2) x (W - 2) values.
 //
-// Cost (full preset 128 x 8 x 256 x 256 -> 128 x 32 x 254 x 254, docs/problems.md#l2_021): 19.0 G
-// MAC -> t_fp32 0.57 ms (strict FFMA); x 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms.
+// Cost (full preset, docs/problems.md#l2_021): 19.0 G MAC -> t_fp32 0.57 ms (strict FFMA); x
+// 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms. Reference 6.7-6.8 ms, best strict-fp32
+// peer 3.55 ms (torch.compile, docs/baselines.md), goal <= 1.00 ms (1.6 x the floor).
 //
-// Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than re-reading the
-// pre-norm tensor. So three launches (cores/group_norm_pipeline/pipeline.cuh): conv_kernel writes
-// the sigmoid output into `out` and per-task group sums to its own partials slot; a one-warp-per-
-// (n, group) fold makes coef[n][o]; normalize_kernel rescales `out` in place, last sample first
-// (those are still in L2 when the conv launch ends).
-//
+// Design. Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than
+// re-reading the pre-norm tensor. So three launches (kernels/cores/group_norm_pipeline/
+// pipeline.cuh): conv_kernel writes the sigmoid output into `out` and per-task group sums to its
+// own partials slot; a one-warp-per-(n, group) fold makes coef[n][o]; normalize_kernel rescales
+// `out` in place, last sample first (those are still in L2 when the conv launch ends).
 // S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
-// before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes 2
-// rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared loads per 576 FFMA), then t = (acc
-// + bias) * scale, g = 1 / (1 + expf(-t)), written with 8-byte stores; per-channel sums of g -
-// pilot and (g - pilot)^2 (fp32 per thread and warp, pilot = a warp-uniform value of the channel),
-// turned into raw sums in double once per warp (shared atomics), go to partials[n][task][group].
-// The conv bias starts the accumulator: the same math, one rounding of a different order (|err|
-// ~1e-7, ~15x after GroupNorm: << 1e-4). N task (n, channel, part of the plane): (g - mean) * rstd
-// * gamma + beta, float4 when aligned. Other geometries (kernel != 3x3, stride/padding/dilation,
-// too wide for shared memory, or too narrow to keep a quarter of a block busy) run the generic
-// kernels: one thread per output element, parallel statistics (pipeline.cuh), in place.
+// before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes
+// 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared loads per 576 FFMA), then t =
+// (acc + bias) * scale, g = 1 / (1 + expf(-t)), written with 8-byte stores; per-channel sums of
+// g - pilot and (g - pilot)^2 (fp32 per thread and warp, pilot = a warp-uniform value of the
+// channel), turned into raw sums in double once per warp (shared atomics), go to
+// partials[n][task][group]. The conv bias starts the accumulator: the same math, one rounding of
+// a different order (|err| ~1e-7, ~15x after GroupNorm: << 1e-4). N task (n, channel, part of
+// the plane): (g - mean) * rstd * gamma + beta, float4 when aligned.
+// Fallback: other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared
+// memory, or too narrow to keep a quarter of a block busy) run the generic kernels: one thread
+// per output element, parallel statistics (pipeline.cuh), in place.
 //
+// Predicted / measured (H200, full preset): see the ladder; v2 (this code) predicted 1.3-1.45 ms,
+// measured 2.40 ms (docs/kernels.md) and 2.433 ms in docs/bench-h200-2026-12-02b.json (17
+// TFLOP/s, 3.9x the floor, 2.4x the goal): the pre-norm tensor makes a DRAM round trip (2.1 GB)
+// and the conv runs at 17 TFLOP/s.
+//
+// Accuracy. Error sources: the fp32 FMA conv (no TF32: it fails 7.5x here), the sigmoid rounded
+// as the reference rounds it (fp32 add, mul, accurate expf, IEEE division; the ex2/rcp pair with
+// -log2(e) folded into the scale cost 4x the tolerance on the odd fixture's one-channel groups,
+// v1), the group statistics, and the normalize (v * scale + shift in fp32, coefficients from
+// double). GroupNorm divides the upstream error by the group std, as small as 0.067 here (~15x,
+// docs/problems.md#l2_021). The pilot (__expf, __fdividef) is only the shift point: the sums
+// about it are exact in form.
 // Accuracy of the statistics: fp32 sums of g and g^2 (before) lose 2 log10(mean/std) digits, all
 // of them when the sigmoid saturates (inputs in [100, 101): g ~ 1, std << 1). About a pilot
 // near the data the fp32 sums carry only their own rounding (~1e-7 of n std^2), and the raw
@@ -29,6 +46,11 @@
 // double instead. Where the group std is far below sqrt(eps) (saturated groups) the fp32 sigmoid
 // itself (1 - g rounded) dominates, for the reference as much: tests/gpu/robustness_test.cu
 // measures both against the golden model.
+// Measured max |err| 3.9e-5 (2026-11-30) and 9.1e-6 (bench 2026-12-02b) vs 1e-4 + 1e-4 |r|
+// allowed. Robustness trials (small preset, seed 7, vs the golden model; C_out 16 x Wo 17 keeps
+// < 1/4 of a block busy, so the generic path ran): shift (x + 100) 0.024x the tolerance
+// (reference 0.024x), scale (x 1000) 0.080x (0.081x), centered 0.032x (0.044x), random_affine
+// (gamma, beta) 0.049x (0.043x). The fast path under those trials is not measured separately.
 //
 // Ladder (H200, full preset; fp32 floor 0.62 ms):
 //   v1 one-launch ticket pipeline, S (conv) and N (normalize) tasks interleaved, lag 3 phases
@@ -40,7 +62,7 @@
 //      hide none of it.
 //   v2 three launches: conv (16-byte staging, one round trip) ~0.72 ms of issue -> ~0.80;
 //      coefficient fold ~5 us; normalize in place 2.1 GB -> ~0.55 ms: predicted 1.3-1.45 ms ->
-//      measured: (pending)
+//      measured 2.40 ms (docs/kernels.md)
 //   next (for <= 1.0): keep the pre-norm tensor out of DRAM: conv + normalize per chunk of ~4
 //      samples (33 MB, L2-resident), or v1 with the lag counted in S tasks (>= 1.5 grids).
 #include <cuda_runtime.h>

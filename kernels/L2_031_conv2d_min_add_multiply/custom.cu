@@ -1,20 +1,34 @@
 // L2_031 custom: out = (min(conv2d(x, W) + conv.bias, c) + bias) * s, one fused kernel
 // (c = 0.5 and s = 2.0 in the spec; both read from the graph).
 //   x: (N, C_in, H, W), W: (C_out, C_in, 3, 3), conv.bias: (C_out), bias: (C_out, 1, 1);
-//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: (128, 128, 126, 126)).
+//   out: (N, C_out, Ho, Wo) fp32 NCHW (full preset: x (128, 64, 128, 128) -> out (128, 128, 126,
+//   126)); min is torch.min(y, tensor(c)): clamp(max = c), NaN-propagating.
 //
 // Cost (docs/problems.md#l2_031, full preset): 300.7 GFLOP (149.8 G MACs); min DRAM 1,578 MB ->
 // 0.37 ms; floor 4.49 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms
 // ideal. Best strict-fp32 peer 8.96 ms (torch.compile); goal <= 7.18 ms.
 //
-// Design: the implicit-GEMM 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile
-// 128 channels x 128 pixels of one image x 32 k, im2col gathered with 4-byte cp.async, 3 stages,
-// mma.sync m16n8k8) with the epilogue applied in registers before the single (float4) store.
-// The x2 is not folded into the weights: in the epilogue it costs one multiply per output and
-// gives the same bits (the reference's op order: conv + b, min, + bias, * s).
+// Design: one launch of the implicit-GEMM 3xTF32 conv core
+// (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile 128 channels x 128 pixels of one image x
+// 32 k, im2col gathered with 4-byte cp.async, 3 stages, mma.sync m16n8k8) with the epilogue
+// applied in registers before the single (float4) store. The x2 is not folded into the weights:
+// in the epilogue it costs one multiply per output and gives the same bits (the reference's op
+// order: conv + b, min, + bias, * s). The core takes any groups-1 conv2d (stride, padding,
+// dilation, sizes); there is no other path (groups != 1 fails setup).
 //
-// Predicted on the H200: as L2_001, ~4.6 ms (1.9x over the peer).
-// Accuracy: ~fp32 level (K = 576, outputs ~1): expected max |err| ~2e-6 vs 1e-4 allowed.
+// Predicted on the H200: as L2_001, ~4.6 ms (1.9x over the peer). Measured: 5.13 ms
+// (2026-11-30, docs/kernels.md; 58.6 TFLOP/s), 5.157 ms in docs/bench-h200-2026-12-02b.json
+// (1.15x the floor): under the 7.18 ms goal. Slower than predicted for L2_001's reason (the
+// gather's address work).
+//
+// Accuracy: 3xTF32 ~ fp32 products; K = 576 summed in the MMA accumulator; min, the adds and the
+// exact x2 in the reference's order; no fast intrinsics, no statistics, no norm. Expected max
+// |err| ~2e-6 (outputs ~1); measured 1.9e-5 (2026-11-30) and 2.1e-5 (bench 2026-12-02b) vs
+// 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden model): shift
+// (x + 100) 0.81x the tolerance (reference 0.37x); scale (x 1000) 8.1x, `ill_conditioned` (the
+// reference is outside too, 2.2x): the custom's sum error grows faster with |y| than the fp32
+// reference's, likely the MMA accumulator's truncation that L1_070's per-tap promotion cured
+// (not measured separately here); centered 0.026x (0.004x).
 #include <cuda_runtime.h>
 
 #include <cstddef>

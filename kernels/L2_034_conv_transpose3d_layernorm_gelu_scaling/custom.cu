@@ -1,20 +1,23 @@
 // L2_034 custom: out = gelu_erf(LayerNorm_W(conv_transpose3d(x) + bias)) * scale.
 //   x: (N, C_in, D, H, W); weight: (C_in, C_out, 4, 4, 4); bias: (C_out); gamma, beta: (2W);
-//   out: (N, C_out, 2D, 2H, 2W) (full preset: (32, 64, 32, 64, 64)). LayerNorm normalizes each
-//   (n, co, od, oh) row of 2W values (W_out == C_out is what lets PyTorch run it).
+//   out: (N, C_out, 2D, 2H, 2W) fp32 NCDHW (full preset: x (32, 32, 16, 32, 32) -> out (32, 64,
+//   32, 64, 64)). ConvTranspose3d(k 4, stride 2, padding 1). LayerNorm normalizes each
+//   (n, co, od, oh) row of 2W values (W_out == C_out is what lets PyTorch run it):
+//   out = gelu(((y - mean_row) / sqrt(var_row + eps)) gamma[w] + beta[w]) * scale, biased var.
 //
 // Cost (docs/problems.md#l2_034, full preset): 132.8 GFLOP; min DRAM 1,141 MB -> 0.27 ms;
-// floor 1.98 ms strict fp32 FMA; 3xTF32 ~0.81 ms. Reference 25.4 ms, best peer 22.24 ms, goal
-// <= 3.17 ms.
+// floor 1.98 ms strict fp32 FMA; 3xTF32 ~0.81 ms. Reference 25.2-25.6 ms, best strict-fp32 peer
+// 22.24 ms (torch.compile, docs/baselines.md), goal <= 3.17 ms (1.6 x the floor).
 //
-// Fast path (W = 32, C_out <= 64, x 16-byte aligned; the full preset), the fast-path section below:
-// per output parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in = 256 (2 taps per
-// axis); 3xTF32 on mma.sync m16n8k8. A CTA owns 4 output rows x both W parities x all 64 channels
-// (M = 256, N = 64), so each LayerNorm row (n, co, od, oh: 64 columns) is reduced on the
-// accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
-// then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
-// (16-byte copies of whole x rows, no im2col duplication); B (weights re-packed per call,
-// 512 KB) streams through a 4-stage cp.async pipeline. 16,384 CTAs of 12,288 MMAs, 2 per SM.
+// Design, fast path (W = 32, C_out <= 64, x 16-byte aligned; the full preset), the fast-path
+// section below (its tiles use kernels/cores/tf32x3/mma.cuh): per output parity (pd, ph, pw) the
+// conv is a dense implicit GEMM, K = 8 C_in = 256 (2 taps per axis); 3xTF32 on mma.sync
+// m16n8k8. A CTA owns 4 output rows x both W parities x all 64 channels (M = 256, N = 64), so
+// each LayerNorm row (n, co, od, oh: 64 columns) is reduced on the accumulators (shuffles + one
+// shared exchange between the two W-parity warps, two passes), then gamma/beta, gelu and scale,
+// one store. A is read straight from an x slab in shared memory (16-byte copies of whole x rows,
+// no im2col duplication); B (weights re-packed per call, 512 KB) streams through a 4-stage
+// cp.async pipeline. 16,384 CTAs of 12,288 MMAs, 2 per SM.
 //
 // Generic path (any other shape the layer allows: the small / odd presets, W <= 64), strict
 // fp32 FMA, one fused kernel + a per-call weight reorder: kernel stride 2, pad 1,
@@ -29,8 +32,20 @@
 // as the L2_091 / L2_093 parity core (49 TFLOP/s effective on L2_093 incl. its erff epilogue):
 // ~2.6-2.9 ms. Its A fragments are 16 scalar shared loads per k8 step and warp (the 2D core:
 // 4 LDS.128 + 16 four-byte gathers per stage), its gathers 5 sixteen-byte copies per thread
-// and stage: about a wash. The FMA path measured 6.03 ms (22 TFLOP/s). Accuracy: 3xTF32 ~fp32;
-// LayerNorm amplifies by 1/sigma ~ 12 (host emulation of the index maps: <= 1.2% of tolerance).
+// and stage: about a wash. Measured: 2.79 ms (2026-11-30, docs/kernels.md; 47.6 TFLOP/s),
+// 2.786 ms in docs/bench-h200-2026-12-02b.json (1.41x the floor): under the 3.17 ms goal. The FMA
+// path (v1, now the generic path) measured 6.03 ms (22 TFLOP/s) at the full preset.
+//
+// Accuracy: 3xTF32 ~ fp32 products, K = 256 summed in the MMA accumulator. LayerNorm divides the
+// conv's error by the row's sigma (amplification ~12; host emulation of the index maps: <= 1.2%
+// of the tolerance). The row statistics are two-pass in fp32 (mean first, then the centred sum
+// of squares over 64 values): no E[y^2] - mean^2 cancellation, so a shifted input costs no
+// digits. rsqrtf (~2 ulp) for 1/sigma; erff and the multiplications as the reference. Measured
+// max |err| 1.5e-5 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
+// Robustness trials (small preset, seed 7, vs the golden model; W = 5 runs the generic path, so
+// the fast path under shift/scale is not measured separately):
+// shift (x + 100) 0.011x the tolerance (reference 0.007x), scale (x 1000) 0.006x (0.004x),
+// centered 0.004x (0.003x), random_affine (gamma, beta) 0.008x (0.006x).
 #include <cuda_runtime.h>
 
 #include <cstddef>

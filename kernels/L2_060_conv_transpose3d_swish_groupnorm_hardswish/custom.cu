@@ -1,16 +1,22 @@
 // L2_060 custom: hardswish(GroupNorm(swish(ConvTranspose3d(x)))), conv k3 s2 p1 (groups 1).
-//   x: (N, C_in, D, H, W), w: (C_in, C_out, 3, 3, 3), out: (N, C_out, 2D-1, 2H-1, 2W-1), fp32.
+//   x: (N, C_in, D, H, W), w: (C_in, C_out, 3, 3, 3), bias, gamma, beta: (C_out); out: (N, C_out,
+//   2D-1, 2H-1, 2W-1), fp32 NCDHW (full preset: x (128, 3, 16, 32, 32) -> out (128, 16, 31, 63,
+//   63), GroupNorm(4, 16), eps 1e-5). s = swish(y + bias) = (y + bias) sigmoid(y + bias); per
+//   (n, group of 4 channels, 492,156 values): out = hardswish((s - mean) / sqrt(var + eps)
+//   gamma[c] + beta[c]), biased var.
 //
 // Cost (full preset 128 x 3 x 16 x 32 x 32 -> 128 x 16 x 31 x 63 x 63,
 // docs/problems.md#l2_060): 2.5 G MAC, ~4.5 G elementwise FLOP; 1.03 GB (the 1.0 GB output) ->
-// floor 0.24 ms (memory).
+// floor 0.24 ms (memory). Reference 13.9-14.2 ms, best strict-fp32 peer 8.94 ms (autotuned
+// cuDNN, docs/baselines.md), goal <= 0.38 ms (1.6 x the floor).
 //
 // Math: per axis, output o = 2i - 1 + k. Even o = 2m takes one tap (i = m, k = 1); odd o = 2m + 1
 // takes two (i = m, k = 2 and i = m + 1, k = 0), all inside the input: no bounds tests. So a row
 // pair (ow = 2q, 2q + 1) of one (od, oh) needs x[.., q] and x[.., q + 1] and 3 FMA per
 // (c, kd, kh) tap, whose 3 kw weights come in one float4.
 //
-// Design: recompute, never materialize y. Three launches (cores/group_norm_pipeline/pipeline.cuh):
+// Design: recompute, never materialize y. Three launches (kernels/cores/group_norm_pipeline/
+// pipeline.cuh):
 //   stats_kernel:     conv + bias + swish, per-task per-(n, group) sums of s and s^2 to its own
 //                     partials slot (fp32 sums of s - pilot and (s - pilot)^2 per thread and
 //                     warp, pilot = a warp-uniform value of the group; raw sums rebuilt in double
@@ -22,14 +28,31 @@
 // (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
 // weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
 // Stores are scalar, the warp's even and odd columns filling the same 256 bytes.
-// Any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out) runs the
-// generic path: s = swish(y) materialized by a one-thread-per-output gather, then parallel
-// statistics and an elementwise normalize (see "Generic path" below).
+// Fallback: any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out)
+// runs the generic path: s = swish(y) materialized by a one-thread-per-output gather
+// (kernels/cores/conv_transpose_gather/gather.cuh), then parallel statistics and an elementwise
+// normalize (see "Generic path" below).
 //
+// Predicted / measured (H200, full preset): see the ladder; v2 (this code) predicted 0.43-0.48
+// ms, measured 0.824 ms (docs/kernels.md) and 0.837 ms in docs/bench-h200-2026-12-02b.json (3.5x
+// the floor, 2.2x the goal). ncu of v2 (docs/profiles/ncu-h200-2026-11-30-L2_060.txt): stats
+// 331 us (issue 62% busy, DRAM 2%) + normalize 486 us (2.15 TB/s, DRAM 45%), both at 25%
+// occupancy (128 registers): the normalize pass is latency-bound.
+//
+// Accuracy. Error sources: the conv in strict fp32 FMA (at most 8 taps x C_in = 24 products per
+// output); swish by fast intrinsics (ex2.approx and rcp.approx with -log2(e) folded in: relative
+// error ~2^-22 each, |s| ~ |y|); the group statistics (below); the coefficients in double (IEEE
+// sqrt), rounded to fp32 once; s * scale + shift and hardswish in fp32. GroupNorm divides the
+// upstream error by the group std (TF32 would fail 6.5x, docs/problems.md#l2_060). The generic
+// path's swish is the same.
 // Accuracy of the statistics: raw fp32 sums of s and s^2 (before) lose 2 log10(mean/std) digits
 // of the group variance, which matters once the inputs move (x in [100, 101): conv outputs of
 // ~100 sum|w| with a spread of ~1). About a pilot near the data the fp32 sums keep fp32's
 // relative accuracy on n std^2, and the mean^2 cancellation happens in double (16 digits).
+// Measured max |err| 4.1e-6 (2026-11-30) and 4.3e-6 (bench 2026-12-02b) vs 1e-4 + 1e-4 |r|
+// allowed. Robustness trials (small preset, seed 7, vs the golden model; C_in 3: the fast path):
+// shift (x + 100) 0.0035x the tolerance (reference 0.0042x), scale (x 1000) 0.0033x (0.0038x),
+// centered 0.0041x (0.0034x), random_affine (gamma, beta) 0.0042x (0.0033x).
 //
 // Ladder (H200, full preset; floor 0.240 ms):
 //   v1 one-launch ticket pipeline, S and N tasks interleaved, lag 5 phases
@@ -40,9 +63,15 @@
 //      for the slowest at the next barrier)
 //   v2 two launches (stats, normalize) + a 512-warp coefficient fold: no tickets, spins, fences or
 //      global atomics; stats 0.128 ms of issue -> ~0.16, normalize max(0.16 issue -> ~0.2,
-//      1.0 GB of stores ~0.26) -> ~0.28; predicted 0.43-0.48 ms -> measured: (pending)
+//      1.0 GB of stores ~0.26) -> ~0.28; predicted 0.43-0.48 ms -> measured 0.824 ms
+//      (docs/kernels.md): slower than v1, the two passes no longer overlap; kept because L2_021
+//      shares the pipeline header and v2 fixed L2_021.
+//   v3, v4 (session 2, docs/kernels.md): a persistent warp-ticket pipeline (4.38 ms: N warps
+//      spun on S stragglers) and two plain launches with 8-byte stores (1.30 ms): rejected;
+//      __launch_bounds__(256, 3 / 4) spilled (0.99 / 1.15 ms): reverted.
 //   next: 8-byte stores (a row pair per lane is contiguous; odd rows shift by one lane) to halve
-//      store sectors; a stats pass with fewer instructions (sums only over the S tile).
+//      store sectors; a stats pass with fewer instructions (sums only over the S tile); fewer
+//      live values per thread for occupancy.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -2,24 +2,28 @@
 //   x: (N, C_in, H, W); w: (C_in, C_out, 4, 4); b: (C_out); bias: (C_out, 1, 1);
 //   out: (N, C_out, 2H + 1, 2W + 1) fp32, NCHW. ConvTranspose2d(k 4, stride 2, padding 1,
 //   output_padding 1); softmax over the channels (dim 1); scale 2.0 from the spec.
+//   Full preset: x (128, 64, 64, 64) -> out (128, 128, 129, 129).
 //
-// Cost (docs/problems.md#l2_091, full preset 128 x 64 x 64 x 64 -> 128 x 128 x 129 x 129): 68.2 G
-// MAC = 139.6 GFLOP; min DRAM 1,225 MB (out 1,091) -> 0.29 ms. fp32 FMA floor 2.08 ms; 3xTF32 floor
-// ~0.86 ms. Strict-fp32 reference ~17.1 ms, best peer 14.48 ms (goal <= 3.33 ms).
+// Cost (docs/problems.md#l2_091, full preset): 68.2 G MAC = 139.6 GFLOP; min DRAM 1,225 MB (out
+// 1,091) -> 0.29 ms. fp32 FMA floor 2.08 ms; 3xTF32 floor ~0.86 ms. Strict-fp32 reference
+// ~17.1 ms; best strict-fp32 peer 13.59 ms (autotuned cuDNN; compile 14.48,
+// docs/baselines.md); goal <= 3.33 ms (1.6 x the floor).
 //
-// Design (../conv_transpose2d_tf32x3/parity_gemm.cuh): per axis o + 1 = 2 q + r; both phases take
-// taps at inputs q and q - 1, so the conv is one implicit GEMM per class (r_h, r_w): M = N x 65 x
-// 65 q positions (the union over phases; 1.6% of them fall outside the 129 x 129 output and are
-// not stored), K = C_in x 4 = 256, N = C_out = 128, 3xTF32 on mma.sync m16n8k8. A CTA owns all
-// channels of its 128 pixels, so the softmax runs in the epilogue: two threads per pixel (64
-// channels each) read the shared C tile ONCE into 64 registers (+ b, running max), exchange the
-// max, turn the registers into exp(y - max) with one FFMA + ex2.approx each, exchange the sum,
-// then write sigmoid((e * (1 / sum) + bias) * scale) straight from the registers (one ex2.approx
-// + one rcp.approx; a warp stores 32 pixels of one channel: stride-2 runs, the 4 class CTAs of a
-// tile run side by side, so L2 merges the halves of each sector).
-// Classes and taps come from the node's attributes; C_out > 128 and layers the fast path does
-// not take (groups != 1, > 2 taps per axis and phase, stride > 4, huge sizes) run the generic
-// gather of ../conv_transpose_gather into a workspace, then a per-pixel softmax kernel.
+// Design (kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh): weights re-packed per call,
+// then one GEMM launch. Per axis o + 1 = 2 q + r; both phases take taps at inputs q and q - 1, so
+// the conv is one implicit GEMM per class (r_h, r_w): M = N x 65 x 65 q positions (the union over
+// phases; 1.6% of them fall outside the 129 x 129 output and are not stored), K = C_in x 4 = 256,
+// N = C_out = 128, 3xTF32 on mma.sync m16n8k8. A CTA owns all channels of its 128 pixels, so the
+// softmax runs in the epilogue: two threads per pixel (64 channels each) read the shared C tile
+// ONCE into 64 registers (+ b, running max), exchange the max, turn the registers into
+// exp(y - max) with one FFMA + ex2.approx each, exchange the sum, then write
+// sigmoid((e * (1 / sum) + bias) * scale) straight from the registers (one ex2.approx + one
+// rcp.approx; a warp stores 32 pixels of one channel: stride-2 runs, the 4 class CTAs of a tile
+// run side by side, so L2 merges the halves of each sector).
+// Fallback: classes and taps come from the node's attributes; C_out > 128 and layers the fast
+// path does not take (groups != 1, > 2 taps per axis and phase, stride > 4, huge sizes) run the
+// generic gather of kernels/cores/conv_transpose_gather into a workspace, then a per-pixel
+// softmax kernel (max-subtracted, expf).
 //
 // Predicted (H200): 211M MMAs (L1_003's kernel shape: 69 TFLOP/s effective) -> ~2.1 ms of main
 // loop + fill, epilogue and stores not hidden by the co-resident CTA. v1's epilogue (3 passes
@@ -27,8 +31,19 @@
 // 3.46 ms, 0.63 ms over L2_093 (same core, a one-pass erff epilogue of ~20). v2's is ~16 per
 // output (1 LDS, 3 MUFU, 1 STG, the rest FP32 and uniform bias loads): ~4k cycles of 16,384
 // outputs per CTA at the MUFU's 16/clk, overlapping the other CTA's MMAs -> ~2.9-3.1 ms, a
-// little over L2_093 (1.6% wasted q, the extra MUFU work). Accuracy: ~1e-6 (see kLog2e below;
-// the output barely depends on the conv).
+// little over L2_093 (1.6% wasted q, the extra MUFU work). Measured (v2): 2.83 ms (docs/kernels.md;
+// 49.4 TFLOP/s), 2.839 ms in docs/bench-h200-2026-12-02b.json (1.36x the floor): under the
+// 3.33 ms goal.
+//
+// Accuracy: the conv in 3xTF32 ~ fp32 (K = 256 in the MMA accumulator), but the output barely
+// depends on it (softmax ~1/128 per channel, docs/problems.md#l2_091). The softmax subtracts the
+// pixel's max before the exponent (no overflow at any input scale); ex2.approx and rcp.approx
+// (relative error <= ~2^-22 each) replace expf and the division: sigmoid moves by at most |t| / 4
+// times their relative error, |t| ~ 5: ~1e-6 (details at kLog2e below; a CPU emulation with
+// worst-case MUFU errors reached 0.5% of the tolerance). Measured max |err| 1.8e-7 at the full
+// preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7,
+// vs the golden model): shift (x + 100) 0.003x the tolerance (reference 0.003x), scale (x 1000)
+// 0.05x (0.01x), centered 0.0007x (0.0005x). No statistics beyond the per-pixel max and sum.
 #include <cuda_runtime.h>
 
 #include <algorithm>

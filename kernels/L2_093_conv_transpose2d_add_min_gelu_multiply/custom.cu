@@ -1,25 +1,42 @@
 // L2_093 custom: out = gelu_erf(min(conv_transpose2d(x) + b + add, cap)) * factor, one kernel.
 //   x: (N, C_in, H, W); w: (C_in, C_out, 4, 4); b: (C_out); out: (N, C_out, 2H + 2, 2W + 2) fp32,
 //   NCHW. ConvTranspose2d(k 4, stride 2, padding 0); add 0.5, cap 0.0, factor 2.0 from the spec.
+//   Full preset: x (128, 64, 64, 64) -> out (128, 128, 130, 130).
 //
-// Cost (docs/problems.md#l2_093, full preset 128 x 64 x 64 x 64 -> 128 x 128 x 130 x 130): 68.7 G
-// MAC = 139.9 GFLOP; min DRAM 1,242 MB (out 1,108) -> 0.29 ms. fp32 FMA floor 2.09 ms; 3xTF32 floor
-// ~0.86 ms. Strict-fp32 reference ~15.8 ms, best peer 13.93 ms (goal <= 3.34 ms).
+// Cost (docs/problems.md#l2_093, full preset): 68.7 G MAC = 139.9 GFLOP; min DRAM 1,242 MB (out
+// 1,108) -> 0.29 ms. fp32 FMA floor 2.09 ms; 3xTF32 floor ~0.86 ms. Strict-fp32 reference
+// ~15.8 ms; best strict-fp32 peer 10.15 ms (autotuned cuDNN; compile 13.93,
+// docs/baselines.md); goal <= 3.34 ms (1.6 x the floor).
 //
-// Design (../conv_transpose2d_tf32x3/parity_gemm.cuh): per axis o = 2 q + r; both phases take
-// taps at inputs q and q - 1 (r, r + 2), so the conv is one implicit GEMM per class (r_h, r_w):
-// M = N x 65 x 65 q positions, K = C_in x 4 = 256, N = C_out = 128, 3xTF32 on mma.sync m16n8k8,
-// borders by zero-filled copies. The epilogue adds b and the scalar chain in registers and writes
-// each output once (stride-2 runs; the 4 class CTAs of a tile run side by side, so L2 merges
-// the halves of each sector). 16,900 CTAs of 128 x 128 (64 waves of 264), no wasted q.
-// Classes and taps come from the node's stride/padding/dilation/output_padding/kernel; layers
-// the fast path does not take (groups != 1, > 2 taps per axis and phase, stride > 4, huge
-// sizes) run the generic gather of ../conv_transpose_gather into a workspace, then the epilogue.
+// Design (kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh): weights re-packed per call,
+// then one GEMM launch. Per axis o = 2 q + r; both phases take taps at inputs q and q - 1 (r,
+// r + 2), so the conv is one implicit GEMM per class (r_h, r_w): M = N x 65 x 65 q positions,
+// K = C_in x 4 = 256, N = C_out = 128, 3xTF32 on mma.sync m16n8k8, borders by zero-filled
+// copies. The epilogue adds b and the scalar chain in registers and writes each output once
+// (stride-2 runs; the 4 class CTAs of a tile run side by side, so L2 merges the halves of each
+// sector). 16,900 CTAs of 128 x 128 (64 waves of 264), no wasted q.
+// Fallback: classes and taps come from the node's stride/padding/dilation/output_padding/kernel;
+// layers the fast path does not take (groups != 1, > 2 taps per axis and phase, stride > 4,
+// huge sizes) run the generic gather of kernels/cores/conv_transpose_gather into a workspace,
+// then the same epilogue (fallback_epilogue_kernel).
 //
 // Predicted (H200): 208M MMAs; L1_003's kernel of the same shape ran 69 TFLOP/s effective ->
 // ~2.05 ms of main loop + ~0.3 ms of fill, epilogue and stores not hidden by the co-resident
-// CTA: ~2.3-2.6 ms. Accuracy: ~fp32 level (only the ~164 outputs with conv + 0.5 < 0 are
-// non-zero; they pass through gelu with slope <= 1.2 after the x2).
+// CTA: ~2.3-2.6 ms. Measured: 2.85 ms (v1, 2026-11-30; 2.823 in the table of docs/kernels.md),
+// 2.840 ms in docs/bench-h200-2026-12-02b.json (49 TFLOP/s, 1.36x the floor): under the
+// 3.34 ms goal.
+//
+// Accuracy: the conv in 3xTF32 ~ fp32 (K = 256 kept in the MMA accumulator, which truncates
+// each step); the epilogue is the reference's op order ((y + b) + 0.5, a NaN-propagating min,
+// accurate erff, * 2). Only the ~164 outputs with conv + 0.5 < 0 are non-zero (the check's
+// weakest point, docs/problems.md#l2_093); they pass through gelu with slope <= 1.2 after the
+// x2. No statistics. Measured max |err| 1.7e-6 at the full preset (bench 2026-12-02b) vs 1e-4 +
+// 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden model): shift
+// (x + 100) 0.063x the tolerance (reference 0.010x), scale (x 1000) 0.60x (0.095x), centered
+// 0.004x (0.0002x): pass; other seeds reached 1.5-3.9x under scale, some `fragile`
+// (docs/kernels.md, docs/problems.md#l2_093), likely the accumulator truncation that L1_070's
+// per-tap promotion cured (not measured separately here). That promotion spilled and cost
+// 24-44% in this core (branch accum-promote): not taken.
 #include <cuda_runtime.h>
 
 #include <algorithm>

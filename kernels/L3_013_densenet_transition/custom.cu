@@ -7,7 +7,9 @@
 // Cost (full preset 128 x 32 x 256 x 256 -> 128 x 64 x 128 x 128, docs/problems.md#l3_013): pooling
 // before the 1x1 conv is exact (both linear): 4.3 GFMA instead of 17.2. Bytes: 2 reads of x + 1
 // write = 2.68 GB -> realistic floor 0.62 ms (ideal 1.61 GB, 0.375 ms, is out of reach: the batch
-// statistics need a full pass first). Reference 6.69 ms, best peer 5.58 ms.
+// statistics need a full pass first); fp32 floor as written 0.553 ms. Reference 6.69 ms (9.16 ms in
+// bench 2026-12-02b), best strict-fp32 peer 5.58 ms (torch.compile, docs/baselines.md), goal <=
+// 0.88 ms (1.6 x the floor).
 //
 // Design (three launches, no atomics, deterministic for a given device):
 //  1. plane_moments_kernel: block = (plane (n, c), chunk of kStatsChunk elements), 16-byte loads;
@@ -25,7 +27,22 @@
 //     measured it at 1.06x the reference, N 96, C 30 -> 51, 197 x 157.)
 //
 // Predicted on the H200: pass 1 ~0.27 ms (1.07 GB), pass 2 ~0.41 ms (1.61 GB, ~190 us of issue
-// hidden under it), ~5 us for the coefficients and launch gaps: ~0.69 ms.
+// hidden under it), ~5 us for the coefficients and launch gaps: ~0.69 ms. Measured: 0.686 ms
+// (v1, docs/kernels.md; 2.35 TB/s on the 2.68 GB, 1.1x the realistic floor), 0.690 ms in
+// docs/bench-h200-2026-12-02b.json: under the 0.88 ms goal. Shape sweep (docs/kernels.md): odd
+// widths now take the tile kernel, 7.2x the reference at worst.
+//
+// Accuracy: the batch statistics are shifted sums (d = x - K_c, K_c a sample of the channel), so
+// E[d^2] - E[d]^2 keeps its digits however large |mean| / std is; fp32 covers 16 elements,
+// everything above is double in a fixed order; s_c, t_c are formed in double (IEEE sqrt) and
+// rounded to fp32 once. BN + ReLU, the 2x2 sum and the 1x1 product (W1 / 4, exact) are fp32 FMA (no
+// TF32: it fails 3x, no fast intrinsics); pooling before the conv reorders the sums (exact in real
+// arithmetic). x s_c + t_c in fp32 cancels when |mean| >> sigma: its rounding, ~2^-24 |x| s_c,
+// grows with |mean| / sigma, as in the fp32 reference (the shift trial below). Measured max |err|
+// 7.2e-7 (2026-11-30) and 1.4e-6 (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials
+// (small preset, seed 7, vs the golden model): shift (x + 100) 0.16x the tolerance (the reference
+// 0.23x), scale (x 1000) 0.002x (0.002x), centered 0.002x (0.001x), random_affine (gamma, beta)
+// 0.002x (0.002x).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -2,10 +2,40 @@
 //   x: (N, C_in, H, W) -> out: (N, C_out, H, W), fp32 NCHW; mid = C_out / 4, G groups,
 //   cg = mid / G (conv3 inputs per group), opg = C_out / G (conv3 outputs per group).
 //   out = relu(BN3(conv3(shuffle(BN2(dw3x3(relu(BN1(conv1(x)))))))) + BN_sc(conv_sc(x)).
+//   conv1: (mid, C_in / G, 1, 1), groups G; dw3x3: (mid, 1, 3, 3), padding 1; conv3: (C_out,
+//   mid / G, 1, 1), groups G; conv_sc: (C_out, C_in, 1, 1); BN = (y - mean) / sqrt(var + eps)
+//   gamma + beta per channel over (N, H, W) (full preset: x (10, 240, 224, 224) -> out (10, 480,
+//   224, 224), G = 3, mid 120).
 //
 // Cost (full preset 10 x 240 -> 480 x 224 x 224, docs/problems.md#l3_025): 150.35 GFLOP (conv_sc
 // 77%), 1.45 GB minimum DRAM traffic; floor 2.24 ms in fp32 FMA (3xTF32 ~0.92 ms of tensor work).
-// Reference 11.1 ms, best peer 9.22 ms, goal <= 3.59 ms. Plain TF32 fails the 1e-4 budget.
+// Reference 11.1 ms, best strict-fp32 peer 9.22 ms (torch.compile, docs/baselines.md), goal
+// <= 3.59 ms (1.6 x the floor). Plain TF32 fails the 1e-4 budget.
+//
+// Design (all statistics in double, no plain TF32):
+//  A. prep: Wcat = [W_sc; W1 as a dense (mid, C_in) block-diagonal] (M = C_out + mid rows), and
+//     shift[r] = (Wcat x)[r] at pixel (0, 0) (moments of Y - shift: no cancellation).
+//  B. one 3xTF32 GEMM per image (kernels/cores/shufflenet_tf32x3/gemm_stats.cuh, tiles of
+//     kernels/cores/tf32x3/gemm128.cuh): Y = Wcat @ x; rows < C_out (the raw shortcut conv) go
+//     straight into `out`, the conv1 rows into c1; the epilogue reduces each row's moments ->
+//     BN_sc and BN1 coefficients. (conv1 as dense rows wastes 2/3 of its 4.8 GMAC, ~10% more
+//     tensor work, and spares a second pass over x.)
+//  C. dw3x3: d2 = dwconv(relu(BN1(c1))) (zero padding after the ReLU), + its moments -> BN2.
+//  D. Gram: per conv3 group, G_g = sum_pixels z z^T over the group's cg shuffled channels,
+//     z = BN2(d2), with a constant-1 channel appended (gives sum z). BN3's mean and variance of
+//     conv3 = W3 z follow exactly: E[y] = w.E[z], E[y^2] = w^T E[zz^T] w (2.4 GMAC, not 9.6).
+//  E. final: per group and 128-pixel tile, conv3 in fp32 FMA from shared memory (8 x 4 outputs
+//     per thread), out = relu(BN3(acc)) + BN_sc(out) (out holds the raw shortcut conv).
+// Any geometry of the unit runs this plan (C_in, C_out, mid, G divisible as the layer requires,
+// a 3x3 depthwise conv); where shared memory is too small for E, final_generic_kernel (one
+// thread per output, same math) replaces it. Other layer attributes fail setup.
+//
+// Predicted on the H200: B ~2.2 ms (72 GMAC of 3xTF32 at ~65 TFLOP/s), C ~0.15 ms (0.5 GB),
+// D ~0.2 ms, E ~0.55 ms (2.2 GB + 9.6 GMAC fp32), ~0.05 ms small kernels: ~3.2 ms (3.3-3.8 ms in
+// docs/kernels.md). Measured: 5.19 ms (v1, 2026-11-30, docs/kernels.md), 5.218 ms in
+// docs/bench-h200-2026-12-02b.json (2.3x the floor, 1.45x the goal). Next (docs/kernels.md):
+// profile the GEMM (K = 240: 8 k-steps per tile, short) and E's dependent read-modify-write of
+// `out`.
 //
 // Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):
 // every BatchNorm's moments are formed about a value near the data, never as raw fp32 sums of y
@@ -15,22 +45,14 @@
 // <= 1, so E[y^2] - mean^2 costs < 1 digit). What remains under shifted or scaled inputs is the
 // 1x1 convs' own rounding relative to |Wx| (3xTF32 ~ fp32), which BN then divides by the
 // channel std, as the fp32 reference does: tests/gpu/robustness_test.cu measures both.
-//
-// Design (all statistics in double, no plain TF32):
-//  A. prep: Wcat = [W_sc; W1 as a dense (mid, C_in) block-diagonal] (M = C_out + mid rows), and
-//     shift[r] = (Wcat x)[r] at pixel (0, 0) (moments of Y - shift: no cancellation).
-//  B. one 3xTF32 GEMM per image (gemm_stats.cuh): Y = Wcat @ x; rows < C_out (the raw shortcut
-//     conv) go straight into `out`, the conv1 rows into c1; the epilogue reduces each row's
-//     moments -> BN_sc and BN1 coefficients. (conv1 as dense rows wastes 2/3 of its 4.8 GMAC,
-//     ~10% more tensor work, and spares a second pass over x.)
-//  C. dw3x3: d2 = dwconv(relu(BN1(c1))) (zero padding after the ReLU), + its moments -> BN2.
-//  D. Gram: per conv3 group, G_g = sum_pixels z z^T over the group's cg shuffled channels,
-//     z = BN2(d2), with a constant-1 channel appended (gives sum z). BN3's mean and variance of
-//     conv3 = W3 z follow exactly: E[y] = w.E[z], E[y^2] = w^T E[zz^T] w (2.4 GMAC, not 9.6).
-//  E. final: per group and 128-pixel tile, conv3 in fp32 FMA from shared memory (8 x 4 outputs
-//     per thread), out = relu(BN3(acc)) + BN_sc(out) (out holds the raw shortcut conv).
-// Predicted on the H200: B ~2.2 ms (72 GMAC of 3xTF32 at ~65 TFLOP/s), C ~0.15 ms (0.5 GB),
-// D ~0.2 ms, E ~0.55 ms (2.2 GB + 9.6 GMAC fp32), ~0.05 ms small kernels: ~3.2 ms.
+// Error sources: 3xTF32 products (K = 240 in the MMA accumulator) for conv_sc and conv1, fp32
+// FMA for dw3x3 and conv3, IEEE sqrt in double for the BN coefficients, no fast intrinsics; five
+// stacked normalizations amplify them (TF32 would fail 29.5x, docs/problems.md#l3_025). Measured
+// max |err| 1.7e-5 (2026-11-30) and 1.9e-5 (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
+// Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 5.3x the
+// tolerance, `ill_conditioned` (the reference 6.4x: the shortcut conv's rounding relative to
+// |Wx| ~ 100 sum|w|, divided by the channel std); scale (x 1000) 0.045x (0.040x); centered
+// 0.036x (0.019x); random_affine 0.067x (0.045x).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -3,10 +3,14 @@
 //   x: (N, E, H, W) fp32 NCHW; tokens t[l, n, e] = x[n, e, l], l = h*W + w, L = H*W.
 //   out[n, c, l] = LN_c(out_proj(concat_h softmax(q_h k_h^T) v_h)[l, n, c] + x[n, c, l]).
 //
+//   in_proj: W_in (3E, E), b_in (3E); out_proj: W_o (E, E), b_o (E); LN gamma, beta (E);
+//   out: (N, E, H, W) fp32 NCHW (full preset: x (2, 128, 128, 128), 4 heads of hd = 32).
+//
 // Cost (full preset N 2, E 128, 4 heads, L 16384; docs/problems.md#l3_031): 290 GFLOP (QK^T 137 G,
 // PV 137 G, projections 4.3 G), 2.15e9 exps; min DRAM 33.8 MB (8 us). fp32 FMA floor 4.33 ms, TF32
-// 0.59 ms, 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (materializes 8.6 GB of scores); best
-// peer 14.65 ms; goal <= 6.92 ms.
+// 0.59 ms, 3xTF32 ~1.8 ms: compute-bound. Reference 25.4 ms (17.2 ms in bench 2026-12-02b; it
+// materializes 8.6 GB of scores); best strict-fp32 peer 14.65 ms (torch.compile,
+// docs/baselines.md); goal <= 6.92 ms (1.6 x the floor).
 //
 // Design (three launches, no atomics, deterministic):
 //  1. qkv_projection_kernel (fp32 FMA, 64 tokens x 64 features x 16 k tiles): reads x in place
@@ -29,6 +33,24 @@
 //
 // Predicted on the H200: attention 403M MMAs (as L1_003, measured 3.98 ms there) plus softmax:
 // ~4.5 ms; projection ~0.06 ms, epilogue ~0.05 ms: ~4.6 ms total (vs 14.65 ms best peer).
+// Measured: 4.86 ms (2026-11-30, docs/kernels.md; 59.7 TFLOP/s), 4.840 ms in
+// docs/bench-h200-2026-12-02b.json (1.12x the fp32 floor): under the 6.92 ms goal. Shape sweep
+// (docs/kernels.md): head_dim 27 / 29 took the generic kernel at 0.12x the reference; zero-padded
+// into the flash kernel, 2.0-2.6 ms (2.26x worst).
+//
+// Accuracy: QK^T and PV in 3xTF32 (3 MMAs per product, ~ fp32 products); projections, softmax and
+// LayerNorm in fp32 FMA. The attention is nearly uniform at this L (max probability 9.9e-5 against
+// 1/L = 6.1e-5, docs/problems.md#l3_031), so the long PV sums decide the error (plain TF32 fails
+// 8x): each 64-key tile's P V starts a fresh MMA accumulator and is folded into O by one rounded
+// fma, so no MMA sum runs over more than 64 keys. The online softmax subtracts the running max (no
+// overflow under shifted or scaled inputs) and uses exp2f with log2e folded into one FFMA per
+// score, rescaling O by exp2f of the max's change. The LayerNorm is two-pass (mean, then the
+// centred sum of squares) and 1 / sqrtf (IEEE): a shift of x costs no digits there. The generic
+// kernel (head_dim > 32) uses expf. Measured max |err| 7.2e-6 at the full preset (bench
+// 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden
+// model; L = 63 tokens, the flash kernel): shift (x + 100) 0.021x the tolerance (reference 0.020x),
+// scale (x 1000) 0.009x (0.005x), centered 0.001x (0.001x), random_affine (LN gamma, beta and the
+// zero biases) 0.015x (0.004x).
 #include <cuda_runtime.h>
 
 #include <cmath>
