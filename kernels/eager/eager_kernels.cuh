@@ -377,16 +377,20 @@ static __global__ void sum_partials_kernel(const float* x, int64_t n, float* par
 
 // ---- Softmax ----
 
-// Softmax along len for each (outer, inner) column, inner > 1: one thread per column.
+// Softmax along len for each (outer, inner) column, inner > 1: one thread per column, outer
+// columns strided over blockIdx.x, inner ones over (blockIdx.y, threadIdx.x), as ATen's
+// cunn_SpatialSoftMaxForward does when it keeps one thread per column.
 static __global__ void softmax_columns_kernel(const float* x, float* y, int64_t outer, int64_t len,
                                               int64_t inner) {
-  for (int64_t c = first_index<int64_t>(); c < outer * inner; c += grid_stride<int64_t>()) {
-    const int64_t base = (c / inner) * len * inner + c % inner;
-    float m = -INFINITY, s = 0.0f;
-    for (int64_t j = 0; j < len; ++j) m = fmaxf(m, x[base + j * inner]);
-    for (int64_t j = 0; j < len; ++j) s += expf(x[base + j * inner] - m);
-    for (int64_t j = 0; j < len; ++j) y[base + j * inner] = expf(x[base + j * inner] - m) / s;
-  }
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x)
+    for (int64_t in = int64_t{blockIdx.y} * blockDim.x + threadIdx.x; in < inner;
+         in += int64_t{blockDim.x} * gridDim.y) {
+      const int64_t base = o * len * inner + in;
+      float m = -INFINITY, s = 0.0f;
+      for (int64_t j = 0; j < len; ++j) m = fmaxf(m, x[base + j * inner]);
+      for (int64_t j = 0; j < len; ++j) s += expf(x[base + j * inner] - m);
+      for (int64_t j = 0; j < len; ++j) y[base + j * inner] = expf(x[base + j * inner] - m) / s;
+    }
 }
 
 // Softmax of each contiguous row of len elements: one warp per row.
@@ -542,6 +546,40 @@ __global__ void normalize_kernel(const float* x, const float* stats, NormIndex<I
   for (I i = first_index<I>(); i < n; i += grid_stride<I>()) {
     const I g = index.group(i);
     y[i] = normalized(x[i], stats[2 * g], stats[2 * g + 1], weight, bias, index, i);
+  }
+}
+
+// LayerNorm as ATen's vectorized_layer_norm_kernel launches it (rows of len % 4 == 0, 16-byte
+// aligned): one block of 128 threads (4 warps) per row, float4 loads, a Welford triple per thread
+// merged across the block, then a second float4 pass writing (x - mean) rstd w + b. For short
+// rows most of the block idles, as in eager (L2_034: 64-element rows).
+constexpr int kLayerNormThreads = 128;
+static __global__ void __launch_bounds__(kLayerNormThreads)
+    layer_norm_rows_vec4_kernel(const float* x, int64_t rows, int64_t len, float eps,
+                                const float* weight, const float* bias, float* y) {
+  const int64_t vecs = len / 4;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float4* xr = reinterpret_cast<const float4*>(x + r * len);
+    Welford w;
+    for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
+      const float4 v = xr[j];
+      w.add(v.x), w.add(v.y), w.add(v.z), w.add(v.w);
+    }
+    w = block_merge(w);
+    const float rstd = inverse_std(w, eps);
+    float4* yr = reinterpret_cast<float4*>(y + r * len);
+    for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
+      const float4 v = xr[j];
+      float o[4] = {(v.x - w.mean) * rstd, (v.y - w.mean) * rstd, (v.z - w.mean) * rstd,
+                    (v.w - w.mean) * rstd};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (weight != nullptr) o[e] *= weight[4 * j + e];
+        if (bias != nullptr) o[e] += bias[4 * j + e];
+      }
+      yr[j] = make_float4(o[0], o[1], o[2], o[3]);
+    }
+    __syncthreads();  // block_merge's shared slots are reused by the next row
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
 #include "kernels/eager/eager_ops_internal.cuh"
 
 namespace kb::eager {
@@ -23,6 +24,7 @@ constexpr int kReduceBlocks = 1024;
 constexpr int64_t kMinChunk = 16384;
 // Groups (rows) at most this long are reduced by one warp each.
 constexpr int64_t kWarpRowMax = 2048;
+constexpr int64_t kSpatialSoftmaxThreads = 1024;  // ATen's max_threads for the spatial softmax
 // Longer float4-aligned rows get one block of up to this many threads each.
 constexpr int kVecRowMaxThreads = 1024;
 
@@ -208,8 +210,16 @@ Status layer_norm(const DeviceTensor& x, int64_t normalized_numel, const float* 
     return shape_error("layer_norm", "x " + shape_str(x) + " does not split into rows of " +
                                          std::to_string(normalized_numel));
   }
-  const NormLayout layout{
-      x.numel() / normalized_numel, 1, normalized_numel, normalized_numel, normalized_numel, eps};
+  const int64_t rows = x.numel() / normalized_numel;
+  if (rows == 0) return Status::ok();
+  if (normalized_numel % 4 == 0 && aligned16(x.data) && aligned16(out.data)) {
+    // ATen's vectorized path: one 128-thread block per row (grid = rows, as ATen launches it).
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, INT_MAX));
+    layer_norm_rows_vec4_kernel<<<grid, kLayerNormThreads, 0, stream>>>(
+        x.data, rows, normalized_numel, eps, weight, bias, out.data);
+    return launched("layer_norm_rows_vec4_kernel");
+  }
+  const NormLayout layout{rows, 1, normalized_numel, normalized_numel, normalized_numel, eps};
   return normalize(x.data, layout, 1, normalized_numel, weight, bias, out.data, stream);
 }
 
@@ -222,8 +232,19 @@ Status softmax(const DeviceTensor& x, int dim, const DeviceTensor& out, cudaStre
   const int64_t inner = product(x.shape, dim + 1, x.shape.size());
   if (x.numel() == 0) return Status::ok();
   if (inner > 1) {
-    softmax_columns_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(x.data, out.data,
-                                                                             outer, len, inner);
+    // ATen's spatial softmax launch when it keeps one thread per column (inner > 64 or len < 64):
+    // blocks of min(inner, 1024) threads, as many as are resident at once, tiled over inner
+    // first, then over outer (SpatialSoftMax_getGridSize).
+    const int threads = static_cast<int>(std::min<int64_t>(inner, kSpatialSoftmaxThreads));
+    KB_ASSIGN_OR_RETURN(
+        const int64_t resident,
+        cuda::resident_blocks(reinterpret_cast<const void*>(softmax_columns_kernel), threads, 0));
+    const int64_t inner_blocks = std::min<int64_t>((inner + threads - 1) / threads, resident);
+    const int64_t outer_blocks =
+        std::min<int64_t>((resident + inner_blocks - 1) / inner_blocks, outer);
+    softmax_columns_kernel<<<dim3(static_cast<unsigned>(outer_blocks),
+                                  static_cast<unsigned>(inner_blocks)),
+                             threads, 0, stream>>>(x.data, out.data, outer, len, inner);
   } else if (len <= kWarpRowMax) {
     softmax_rows_warp_kernel<<<grid_for(outer * kWarp), kThreads, 0, stream>>>(x.data, out.data,
                                                                                outer, len);

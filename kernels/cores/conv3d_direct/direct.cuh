@@ -546,7 +546,7 @@ class Conv3d {
 
   Conv3dGeometry geometry_;
   bool tiled_ = false;
-  bool tf32x3_ = false;   // the 3xTF32 tile runs (tiled_ is then true too)
+  bool tf32x3_ = false;  // the 3xTF32 tile runs (tiled_ is then true too)
   tf32::Params tf32_ = {};
   int tf32_bn_ = 64;
   dim3 tf32_grid_;

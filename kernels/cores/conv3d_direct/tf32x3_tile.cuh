@@ -75,9 +75,9 @@ struct Params {
   float* y;        // (N, C_out, D', H', W')
   int batch, cin, cout;
   int in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
-  int k, kp;                // K and K padded to a multiple of 8
+  int k, kp;                 // K and K padded to a multiple of 8
   int row_tiles, col_tiles;  // ceil(H' / 4), ceil(W' / 64)
-  int64_t tiles;            // N D' row_tiles col_tiles
+  int64_t tiles;             // N D' row_tiles col_tiles
 };
 
 template <int KD, int KH, int KW, int kBN>
