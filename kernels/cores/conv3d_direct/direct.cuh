@@ -471,13 +471,8 @@ class Conv3d {
     if (tf32x3_) {
       tf32::Params p = tf32_;
       p.x = x, p.w = w, p.y = y;
-      if (tf32_bn_ == 32) {
-        tf32::conv3d_tf32x3_kernel<KD, KH, KW, 32, Epilogue>
-            <<<tf32_grid_, tf32::kThreads, smem_bytes_, stream>>>(p, epilogue);
-      } else {
-        tf32::conv3d_tf32x3_kernel<KD, KH, KW, 64, Epilogue>
-            <<<tf32_grid_, tf32::kThreads, smem_bytes_, stream>>>(p, epilogue);
-      }
+      tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32Channels, Epilogue>
+          <<<tf32_grid_, tf32::kThreads, smem_bytes_, stream>>>(p, epilogue);
     } else if (tiled_) {
       const int wt_size = ctaps_ * tile_.cout_pad;
       transpose_weights_kernel<<<(wt_size + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
@@ -503,10 +498,15 @@ class Conv3d {
   bool tensor_cores() const { return tf32x3_; }
 
  private:
-  // The 3xTF32 tile (tf32x3_tile.cuh) for a geometry the FMA tile also takes, when its shared
-  // memory fits: channel blocks of 32 when C_out <= 32, else 64; persistent blocks.
+  static constexpr int kTf32Channels = 64;  // the 3xTF32 tile's channel block
+  // The 3xTF32 tile (tf32x3_tile.cuh) for a geometry the FMA tile also takes, when C_out > 32
+  // and its shared memory fits; channel blocks of 64, persistent blocks. Measured on the H200
+  // (docs/kernels.md): L1_054 1.24 -> 0.99 ms and L1_060 3.73 -> 2.95 ms, but L2_007 (C_out 32,
+  // C_in 8: a 32-channel block and one block per SM) 4.28 -> 5.12 ms, and 0.79x the reference at
+  // a 5-channel sweep shape, so 32 channels or fewer stay on the FMA tile.
   Result<bool> setup_tf32x3() {
     const Conv3dGeometry& g = geometry_;
+    if (g.cout <= 32) return false;
     tf32::Params p = {};
     p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
     p.cout = static_cast<int>(g.cout);
@@ -521,21 +521,17 @@ class Conv3d {
     p.row_tiles = (p.out_h + tf32::kTileRows - 1) / tf32::kTileRows;
     p.col_tiles = (p.out_w + tf32::kTileCols - 1) / tf32::kTileCols;
     p.tiles = int64_t{p.batch} * p.out_d * p.row_tiles * p.col_tiles;
-    tf32_bn_ = p.cout <= 32 ? 32 : 64;
-    const size_t smem = tf32_bn_ == 32 ? tf32::Layout<KD, KH, KW, 32>::smem_bytes(p)
-                                       : tf32::Layout<KD, KH, KW, 64>::smem_bytes(p);
+    const size_t smem = tf32::Layout<KD, KH, KW, kTf32Channels>::smem_bytes(p);
     KB_ASSIGN_OR_RETURN(const int optin,
                         cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
     if (smem > static_cast<size_t>(optin)) return false;
-    const void* kernel =
-        tf32_bn_ == 32
-            ? reinterpret_cast<const void*>(tf32::conv3d_tf32x3_kernel<KD, KH, KW, 32, Epilogue>)
-            : reinterpret_cast<const void*>(tf32::conv3d_tf32x3_kernel<KD, KH, KW, 64, Epilogue>);
+    const void* kernel = reinterpret_cast<const void*>(
+        tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32Channels, Epilogue>);
     KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(smem)));
     KB_ASSIGN_OR_RETURN(const int64_t resident,
                         cuda::resident_blocks(kernel, tf32::kThreads, smem));
-    const int co_blocks = (p.cout + tf32_bn_ - 1) / tf32_bn_;
+    const int co_blocks = (p.cout + kTf32Channels - 1) / kTf32Channels;
     const int64_t per_block = std::max<int64_t>(1, resident / co_blocks);
     tf32_grid_ = dim3(static_cast<unsigned>(std::min<int64_t>(p.tiles, per_block)),
                       static_cast<unsigned>(co_blocks));
@@ -548,7 +544,6 @@ class Conv3d {
   bool tiled_ = false;
   bool tf32x3_ = false;  // the 3xTF32 tile runs (tiled_ is then true too)
   tf32::Params tf32_ = {};
-  int tf32_bn_ = 64;
   dim3 tf32_grid_;
   TileParams tile_ = {};
   size_t smem_bytes_ = 0;

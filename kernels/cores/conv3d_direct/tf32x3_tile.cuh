@@ -6,10 +6,10 @@
 //   A = x[n, c, d + kd - pd, h + kh - ph, w + kw - pw] (0 outside x), B = w[co, k];
 //   K = C_in KD KH KW (81 / 315 / 216 for L1_054 / L1_060 / L2_007), padded to Kp = 8 ceil(K/8).
 //
-// Tile: 4 output rows x 64 output columns of one (n, d) x kBN channels (kBN = 64, or 32 when
-// C_out <= 32). 8 warps = 4 rows x 2 channel halves; a warp owns one output row (4 m16 tiles) x
-// kBN / 2 channels. Persistent blocks: grid.y = the channel block, grid.x strides over the
-// spatial tiles.
+// Tile: 4 output rows x 64 output columns of one (n, d) x kBN channels (Conv3d instantiates kBN =
+// 64 and takes this tile only for C_out > 32). 8 warps = 4 rows x 2 channel halves; a warp owns one
+// output row (4 m16 tiles) x kBN / 2 channels. Persistent blocks: grid.y = the channel block,
+// grid.x strides over the spatial tiles.
 //
 // Shared memory, per block:
 //   bs    [Kp][kBN + 8] fp32 weights of the channel block, staged once (0 past K and C_out); the
