@@ -408,6 +408,7 @@ class DenseNetTransition final : public Implementation {
   }
 
   Status plan_grids() {
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     KB_ASSIGN_OR_RETURN(
         const int64_t resident,
         cuda::resident_blocks(reinterpret_cast<const void*>(transition_tiles_kernel), kThreads, 0));
