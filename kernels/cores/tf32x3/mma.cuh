@@ -107,6 +107,17 @@ __device__ __forceinline__ void mma3_k8_promoted(float (&acc)[kNT][4], const uin
   }
 }
 
+// acc = 0 for kM x kN m16n8 accumulator tiles.
+template <int kM, int kN>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kM][kN][4]) {
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int n = 0; n < kN; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[m][n][e] = 0.0f;
+}
+
 // 16- and 4-byte asynchronous copies global -> shared; `valid` false zero-fills the destination.
 __device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src),
