@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
@@ -82,8 +83,6 @@ __device__ __forceinline__ float gelu_erf(float v) {
 namespace row_ln {
 
 using ::kb::tf32x3::cp_async_16;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -471,35 +470,12 @@ __global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
   const int pw = warp_m / 2, rp = warp_m % 2;
   const Tile tile = tile_of(p, blockIdx.x);
   Loader loader = make_loader(p, tile);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   zero_halos(smem);
-
-  float acc[4][4][4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][nt][c] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < p.k_tiles) load_stage(p, loader, smem_base + s * kStageFloats * 4);
-    cp_async_commit();
-  }
   const int a_base = a_frag_base(pw, rp, lane), b_base = b_frag_index(pw, warp_n, lane, 0, 0);
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < p.k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; write_stage (read at kt - 1) is free
-    const int next = kt + kStages - 1;
-    if (next < p.k_tiles) load_stage(p, loader, smem_base + write_stage * kStageFloats * 4);
-    cp_async_commit();
-    mma_stage(smem + read_stage * kStageFloats, a_base, b_base, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();
+  float acc[4][4][4];
+  tf32x3::mainloop<kStages, kStageFloats>(
+      smem, p.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
+      [&](const float* stage, float(&c)[4][4][4]) { mma_stage(stage, a_base, b_base, c); });
   epilogue(p, tile, smem + kStages * kStageFloats, acc);
 }
 

@@ -27,6 +27,7 @@
 #include "common/status.h"
 #include "kernels/cores/conv_transpose2d_tf32x3/parity_plan.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 
 namespace kb::custom::parity_gemm {
@@ -102,8 +103,6 @@ inline size_t packed_weight_floats(const ParityPlan& p) {
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -275,36 +274,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
   const Tile tile = tile_of(p.plan, blockIdx.x);
   StageLoader loader = make_loader(p, tile);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int k_tiles = p.plan.k_tiles;
-
-  float acc[4][4][4];
-#pragma unroll
-  for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(p, loader, smem_base + s * kStageFloats * 4);
-    cp_async_commit();
-  }
   const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
   const int b_base = kBK * kTile + b_frag_index(warp_n, lane, 0, 0);
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
-    const int next = kt + kStages - 1;
-    if (next < k_tiles) load_stage(p, loader, smem_base + write_stage * kStageFloats * 4);
-    cp_async_commit();
-    mma_stage(smem + read_stage * kStageFloats, a_base, b_base, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();
+  float acc[4][4][4];
+  tf32x3::mainloop<kStages, kStageFloats>(
+      smem, p.plan.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
+      [&](const float* stage, float(&c)[4][4][4]) { mma_stage(stage, a_base, b_base, c); });
   __syncthreads();  // every warp is done with the stages: they become the C tile
   stash_tile(smem, warp_m, warp_n, lane, acc);
   __syncthreads();

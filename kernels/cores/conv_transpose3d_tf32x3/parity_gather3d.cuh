@@ -33,6 +33,7 @@
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
@@ -167,8 +168,6 @@ inline Result<Plan> plan_parity_gemm(const gather::ConvTransposeGeometry& g, int
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -361,35 +360,11 @@ __global__ void __launch_bounds__(kThreads, 2) parity_gemm3d_kernel(const GemmPa
     src[u] = {
         g.x + int64_t{px.n} * p.c_in * p.in_plane(), {px.q[0], px.q[1], px.q[2]}, m < p.m_total};
   }
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int k_tiles = p.class_taps(t.cls) * p.chunks;
-
   float acc[kMT][kNT][4];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage<kNT>(g, t, src, s, smem_base + s * T::kStageFloats * 4);
-    cp_async_commit();
-  }
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
-    const int next = kt + kStages - 1;
-    if (next < k_tiles)
-      load_stage<kNT>(g, t, src, next, smem_base + write_stage * T::kStageFloats * 4);
-    cp_async_commit();
-    mma_stage<kNT>(smem + read_stage * T::kStageFloats, warp, lane, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();
+  tf32x3::mainloop<kStages, T::kStageFloats>(
+      smem, p.class_taps(t.cls) * p.chunks, acc,
+      [&](uint32_t stage, int kt) { load_stage<kNT>(g, t, src, kt, stage); },
+      [&](const float* stage, float(&c)[kMT][kNT][4]) { mma_stage<kNT>(stage, warp, lane, c); });
   store_acc<kNT>(g, t, warp, lane, acc);
 }
 
