@@ -14,7 +14,8 @@
 // accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
 // then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
 // (16-byte copies of whole x rows, no im2col duplication); B (weights re-packed per call,
-// 512 KB) streams through a 4-stage cp.async pipeline. 16,384 CTAs of 12,288 MMAs, 2 per SM.
+// 512 KB) streams through a 4-stage cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh).
+// 16,384 CTAs of 12,288 MMAs, 2 per SM.
 //
 // Generic path (any other shape the layer allows: the small / odd presets, W <= 64), strict
 // fp32 FMA, one fused kernel + a per-call weight reorder: kernel stride 2, pad 1,

@@ -7,7 +7,8 @@
 // parity_plan.cuh. Launch and fallbacks live in each custom.cu.
 //
 // Kernel: one CTA per (128 pixels of the q grid, 128 output channels, phase class), 3-stage
-// cp.async pipeline over k-tiles of 8 input channels x 4 taps (A: 4-byte copies gathered from x
+// cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh, with this file's loader and mma_stage)
+// over k-tiles of 8 input channels x 4 taps (A: 4-byte copies gathered from x
 // with zero fill at the borders; B: 16-byte copies of the packed weights), 8 warps of 64 x 32,
 // 2 CTAs per SM (96 KB shared, 128 registers). Operands split in registers after the shared
 // load: big = tf32_rna(v), small = tf32_rna(v - big); acc += a_s b_b + a_b b_s + a_b b_b (the

@@ -147,12 +147,7 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
   constexpr int rd = kCls >> 2 & 1, rh = kCls >> 1 & 1, rw = kCls & 1;
   const int tq = lane % 4;
   Acc acc;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  tf32x3::zero_accumulators(acc);
 
 #pragma unroll 1  // bounds the live registers: 2 taps x 4 k8 steps unrolled at most
   for (int id = 0; id < axis_taps(rd); ++id)

@@ -14,7 +14,8 @@
 // and C_out. Inputs outside x are zero-filled copies; (q, r) outside the output is not stored.
 //
 // Tiles: CTA 512 (m) x kN (n = 8 kNT: 24 or 32 channels) x 16 (k = 16 channels of one tap), 8
-// warps along m (warp tile 64 x kN), 3-stage cp.async pipeline: A by 4-byte gathers (thread tid
+// warps along m (warp tile 64 x kN), 3-stage cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh
+// with this file's loader and mma_stage): A by 4-byte gathers (thread tid
 // owns pixels tid and tid + 256, 16 channels each), B by 16-byte rows. Shared rows are padded
 // (stride = 8 mod 32 banks) so that the scalar fragment loads are conflict-free. Operands are
 // split after the shared load: big = tf32_rna(v), small = tf32_rna(v - big), acc += a_s b_b +

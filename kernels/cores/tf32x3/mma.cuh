@@ -1,6 +1,7 @@
 // Device primitives of the error-compensated TF32 ("3xTF32") kernels: operand splitting, the
-// m16n8k8 TF32 tensor-core MMA, and cp.async. Shared by every 3xTF32 kernel of the pack
-// (L1_003's GEMM, the conv2d / transposed-conv / ShuffleNet / attention cores).
+// m16n8k8 TF32 tensor-core MMA, accumulator zeroing, and cp.async. Shared by every 3xTF32 kernel
+// of the pack (L1_003's GEMM, the conv2d / transposed-conv / ShuffleNet / attention cores); the
+// pipeline that drives them is mainloop.cuh.
 //
 // 3xTF32: x = big + small + r with big = tf32(x), small = tf32(x - big) (x - big is exact), both
 // rounded to nearest (never truncated: truncation's bias accumulates over long sums); a product is
