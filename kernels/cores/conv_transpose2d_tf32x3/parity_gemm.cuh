@@ -104,6 +104,7 @@ inline size_t packed_weight_floats(const ParityPlan& p) {
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -204,13 +205,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
           const SplitTf32 x = split_tf32(src[e]);
           a_big[e] = x.big, a_small[e] = x.small;
         }
-        float(&c)[4][4] = acc[2 * v + mm];
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_big[nt][0], b_big[nt][1]);
+        mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
       }
     }
   }

@@ -169,6 +169,7 @@ inline Result<Plan> plan_parity_gemm(const gather::ConvTransposeGeometry& g, int
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -301,12 +302,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int warp, int lane
         const SplitTf32 v = split_tf32(src[e]);
         a_big[e] = v.big, a_small[e] = v.small;
       }
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+      mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
     }
   }
 }

@@ -180,6 +180,7 @@ using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -217,16 +218,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
         a_small[half + 2] = y.small;
       }
-      // Small products first, then big * big; 4 independent tiles between dependent MMAs.
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+      mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
     }
   }
 }
