@@ -86,10 +86,7 @@ __device__ __forceinline__ void store_tile(const GemmArgs& p, float* c_tile, int
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads, 2) tf32x3_bmm_kernel(const GemmArgs p) {
   extern __shared__ __align__(128) float smem[];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int warp_m = warp % kWarpsM;
-  const int warp_n = warp / kWarpsM;
+  const auto [lane, warp_m, warp_n] = warp_pos();
   const int m0 = static_cast<int>(blockIdx.x / p.tiles_n) * kBM;
   const int n0 = static_cast<int>(blockIdx.x % p.tiles_n) * kBN;
   const int64_t bi = blockIdx.y;

@@ -87,6 +87,7 @@ using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 
 constexpr int kW = 32;              // input W the fast path takes (output rows of 2W = 64)
@@ -345,11 +346,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
       // a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4: one column left), a3 (g + 8, t + 4)
       const float src[4] = {ai[0], ai[8], ai[-1], ai[7]};
       uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const SplitTf32 x = split_tf32(src[e]);
-        a_big[e] = x.big, a_small[e] = x.small;
-      }
+      split_tf32_frag(src, a_big, a_small);
       mma3_k8(acc[i], a_big, a_small, b_big, b_small);  // small terms first
     }
   }

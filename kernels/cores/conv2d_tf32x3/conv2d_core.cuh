@@ -329,8 +329,7 @@ template <bool kVecW, bool kPadded, class Epi>
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_tf32x3_kernel(const ConvArgs p, const Epi epi) {
   extern __shared__ __align__(128) float smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
+  const auto [lane, warp_m, warp_n] = warp_pos();
   const TileCoord tc = tile_coord(p);
   const int co0 = tc.ct * kBM, p0 = tc.pt * kBN;
   const int rows = p.c_out - co0,

@@ -107,6 +107,7 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::tf32_rna_bits;
 
@@ -200,11 +201,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         // a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
         const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
         uint32_t a_big[4], a_small[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const SplitTf32 x = split_tf32(src[e]);
-          a_big[e] = x.big, a_small[e] = x.small;
-        }
+        split_tf32_frag(src, a_big, a_small);
         mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
       }
     }

@@ -42,6 +42,7 @@ using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 
 constexpr int kC = 32;  // C_in = C_out the fast path takes
@@ -179,11 +180,7 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
                                   a_k[4 * kPatchStride + rows.pos[mt][0]],
                                   a_k[4 * kPatchStride + rows.pos[mt][1]]};
             uint32_t a_big[4], a_small[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const SplitTf32 v = split_tf32(src[e]);
-              a_big[e] = v.big, a_small[e] = v.small;
-            }
+            split_tf32_frag(src, a_big, a_small);
             mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
           }
         }

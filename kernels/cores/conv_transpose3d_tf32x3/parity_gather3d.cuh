@@ -172,6 +172,7 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::tf32_rna_bits;
 
@@ -297,11 +298,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int warp, int lane
       const float* a = as + 8 * s * kStrideA + 16 * mt;
       const float src[4] = {a[0], a[8], a[4 * kStrideA], a[4 * kStrideA + 8]};
       uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const SplitTf32 v = split_tf32(src[e]);
-        a_big[e] = v.big, a_small[e] = v.small;
-      }
+      split_tf32_frag(src, a_big, a_small);
       mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
     }
   }

@@ -110,10 +110,7 @@ __device__ __forceinline__ void store_tile_and_moments(
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads, 2) tf32x3_conv1x1_moments_kernel(const GemmArgs p) {
   extern __shared__ __align__(128) float smem[];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int warp_m = warp % kWarpsM;
-  const int warp_n = warp / kWarpsM;
+  const auto [lane, warp_m, warp_n] = warp_pos();
   const int m0 = static_cast<int>(blockIdx.x % p.tiles_m) * kBM;
   const int n0 = static_cast<int>(blockIdx.x / p.tiles_m) * kBN;
   const int64_t bi = blockIdx.y;

@@ -175,6 +175,15 @@ static_assert(fast_maps_match(), "per-thread base + constant offsets must equal 
 
 // ---- device primitives ----
 
+// This thread's lane and warp coordinates in the kWarpsM x kWarpsN warp grid (warp_m fastest).
+struct WarpPos {
+  int lane, warp_m, warp_n;
+};
+__device__ __forceinline__ WarpPos warp_pos() {
+  const int warp = threadIdx.x >> 5;
+  return {static_cast<int>(threadIdx.x & 31), warp % kWarpsM, warp / kWarpsM};
+}
+
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;

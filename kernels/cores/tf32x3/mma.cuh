@@ -38,6 +38,16 @@ __device__ __forceinline__ SplitTf32 split_tf32(float x) {
   return {big, tf32_rna_bits(__float_as_uint(x - __uint_as_float(big)))};  // x - big is exact
 }
 
+// An A fragment (a0..a3 of one m16 tile and k8 step) split into its big and small TF32 parts.
+__device__ __forceinline__ void split_tf32_frag(const float (&src)[4], uint32_t (&big)[4],
+                                                uint32_t (&small)[4]) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const SplitTf32 x = split_tf32(src[e]);
+    big[e] = x.big, small[e] = x.small;
+  }
+}
+
 // d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
