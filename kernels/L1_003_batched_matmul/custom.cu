@@ -8,15 +8,15 @@
 // docs/baselines.md), goal <= 4.47 ms (peer / 1.2). 3xTF32 does 3 TF32 MMAs per product:
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
-// Design (tf32x3_gemm.cuh, tiles and mma stage in kernels/cores/tf32x3/gemm128.cuh), one launch
-// per batch chunk: classic Ampere-style mma.sync GEMM (sm_90 without wgmma, which would need
-// sm_90a). CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB shared, 2 CTAs = 16 warps
-// per SM), 8 warps of 64 x 32, m16n8k8 TF32 MMAs; operands split in registers after the
-// shared-memory load (big = round-to-nearest TF32, small = the same rounding of the exact
-// residual); per k8 step and warp 8 LDS.64 + 2 LDS.128 (swizzled, conflict-free), 24 splits of
-// 5 instructions, 48 MMAs. 128 registers (launch bound 2 CTAs/SM), no spills. Grid: one CTA per
-// 128 x 128 output tile, (tiles of one batch entry, batch) with batch chunks of 65,535 per
-// launch; 8,192 CTAs at full size = 31.03 waves of 264 (~3% tail).
+// Design (the kernel below, on kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): classic
+// Ampere-style mma.sync GEMM (sm_90 without wgmma, which would need sm_90a). CTA tile
+// 128 x 128 x 32, 3-stage cp.async pipeline (96 KB shared, 2 CTAs = 16 warps per SM), 8 warps of
+// 64 x 32, m16n8k8 TF32 MMAs; operands split in registers after the shared-memory load (big =
+// round-to-nearest TF32, small = the same rounding of the exact residual); per k8 step and warp
+// 8 LDS.64 + 2 LDS.128 (swizzled, conflict-free), 24 splits of 5 instructions, 48 MMAs.
+// 128 registers (launch bound 2 CTAs/SM), no spills. Grid: one CTA per 128 x 128 output tile,
+// (tiles of one batch entry, batch) with batch chunks of 65,535 per launch; 8,192 CTAs at full
+// size = 31.03 waves of 264 (~3% tail).
 // Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
 // 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math; any
 // shape runs one of the two.
@@ -35,7 +35,8 @@
 // predicated 16-byte loads; for the full preset, the split on the FP32 pipe, 128 x 256 tiles or
 // wgmma on sm_90a.
 //
-// Accuracy: ~fp32 level (estimate and derivation in tf32x3_gemm.cuh): x = big + small + r with |r|
+// Accuracy: ~fp32 level (estimate and derivation in kernels/cores/tf32x3/gemm128.cuh): x = big +
+// small + r with |r|
 // <= 2^-22 |x|, the small x small term dropped; no fast intrinsics, no statistics. The sum (K =
 // 1024: 384 MMAs into one fp32 accumulator) is the larger term: host emulation 3.3e-4 with
 // round-to-nearest MMA sums, 2.5e-3 if the tensor core truncates them (an fp32 loop 5.3e-4, plain
@@ -50,10 +51,74 @@
 #include <cstdint>
 
 #include "common/cuda/cuda_check.h"
-#include "kernels/L1_003_batched_matmul/tf32x3_gemm.cuh"
+#include "kernels/cores/tf32x3/dense_loader.cuh"
+#include "kernels/cores/tf32x3/gemm128.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_003 {
+
+using namespace gemm128;  // tile geometry, index maps, mma_stage, the dense loader
+
+// ---- the kernel ----
+
+struct GemmArgs {
+  const float* a;  // (batch, M, K), already offset to this launch's first batch entry
+  const float* b;  // (batch, K, N)
+  float* c;        // (batch, M, N)
+  int m, n, k;
+  int tiles_n;  // ceil(N / kBN); blockIdx.x = m_tile * tiles_n + n_tile, blockIdx.y = batch
+};
+
+// The epilogue: acc -> C, float4 stores on the vector path, guarded scalar stores otherwise.
+template <bool kVec>
+__device__ __forceinline__ void store_tile(const GemmArgs& p, float* c_tile, int rows, int cols,
+                                           int warp_m, int warp_n, int lane,
+                                           const float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+#pragma unroll
+  for (int mt = 0; mt < kMmaTilesM; ++mt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = c_row(warp_m, lane, mt, half);
+      if (row >= rows) continue;
+      float* c_row_ptr = c_tile + int64_t{row} * p.n;
+#pragma unroll
+      for (int vec = 0; vec < 2; ++vec) {
+        const int col = c_col(warp_n, lane, vec);
+        const int e = 2 * half + vec;  // c_e of each n-tile
+        if constexpr (kVec) {
+          if (col < cols)  // N % 4 == 0: the whole float4 is in range
+            *reinterpret_cast<float4*>(c_row_ptr + col) =
+                make_float4(acc[mt][0][e], acc[mt][1][e], acc[mt][2][e], acc[mt][3][e]);
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < kMmaTilesN; ++nt)
+            if (col + nt < cols) c_row_ptr[col + nt] = acc[mt][nt][e];
+        }
+      }
+    }
+  }
+}
+
+// One CTA computes one 128 x 128 tile C[b][m0 : m0 + 128, n0 : n0 + 128]. Tiles of one batch
+// entry are consecutive in blockIdx.x, n fastest, so co-resident CTAs share A rows and B in L2.
+template <bool kVec>
+__global__ void __launch_bounds__(kThreads, 2) tf32x3_bmm_kernel(const GemmArgs p) {
+  extern __shared__ __align__(128) float smem[];
+  const auto [lane, warp_m, warp_n] = warp_pos();
+  const int m0 = static_cast<int>(blockIdx.x / p.tiles_n) * kBM;
+  const int n0 = static_cast<int>(blockIdx.x % p.tiles_n) * kBN;
+  const int64_t bi = blockIdx.y;
+  const float* a_tile = p.a + (bi * p.m + m0) * p.k;
+  const float* b_tile = p.b + bi * p.k * p.n + n0;
+  const int rows = p.m - m0, cols = p.n - n0;  // in range: row < rows, col < cols
+
+  float acc[kMmaTilesM][kMmaTilesN][4];
+  dense_mainloop<kVec>(p, smem, a_tile, b_tile, rows, cols, warp_m, warp_n, lane, acc);
+
+  store_tile<kVec>(p, p.c + (bi * p.m + m0) * p.n + n0, rows, cols, warp_m, warp_n, lane, acc);
+}
+
+// ---- the implementation ----
 
 class Tf32x3Bmm final : public Implementation {
  public:

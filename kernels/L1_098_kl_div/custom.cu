@@ -41,18 +41,17 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_098 {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;
 constexpr int kUnroll = 4;  // float4 loads per tensor in flight per thread
 // Below this many elements per block a block is not worth launching (small presets).
 constexpr int64_t kMinElemsPerBlock = int64_t{kThreads} * 4 * kUnroll * 4;
 constexpr int kFinishThreads = 256;
 constexpr double kLn2 = 0.69314718055994530942;
-static_assert(kThreads % kWarp == 0 && kFinishThreads % kWarp == 0, "whole warps");
 
 // log2(q / p) scaled by q; the caller multiplies the total by ln 2. q == 0 contributes 0.
 __device__ __forceinline__ float kl_term_log2(float p, float q) {
@@ -63,21 +62,6 @@ __device__ __forceinline__ float kl_term_log2(float p, float q) {
 __device__ __forceinline__ float kl_terms4(const float4& p, const float4& q) {
   return (kl_term_log2(p.x, q.x) + kl_term_log2(p.y, q.y)) +
          (kl_term_log2(p.z, q.z) + kl_term_log2(p.w, q.w));
-}
-
-// The block's sum, valid in thread 0; a fixed shuffle/shared-memory order (deterministic).
-__device__ double block_sum(double v) {
-  __shared__ double warp_sums[kWarp];
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  if (warp != 0) return 0.0;
-  v = lane < static_cast<int>(blockDim.x / kWarp) ? warp_sums[lane] : 0.0;
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
 }
 
 // [lo, hi) = this block's share of `count` items split evenly over the grid.
@@ -120,7 +104,8 @@ __global__ void __launch_bounds__(kThreads)
   block_range(n - scalar_begin, lo, hi);
   for (int64_t i = scalar_begin + lo + threadIdx.x; i < scalar_begin + hi; i += kThreads)
     acc += static_cast<double>(kl_term_log2(p[i], q[i]));
-  const double block_total = block_sum(acc);
+  // The block's sum in thread 0; the warp totals folded by a second butterfly in warp 0.
+  const double block_total = cores::block_sum<kThreads, cores::Fold::kWarp>(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = block_total;
 }
 
@@ -130,7 +115,7 @@ __global__ void __launch_bounds__(kFinishThreads)
                      float* __restrict__ out) {
   double acc = 0.0;
   for (int i = threadIdx.x; i < count; i += kFinishThreads) acc += partials[i];
-  const double total = block_sum(acc);
+  const double total = cores::block_sum<kFinishThreads, cores::Fold::kWarp>(acc);
   if (threadIdx.x == 0) out[0] = static_cast<float>(total * kLn2 / rows);
 }
 

@@ -60,6 +60,7 @@
 #include "common/cuda/device_query.h"
 #include "kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_010 {
@@ -141,7 +142,7 @@ __device__ __forceinline__ void pool_sum_tile(const PoolConvArgs& p, float* red,
   for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int co = co0 + c_row(lane, mt, half);
+      const int co = co0 + c_row(0, lane, mt, half);
       const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
       float s = 0.0f;
 #pragma unroll
@@ -161,7 +162,7 @@ __device__ __forceinline__ void pool_sum_tile(const PoolConvArgs& p, float* red,
     for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
-        red[warp_n * kBM + c_row(lane, mt, half)] = sums[mt][half];
+        red[warp_n * kBM + c_row(0, lane, mt, half)] = sums[mt][half];
   __syncthreads();
   const int row = threadIdx.x;
   if (row < kBM && co0 + row < p.c_out) {
@@ -183,40 +184,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) conv_pool_kernel(const P
   const int c0 = col_tile * kBN, cols = min(kBN, p.cols_total - c0);
   const PixelOrigin origin = pixel_origin(n * p.x_image, c0 + b_copy_scalar(threadIdx.x, 0).col,
                                           p.cols_total, p.wp, p.w_in, p.ph, p.pw);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  constexpr uint32_t kStageBytes = (kStageFloatsA + kStageFloatsB) * 4;
-  const int k_tiles = (p.k + kBK - 1) / kBK;
-  const auto load_stage = [&](int stage, int kt) {
-    load_weights<kVecW>(p, co0, smem_base + stage * kStageBytes, kt * kBK);
-    gather_column(p, origin, smem_base + stage * kStageBytes + kStageFloatsA * 4, kt * kBK);
-  };
-
-  Acc acc;
-#pragma unroll
-  for (int mt = 0; mt < kMmaTilesM; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kMmaTilesN; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s);
-    cp_async_commit();
-  }
-  const int a_base = a_frag_index(lane, 0, 0, 0);
+  const int a_base = a_frag_index(0, lane, 0, 0, 0);  // one warp along M
   const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
-    if (kt + kStages - 1 < k_tiles) load_stage(write_stage, kt + kStages - 1);
-    cp_async_commit();
-    mma_stage(smem + read_stage * (kStageFloatsA + kStageFloatsB), a_base, b_base, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();  // only empty groups can be pending here
+  Acc acc;
+  tf32x3::mainloop<kStages, kStageFloatsA + kStageFloatsB>(
+      smem, (p.k + kBK - 1) / kBK, acc,
+      [&](uint32_t stage, int kt) {
+        load_weights<kVecW>(p, co0, stage, kt * kBK);
+        gather_column(p, origin, stage + kStageFloatsA * 4, kt * kBK);
+      },
+      [&](const float* stage, Acc& c) { mma_stage(stage, a_base, b_base, c); });
   pool_sum_tile(p, smem, acc, n, col_tile, co0, cols, warp_n, lane);
 }
 

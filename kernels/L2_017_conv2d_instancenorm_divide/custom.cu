@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "common/cuda/cuda_check.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/conv2d_tf32x3/conv2d_core.cuh"
 #include "kernels/implementation.h"
 
@@ -50,18 +51,6 @@ struct PlaneStats {
   __device__ float operator()(const Row&, float conv) const { return conv; }
 };
 
-// Sum over the block; the result is valid in thread 0. Fixed order: deterministic.
-__device__ double block_sum(double v, double* red) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  double total = 0.0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kNormWarps; ++w) total += red[w];
-  return total;
-}
-
 // One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out, tiles).
 __global__ void __launch_bounds__(kNormThreads)
     normalize_planes_kernel(float* y, const float2* stats, int tiles, int tile_pixels, int hw,
@@ -76,8 +65,9 @@ __global__ void __launch_bounds__(kNormThreads)
     s += n_t * mean_t;
     q += v.y + n_t * mean_t * mean_t;
   }
-  s = block_sum(s, red[0]);
-  q = block_sum(q, red[1]);
+  // Block sums in thread 0, fixed order; two scratch arrays: no barrier between the two.
+  s = cores::block_sum<kNormThreads>(s, red[0]);
+  q = cores::block_sum<kNormThreads>(q, red[1]);
   if (threadIdx.x == 0) {
     const double mean = s / hw, var = q / hw - mean * mean;  // biased variance
     coef[0] = static_cast<float>(mean);

@@ -72,6 +72,7 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
 
@@ -248,15 +249,11 @@ __device__ void conv_block(const Geometry& g, const SmemLayout& s, int cq, int c
 // s1, s2: a lane's sums of g - pilot and (g - pilot)^2 over n values (pilot warp-uniform); the
 // raw sums of g and g^2 are formed in double from the warp's totals.
 __device__ __forceinline__ void warp_sum_into(double2* dst, float s1, float s2, float n, float pilot) {
-  for (int off = kWarp / 2; off > 0; off /= 2) {
-    s1 += __shfl_xor_sync(0xffffffffu, s1, off);
-    s2 += __shfl_xor_sync(0xffffffffu, s2, off);
-    n += __shfl_xor_sync(0xffffffffu, n, off);
-  }
+  const float3 t = cores::warp_sum(make_float3(s1, s2, n));  // (s1, s2, n) of the warp
   if (threadIdx.x % kWarp == 0) {
-    const double p = pilot, d1 = s1;
-    atomicAdd(&dst->x, fma(n, p, d1));
-    atomicAdd(&dst->y, fma(n * p, p, fma(2.0 * p, d1, static_cast<double>(s2))));
+    const double p = pilot, d1 = t.x;
+    atomicAdd(&dst->x, fma(t.z, p, d1));
+    atomicAdd(&dst->y, fma(t.z * p, p, fma(2.0 * p, d1, static_cast<double>(t.y))));
   }
 }
 

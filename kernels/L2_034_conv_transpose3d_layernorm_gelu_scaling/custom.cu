@@ -17,7 +17,7 @@
 // shared exchange between the two W-parity warps, two passes), then gamma/beta, gelu and scale,
 // one store. A is read straight from an x slab in shared memory (16-byte copies of whole x rows,
 // no im2col duplication); B (weights re-packed per call, 512 KB) streams through a 4-stage
-// cp.async pipeline. 16,384 CTAs of 12,288 MMAs, 2 per SM.
+// cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh). 16,384 CTAs of 12,288 MMAs, 2 per SM.
 //
 // Generic path (any other shape the layer allows: the small / odd presets, W <= 64), strict
 // fp32 FMA, one fused kernel + a per-call weight reorder: kernel stride 2, pad 1,
@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
@@ -97,10 +98,10 @@ __device__ __forceinline__ float gelu_erf(float v) {
 namespace row_ln {
 
 using ::kb::tf32x3::cp_async_16;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 
 constexpr int kW = 32;              // input W the fast path takes (output rows of 2W = 64)
@@ -359,18 +360,8 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
       // a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4: one column left), a3 (g + 8, t + 4)
       const float src[4] = {ai[0], ai[8], ai[-1], ai[7]};
       uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const SplitTf32 x = split_tf32(src[e]);
-        a_big[e] = x.big, a_small[e] = x.small;
-      }
-      float(&c)[4][4] = acc[i];
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_big[nt][0], b_big[nt][1]);
+      split_tf32_frag(src, a_big, a_small);
+      mma3_k8(acc[i], a_big, a_small, b_big, b_small);  // small terms first
     }
   }
 }
@@ -486,35 +477,12 @@ __global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
   const int pw = warp_m / 2, rp = warp_m % 2;
   const Tile tile = tile_of(p, blockIdx.x);
   Loader loader = make_loader(p, tile);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   zero_halos(smem);
-
-  float acc[4][4][4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][nt][c] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < p.k_tiles) load_stage(p, loader, smem_base + s * kStageFloats * 4);
-    cp_async_commit();
-  }
   const int a_base = a_frag_base(pw, rp, lane), b_base = b_frag_index(pw, warp_n, lane, 0, 0);
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < p.k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; write_stage (read at kt - 1) is free
-    const int next = kt + kStages - 1;
-    if (next < p.k_tiles) load_stage(p, loader, smem_base + write_stage * kStageFloats * 4);
-    cp_async_commit();
-    mma_stage(smem + read_stage * kStageFloats, a_base, b_base, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();
+  float acc[4][4][4];
+  tf32x3::mainloop<kStages, kStageFloats>(
+      smem, p.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
+      [&](const float* stage, float(&c)[4][4][4]) { mma_stage(stage, a_base, b_base, c); });
   epilogue(p, tile, smem + kStages * kStageFloats, acc);
 }
 

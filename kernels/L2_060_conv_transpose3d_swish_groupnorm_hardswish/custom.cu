@@ -80,6 +80,7 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/cores/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
@@ -253,16 +254,12 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
       }
     }
     if constexpr (!kNormalize) {  // the warp's sums of this group: raw sums in double
-      float n = static_cast<float>(cpg * rows_ok * ((even_ok ? 1 : 0) + (odd_ok ? 1 : 0)));
-      for (int off = kWarp / 2; off > 0; off /= 2) {
-        s1 += __shfl_xor_sync(0xffffffffu, s1, off);
-        s2 += __shfl_xor_sync(0xffffffffu, s2, off);
-        n += __shfl_xor_sync(0xffffffffu, n, off);
-      }
-      const double p = pilot, d1 = s1;
+      const float n = static_cast<float>(cpg * rows_ok * ((even_ok ? 1 : 0) + (odd_ok ? 1 : 0)));
+      const float3 t = cores::warp_sum(make_float3(s1, s2, n));  // (s1, s2, n) of the warp
+      const double p = pilot, d1 = t.x;
       if (lane == 0)
-        s.part[warp * g.groups + grp] =
-            make_double2(fma(n, p, d1), fma(n * p, p, fma(2.0 * p, d1, static_cast<double>(s2))));
+        s.part[warp * g.groups + grp] = make_double2(
+            fma(t.z, p, d1), fma(t.z * p, p, fma(2.0 * p, d1, static_cast<double>(t.y))));
     }
   }
 }

@@ -52,6 +52,7 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L3_013 {
@@ -60,23 +61,6 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr int kWarps = kThreads / kWarp;
 static_assert(kThreads % kWarp == 0, "whole warps");
-
-// The block's sum of (v.x, v.y), valid in thread 0; a fixed order (deterministic).
-__device__ double2 block_sum2(double2 v) {
-  __shared__ double2 warp_sums[kWarps];
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    v.x += __shfl_xor_sync(0xffffffffu, v.x, offset);
-    v.y += __shfl_xor_sync(0xffffffffu, v.y, offset);
-  }
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  v = make_double2(0.0, 0.0);
-  if (threadIdx.x == 0) {
-    for (int k = 0; k < kWarps; ++k) v = make_double2(v.x + warp_sums[k].x, v.y + warp_sums[k].y);
-  }
-  return v;
-}
 
 // ---- Pass 1: per-channel moments of d = x - K_c ----
 
@@ -138,7 +122,7 @@ __global__ void __launch_bounds__(kThreads)
       m = make_double2(m.x + d, fma(d, d, m.y));
     }
   }
-  m = block_sum2(m);
+  m = cores::block_sum<kThreads>(m);  // in thread 0, fixed order
   if (threadIdx.x == 0) partials[b] = m;
 }
 
@@ -155,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     m.x += p.x;
     m.y += p.y;
   }
-  m = block_sum2(m);
+  m = cores::block_sum<kThreads>(m);  // in thread 0, fixed order
   if (threadIdx.x != 0) return;
   const double count = static_cast<double>(batch) * static_cast<double>(plane_size);
   const double mean_d = m.x / count;

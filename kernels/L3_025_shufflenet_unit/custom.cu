@@ -63,6 +63,7 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/shufflenet_tf32x3/gemm_stats.cuh"
 #include "kernels/implementation.h"
 
@@ -81,22 +82,6 @@ struct BnParams {
 
 constexpr int kSmallThreads = 256;
 constexpr int kWarpSize = 32;
-
-// The block's sum of (v.x, v.y), valid in thread 0 (blockDim.x == kSmallThreads).
-__device__ double2 block_sum2(double2 v) {
-  __shared__ double2 warp_sums[kSmallThreads / kWarpSize];
-  for (int off = kWarpSize / 2; off > 0; off /= 2) {
-    v.x += __shfl_xor_sync(0xffffffffu, v.x, off);
-    v.y += __shfl_xor_sync(0xffffffffu, v.y, off);
-  }
-  if (threadIdx.x % kWarpSize == 0) warp_sums[threadIdx.x / kWarpSize] = v;
-  __syncthreads();
-  v = make_double2(0.0, 0.0);
-  if (threadIdx.x == 0)
-    for (int k = 0; k < kSmallThreads / kWarpSize; ++k)
-      v = make_double2(v.x + warp_sums[k].x, v.y + warp_sums[k].y);
-  return v;
-}
 
 // ---- A: Wcat (M, C_in) = [W_sc (C_out, C_in); W1 dense (mid, C_in)], shift[r] = Y[0, r, 0] ----
 __global__ void __launch_bounds__(kSmallThreads)
@@ -180,7 +165,8 @@ __global__ void __launch_bounds__(kSmallThreads)
     s2 = fmaf(d, d, s2);
   }
   const double p = pilot, d1 = s1, n = count;
-  const double2 m = block_sum2(make_double2(fma(n, p, d1), fma(n * p, p, fma(2.0 * p, d1, double{s2}))));
+  const double2 m = cores::block_sum<kSmallThreads>(  // in thread 0, fixed order
+      make_double2(fma(n, p, d1), fma(n * p, p, fma(2.0 * p, d1, double{s2}))));
   if (threadIdx.x == 0) {
     atomicAdd(&moments2[c].x, m.x);
     atomicAdd(&moments2[c].y, m.y);

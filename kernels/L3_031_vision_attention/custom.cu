@@ -57,6 +57,7 @@
 #include <cstdint>
 
 #include "common/cuda/cuda_check.h"
+#include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
@@ -362,11 +363,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
 
 constexpr int kGenWarps = 8;
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
+using cores::warp_sum;  // butterfly over the 32 lanes: every lane gets the total
 
 // grid ceil(N*heads*L / 8), 256 threads; o as in flash_attention_kernel.
 __global__ void __launch_bounds__(32 * kGenWarps) generic_attention_kernel(

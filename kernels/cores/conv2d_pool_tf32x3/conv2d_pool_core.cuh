@@ -5,9 +5,12 @@
 //   (stride 1); x: (N, C_in, H, W) fp32 NCHW; w: (C_out, K) with K = C_in*KH*KW, k =
 //   (ci*KH+kh)*KW+kw. partial[n][co][pt] = sum over the pooling windows of tile pt of clamp(max4(y)
 //   + bias[co], lo, hi)
-// Adapted from kernels/cores/conv2d_tf32x3/conv2d_core.cuh (same swizzles, fragments and 3xTF32
-// split) with a 64-channel CTA tile (C_out = 64 in L2_010: a 128-row tile would idle half the
-// MMAs): CTA tile 64 (C_out) x 128 (columns) x 32 (k), 4 warps of 64 x 32, 3 stages, 3 CTAs per SM.
+// The gather of kernels/cores/conv2d_tf32x3/conv2d_core.cuh with a 64-channel CTA tile (C_out = 64
+// in L2_010: a 128-row tile would idle half the MMAs): CTA tile 64 (C_out) x 128 (columns) x 32
+// (k), 4 warps of 64 x 32, 3 stages, 3 CTAs per SM. The stage layout (swizzles), fragment maps and
+// mma_stage are gemm128's (kernels/cores/tf32x3/gemm128.cuh: the same 64 x 32 warp tile over
+// 32 k x 128 columns, one warp along M, so warp_m = 0); the copy slots are this tile's own. The
+// pipeline is kernels/cores/tf32x3/mainloop.cuh (kernel and epilogue: L2_010's custom.cu).
 // Columns are "pool-window major": column c of an image is window q = c / 4 (row q / Wp, column
 // q % Wp of the pooled map), element c % 4 = (dy, dx) = (c / 2 % 2, c % 2) of that window, so a
 // thread's 4 consecutive accumulator columns are one window. Floor mode: only Hp = Ho/2 rows and
@@ -19,7 +22,7 @@
 
 #include <cstdint>
 #include <vector>
-#include "kernels/cores/tf32x3/mma.cuh"
+#include "kernels/cores/tf32x3/gemm128.cuh"
 
 namespace kb::custom::conv2d_pool_tf32x3 {
 
@@ -50,23 +53,25 @@ static_assert(kWeightVecCopies == 4 && kWeightScalarCopies == 16, "weight copy c
 static_assert(kStages * (kStageFloatsA + kStageFloatsB) * 4 >= kWarpsN * kBM * 4,
               "the partial-sum reduction reuses the stages");
 static_assert((kSmemBytes + 1024) * kMinBlocks <= 228 * 1024, "three CTAs per SM");
+static_assert(kBK == gemm128::kBK && kBN == gemm128::kBN && kWarpsN == gemm128::kWarpsN &&
+                  kWarpTileM == gemm128::kWarpTileM && kWarpTileN == gemm128::kWarpTileN,
+              "gemm128's stage layout, warp tile and mma_stage");
 
-// ---- shared-memory layouts (element index within one stage), as in conv2d_core.cuh ----
+// ---- from the gemm128 tile: stage layout, fragment and C maps (call with warp_m = 0), MMA ----
 
-// A(row, k): 8 chunks of 4 floats per row, chunk ^= 2 * (row & 3).
-__host__ __device__ constexpr int a_smem_index(int row, int k) {
-  return row * kBK + ((((k >> 2) ^ ((row & 3) << 1))) << 2) + (k & 3);
-}
-// B(k, n): 32 chunks per row, chunk ^= 2 * ((k >> 1) & 3).
-__host__ __device__ constexpr int b_smem_index(int k, int n) {
-  return k * kBN + ((((n >> 2) ^ (((k >> 1) & 3) << 1))) << 2) + (n & 3);
-}
+using gemm128::a_frag_fast;
+using gemm128::a_frag_index;
+using gemm128::a_smem_index;
+using gemm128::b_frag_fast;
+using gemm128::b_frag_index;
+using gemm128::b_smem_index;
+using gemm128::c_col;
+using gemm128::c_row;
+using gemm128::CopySlot;
+using gemm128::mma_stage;
 
-struct CopySlot {
-  int row;   // A: channel within the tile; B: k within the stage
-  int col;   // A: first k within the stage; B: column within the tile
-  int smem;  // element index in the stage
-};
+// ---- this tile's copy slots (the A rows per copy step follow the 128 threads) ----
+
 __host__ __device__ constexpr CopySlot a_copy_vec(int tid, int j) {  // j < 4, 16-byte chunks
   return {(tid >> 3) + 16 * j, (tid & 7) * 4, a_smem_index((tid >> 3) + 16 * j, (tid & 7) * 4)};
 }
@@ -78,47 +83,12 @@ __host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
   return {j, tid, b_smem_index(j, tid)};
 }
 
-// ---- shared -> fragment -> tile maps (lane: g = lane / 4, t = lane % 4) ----
-
-// float2 at this index: (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in k8 step s.
-__host__ __device__ constexpr int a_frag_index(int lane, int s, int mt, int half) {
-  return a_smem_index(mt * 16 + half * 8 + (lane >> 2), 8 * s + 2 * (lane & 3));
-}
-// float4 at this index: b_i of the 4 n-tiles in k8 step s; component nt belongs to n-tile nt.
-__host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
-  return b_smem_index(8 * s + 2 * (lane & 3) + i, warp_n * kWarpTileN + 4 * (lane >> 2));
-}
-// Tile row of acc[mt][*][2 half + *]; tile column of acc[mt][nt][2 half + vec] is c_col + nt.
-__host__ __device__ constexpr int c_row(int lane, int mt, int half) {
-  return mt * 16 + half * 8 + (lane >> 2);
-}
-__host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
-  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * vec;
-}
-__host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
-  return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
-}
-__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
-  return base + (8 * s + i) * kBN;
-}
 // Gather copy j: k row j has swizzle 2 * ((j >> 1) & 3), i.e. column bits 3-4 flip by 8 that.
 __host__ __device__ constexpr int b_copy_fast(int base, int j) {
   return (base ^ (8 * ((j >> 1) & 3))) + j * kBN;
 }
 
-constexpr bool fast_maps_match() {
-  for (int lane = 0; lane < 32; ++lane)
-    for (int w = 0; w < kWarpsN; ++w)
-      for (int s = 0; s < kKSteps; ++s) {
-        for (int i = 0; i < 2; ++i)
-          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
-            return false;
-        for (int mt = 0; mt < kMmaTilesM; ++mt)
-          for (int half = 0; half < 2; ++half)
-            if (a_frag_fast(a_frag_index(lane, 0, 0, 0), s, mt, half) !=
-                a_frag_index(lane, s, mt, half))
-              return false;
-      }
+constexpr bool fast_maps_match() {  // the fragment maps: gemm128's own check
   for (int tid = 0; tid < kThreads; ++tid) {
     for (int j = 0; j < kWeightVecCopies; ++j)
       if (a_copy_vec(tid, 0).smem + 16 * j * kBK != a_copy_vec(tid, j).smem) return false;
@@ -203,59 +173,10 @@ inline std::vector<int> build_tap_table(int c_in, int h, int w, int kh_n, int kw
   return t;
 }
 
-// ---- device primitives (as in conv2d_core.cuh) ----
-
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
-using ::kb::tf32x3::mma_tf32;
-using ::kb::tf32x3::split_tf32;
-using ::kb::tf32x3::SplitTf32;
-using ::kb::tf32x3::tf32_rna_bits;
 
 using Acc = float[kMmaTilesM][kMmaTilesN][4];
-
-// acc += the 3xTF32 product of one stage. B is split once per k8 step, A one m-tile at a time.
-__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base, Acc& acc) {
-#pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
-  for (int s = 0; s < kKSteps; ++s) {
-    uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
-      const float comp[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt) {
-        const SplitTf32 x = split_tf32(comp[nt]);
-        b_big[nt][i] = x.big;
-        b_small[nt][i] = x.small;
-      }
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMmaTilesM; ++mt) {
-      uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
-        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
-        a_big[half] = x.big;  // a0 / a1: logical k = t
-        a_small[half] = x.small;
-        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
-        a_small[half + 2] = y.small;
-      }
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
-    }
-  }
-}
 
 }  // namespace kb::custom::conv2d_pool_tf32x3

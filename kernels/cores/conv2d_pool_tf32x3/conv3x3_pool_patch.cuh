@@ -281,12 +281,7 @@ __device__ __forceinline__ void pool_warp_sums(const PatchArgs& p, const TileCoo
       s += __shfl_xor_sync(0xffffffffu, s, 2);
       if (t == 0) red[warp * kTileCo + mt * 16 + half * 8 + g] = s;
     }
-#pragma unroll
-  for (int mt = 0; mt < kMmaTilesM; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kMmaTilesN; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  tf32x3::zero_accumulators(acc);
 }
 // After the barrier: partial[n][co][slot] = sum over warps 0..7 (in order) of red[w][co].
 __device__ __forceinline__ void write_tile_sum(const PatchArgs& p, const TileCoord& tc,
@@ -322,12 +317,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_pool_kernel(const PatchAr
   __syncthreads();
 
   Acc acc;
-#pragma unroll
-  for (int mt = 0; mt < kMmaTilesM; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kMmaTilesN; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  tf32x3::zero_accumulators(acc);
 
   int chunk = 0, tile_i = 0;  // item j = (tile first + tile_i * step, chunk)
   for (int j = 0; j < items; ++j) {

@@ -9,12 +9,13 @@
 // and copied to shared memory by each CTA (2.3 KB for K = 576): per copy one broadcast load, one
 // IMAD.WIDE, a predicate and the cp.async.
 //
-// Owns: tile geometry and index maps (global -> shared -> fragment -> y, __host__ __device__ so
-// that a host emulation checks them), the kernel, and Conv2dTf32x3 (geometry, tap table, launch).
-// Tiling and precision as the L1_003 GEMM (kernels/L1_003_batched_matmul/tf32x3_gemm.cuh, whose
-// maps and fragment code are copied here): CTA tile 128 (C_out) x 128 (pixels of ONE image) x 32
-// (k), 3-stage cp.async pipeline, 8 warps of 64 x 32, operands split into big + small TF32 after
-// the shared-memory load, product = a_small*b_big + a_big*b_small + a_big*b_big.
+// Owns: the im2col gather (its index map, checked by static_assert), the weight loader, the
+// epilogues' contract and statistics, the kernel, and Conv2dTf32x3 (geometry, tap table, launch).
+// Tile, index maps, mma_stage and precision: the gemm128 tile of L1_003
+// (kernels/cores/tf32x3/gemm128.cuh), pipelined by kernels/cores/tf32x3/mainloop.cuh: CTA tile
+// 128 (C_out) x 128 (pixels of ONE image) x 32 (k), 3-stage cp.async pipeline, 8 warps of
+// 64 x 32, operands split into big + small TF32 after the shared-memory load, product =
+// a_small*b_big + a_big*b_small + a_big*b_big.
 // Tiles never straddle two images, so an epilogue may reduce per (n, co) plane (kStats).
 // Thread safety: stateless device code; a Conv2dTf32x3 is used by one thread at a time.
 #pragma once
@@ -28,118 +29,39 @@
 #include "common/cuda/cuda_check.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
-#include "kernels/cores/tf32x3/mma.cuh"
+#include "kernels/cores/tf32x3/gemm128.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 
 namespace kb::custom::conv2d_tf32x3 {
 
-constexpr int kBM = 128;  // CTA tile rows: output channels
-constexpr int kBN = 128;  // CTA tile columns: output pixels of one image
-constexpr int kBK = 32;   // k per pipeline stage
-constexpr int kStages = 3;
-constexpr int kThreads = 256;  // 8 warps
-constexpr int kWarpsM = 2;
-constexpr int kWarpsN = 4;
-constexpr int kWarpTileM = kBM / kWarpsM;  // 64
-constexpr int kWarpTileN = kBN / kWarpsN;  // 32
-constexpr int kMmaTilesM = kWarpTileM / 16;
-constexpr int kMmaTilesN = kWarpTileN / 8;
-constexpr int kKSteps = kBK / 8;
-constexpr int kStageFloatsA = kBM * kBK;
-constexpr int kStageFloatsB = kBK * kBN;
-constexpr int kSmemBytes = kStages * (kStageFloatsA + kStageFloatsB) * 4;  // 98,304
-constexpr int kGatherCopies = kBK * kBN / kThreads;                        // 16 per thread
+// The tile: kernels/cores/tf32x3/gemm128.cuh (CTA 128 x 128 x 32, 3 stages, 8 warps of 64 x 32,
+// swizzles, A copy slots, fragment and C maps, mma_stage); the B operand is gathered here.
+using namespace gemm128;
+
+constexpr int kGatherCopies = kBK * kBN / kThreads;  // 16 per thread
 // The tap table goes to shared memory (after the stages) when it fits this; else it is read from
 // global memory. 2 x (96 + 16 + 1 reserved) KB <= 228 KB keeps two CTAs per SM.
 constexpr int kMaxSmemTableBytes = 16 * 1024;
 constexpr int kMaxSmemBytes = kSmemBytes + kMaxSmemTableBytes;
 
-static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
-static_assert(kMmaTilesN == 4, "a thread's B values for its n-tiles are one float4");
-static_assert(kBK == 32 && kBN == 128 && kBM == 128, "the swizzles below assume 32 x 128 tiles");
-static_assert(kBM * kBK / 4 == 4 * kThreads, "vector weight path: 4 chunks per thread");
 static_assert(kBM * kBK == 16 * kThreads && kGatherCopies == 16, "scalar paths: 16 floats each");
 static_assert((kMaxSmemBytes + 1024) * 2 <= 228 * 1024, "two CTAs per SM");
 static_assert(kWarpsN * kBM * 2 * 4 <= kSmemBytes, "the stats reduction reuses the stages");
 static_assert(2 * kMmaTilesN == 8, "a thread's columns in a tile row: 8 consecutive ones");
 
-// ---- shared-memory layouts (element index within one stage), as in L1_003 ----
-
-// A(row, k): 8 chunks of 4 floats per row, chunk ^= 2 * (row & 3).
-__host__ __device__ constexpr int a_smem_index(int row, int k) {
-  return row * kBK + ((((k >> 2) ^ ((row & 3) << 1))) << 2) + (k & 3);
-}
-// B(k, n): 32 chunks per row, chunk ^= 2 * ((k >> 1) & 3).
-__host__ __device__ constexpr int b_smem_index(int k, int n) {
-  return k * kBN + ((((n >> 2) ^ (((k >> 1) & 3) << 1))) << 2) + (n & 3);
-}
-
-struct CopySlot {
-  int row;   // A: channel within the tile; B: k within the stage
-  int col;   // A: first k within the stage; B: pixel within the tile
-  int smem;  // element index in the stage
-};
-__host__ __device__ constexpr CopySlot a_copy_vec(int tid, int j) {  // j < 4, 16-byte chunks
-  return {(tid >> 3) + 32 * j, (tid & 7) * 4, a_smem_index((tid >> 3) + 32 * j, (tid & 7) * 4)};
-}
-__host__ __device__ constexpr CopySlot a_copy_scalar(int tid, int j) {  // j < 16
-  return {(tid >> 5) + 8 * j, tid & 31, a_smem_index((tid >> 5) + 8 * j, tid & 31)};
-}
-// Gather j < 16: a thread keeps one pixel (column) and copies k rows (tid >> 7) + 2j.
-__host__ __device__ constexpr CopySlot b_copy_scalar(int tid, int j) {
-  return {(tid >> 7) + 2 * j, tid & 127, b_smem_index((tid >> 7) + 2 * j, tid & 127)};
-}
-
-// ---- shared -> fragment -> tile maps (lane: g = lane / 4, t = lane % 4), as in L1_003 ----
-
-// float2 at this index: (a0, a2) for half 0 or (a1, a3) for half 1 of m-tile mt in k8 step s.
-__host__ __device__ constexpr int a_frag_index(int warp_m, int lane, int s, int mt, int half) {
-  return a_smem_index(warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2),
-                      8 * s + 2 * (lane & 3));
-}
-// float4 at this index: b_i of the 4 n-tiles in k8 step s; component nt belongs to n-tile nt.
-__host__ __device__ constexpr int b_frag_index(int warp_n, int lane, int s, int i) {
-  return b_smem_index(8 * s + 2 * (lane & 3) + i, warp_n * kWarpTileN + 4 * (lane >> 2));
-}
-// Tile row of acc[mt][*][2 half + *]; tile column of acc[mt][nt][2 half + vec] is c_col + nt.
-__host__ __device__ constexpr int c_row(int warp_m, int lane, int mt, int half) {
-  return warp_m * kWarpTileM + mt * 16 + half * 8 + (lane >> 2);
-}
-__host__ __device__ constexpr int c_col(int warp_n, int lane, int vec) {
-  return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * vec;
-}
-__host__ __device__ constexpr int a_frag_fast(int base, int s, int mt, int half) {
-  return (base ^ (8 * s)) + (mt * 16 + half * 8) * kBK;
-}
-__host__ __device__ constexpr int b_frag_fast(int base, int s, int i) {
-  return base + (8 * s + i) * kBN;
-}
-// Gather copy j: k row r0 + 2j has swizzle 2 * (j & 3) (r0 <= 1), i.e. bits 3-4 flip by 8 (j & 3).
+// Gather j < 16 uses gemm128's b_copy_scalar: a thread keeps one pixel (column tid & 127) and
+// copies k rows (tid >> 7) + 2j. Row r0 + 2j has swizzle 2 * (j & 3) (r0 <= 1), i.e. bits 3-4 of
+// the index flip by 8 (j & 3).
 __host__ __device__ constexpr int b_copy_fast(int base, int j) {
   return (base ^ (8 * (j & 3))) + 2 * j * kBN;
 }
-
-constexpr bool fast_maps_match() {
-  for (int lane = 0; lane < 32; ++lane)
-    for (int w = 0; w < 4; ++w)
-      for (int s = 0; s < kKSteps; ++s) {
-        for (int i = 0; i < 2; ++i)
-          if (b_frag_fast(b_frag_index(w, lane, 0, 0), s, i) != b_frag_index(w, lane, s, i))
-            return false;
-        for (int mt = 0; mt < kMmaTilesM; ++mt)
-          for (int half = 0; half < 2 && w < kWarpsM; ++half)
-            if (a_frag_fast(a_frag_index(w, lane, 0, 0, 0), s, mt, half) !=
-                a_frag_index(w, lane, s, mt, half))
-              return false;
-      }
-  for (int tid = 0; tid < kThreads; ++tid)
-    for (int j = 0; j < 4; ++j)
-      if (a_copy_vec(tid, 0).smem + 32 * j * kBK != a_copy_vec(tid, j).smem) return false;
+constexpr bool gather_map_matches() {
   for (int tid = 0; tid < kThreads; ++tid)
     for (int j = 0; j < kGatherCopies; ++j)
       if (b_copy_fast(b_copy_scalar(tid, 0).smem, j) != b_copy_scalar(tid, j).smem) return false;
   return true;
 }
-static_assert(fast_maps_match(), "per-thread base + constant offsets must equal the index maps");
+static_assert(gather_map_matches(), "per-thread base + constant offsets must equal the index map");
 
 // ---- the gather: which x element feeds B(k, pixel) ----
 
@@ -178,18 +100,6 @@ __host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int 
   }
   return {tap_off, ok};  // unpadded: every tap of pixel 0 .. Ho*Wo - 1 is inside x
 }
-
-// ---- device primitives (as in L1_003) ----
-
-// 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
-using ::kb::tf32x3::cp_async_16;
-using ::kb::tf32x3::cp_async_4;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
-using ::kb::tf32x3::mma_tf32;
-using ::kb::tf32x3::split_tf32;
-using ::kb::tf32x3::SplitTf32;
-using ::kb::tf32x3::tf32_rna_bits;
 
 // ---- kernel arguments ----
 
@@ -280,50 +190,6 @@ __device__ __forceinline__ void gather_pixels(const ConvArgs& p, const PixelOrig
     const GatherSource src =
         gather_source<kPadded>(o, k0 + s0.row + 2 * j, p.k, taps[2 * j], hw.x, hw.y, p.h, p.w_in);
     cp_async_4(stage_b + b_copy_fast(s0.smem, j) * 4, x_pix + src.rel, src.ok);
-  }
-}
-
-// ---- shared -> tensor cores (as in L1_003) ----
-
-// acc += the 3xTF32 product of one stage. B is split once per k8 step, A one m-tile at a time.
-__device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
-                                          float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
-#pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
-  for (int s = 0; s < kKSteps; ++s) {
-    uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
-      const float comp[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt) {
-        const SplitTf32 x = split_tf32(comp[nt]);
-        b_big[nt][i] = x.big;
-        b_small[nt][i] = x.small;
-      }
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMmaTilesM; ++mt) {
-      uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
-        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
-        a_big[half] = x.big;  // a0 / a1: logical k = t
-        a_small[half] = x.small;
-        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
-        a_small[half + 2] = y.small;
-      }
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
-    }
   }
 }
 
@@ -463,8 +329,7 @@ template <bool kVecW, bool kPadded, class Epi>
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_tf32x3_kernel(const ConvArgs p, const Epi epi) {
   extern __shared__ __align__(128) float smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
+  const auto [lane, warp_m, warp_n] = warp_pos();
   const TileCoord tc = tile_coord(p);
   const int co0 = tc.ct * kBM, p0 = tc.pt * kBN;
   const int rows = p.c_out - co0,
@@ -474,41 +339,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int* table = stage_tap_table(p, smem);
   const PixelOrigin origin = pixel_origin(tc.n * p.x_image, p0 + b_copy_scalar(threadIdx.x, 0).col,
                                           p.hw_out, p.wo, p.w_in, p.sh, p.sw, p.ph, p.pw);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  constexpr uint32_t kStageBytes = (kStageFloatsA + kStageFloatsB) * 4;
-  const int k_tiles = (p.k + kBK - 1) / kBK;
-  const auto load_stage = [&](int stage, int kt) {
-    load_weights<kVecW>(p, weights, smem_base + stage * kStageBytes, kt * kBK);
-    gather_pixels<kPadded>(p, origin, table, p.k_pad,
-                           smem_base + stage * kStageBytes + kStageFloatsA * 4, kt * kBK);
-  };
-
-  float acc[kMmaTilesM][kMmaTilesN][4];
-#pragma unroll
-  for (int mt = 0; mt < kMmaTilesM; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kMmaTilesN; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s);
-    cp_async_commit();
-  }
   const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
   const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
-    if (kt + kStages - 1 < k_tiles) load_stage(write_stage, kt + kStages - 1);
-    cp_async_commit();
-    mma_stage(smem + read_stage * (kStageFloatsA + kStageFloatsB), a_base, b_base, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();  // only empty groups can be pending here
+  Acc acc;
+  tf32x3::mainloop<kStages, kStageFloatsA + kStageFloatsB>(
+      smem, (p.k + kBK - 1) / kBK, acc,
+      [&](uint32_t stage, int kt) {
+        load_weights<kVecW>(p, weights, stage, kt * kBK);
+        gather_pixels<kPadded>(p, origin, table, p.k_pad, stage + kStageFloatsA * 4, kt * kBK);
+      },
+      [&](const float* stage, Acc& c) { mma_stage(stage, a_base, b_base, c); });
 
   float* y_tile = p.y + (int64_t{tc.n} * p.c_out + co0) * p.hw_out + p0;
   RowSums means, m2s;

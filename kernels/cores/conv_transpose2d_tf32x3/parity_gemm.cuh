@@ -7,7 +7,8 @@
 // parity_plan.cuh. Launch and fallbacks live in each custom.cu.
 //
 // Kernel: one CTA per (128 pixels of the q grid, 128 output channels, phase class), 3-stage
-// cp.async pipeline over k-tiles of 8 input channels x 4 taps (A: 4-byte copies gathered from x
+// cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh, with this file's loader and mma_stage)
+// over k-tiles of 8 input channels x 4 taps (A: 4-byte copies gathered from x
 // with zero fill at the borders; B: 16-byte copies of the packed weights), 8 warps of 64 x 32,
 // 2 CTAs per SM (96 KB shared, 128 registers). Operands split in registers after the shared
 // load: big = tf32_rna(v), small = tf32_rna(v - big); acc += a_s b_b + a_b b_s + a_b b_b (the
@@ -27,6 +28,7 @@
 #include "common/status.h"
 #include "kernels/cores/conv_transpose2d_tf32x3/parity_plan.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 
 namespace kb::custom::parity_gemm {
@@ -102,10 +104,10 @@ inline size_t packed_weight_floats(const ParityPlan& p) {
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::tf32_rna_bits;
 
@@ -199,18 +201,8 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         // a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
         const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
         uint32_t a_big[4], a_small[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const SplitTf32 x = split_tf32(src[e]);
-          a_big[e] = x.big, a_small[e] = x.small;
-        }
-        float(&c)[4][4] = acc[2 * v + mm];
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_tf32(c[nt], a_big, b_big[nt][0], b_big[nt][1]);
+        split_tf32_frag(src, a_big, a_small);
+        mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
       }
     }
   }
@@ -275,36 +267,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int warp_m = warp % kWarpsM, warp_n = warp / kWarpsM;
   const Tile tile = tile_of(p.plan, blockIdx.x);
   StageLoader loader = make_loader(p, tile);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int k_tiles = p.plan.k_tiles;
-
-  float acc[4][4][4];
-#pragma unroll
-  for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(p, loader, smem_base + s * kStageFloats * 4);
-    cp_async_commit();
-  }
   const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
   const int b_base = kBK * kTile + b_frag_index(warp_n, lane, 0, 0);
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
-    const int next = kt + kStages - 1;
-    if (next < k_tiles) load_stage(p, loader, smem_base + write_stage * kStageFloats * 4);
-    cp_async_commit();
-    mma_stage(smem + read_stage * kStageFloats, a_base, b_base, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();
+  float acc[4][4][4];
+  tf32x3::mainloop<kStages, kStageFloats>(
+      smem, p.plan.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
+      [&](const float* stage, float(&c)[4][4][4]) { mma_stage(stage, a_base, b_base, c); });
   __syncthreads();  // every warp is done with the stages: they become the C tile
   stash_tile(smem, warp_m, warp_n, lane, acc);
   __syncthreads();

@@ -39,8 +39,10 @@ using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 
 constexpr int kC = 32;  // C_in = C_out the fast path takes
@@ -147,12 +149,7 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
   constexpr int rd = kCls >> 2 & 1, rh = kCls >> 1 & 1, rw = kCls & 1;
   const int tq = lane % 4;
   Acc acc;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  tf32x3::zero_accumulators(acc);
 
 #pragma unroll 1  // bounds the live registers: 2 taps x 4 k8 steps unrolled at most
   for (int id = 0; id < axis_taps(rd); ++id)
@@ -183,20 +180,8 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
                                   a_k[4 * kPatchStride + rows.pos[mt][0]],
                                   a_k[4 * kPatchStride + rows.pos[mt][1]]};
             uint32_t a_big[4], a_small[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const SplitTf32 v = split_tf32(src[e]);
-              a_big[e] = v.big, a_small[e] = v.small;
-            }
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-              mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-              mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-              mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+            split_tf32_frag(src, a_big, a_small);
+            mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
           }
         }
       }

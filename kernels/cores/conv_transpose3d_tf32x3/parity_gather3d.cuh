@@ -14,7 +14,8 @@
 // and C_out. Inputs outside x are zero-filled copies; (q, r) outside the output is not stored.
 //
 // Tiles: CTA 512 (m) x kN (n = 8 kNT: 24 or 32 channels) x 16 (k = 16 channels of one tap), 8
-// warps along m (warp tile 64 x kN), 3-stage cp.async pipeline: A by 4-byte gathers (thread tid
+// warps along m (warp tile 64 x kN), 3-stage cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh
+// with this file's loader and mma_stage): A by 4-byte gathers (thread tid
 // owns pixels tid and tid + 256, 16 channels each), B by 16-byte rows. Shared rows are padded
 // (stride = 8 mod 32 banks) so that the scalar fragment loads are conflict-free. Operands are
 // split after the shared load: big = tf32_rna(v), small = tf32_rna(v - big), acc += a_s b_b +
@@ -33,6 +34,7 @@
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
@@ -167,10 +169,10 @@ inline Result<Plan> plan_parity_gemm(const gather::ConvTransposeGeometry& g, int
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
-using ::kb::tf32x3::cp_async_commit;
-using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::tf32_rna_bits;
 
@@ -296,17 +298,8 @@ __device__ __forceinline__ void mma_stage(const float* stage, int warp, int lane
       const float* a = as + 8 * s * kStrideA + 16 * mt;
       const float src[4] = {a[0], a[8], a[4 * kStrideA], a[4 * kStrideA + 8]};
       uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const SplitTf32 v = split_tf32(src[e]);
-        a_big[e] = v.big, a_small[e] = v.small;
-      }
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+      split_tf32_frag(src, a_big, a_small);
+      mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
     }
   }
 }
@@ -361,35 +354,11 @@ __global__ void __launch_bounds__(kThreads, 2) parity_gemm3d_kernel(const GemmPa
     src[u] = {
         g.x + int64_t{px.n} * p.c_in * p.in_plane(), {px.q[0], px.q[1], px.q[2]}, m < p.m_total};
   }
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int k_tiles = p.class_taps(t.cls) * p.chunks;
-
   float acc[kMT][kNT][4];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage<kNT>(g, t, src, s, smem_base + s * T::kStageFloats * 4);
-    cp_async_commit();
-  }
-  int read_stage = 0, write_stage = kStages - 1;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // k-tile kt has landed (this thread's copies)
-    __syncthreads();               // ... everyone's; and write_stage (read at kt - 1) is free
-    const int next = kt + kStages - 1;
-    if (next < k_tiles)
-      load_stage<kNT>(g, t, src, next, smem_base + write_stage * T::kStageFloats * 4);
-    cp_async_commit();
-    mma_stage<kNT>(smem + read_stage * T::kStageFloats, warp, lane, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
-  }
-  cp_async_wait<0>();
+  tf32x3::mainloop<kStages, T::kStageFloats>(
+      smem, p.class_taps(t.cls) * p.chunks, acc,
+      [&](uint32_t stage, int kt) { load_stage<kNT>(g, t, src, kt, stage); },
+      [&](const float* stage, float(&c)[kMT][kNT][4]) { mma_stage<kNT>(stage, warp, lane, c); });
   store_acc<kNT>(g, t, warp, lane, acc);
 }
 

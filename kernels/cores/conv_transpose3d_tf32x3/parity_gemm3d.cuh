@@ -195,12 +195,7 @@ __device__ __forceinline__ void store_tile(const GemmParams& g, const Tile& t,
           if (co < p.c_out) image[co * plane + at] = acc[mt][nt][2 * h + e];
         }
     }
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  tf32x3::zero_accumulators(acc);
 }
 
 // Grid: persistent, gridDim.x <= tiles_total; block kThreads; dynamic shared plan.smem_bytes.
@@ -243,12 +238,7 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
   __syncthreads();
 
   Acc<kNT> acc;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  tf32x3::zero_accumulators(acc);
 
   int chunk = 0, tile_i = 0;  // item i = (tile first + tile_i * step, chunk)
   for (int i = 0; i < items; ++i) {

@@ -1,5 +1,6 @@
 // Building blocks of fused "producer -> GroupNorm" kernels (L2_021, L2_060): fast sigmoid pieces,
-// the GroupNorm coefficients from double sums, a block sum, the middle step of the two-launch
+// the GroupNorm coefficients from double sums (block and warp sums: ../block_reduce.cuh), the
+// middle step of the two-launch
 // form (per-task partial sums -> per-(sample, channel) (scale, shift)), and the partial sums of a
 // materialized tensor for the generic paths.
 //
@@ -21,6 +22,7 @@
 
 #include "common/cuda/device_query.h"
 #include "common/status.h"
+#include "kernels/cores/block_reduce.cuh"
 
 namespace kb::gn_pipeline {
 
@@ -53,23 +55,6 @@ __device__ inline float2 group_norm_coefficients(double2 sums, double count, flo
   return make_float2(static_cast<float>(scale), static_cast<float>(beta - mean * scale));
 }
 
-// The block's sum of v (blockDim.x a multiple of 32, at most 1024), valid in thread 0.
-__device__ inline double2 block_sum(double2 v) {
-  __shared__ double2 warp_sums[32];
-  for (int off = kWarp / 2; off > 0; off /= 2) {
-    v.x += __shfl_xor_sync(0xffffffffu, v.x, off);
-    v.y += __shfl_xor_sync(0xffffffffu, v.y, off);
-  }
-  if (threadIdx.x % kWarp == 0) warp_sums[threadIdx.x / kWarp] = v;
-  __syncthreads();
-  v = make_double2(0.0, 0.0);
-  if (threadIdx.x == 0) {
-    for (unsigned k = 0; k < blockDim.x / kWarp; ++k)
-      v = make_double2(v.x + warp_sums[k].x, v.y + warp_sums[k].y);
-  }
-  return v;
-}
-
 // ---- Statistics from per-task partial sums (two-launch form) ----
 //
 // The statistics launch writes one (sum v, sum v^2) per (sample, task, group) to
@@ -94,10 +79,7 @@ __global__ void __launch_bounds__(kThreads)
     sum.x += v.x;
     sum.y += v.y;
   }
-  for (int off = kWarp / 2; off > 0; off /= 2) {
-    sum.x += __shfl_xor_sync(0xffffffffu, sum.x, off);
-    sum.y += __shfl_xor_sync(0xffffffffu, sum.y, off);
-  }
+  sum = cores::warp_sum(sum);
   for (int64_t o = grp * cpg + lane; o < (grp + 1) * cpg; o += kWarp)
     coef[n * groups * cpg + o] = group_norm_coefficients(sum, count, gamma[o], beta[o], eps);
 }
@@ -133,7 +115,7 @@ __global__ void __launch_bounds__(kThreads)
     m.x += x;
     m.y += x * x;
   }
-  m = block_sum(m);
+  m = cores::block_sum<kThreads>(m);  // in thread 0, fixed order
   if (threadIdx.x == 0) partials[(pair / groups * parts + p) * groups + pair % groups] = m;
 }
 

@@ -1,10 +1,27 @@
-// The 128 x 128 x 32 3xTF32 GEMM tile shared by L1_003 (tf32x3_gemm.cuh) and L3_025
-// (cores/shufflenet_tf32x3/gemm_stats.cuh): its geometry, the shared-memory swizzles, every index
-// map (global -> shared -> fragment -> C, __host__ __device__ constexpr so a host emulation can
-// check them) and the mma stage. The kernels around it (loaders, epilogues) stay with their
-// problems.
+// The 128 x 128 x 32 3xTF32 GEMM tile: its geometry, the shared-memory swizzles, every index map
+// (global -> shared -> fragment -> C, __host__ __device__ constexpr so a host emulation can
+// check them) and the per-stage MMA (mma_stage), for the mainloop of mainloop.cuh. Users: L1_003
+// and L3_025 (with dense_loader.cuh), the conv2d core (its im2col gather), and the 64-row CTA of
+// the pooled conv2d core, which shares the stage layout, fragment maps and mma_stage (a warp
+// tile of 64 x 32 over 32 k x 128 columns per stage; its own copy slots for 4 warps). Loaders
+// and epilogues stay with their kernels.
 //
-// Precision and error estimates: kernels/L1_003_batched_matmul/tf32x3_gemm.cuh.
+// Precision (error-compensated TF32, "3xTF32"): each operand x is split into
+//   big = tf32_rna(x)  (round to nearest, ties away: the value of cvt.rna.tf32.f32, computed with
+//   two integer ops, see tf32_rna_bits),  small = tf32_rna(x - big)
+// (x - big is exact in fp32), so x = big + small + r with |r| <= 2^-22 |x|. The product is
+// a_big*b_small + a_small*b_big + a_big*b_big (small*small, <= 2^-22 |ab|, dropped), the two
+// small products first. Tensor-core products of TF32 values are exact; sums are fp32.
+// Error estimate for L1_003, K = 1024, A, B ~ U[0, 1) (outputs ~256, allowed 1e-4 + 1e-4 * 256
+// ~ 0.026):
+//  - operand split + dropped term: <= ~3 * 2^-22 relative per product, random sign: ~3e-6 rms
+//    per output (worst-case same-sign bound 1024 * 0.25 * 7e-7 = 2e-4);
+//  - fp32 accumulation: 3 MMAs per k8 step = 384 accumulations into one fp32 accumulator
+//    (ulp 1.5e-5 .. 3e-5 near the end). With round-to-nearest sums ~1e-4; even if the tensor core
+//    truncates its sums (biased, as measured on V100/A100) the bound is 384 * ~1.5e-5 = 6e-3.
+//  Host emulation of this tile (index maps, splits, m16n8k8 fragments; K = 1024, 256 x 256
+//  outputs, U[0, 1)): max |err| 3.3e-4 with round-to-nearest MMA sums (1.2% of the budget),
+//  2.5e-3 with truncating MMA sums (9%); an fp32 loop gives 5.3e-4, plain TF32-RN 1.2e-2 (47%).
 //
 // Tiling: CTA tile 128 x 128, K step 32, 3-stage cp.async pipeline (96 KB shared memory, two
 // CTAs per SM), 8 warps as 2 (M) x 4 (N), warp tile 64 x 32 = 4 x 4 m16n8 tiles.
@@ -158,11 +175,21 @@ static_assert(fast_maps_match(), "per-thread base + constant offsets must equal 
 
 // ---- device primitives ----
 
+// This thread's lane and warp coordinates in the kWarpsM x kWarpsN warp grid (warp_m fastest).
+struct WarpPos {
+  int lane, warp_m, warp_n;
+};
+__device__ __forceinline__ WarpPos warp_pos() {
+  const int warp = threadIdx.x >> 5;
+  return {static_cast<int>(threadIdx.x & 31), warp % kWarpsM, warp / kWarpsM};
+}
+
 // 3xTF32 and cp.async primitives: kernels/cores/tf32x3/mma.cuh.
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::mma3_k8;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
@@ -170,6 +197,8 @@ using ::kb::tf32x3::tf32_rna_bits;
 
 // acc += the 3xTF32 product of one shared stage (4 k8 steps). B is split once per k8 step and
 // kept; A is split one m-tile at a time (register pressure: two CTAs per SM leave 128 per thread).
+// a_base = a_frag_index(warp_m, lane, 0, 0, 0); b_base = (floats of the A stage) +
+// b_frag_index(warp_n, lane, 0, 0): nothing here depends on the CTA's row count.
 __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
                                           float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
 #pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
@@ -198,16 +227,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
         a_small[half + 2] = y.small;
       }
-      // Small products first, then big * big; 4 independent tiles between dependent MMAs.
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt)
-        mma_tf32(acc[mt][nt], a_big, b_big[nt][0], b_big[nt][1]);
+      mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
     }
   }
 }

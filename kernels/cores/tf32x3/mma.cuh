@@ -1,6 +1,7 @@
 // Device primitives of the error-compensated TF32 ("3xTF32") kernels: operand splitting, the
-// m16n8k8 TF32 tensor-core MMA, and cp.async. Shared by every 3xTF32 kernel of the pack
-// (L1_003's GEMM, the conv2d / transposed-conv / ShuffleNet / attention cores).
+// m16n8k8 TF32 tensor-core MMA, accumulator zeroing, and cp.async. Shared by every 3xTF32 kernel
+// of the pack (L1_003's GEMM, the conv2d / transposed-conv / ShuffleNet / attention cores); the
+// pipeline that drives them is mainloop.cuh.
 //
 // 3xTF32: x = big + small + r with big = tf32(x), small = tf32(x - big) (x - big is exact), both
 // rounded to nearest (never truncated: truncation's bias accumulates over long sums); a product is
@@ -37,6 +38,16 @@ __device__ __forceinline__ SplitTf32 split_tf32(float x) {
   return {big, tf32_rna_bits(__float_as_uint(x - __uint_as_float(big)))};  // x - big is exact
 }
 
+// An A fragment (a0..a3 of one m16 tile and k8 step) split into its big and small TF32 parts.
+__device__ __forceinline__ void split_tf32_frag(const float (&src)[4], uint32_t (&big)[4],
+                                                uint32_t (&small)[4]) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const SplitTf32 x = split_tf32(src[e]);
+    big[e] = x.big, small[e] = x.small;
+  }
+}
+
 // d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
@@ -53,6 +64,22 @@ __device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const uint32_t (&a)
       "{%8,%9}, {%10,%10,%10,%10};"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+}
+
+// acc[nt] += the 3xTF32 product of one k8 step (one m16 tile x kNT n8 tiles), summed in the MMA
+// accumulators: the two small products first, then big * big, with kNT independent tiles between
+// two MMAs on the same accumulator.
+template <int kNT>
+__device__ __forceinline__ void mma3_k8(float (&acc)[kNT][4], const uint32_t (&a_big)[4],
+                                        const uint32_t (&a_small)[4],
+                                        const uint32_t (&b_big)[kNT][2],
+                                        const uint32_t (&b_small)[kNT][2]) {
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[nt], a_small, b_big[nt][0], b_big[nt][1]);
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[nt], a_big, b_small[nt][0], b_small[nt][1]);
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[nt], a_big, b_big[nt][0], b_big[nt][1]);
 }
 
 // acc[nt] += the 3xTF32 product of one k8 step (one m16 tile x kNT n8 tiles), with the
@@ -105,6 +132,17 @@ __device__ __forceinline__ void mma3_k8_promoted(float (&acc)[kNT][4], const uin
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[n0 + i][e] += part[i][e];
   }
+}
+
+// acc = 0 for kM x kN m16n8 accumulator tiles.
+template <int kM, int kN>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kM][kN][4]) {
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int n = 0; n < kN; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[m][n][e] = 0.0f;
 }
 
 // 16- and 4-byte asynchronous copies global -> shared; `valid` false zero-fills the destination.

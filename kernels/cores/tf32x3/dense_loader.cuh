@@ -1,0 +1,129 @@
+// The stage loader of the gemm128 tile (gemm128.cuh) for dense row-major operands: A (M, K) with
+// row stride K and B (K, N) with row stride N. Used by L1_003 (batched A and B) and L3_025 (one
+// A for every image) as the load_stage of the mainloop (mainloop.cuh).
+//
+// Contract: Args (concept DenseGemmArgs) has `a`, `b` (the operands' first elements: the source
+// of zero-filled copies, so they must be dereferenceable), `n` and `k`. make_dense_loader
+// takes the CTA's first A row (a_tile) and first B column (b_tile) and how many rows / columns of
+// the tile are in range; load_dense_stage(p, l, stage_saddr, k0) copies k-tile k0 / kBK into the
+// stage (A at 0, B at kStageFloatsA), zero-filling what is out of range, and advances l by one
+// k-tile, so it must be called for k0 = 0, kBK, 2 kBK, ... in order.
+//   kVec: 16-byte copies (K % 4 == 0, N % 4 == 0, 16-byte aligned pointers); else 4-byte copies.
+//
+// dense_mainloop(p, smem, a_tile, b_tile, rows, cols, warp_m, warp_n, lane, acc) is the whole
+// collective: acc = this warp's share of A[tile rows] @ B[:, tile columns] over all of K (the
+// mainloop with this loader and gemm128's mma_stage); the epilogue is the caller's.
+//
+// Thread safety: per-thread state (DenseLoader) and device functions; nothing shared.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <concepts>
+#include <cstdint>
+
+#include "kernels/cores/tf32x3/gemm128.cuh"
+#include "kernels/cores/tf32x3/mainloop.cuh"
+
+namespace kb::custom::gemm128 {
+
+template <class Args>
+concept DenseGemmArgs = requires(const Args& p) {
+  { p.a } -> std::convertible_to<const float*>;
+  { p.b } -> std::convertible_to<const float*>;
+  { p.n } -> std::convertible_to<int>;
+  { p.k } -> std::convertible_to<int>;
+};
+
+// One thread's share of the global -> shared copies of a stage. Pointers advance one k-tile per
+// load; rows / columns out of range were folded into masks once per tile.
+template <bool kVec>
+struct DenseLoader {
+  const float* a;      // A element of copy 0 at the current k-tile
+  const float* b;      // B element of copy 0 at the current k-tile
+  int a_smem, b_smem;  // element index of copy 0 in a stage
+  int a_col, b_row;    // k of A copy 0 within the k-tile; k row of B copy 0
+  uint32_t a_rows_ok;  // bit j: A copy j's row < M
+  uint32_t b_cols_ok;  // bit j: B copy j's column < N (vector path: one bit for all)
+};
+
+template <bool kVec, DenseGemmArgs Args>
+__device__ __forceinline__ DenseLoader<kVec> make_dense_loader(const Args& p, const float* a_tile,
+                                                               const float* b_tile, int rows,
+                                                               int cols) {
+  const int tid = threadIdx.x;
+  const CopySlot sa = kVec ? a_copy_vec(tid, 0) : a_copy_scalar(tid, 0);
+  const CopySlot sb = kVec ? b_copy_vec(tid, 0) : b_copy_scalar(tid, 0);
+  DenseLoader<kVec> l{a_tile + int64_t{sa.row} * p.k + sa.col,
+                      b_tile + int64_t{sb.row} * p.n + sb.col,
+                      sa.smem,
+                      sb.smem,
+                      sa.col,
+                      sb.row,
+                      0u,
+                      0u};
+  constexpr int kCopies = kVec ? 4 : 16;
+#pragma unroll
+  for (int j = 0; j < kCopies; ++j) {
+    const CopySlot ja = kVec ? a_copy_vec(tid, j) : a_copy_scalar(tid, j);
+    l.a_rows_ok |= (ja.row < rows ? 1u : 0u) << j;
+    const CopySlot jb = kVec ? b_copy_vec(tid, j) : b_copy_scalar(tid, j);
+    l.b_cols_ok |= (jb.col < cols ? 1u : 0u) << j;
+  }
+  return l;
+}
+
+// Copies k-tile k0 / kBK of A and B into the stage at byte address `stage` (zero-filling what is
+// out of range) and advances the loader to the next k-tile.
+template <bool kVec, DenseGemmArgs Args>
+__device__ __forceinline__ void load_dense_stage(const Args& p, DenseLoader<kVec>& l,
+                                                 uint32_t stage, int k0) {
+  const uint32_t sa = stage + l.a_smem * 4;
+  const uint32_t sb = stage + (kStageFloatsA + l.b_smem) * 4;
+  const int k_left = p.k - k0;  // valid k within this k-tile: < k_left
+  if constexpr (kVec) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = ((l.a_rows_ok >> j) & 1u) && l.a_col < k_left;
+      cp_async_16(sa + (a_copy_vec_fast(0, j) * 4), ok ? l.a + int64_t{32 * j} * p.k : p.a, ok);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = ((l.b_cols_ok >> j) & 1u) && l.b_row + 8 * j < k_left;
+      cp_async_16(sb + (b_copy_vec_fast(0, j) * 4), ok ? l.b + int64_t{8 * j} * p.n : p.b, ok);
+    }
+  } else {
+    const int tid = threadIdx.x;
+#pragma unroll 4
+    for (int j = 0; j < 16; ++j) {
+      const bool ok = ((l.a_rows_ok >> j) & 1u) && l.a_col < k_left;
+      cp_async_4(sa + (a_copy_scalar_fast(0, j) * 4), ok ? l.a + int64_t{8 * j} * p.k : p.a, ok);
+    }
+#pragma unroll 4
+    for (int j = 0; j < 16; ++j) {
+      const CopySlot s = b_copy_scalar(tid, j);  // the B swizzle changes with j here
+      const bool ok = ((l.b_cols_ok >> j) & 1u) && s.row < k_left;
+      cp_async_4(stage + (kStageFloatsA + s.smem) * 4, ok ? l.b + int64_t{2 * j} * p.n : p.b, ok);
+    }
+  }
+  l.a += kBK;
+  l.b += int64_t{kBK} * p.n;
+}
+
+// acc = the CTA tile's product over all of K: the mainloop (mainloop.cuh) with the dense loader
+// and gemm128's mma_stage. Returns with the pipeline drained but no barrier passed.
+template <bool kVec, DenseGemmArgs Args>
+__device__ __forceinline__ void dense_mainloop(const Args& p, float* smem, const float* a_tile,
+                                               const float* b_tile, int rows, int cols, int warp_m,
+                                               int warp_n, int lane,
+                                               float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+  DenseLoader<kVec> loader = make_dense_loader<kVec>(p, a_tile, b_tile, rows, cols);
+  const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
+  const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
+  tf32x3::mainloop<kStages, kStageFloatsA + kStageFloatsB>(
+      smem, (p.k + kBK - 1) / kBK, acc,
+      [&](uint32_t stage, int kt) { load_dense_stage<kVec>(p, loader, stage, kt * kBK); },
+      [&](const float* stage, auto& c) { mma_stage(stage, a_base, b_base, c); });
+}
+
+}  // namespace kb::custom::gemm128
