@@ -8,28 +8,32 @@
 // FMA-bound. Reference (cuDNN, strict fp32) 1.85-2.03 ms over the runs; best strict-fp32 peer
 // 1.40 ms (autotuned cuDNN, docs/baselines.md); goal <= 0.94 ms (1.6 x the floor).
 //
-// Design: one launch of the direct tile kernel of kernels/cores/conv3d_direct/direct.cuh with
-// the 3x3x3 taps fixed at compile time: a block stages its 3 x 3 input planes (16 + 2 rows x 66
-// columns) and all 64 channels' weights in shared memory (63.5 KB, two blocks per
-// multiprocessor); each warp runs 4 tasks of 8 channels x 4 rows x 64 columns, a lane 64
-// accumulators, 576 FFMA per 54 shared loads per (c, kd); stores are coalesced 128-byte row
-// pieces (rows of 62 floats: no vector-alignment assumption). Lanes doing useful work: 62/64
-// columns x 62/64 rows = 94%. 115 registers, no spills.
+// Design (kernels/cores/conv3d_direct/direct.cuh's Conv3d, taps fixed at compile time):
+//  - C_out > 32 (the full preset): the 3xTF32 implicit-GEMM tile (tf32x3_tile.cuh). K = 81 padded
+//    to 88; a persistent block owns 4 output rows x 64 columns x 64 channels per tile, its
+//    weights staged once, the input patch (9 planes x 6 rows x 67 columns) read as pre-split
+//    (big, small) TF32 pairs, the next tile's patch streaming in by cp.async; 125 registers, 73 KB
+//    of shared memory, two blocks per SM.
+//  - C_out <= 32: the FMA tile: a block stages its 3 x 3 input planes and its channels' weights,
+//    each warp runs tasks of 8 channels x 4 rows x 64 columns, a lane 64 accumulators.
 // Fallback: other strides, dilations, groups or kernel sizes take the core's generic
 // one-thread-per-output kernel (any geometry, same fp32 math).
 //
-// Predicted: 0.59 ms / (0.94 useful lanes x ~0.9 FFMA issue share) + staging/tail ~8% ~ 0.75 ms.
-// Measured (H200, full preset): 1.24 ms on 2026-11-30 (docs/kernels.md), 1.242 ms in
-// docs/bench-h200-2026-12-02b.json: 32 TFLOP/s of the 67, 2.1x the floor. The accumulator tiles
-// need 115 registers (2 blocks per SM) and the kw loop stays rolled, so issue efficiency is ~50%.
-// Next (docs/kernels.md): the 3xTF32 implicit GEMM (K = 81), predicted ~0.3 ms.
+// Ladder (H200, full preset): v1 FMA tile, predicted 0.75 ms, measured 1.24 ms (32 TFLOP/s, 115
+// registers, issue ~50%; docs/bench-h200-2026-12-02b.json 1.242 ms). v2 3xTF32 tile (session 5),
+// predicted 0.45-0.9 ms (mma.sync at 35-60% of the TF32 peak, 1 GB of stores overlapped),
+// measured 0.992 ms (kb bench L1_054,L1_060,L2_007 --time-cap 2 --seed 7; 2.04x the cuDNN
+// reference): the goal (0.94 ms) is 5% away. Shape sweep (4 shapes, seed 2026): worst 1.27x.
 //
-// Accuracy: strict fp32 FMA, no TF32 and no fast intrinsics; each output is one fp32
-// accumulator over its 81 products (order c, kd, kw, kh), a rounding of ~sqrt(81) x 2^-24 of
-// sum |w x|, not amplified (no norm, no statistics). Measured max |err| 8.3e-7 at the full preset
-// (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the
-// golden model): shift (x + 100) 0.38x the tolerance (reference 0.33x), scale (x 1000) 0.62x
-// (0.80x), centered 0.002x: the error follows |x| exactly as the fp32 reference's does.
+// Accuracy: 3xTF32 (tf32x3_tile.cuh: small x small dropped, 11 k8 steps of MMA truncation) or
+// strict fp32 FMA on the FMA tile; no fast intrinsics; each output one fp32 accumulator over its
+// 81 products, not amplified (no norm, no statistics). 3xTF32 tile: max |err| 2.6e-6 at the full
+// preset (call B1). The numbers below are the FMA tile's (session 4); the 3xTF32 tile passed the
+// custom, sweep and robustness tests on the H200 (call A, 45 tests of the three conv3d problems).
+// Measured max |err| 8.3e-7 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
+// Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.38x the
+// tolerance (reference 0.33x), scale (x 1000) 0.62x (0.80x), centered 0.002x: the error follows |x|
+// exactly as the fp32 reference's does.
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -8,28 +8,32 @@
 // 9.97-10.15 ms over the runs; best strict-fp32 peer 7.80 ms (autotuned cuDNN,
 // docs/baselines.md); goal <= 3.32 ms (1.6 x the floor).
 //
-// Design: one launch of the direct tile kernel of kernels/cores/conv3d_direct/direct.cuh with
-// the 3x5x7 taps fixed at compile time: a block (4 output rows, all 64 channels) stages 3 x 3
-// input planes of 8 rows x 70 columns (20 KB) and all weights (80 KB) in shared memory, two
-// blocks per multiprocessor; each warp owns one task: 8 channels x 4 rows x 64 columns, a lane 64
-// accumulators, 2,240 FFMA per 182 shared loads per (c, kd). Lanes doing useful work: 58/64
-// columns (rows 60 = 15 x 4 exactly) = 91%. 116 registers, no spills.
+// Design (kernels/cores/conv3d_direct/direct.cuh's Conv3d, the 3x5x7 taps fixed at compile time):
+//  - C_out > 32 (the full preset): the 3xTF32 implicit-GEMM tile (tf32x3_tile.cuh). K = 315
+//    padded to 320; a persistent block owns 4 output rows x 64 columns x 64 channels per tile,
+//    its weights (80 KB) staged once, the input patch (9 planes x 8 rows x 71 columns) read as
+//    pre-split (big, small) TF32 pairs, the next tile's patch streaming in by cp.async; 160 KB
+//    of shared memory: one block of 8 warps per SM. Lanes doing useful work: 58/64 columns.
+//  - C_out <= 32: the FMA tile (a block stages 3 x 3 input planes and all weights, each warp 8
+//    channels x 4 rows x 64 columns, a lane 64 accumulators).
 // Fallback: other strides, dilations, groups or kernel sizes take the core's generic
 // one-thread-per-output kernel (any geometry, same fp32 math).
 //
-// Predicted: 2.08 ms / (0.91 x ~0.92 FFMA issue share) + ~4% staging/tail ~ 2.6 ms.
-// Measured (H200, full preset): 3.72 ms on 2026-11-30 (docs/kernels.md), 3.726 ms in
-// docs/bench-h200-2026-12-02b.json: 37 TFLOP/s of the 67, 1.8x the floor (registers: 2 blocks
-// per SM, the kw loop rolled: ~50% issue efficiency). Next (docs/kernels.md): the 3xTF32
-// implicit GEMM (K = 315), predicted ~0.9 ms.
+// Ladder (H200, full preset): v1 FMA tile, predicted 2.6 ms, measured 3.72 ms (37 TFLOP/s, ~50%
+// issue; 3.726 ms in docs/bench-h200-2026-12-02b.json). v2 3xTF32 tile (session 5), predicted
+// 1.4-3.0 ms (mma.sync at 35-60% of the TF32 peak), measured 2.952 ms (kb bench
+// L1_054,L1_060,L2_007 --time-cap 2 --seed 7; 3.44x the cuDNN reference): meets the 3.32 ms goal.
+// Shape sweep (4 shapes, seed 2026): worst 1.54x.
 //
-// Accuracy: strict fp32 FMA, no TF32 and no fast intrinsics; each output is one fp32
-// accumulator over its 315 products (order c, kd, kw, kh), a rounding of ~sqrt(315) x 2^-24 of
-// sum |w x|, not amplified (no norm, no statistics). Measured max |err| 1.6e-6 at the full preset
-// (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the
-// golden model): shift (x + 100) 0.20x the tolerance (reference 0.18x); scale (x 1000) 1.43x,
-// `ill_conditioned` (the reference is outside too, 1.25x: K = 315 fp32 sums of outputs ~1e3);
-// centered 0.004x.
+// Accuracy: 3xTF32 (tf32x3_tile.cuh: small x small dropped, 40 k8 steps of MMA truncation) or
+// strict fp32 FMA on the FMA tile; no fast intrinsics; each output one fp32 accumulator over its
+// 315 products, not amplified. Measured on the 3xTF32 tile: max |err| 6.2e-6 at the full preset
+// (call B1) vs 1e-4 + 1e-4 |r| allowed; it passed the custom, sweep and robustness tests on the
+// H200 (call A). The numbers below are the FMA tile's (session 4). Measured max |err| 1.6e-6 at the
+// full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed
+// 7, vs the golden model): shift (x + 100) 0.20x the tolerance (reference 0.18x); scale (x
+// 1000) 1.43x, `ill_conditioned` (the reference is outside too, 1.25x: K = 315 fp32 sums of outputs
+// ~1e3); centered 0.004x.
 #include <cuda_runtime.h>
 
 #include <cstddef>
