@@ -5,11 +5,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <future>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/parallel_for.h"
 #include "common/tensor_generator.h"
 
 namespace kb {
@@ -27,33 +31,140 @@ std::string format(const char* fmt, double a, double b = 0) {
   return buffer;
 }
 
-// max over elements of |c - r| / (atol + rtol |r|); NaN anywhere counts as infinite.
+// An output as doubles, whichever type the reference gave (a float widens exactly).
+template <typename T>
+struct Values {
+  const T* data;
+  size_t size;
+  double operator[](size_t i) const { return static_cast<double>(data[i]); }
+};
+
+template <typename T>
+Values<T> values(const HostTensor<T>& t) {
+  return {t.data.data(), t.data.size()};
+}
+
+// f(values) on the output, whichever its type.
 template <typename F>
-double worst_ratio(const HostTensor<double>& reference, Tolerance tol, F candidate) {
-  double worst = 0;
-  for (size_t i = 0; i < reference.data.size(); ++i) {
-    const double r = reference.data[i];
-    const double ratio = std::abs(candidate(i, r) - r) / (tol.atol + tol.rtol * std::abs(r));
-    if (!(ratio <= worst))
-      worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
-  }
+auto visit_values(const ReferenceOutput& out, F f) {
+  return std::visit([&](const auto& t) { return f(values(t)); }, out);
+}
+
+// The larger of two worst ratios (neither NaN): what the serial loop keeps.
+double keep_worst(double worst, double ratio) {
+  return std::max(worst, ratio);
+}
+
+// The next worst ratio after element ratio `ratio`; NaN counts as infinite.
+double next_worst(double worst, double ratio) {
+  if (!(ratio <= worst))
+    worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
   return worst;
 }
 
-double share_changed(const HostTensor<double>& a, const HostTensor<double>& b, Tolerance tol) {
-  int64_t changed = 0;
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    if (!(std::abs(b.data[i] - a.data[i]) <= tol.atol + tol.rtol * std::abs(a.data[i]))) ++changed;
-  }
-  return a.data.empty() ? 0 : static_cast<double>(changed) / static_cast<double>(a.data.size());
+double allowed(Tolerance tol, double r) {
+  return tol.atol + tol.rtol * std::abs(r);
 }
 
-double stddev(const std::vector<double>& v) {
+// max over elements of |c_i - r_i| / (atol + rtol |r_i|); NaN anywhere counts as infinite.
+double worst_ratio(const ReferenceOutput& reference, const ReferenceOutput& candidate,
+                   Tolerance tol) {
+  return visit_values(reference, [&](auto ref) {
+    return visit_values(candidate, [&](auto cand) {
+      return parallel_reduce(
+          static_cast<int64_t>(ref.size), 0.0,
+          [&](int64_t begin, int64_t end) {
+            double worst = 0;
+            for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+              worst = next_worst(worst, std::abs(cand[i] - ref[i]) / allowed(tol, ref[i]));
+            }
+            return worst;
+          },
+          keep_worst);
+    });
+  });
+}
+
+double share_changed(const ReferenceOutput& a, const ReferenceOutput& b, Tolerance tol) {
+  return visit_values(a, [&](auto va) {
+    return visit_values(b, [&](auto vb) {
+      const int64_t changed = parallel_reduce(
+          static_cast<int64_t>(va.size), int64_t{0},
+          [&](int64_t begin, int64_t end) {
+            int64_t n = 0;
+            for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+              if (!(std::abs(vb[i] - va[i]) <= allowed(tol, va[i]))) ++n;
+            }
+            return n;
+          },
+          std::plus<int64_t>());
+      return va.size == 0 ? 0 : static_cast<double>(changed) / static_cast<double>(va.size);
+    });
+  });
+}
+
+// Sums in element order, serially (a parallel sum would round differently).
+template <typename V>
+double stddev(V v) {
   double mean = 0, sq = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(std::max<size_t>(v.size(), 1));
-  for (double x : v) sq += (x - mean) * (x - mean);
-  return std::sqrt(sq / static_cast<double>(std::max<size_t>(v.size(), 1)));
+  for (size_t i = 0; i < v.size; ++i) mean += v[i];
+  mean /= static_cast<double>(std::max<size_t>(v.size, 1));
+  for (size_t i = 0; i < v.size; ++i) sq += (v[i] - mean) * (v[i] - mean);
+  return std::sqrt(sq / static_cast<double>(std::max<size_t>(v.size, 1)));
+}
+
+// The first seed's mean as the constant stand-in: sum of v_i / n in element order, serially.
+double mean_of_quotients(const ReferenceOutput& out) {
+  return visit_values(out, [](auto v) {
+    double mean = 0;
+    for (size_t i = 0; i < v.size; ++i) mean += v[i] / static_cast<double>(v.size);
+    return mean;
+  });
+}
+
+// One seed's pass over its output: range, near-zero count and the cheats that need no second
+// output (zeros, the constant, the output rounded to TF32 and to fp16).
+struct SeedStats {
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  int64_t near_zero = 0;
+  double zeros = 0, constant = 0, tf32 = 0, fp16 = 0;  // worst ratios
+};
+
+// Combined in element order: std::min/std::max keep the earlier of equal values as the serial
+// loop does, counts add, worst ratios are maxima.
+SeedStats combine(const SeedStats& a, const SeedStats& b) {
+  return {std::min(a.min, b.min),
+          std::max(a.max, b.max),
+          a.near_zero + b.near_zero,
+          keep_worst(a.zeros, b.zeros),
+          keep_worst(a.constant, b.constant),
+          keep_worst(a.tf32, b.tf32),
+          keep_worst(a.fp16, b.fp16)};
+}
+
+SeedStats seed_stats(const ReferenceOutput& out, Tolerance tol, double constant_value) {
+  return visit_values(out, [&](auto v) {
+    return parallel_reduce(
+        static_cast<int64_t>(v.size), SeedStats{},
+        [&](int64_t begin, int64_t end) {
+          SeedStats s;
+          for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+            const double r = v[i];
+            s.min = std::min(s.min, r);
+            s.max = std::max(s.max, r);
+            if (std::abs(r) <= tol.atol) ++s.near_zero;
+            const double limit = allowed(tol, r);
+            auto ratio = [&](double c) { return std::abs(c - r) / limit; };
+            s.zeros = next_worst(s.zeros, ratio(0.0));
+            s.constant = next_worst(s.constant, ratio(constant_value));
+            s.tf32 = next_worst(s.tf32, ratio(double(round_to_tf32(static_cast<float>(r)))));
+            s.fp16 = next_worst(s.fp16, ratio(double(round_to_fp16(static_cast<float>(r)))));
+          }
+          return s;
+        },
+        combine);
+  });
 }
 
 // What a stand-in output is, for a finding.
@@ -82,31 +193,47 @@ HostTensor<float> redraw(const ProblemInstance& p, const std::string& name, bool
   return t;
 }
 
-void add_sensitivity(const ProblemInstance& p, const ReferenceFn& reference, const TensorSet& base,
-                     const HostTensor<double>& out, LintReport& report) {
+// TensorSet has no mutable access (common/host_tensor.h is CUDA's too); a set the lint made
+// itself may be changed in place.
+HostTensor<float>& mutable_tensor(TensorSet& set, const std::string& name) {
+  return const_cast<HostTensor<float>&>(set.get(name));
+}
+
+// Each input and parameter of `base` redrawn alone, in place, and put back after its run.
+void add_sensitivity(const ProblemInstance& p, const ReferenceFn& reference, TensorSet& base,
+                     const ReferenceOutput& out, LintReport& report) {
   const ProblemSpec& spec = p.spec();
   const GeneratorKey key{0, 0};
   auto probe = [&](const std::string& name, bool is_param, size_t index) {
-    TensorSet changed = base;
-    changed.put(name, redraw(p, name, is_param, index, base.get(name), key));
+    HostTensor<float>& slot = mutable_tensor(base, name);
+    HostTensor<float> aside = redraw(p, name, is_param, index, slot, key);
+    std::swap(slot, aside);  // the redrawn tensor in the set, the original aside
     Sensitivity s{.tensor = name,
                   .is_param = is_param,
                   .constant_init = is_param && constant_init(spec.params[index].init)};
-    s.changed_share = share_changed(out, reference(p, changed), spec.tolerance);
+    ReferenceOutput changed;
+    try {
+      changed = reference(p, base);
+    } catch (...) {
+      std::swap(slot, aside);
+      throw;
+    }
+    std::swap(slot, aside);
+    s.changed_share = share_changed(out, changed, spec.tolerance);
     report.sensitivity.push_back(s);
   };
   for (size_t i = 0; i < spec.inputs.size(); ++i) probe(spec.inputs[i].name, false, i);
   for (size_t i = 0; i < spec.params.size(); ++i) probe(spec.params[i].name, true, i);
 }
 
-TensorSet rounded_operands(const TensorSet& tensors) {
-  TensorSet out;
-  for (const auto& [name, t] : tensors.all()) {
-    HostTensor<float> r = t;
-    for (float& v : r.data) v = round_to_tf32(v);
-    out.put(name, std::move(r));
+// Every operand rounded to TF32, in place.
+void round_operands(TensorSet& tensors) {
+  for (const auto& [name, unused] : tensors.all()) {
+    float* v = mutable_tensor(tensors, name).data.data();
+    parallel_for(unused.numel(), [v](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) v[i] = round_to_tf32(v[i]);
+    });
   }
-  return out;
 }
 
 void add_findings(LintReport& r, Tolerance tol) {
@@ -198,34 +325,40 @@ LintReport lint_problem(const ProblemInstance& p, const ReferenceFn& reference, 
       fp16{.name = "fp16 output"}, operands{.name = "tf32 operands"};
   int64_t near_zero = 0;
   std::vector<double> scalar_values;  // a 0-d output's value per seed
+  // The serial sums (the constant, each seed's std) run on threads of their own while the lint
+  // goes on; the outputs they read stay here until the end.
+  std::vector<std::unique_ptr<const ReferenceOutput>> outputs;
+  std::vector<std::future<double>> seed_stds;
+  std::future<double> constant_sum;
   double constant_value = 0;
   for (int seed = 0; seed < seeds; ++seed) {
-    const TensorSet tensors = generate_tensors(p, GeneratorKey{static_cast<uint64_t>(seed), 0});
-    const HostTensor<double> out = reference(p, tensors);
+    TensorSet tensors = generate_tensors(p, GeneratorKey{static_cast<uint64_t>(seed), 0});
+    outputs.push_back(std::make_unique<const ReferenceOutput>(reference(p, tensors)));
+    const ReferenceOutput& out = *outputs.back();
     if (seed == 0) {
-      for (double v : out.data) constant_value += v / static_cast<double>(out.data.size());
+      constant_sum = std::async(std::launch::async, [&out] { return mean_of_quotients(out); });
       add_sensitivity(p, reference, tensors, out, r);
-      const HostTensor<double> from_tf32 = reference(p, rounded_operands(tensors));
-      operands.worst_ratio =
-          worst_ratio(out, tol, [&](size_t i, double) { return from_tf32.data[i]; });
+      round_operands(tensors);  // the last use of this seed's tensors
+      operands.worst_ratio = worst_ratio(out, reference(p, tensors), tol);
+      constant_value = constant_sum.get();
     }
-    for (double v : out.data) {
-      r.min = std::min(r.min, v);
-      r.max = std::max(r.max, v);
-      if (std::abs(v) <= tol.atol) ++near_zero;
-    }
-    r.seed_std_min = std::min(r.seed_std_min, stddev(out.data));
-    scalar_values.push_back(out.data.front());
-    auto keep_worst = [&](CheatResult& c, auto f) {
-      c.worst_ratio = std::max(c.worst_ratio, worst_ratio(out, tol, f));
-    };
-    keep_worst(zeros, [](size_t, double) { return 0.0; });
-    keep_worst(constant, [&](size_t, double) { return constant_value; });
-    keep_worst(tf32, [](size_t, double v) { return double(round_to_tf32(static_cast<float>(v))); });
-    keep_worst(fp16, [](size_t, double v) { return double(round_to_fp16(static_cast<float>(v))); });
+    seed_stds.push_back(std::async(std::launch::async, [&out] {
+      return visit_values(out, [](auto v) { return stddev(v); });
+    }));
+    scalar_values.push_back(visit_values(out, [](auto v) { return v[0]; }));
+    const SeedStats s = seed_stats(out, tol, constant_value);
+    r.min = std::min(r.min, s.min);
+    r.max = std::max(r.max, s.max);
+    near_zero += s.near_zero;
+    zeros.worst_ratio = std::max(zeros.worst_ratio, s.zeros);
+    constant.worst_ratio = std::max(constant.worst_ratio, s.constant);
+    tf32.worst_ratio = std::max(tf32.worst_ratio, s.tf32);
+    fp16.worst_ratio = std::max(fp16.worst_ratio, s.fp16);
   }
+  for (std::future<double>& s : seed_stds) r.seed_std_min = std::min(r.seed_std_min, s.get());
   // One value has no spread within a seed; how much it moves between seeds is what matters.
-  if (r.elements == 1) r.seed_std_min = stddev(scalar_values);
+  if (r.elements == 1)
+    r.seed_std_min = stddev(Values<double>{scalar_values.data(), scalar_values.size()});
   r.near_zero_share = static_cast<double>(near_zero) / static_cast<double>(r.elements * seeds);
   r.cheats = {zeros, constant, tf32, fp16, operands};
   add_findings(r, tol);

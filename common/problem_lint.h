@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/host_tensor.h"
@@ -69,12 +70,17 @@ struct LintReport {
   Severity worst() const;
 };
 
-// The reference's output for these inputs and parameters. A reference that cannot run (a device
-// error) throws; lint_problem lets it through to its caller.
-using ReferenceFn = std::function<HostTensor<double>(const ProblemInstance&, const TensorSet&)>;
+// The reference's output for these inputs and parameters: doubles (the golden model) or the fp32
+// values a device reads back, which the lint reads as doubles (exactly) without a widened copy.
+// A reference that cannot run (a device error) throws; lint_problem lets it through to its
+// caller.
+using ReferenceOutput = std::variant<HostTensor<double>, HostTensor<float>>;
+using ReferenceFn = std::function<ReferenceOutput(const ProblemInstance&, const TensorSet&)>;
 
 // `seeds` >= 2: the constant stand-in is the first seed's mean, so one seed would let it match a
-// one-element output exactly. Calls `reference` seeds + (inputs + parameters) + 1 times.
+// one-element output exactly. Calls `reference` seeds + (inputs + parameters) + 1 times, from
+// the calling thread; the loops over the elements run on parallel_threads() threads
+// (common/parallel_for.h), and the report is the same bit for bit at every thread count.
 LintReport lint_problem(const ProblemInstance& problem, const ReferenceFn& reference, int seeds);
 
 // Rounds to the nearest TF32 (10 mantissa bits, fp32 range) / fp16 (10 bits, fp16 range) value.

@@ -1,8 +1,11 @@
 #include "common/tensor_generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+
+#include "common/parallel_for.h"
 
 namespace kb {
 namespace {
@@ -43,6 +46,21 @@ void move_input(Distribution d, TensorRecipe& r) {
     default: return;
   }
   r.moved = true;
+}
+
+// f(i, word(key, i)) for i in [begin, end), one Philox block per 4 words (philox::word draws the
+// whole block for each).
+template <typename F>
+void for_words(const philox::StreamKey& key, uint64_t begin, uint64_t end, F f) {
+  for (uint64_t i = begin; i < end;) {
+    const r123::Philox4x32::ctr_type block = philox::block(key, i >> 2);
+    for (uint64_t j = i & 3; j < 4 && i < end; ++j, ++i) f(i, block[j]);
+  }
+}
+
+// philox::symmetric_uniform's arithmetic on an already drawn uniform.
+float symmetric_from_uniform(float u, float bound) {
+  return philox::fmul(bound, philox::fsub(philox::fmul(2.0f, u), 1.0f));
 }
 
 }  // namespace
@@ -109,33 +127,55 @@ TensorRecipe param_recipe(const ProblemInstance& instance, size_t index, Generat
 
 HostTensor<float> realize(const TensorRecipe& r) {
   HostTensor<float> t(r.shape);
-  const uint64_t n = static_cast<uint64_t>(t.numel());
+  const int64_t n = t.numel();
+  float* out = t.data.data();
+  // Element i is a pure function of (recipe, i): chunks on several threads give the serial
+  // values bit for bit. Chunks are multiples of 4 elements, so a block of uniforms starts one.
+  static_assert(kParallelGrain % 4 == 0);
+  auto move = [&r](float x) { return r.moved ? philox::affine(x, r.post_scale, r.post_shift) : x; };
   switch (r.kind) {
     case RecipeKind::kUniform:
-      for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::uniform(r.key, i);
+      parallel_for(n, [&](int64_t begin, int64_t end) {
+        for_words(r.key, begin, end,
+                  [&](uint64_t i, uint32_t w) { out[i] = move(philox::uniform_from_word(w)); });
+      });
       break;
     case RecipeKind::kSymmetricUniform:
-      for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::symmetric_uniform(r.key, i, r.bound);
+      parallel_for(n, [&](int64_t begin, int64_t end) {
+        for_words(r.key, begin, end, [&](uint64_t i, uint32_t w) {
+          out[i] = move(symmetric_from_uniform(philox::uniform_from_word(w), r.bound));
+        });
+      });
       break;
     case RecipeKind::kNormal:
-      for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::normal(r.key, i);
+      parallel_for(n, [&](int64_t begin, int64_t end) {
+        for (auto i = static_cast<uint64_t>(begin); i < static_cast<uint64_t>(end); ++i) {
+          out[i] = move(philox::normal(r.key, i));
+        }
+      });
       break;
     case RecipeKind::kConstant:
-      for (uint64_t i = 0; i < n; ++i) t.data[i] = r.value;
+      parallel_for(
+          n, [&](int64_t begin, int64_t end) { std::fill(out + begin, out + end, move(r.value)); });
       break;
     case RecipeKind::kSoftmaxRows: {
       const uint64_t len = r.shape.empty() ? 1 : static_cast<uint64_t>(r.shape.back());
-      for (uint64_t row = 0; row < n / len; ++row) {
-        philox::SoftmaxRowStats st = philox::softmax_row_stats(r.key, row, len, r.scale);
-        for (uint64_t j = 0; j < len; ++j) {
-          t.data[row * len + j] = philox::softmax_element(r.key, row, len, j, r.scale, st);
-        }
-      }
+      const auto rows = static_cast<int64_t>(static_cast<uint64_t>(n) / len);
+      const int64_t grain = std::max<int64_t>(1, kParallelGrain / static_cast<int64_t>(len));
+      parallel_for(
+          rows,
+          [&](int64_t first, int64_t last) {
+            for (auto row = static_cast<uint64_t>(first); row < static_cast<uint64_t>(last);
+                 ++row) {
+              philox::SoftmaxRowStats st = philox::softmax_row_stats(r.key, row, len, r.scale);
+              for (uint64_t j = 0; j < len; ++j) {
+                out[row * len + j] = move(philox::softmax_element(r.key, row, len, j, r.scale, st));
+              }
+            }
+          },
+          grain);
       break;
     }
-  }
-  if (r.moved) {
-    for (uint64_t i = 0; i < n; ++i) t.data[i] = philox::affine(t.data[i], r.post_scale, r.post_shift);
   }
   return t;
 }

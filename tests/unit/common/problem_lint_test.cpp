@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/problem_lint_report.h"
+#include "common/parallel_for.h"
 #include "common/spec_loader.h"
 #include "kernels/cpu/graph_model.h"
 #include "tests/support/assert_ok.h"
@@ -114,6 +115,59 @@ TEST(ProblemLint, NoSuiteProblemAcceptsATrivialOutputOrIgnoresAnInput) {
       }
     }
   }
+}
+
+// out = relu(x * scale + y) over 131072 elements: two chunks of the parallel loops.
+constexpr char kWide[] = R"yaml(id: L1_905
+name: Wide
+level: 1
+family: activation
+dims: [N, C]
+presets:
+  full: {N: 256, C: 512}
+  small: {N: 256, C: 512}
+inputs:
+  - {name: x, shape: [N, C], generator: normal}
+  - {name: y, shape: [N, C], generator: uniform}
+parameters:
+  - {name: scale, shape: [C], init: ones}
+graph:
+  - {name: scaled, op: mul, in: [x, scale], out: m}
+  - {name: shifted, op: add, in: [m, y], out: s}
+  - {name: act, op: relu, in: [s], out: out}
+output: out
+)yaml";
+
+// The lint's loops and the generator run on several threads: the report is the serial one, bit
+// for bit (docs/problem-quality.md and the executor's JSON must not depend on the machine).
+TEST(ProblemLint, EveryThreadCountGivesTheSameReport) {
+  const ProblemInstance p = kb::testing::probe_instance(kWide);
+  set_parallel_threads(1);
+  const std::string serial = to_json(lint_problem(p, &cpu::run_graph<double>, 3)).dump();
+  for (int threads : {2, 5}) {
+    set_parallel_threads(threads);
+    EXPECT_EQ(to_json(lint_problem(p, &cpu::run_graph<double>, 3)).dump(), serial) << threads;
+  }
+  set_parallel_threads(0);
+}
+
+// A device's fp32 output is read as doubles in place: the same report as its widened copy.
+TEST(ProblemLint, AFloatOutputGivesTheReportOfItsWidenedCopy) {
+  const ProblemInstance p = kb::testing::probe_instance(kWide);
+  auto as_float = [](const ProblemInstance& q, const TensorSet& t) {
+    const HostTensor<double> out = cpu::run_graph<double>(q, t);
+    HostTensor<float> f(out.shape);
+    for (size_t i = 0; i < f.data.size(); ++i) f.data[i] = static_cast<float>(out.data[i]);
+    return f;
+  };
+  auto widened = [&](const ProblemInstance& q, const TensorSet& t) {
+    const HostTensor<float> f = as_float(q, t);
+    HostTensor<double> out(f.shape);
+    for (size_t i = 0; i < f.data.size(); ++i) out.data[i] = f.data[i];
+    return out;
+  };
+  EXPECT_EQ(to_json(lint_problem(p, as_float, 2)).dump(),
+            to_json(lint_problem(p, widened, 2)).dump());
 }
 
 // kb-executor --lint hands its report to `kb` as JSON: every field comes back, an infinite worst

@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "common/parallel_for.h"
 #include "common/spec_loader.h"
 
 namespace kb {
@@ -99,6 +101,47 @@ TEST(TensorGenerator, SameKeyGivesIdenticalBits) {
   }
   for (size_t i = 0; i < a.spec().params.size(); ++i) {
     EXPECT_TRUE(same_bits(generate_param(a, i, kKey), generate_param(b, i, kKey))) << "param " << i;
+  }
+}
+
+// realize() fills chunks on several threads (common/parallel_for.h) and draws one Philox block per
+// four uniforms: every element must still be philox_stream.h's formula of (key, i), at any thread
+// count. u has 100000 elements: two chunks and a tail that ends inside a block.
+TEST(TensorGenerator, EveryThreadCountGivesTheElementFormulasBits) {
+  const ProblemInstance inst = probe();
+  TensorRecipe shifted = input_recipe(inst, kU, GeneratorKey{42, 0, Distribution::kShift});
+  TensorRecipe odd = input_recipe(inst, kN, kKey);
+  odd.shape = {100003};
+  TensorRecipe symmetric = param_recipe(inst, kCtWeight, kKey);
+  symmetric.shape = {65539};
+  const std::vector<TensorRecipe> recipes = {input_recipe(inst, kU, kKey), odd, symmetric, shifted};
+  for (size_t k = 0; k < recipes.size(); ++k) {
+    const TensorRecipe& r = recipes[k];
+    set_parallel_threads(1);
+    const HostTensor<float> serial = realize(r);
+    set_parallel_threads(3);
+    const HostTensor<float> parallel = realize(r);
+    set_parallel_threads(0);
+    EXPECT_TRUE(same_bits(serial, parallel)) << "recipe " << k;
+    for (uint64_t i = 0; i < static_cast<uint64_t>(parallel.numel()); ++i) {
+      float expected = 0;
+      switch (r.kind) {
+        case RecipeKind::kUniform:
+          expected = philox::uniform(r.key, i);
+          break;
+        case RecipeKind::kNormal:
+          expected = philox::normal(r.key, i);
+          break;
+        default:
+          expected = philox::symmetric_uniform(r.key, i, r.bound);
+          break;
+      }
+      if (r.moved) expected = philox::affine(expected, r.post_scale, r.post_shift);
+      if (bits(parallel.data[i]) != bits(expected)) {
+        ADD_FAILURE() << "recipe " << k << " element " << i;
+        break;
+      }
+    }
   }
 }
 
