@@ -419,6 +419,8 @@ Result<ErrorMessage> ErrorMessage::from_body(const json& body) {
   return m;
 }
 
+// --- REPLY bodies --------------------------------------------------------------------------------
+
 json SubmitReply::to_body() const {
   return {{"run_id", run_id}, {"jobs", jobs}};
 }
@@ -427,6 +429,64 @@ Result<SubmitReply> SubmitReply::from_body(const json& body) {
   SubmitReply m;
   KB_ASSIGN_OR_RETURN(m.run_id, required<int64_t>(body, "run_id"));
   KB_ASSIGN_OR_RETURN(m.jobs, optional<int64_t>(body, "jobs", 0));
+  return m;
+}
+
+json PackQueryReply::to_body() const {
+  return {{"have", have}};
+}
+
+Result<PackQueryReply> PackQueryReply::from_body(const json& body) {
+  PackQueryReply m;
+  KB_ASSIGN_OR_RETURN(m.have, required<bool>(body, "have"));
+  return m;
+}
+
+json HealthReply::to_body() const {
+  return {{"workers", workers},
+          {"workers_busy", workers_busy},
+          {"workers_lost", workers_lost},
+          {"queued", queued},
+          {"leased", leased},
+          {"runs", runs},
+          {"jobs_completed", jobs_completed},
+          {"db_up", db_up},
+          {"draining", draining}};
+}
+
+Result<HealthReply> HealthReply::from_body(const json& body) {
+  HealthReply m;
+  KB_ASSIGN_OR_RETURN(m.workers, required<int64_t>(body, "workers"));
+  KB_ASSIGN_OR_RETURN(m.workers_busy, required<int64_t>(body, "workers_busy"));
+  KB_ASSIGN_OR_RETURN(m.workers_lost, required<int64_t>(body, "workers_lost"));
+  KB_ASSIGN_OR_RETURN(m.queued, required<int64_t>(body, "queued"));
+  KB_ASSIGN_OR_RETURN(m.leased, required<int64_t>(body, "leased"));
+  KB_ASSIGN_OR_RETURN(m.runs, required<int64_t>(body, "runs"));
+  KB_ASSIGN_OR_RETURN(m.jobs_completed, required<int64_t>(body, "jobs_completed"));
+  KB_ASSIGN_OR_RETURN(m.db_up, required<bool>(body, "db_up"));
+  KB_ASSIGN_OR_RETURN(m.draining, required<bool>(body, "draining"));
+  return m;
+}
+
+json CancelReply::to_body() const {
+  return {{"run_id", run_id}, {"cancelled", cancelled}};
+}
+
+Result<CancelReply> CancelReply::from_body(const json& body) {
+  CancelReply m;
+  KB_ASSIGN_OR_RETURN(m.run_id, required<int64_t>(body, "run_id"));
+  KB_ASSIGN_OR_RETURN(m.cancelled, required<int64_t>(body, "cancelled"));
+  return m;
+}
+
+json WorkerControlReply::to_body() const {
+  return {{"worker", worker}, {"action", action}};
+}
+
+Result<WorkerControlReply> WorkerControlReply::from_body(const json& body) {
+  WorkerControlReply m;
+  KB_ASSIGN_OR_RETURN(m.worker, required<std::string>(body, "worker"));
+  KB_ASSIGN_OR_RETURN(m.action, required<std::string>(body, "action"));
   return m;
 }
 

@@ -262,13 +262,59 @@ struct ErrorMessage {
   static Result<ErrorMessage> from_body(const nlohmann::json& body);
 };
 
-// REPLY to a SUBMIT. (The other REPLY bodies are read by `kb` as they are, or printed.)
-struct SubmitReply {
+// --- REPLY bodies --------------------------------------------------------------------------------
+// A REPLY's body depends on the request it answers, so wire::decode cannot read it: the client
+// reads it with the struct of what it asked (cli/fleet_client.h, FleetClient::ask), the
+// coordinator writes it with the same struct. kType is REPLY for all of them, so that
+// from_message names REPLY in an error. Every field is always written, and required when read but
+// SubmitReply's jobs. No REPLY is a pass-through document: `kb` reads each of these field by field
+// (its `--json` prints to_body()).
+
+struct SubmitReply {  // SUBMIT
+  static constexpr MessageType kType = MessageType::kReply;
   int64_t run_id = 0;
-  int64_t jobs = 0;
+  int64_t jobs = 0;  // jobs created (read as 0 when absent: a coordinator from before the count)
 
   nlohmann::json to_body() const;
   static Result<SubmitReply> from_body(const nlohmann::json& body);
+};
+
+struct PackQueryReply {  // QUERY {what: pack}
+  static constexpr MessageType kType = MessageType::kReply;
+  bool have = false;  // the coordinator has the pack: a SUBMIT need not carry its bytes
+
+  nlohmann::json to_body() const;
+  static Result<PackQueryReply> from_body(const nlohmann::json& body);
+};
+
+// QUERY {what: health}: the scheduler's counters (coordinator/scheduler.h, SchedulerStats).
+struct HealthReply {
+  static constexpr MessageType kType = MessageType::kReply;
+  int64_t workers = 0, workers_busy = 0, workers_lost = 0;  // workers: busy + idle
+  int64_t queued = 0, leased = 0, runs = 0;
+  int64_t jobs_completed = 0;  // since the coordinator started
+  bool db_up = false, draining = false;
+
+  nlohmann::json to_body() const;
+  static Result<HealthReply> from_body(const nlohmann::json& body);
+};
+
+struct CancelReply {  // CANCEL
+  static constexpr MessageType kType = MessageType::kReply;
+  int64_t run_id = 0;
+  int64_t cancelled = 0;  // the run's open jobs that this CANCEL ended
+
+  nlohmann::json to_body() const;
+  static Result<CancelReply> from_body(const nlohmann::json& body);
+};
+
+struct WorkerControlReply {  // WORKER_CONTROL: the request, echoed once done
+  static constexpr MessageType kType = MessageType::kReply;
+  std::string worker;
+  std::string action;  // drain | resume | release
+
+  nlohmann::json to_body() const;
+  static Result<WorkerControlReply> from_body(const nlohmann::json& body);
 };
 
 // --- one message <-> one struct -----------------------------------------------------------------

@@ -172,9 +172,17 @@ class Coordinator {
                   std::shared_ptr<const nlohmann::json> request);
   void on_worker_control(const std::string& routing_id, const Peer& peer,
                          const nlohmann::json& request, const wire::WorkerControlMessage& control);
-  void reply(const std::string& routing_id, const nlohmann::json& request, nlohmann::json body);
+  // REPLY with R, one of the reply structs of protocol_messages.h.
+  template <typename R>
+  void reply(const std::string& routing_id, const nlohmann::json& request, const R& answer) {
+    static_assert(R::kType == wire::MessageType::kReply, "a REPLY body struct");
+    answer_client(routing_id, request, wire::to_message(answer));
+  }
   void reply_error(const std::string& routing_id, const nlohmann::json& request,
                    const std::string& code, const std::string& message);
+  // Sends `answer` with the request's request_id, if it had one, echoed in its body.
+  void answer_client(const std::string& routing_id, const nlohmann::json& request,
+                     wire::Message answer);
 
   CoordinatorConfig config_;
   RealClock clock_;

@@ -187,17 +187,15 @@ void Coordinator::on_client_message(const std::string& routing_id, const Peer& p
   }
 }
 
-void Coordinator::reply(const std::string& routing_id, const nlohmann::json& request,
-                        nlohmann::json body) {
-  if (auto id = request.find("request_id"); id != request.end()) body["request_id"] = *id;
-  send_to_client(routing_id, wire::Message{wire::MessageType::kReply, std::move(body), {}});
+void Coordinator::answer_client(const std::string& routing_id, const nlohmann::json& request,
+                                wire::Message answer) {
+  if (auto id = request.find("request_id"); id != request.end()) answer.body["request_id"] = *id;
+  send_to_client(routing_id, answer);
 }
 
 void Coordinator::reply_error(const std::string& routing_id, const nlohmann::json& request,
                               const std::string& code, const std::string& message) {
-  wire::Message m = wire::to_message(wire::ErrorMessage{message, code});
-  if (auto id = request.find("request_id"); id != request.end()) m.body["request_id"] = *id;
-  send_to_client(routing_id, m);
+  answer_client(routing_id, request, wire::to_message(wire::ErrorMessage{message, code}));
 }
 
 void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
@@ -246,7 +244,7 @@ void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
                   const size_t n = out->jobs.size();
                   scheduler_.submit(std::move(out->jobs));
                   const wire::SubmitReply answer{out->run_id, static_cast<int64_t>(n)};
-                  reply(routing_id, *request, answer.to_body());
+                  reply(routing_id, *request, answer);
                   maybe_flush_batch();
                 });
               });
@@ -256,11 +254,17 @@ void Coordinator::on_query(const std::string& routing_id, const nlohmann::json& 
                            const wire::QueryMessage& query) {
   if (query.what == "health") {
     const SchedulerStats s = scheduler_.stats();
+    auto count = [](auto n) { return static_cast<int64_t>(n); };
     return reply(routing_id, body,
-                 {{"workers", s.workers_busy + s.workers_idle}, {"workers_busy", s.workers_busy},
-                  {"workers_lost", s.workers_lost}, {"queued", s.queued}, {"leased", s.leased},
-                  {"runs", s.runs}, {"jobs_completed", s.jobs_completed},
-                  {"db_up", db_->healthy()}, {"draining", draining_}});
+                 wire::HealthReply{.workers = count(s.workers_busy + s.workers_idle),
+                                   .workers_busy = count(s.workers_busy),
+                                   .workers_lost = count(s.workers_lost),
+                                   .queued = count(s.queued),
+                                   .leased = count(s.leased),
+                                   .runs = count(s.runs),
+                                   .jobs_completed = count(s.jobs_completed),
+                                   .db_up = db_->healthy(),
+                                   .draining = draining_});
   }
   if (query.what != "pack") {
     return reply_error(routing_id, body, "bad_request", "QUERY what: pack or health");
@@ -277,7 +281,7 @@ void Coordinator::on_query(const std::string& routing_id, const nlohmann::json& 
       [this, routing_id, have, request](const Status& status) {
         post_to_loop([this, routing_id, have, request, status] {
           if (!status.is_ok()) return reply_error(routing_id, *request, "unavailable", status.message());
-          reply(routing_id, *request, {{"have", *have}});
+          reply(routing_id, *request, wire::PackQueryReply{*have});
         });
       });
 }
@@ -331,7 +335,7 @@ void Coordinator::cancel_run(const std::string& routing_id, int64_t run_id,
             return reply_error(routing_id, *request, "bad_request", "no run " + std::to_string(run_id));
           }
           if (!status.is_ok()) return reply_error(routing_id, *request, "unavailable", status.message());
-          reply(routing_id, *request, {{"run_id", run_id}, {"cancelled", *cancelled}});
+          reply(routing_id, *request, wire::CancelReply{run_id, static_cast<int64_t>(*cancelled)});
         });
       });
 }
@@ -358,7 +362,7 @@ void Coordinator::on_worker_control(const std::string& routing_id, const Peer& p
   const std::string error = scheduler_.control(worker, action);
   if (!error.empty()) return reply_error(routing_id, body, "bad_request", error);
   KB_LOGF_INFO("worker %s: %s", worker.c_str(), action.c_str());
-  reply(routing_id, body, {{"worker", worker}, {"action", action}});
+  reply(routing_id, body, wire::WorkerControlReply{worker, action});
 }
 
 }  // namespace kb::coord

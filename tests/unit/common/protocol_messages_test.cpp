@@ -157,7 +157,77 @@ TEST(ProtocolMessages, TheSmallMessagesRoundTrip) {
   EXPECT_EQ(round_trip(CancelMessage{12}).run_id, 12);
   EXPECT_EQ(round_trip(WorkerControlMessage{"drain", "w1"}).worker, "w1");
   EXPECT_EQ(round_trip(ErrorMessage{"no", "bad_request"}).code, "bad_request");
-  EXPECT_EQ(SubmitReply::from_body({{"run_id", 4}, {"jobs", 22}}).value().jobs, 22);
+}
+
+// Each REPLY body as the coordinator wrote it before the reply structs, field for field.
+TEST(ProtocolMessages, EachReplyKeepsTheVersion1WireFormat) {
+  EXPECT_EQ((SubmitReply{4, 22}.to_body().dump()), R"({"jobs":22,"run_id":4})");
+  EXPECT_EQ(PackQueryReply{true}.to_body().dump(), R"({"have":true})");
+  EXPECT_EQ((CancelReply{12, 3}.to_body().dump()), R"({"cancelled":3,"run_id":12})");
+  EXPECT_EQ((WorkerControlReply{"w1", "drain"}.to_body().dump()),
+            R"({"action":"drain","worker":"w1"})");
+  const HealthReply health{.workers = 3,
+                           .workers_busy = 2,
+                           .workers_lost = 1,
+                           .queued = 40,
+                           .leased = 2,
+                           .runs = 5,
+                           .jobs_completed = 7,
+                           .db_up = true,
+                           .draining = false};
+  EXPECT_EQ(health.to_body().dump(),
+            R"({"db_up":true,"draining":false,"jobs_completed":7,"leased":2,"queued":40,)"
+            R"("runs":5,"workers":3,"workers_busy":2,"workers_lost":1})");
+}
+
+TEST(ProtocolMessages, EachReplyRoundTrips) {
+  const SubmitReply submit = round_trip(SubmitReply{4, 22});
+  EXPECT_EQ(submit.run_id, 4);
+  EXPECT_EQ(submit.jobs, 22);
+  EXPECT_TRUE(round_trip(PackQueryReply{true}).have);
+  EXPECT_FALSE(round_trip(PackQueryReply{false}).have);
+  const CancelReply cancel = round_trip(CancelReply{12, 3});
+  EXPECT_EQ(cancel.run_id, 12);
+  EXPECT_EQ(cancel.cancelled, 3);
+  const WorkerControlReply control = round_trip(WorkerControlReply{"w1", "release"});
+  EXPECT_EQ(control.worker, "w1");
+  EXPECT_EQ(control.action, "release");
+  const HealthReply health =
+      round_trip(HealthReply{1, 2, 3, 4, 5, 6, 7, /*db_up=*/false, /*draining=*/true});
+  EXPECT_EQ(health.workers, 1);
+  EXPECT_EQ(health.workers_busy, 2);
+  EXPECT_EQ(health.workers_lost, 3);
+  EXPECT_EQ(health.queued, 4);
+  EXPECT_EQ(health.leased, 5);
+  EXPECT_EQ(health.runs, 6);
+  EXPECT_EQ(health.jobs_completed, 7);
+  EXPECT_FALSE(health.db_up);
+  EXPECT_TRUE(health.draining);
+  // The request_id the coordinator echoes in every REPLY is the transport's, not the struct's.
+  EXPECT_TRUE(PackQueryReply::from_body({{"have", true}, {"request_id", "r1"}}).value().have);
+  // A coordinator from before the job count.
+  EXPECT_EQ(SubmitReply::from_body({{"run_id", 4}}).value().jobs, 0);
+}
+
+// One malformed body per REPLY kind: refused, naming REPLY and the field.
+TEST(ProtocolMessages, AMalformedReplyOfEachKindIsRejectedWithTheFieldNamed) {
+  EXPECT_EQ(error_of<SubmitReply>({{"run_id", "4"}}),
+            "REPLY: field 'run_id': expected an integer (int64), got a string");
+  EXPECT_EQ(error_of<PackQueryReply>(json::object()),
+            "REPLY: field 'have': missing (expected a boolean)");
+  EXPECT_EQ(error_of<HealthReply>({{"workers", 1},
+                                   {"workers_busy", 0},
+                                   {"workers_lost", 0},
+                                   {"queued", 0},
+                                   {"leased", 0},
+                                   {"runs", 0},
+                                   {"jobs_completed", 0},
+                                   {"db_up", "yes"}}),
+            "REPLY: field 'db_up': expected a boolean, got a string");
+  EXPECT_EQ(error_of<CancelReply>({{"run_id", 12}, {"cancelled", 2.5}}),
+            "REPLY: field 'cancelled': expected an integer (int64), got a fractional number");
+  EXPECT_EQ(error_of<WorkerControlReply>({{"worker", "w1"}}),
+            "REPLY: field 'action': missing (expected a string)");
 }
 
 TEST(ProtocolMessages, ASubmitRoundTripsWhatKbSubmitSends) {
