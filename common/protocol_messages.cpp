@@ -479,15 +479,14 @@ Result<CancelReply> CancelReply::from_body(const json& body) {
   return m;
 }
 
+// The request's body, echoed once carried out.
 json WorkerControlReply::to_body() const {
-  return {{"worker", worker}, {"action", action}};
+  return WorkerControlMessage{action, worker}.to_body();
 }
 
 Result<WorkerControlReply> WorkerControlReply::from_body(const json& body) {
-  WorkerControlReply m;
-  KB_ASSIGN_OR_RETURN(m.worker, required<std::string>(body, "worker"));
-  KB_ASSIGN_OR_RETURN(m.action, required<std::string>(body, "action"));
-  return m;
+  KB_ASSIGN_OR_RETURN(const WorkerControlMessage done, WorkerControlMessage::from_body(body));
+  return WorkerControlReply{done.worker, done.action};
 }
 
 Status check_body(MessageType type, const json& body) {

@@ -289,7 +289,7 @@ TEST_F(FleetCommandsTest, AMalformedReplyIsAFailureNamingTheField) {
        "the coordinator's answer to CANCEL: REPLY: field 'run_id': expected an integer (int64), "
        "got a string"},
       {{"workers", "--resume", "w1", "--coordinator", at, "--db", "postgresql://x@127.0.0.1:1/x"},
-       "the coordinator's answer to WORKER_CONTROL: REPLY: field 'worker': expected a string, got "
+       "the coordinator's answer to WORKER_CONTROL: REPLY: field 'action': expected a string, got "
        "an integer"},
       {{"submit", "L1_003", "--pack", pack_, "--coordinator", at},
        "the coordinator's answer to QUERY: REPLY: field 'have': expected a boolean, got a string"},
