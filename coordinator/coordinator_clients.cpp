@@ -161,30 +161,29 @@ size_t Coordinator::receive_from_clients(size_t max) {
       metrics_.count_dropped(kDropForbidden);
       continue;
     }
-    on_client_message(received->routing_id, *peer, std::move(received->decoded.message));
+    on_client_message(received->routing_id, *peer, std::move(received->decoded));
   }
   maybe_flush_batch();
   return n;
 }
 
 void Coordinator::on_client_message(const std::string& routing_id, const Peer& peer,
-                                    wire::Message message) {
-  using T = wire::MessageType;
-  if (!is_from_client(message.type)) {
-    metrics_.count_dropped(kDropWrongDirection);
-    return;
+                                    wire::DecodeResult request) {
+  const nlohmann::json& body = request.message.body;
+  const wire::AnyMessage& message = request.body;
+  if (const auto* submit = std::get_if<wire::SubmitMessage>(&message)) {
+    return on_submit(routing_id, peer, body, *submit, std::move(request.message.payload));
   }
-  if (message.type == T::kSubmit) return on_submit(routing_id, peer, std::move(message));
-  if (message.type == T::kQuery) {
-    if (auto query = read_body<wire::QueryMessage>(message))
-      on_query(routing_id, message.body, *query);
-  } else if (message.type == T::kWorkerControl) {
-    if (auto control = read_body<wire::WorkerControlMessage>(message)) {
-      on_worker_control(routing_id, peer, message.body, *control);
-    }
-  } else if (auto cancel = read_body<wire::CancelMessage>(message)) {
-    on_cancel(routing_id, peer, message.body, *cancel);
+  if (const auto* query = std::get_if<wire::QueryMessage>(&message)) {
+    return on_query(routing_id, body, *query);
   }
+  if (const auto* cancel = std::get_if<wire::CancelMessage>(&message)) {
+    return on_cancel(routing_id, peer, body, *cancel);
+  }
+  if (const auto* control = std::get_if<wire::WorkerControlMessage>(&message)) {
+    return on_worker_control(routing_id, peer, body, *control);
+  }
+  metrics_.count_dropped(kDropWrongDirection);
 }
 
 void Coordinator::answer_client(const std::string& routing_id, const nlohmann::json& request,
@@ -199,26 +198,22 @@ void Coordinator::reply_error(const std::string& routing_id, const nlohmann::jso
 }
 
 void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
-                            wire::Message message) {
-  const nlohmann::json& body = message.body;
+                            const nlohmann::json& body, const wire::SubmitMessage& submit,
+                            std::string payload) {
   if (draining_) return reply_error(routing_id, body, "unavailable", "the coordinator is draining");
-  Result<wire::SubmitMessage> submit = wire::from_message<wire::SubmitMessage>(message);
-  if (!submit.is_ok())
-    return reply_error(routing_id, body, "bad_request", submit.status().message());
-  if (const std::string why = refused_job_option(peer, submit.value()); !why.empty()) {
+  if (const std::string why = refused_job_option(peer, submit); !why.empty()) {
     metrics_.count_dropped(kDropForbidden);
     return reply_error(routing_id, body, "forbidden", why);
   }
-  Result<SubmitRequest> parsed =
-      plan_run(submit.value(), catalog_ ? &*catalog_ : nullptr, catalog_error_);
+  Result<SubmitRequest> parsed = plan_run(submit, catalog_ ? &*catalog_ : nullptr, catalog_error_);
   if (!parsed.is_ok()) {
     const bool ours = parsed.status().code() == StatusCode::kFailedPrecondition;
     return reply_error(routing_id, body, ours ? "unavailable" : "bad_request",
                        parsed.status().message());
   }
-  if (!message.payload.empty()) {
-    const std::string why = pack_ledger_.admit(peer.name, peer.role == Role::kAdmin,
-                                               message.payload.size(), std::chrono::steady_clock::now());
+  if (!payload.empty()) {
+    const std::string why = pack_ledger_.admit(peer.name, peer.role == Role::kAdmin, payload.size(),
+                                               std::chrono::steady_clock::now());
     if (!why.empty()) {
       metrics_.count_dropped(kDropForbidden);
       return reply_error(routing_id, body, "forbidden", why);
@@ -227,9 +222,9 @@ void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
   auto req = std::make_shared<SubmitRequest>(std::move(parsed.value()));
   // With keys, the key's name: a body's "submitted_by" is ignored. Without keys (loopback, one
   // trusted machine) the CLI's $USER@host is kept as a label.
-  const std::string& label = submit->submitted_by;
+  const std::string& label = submit.submitted_by;
   req->run.submitted_by = peer.authenticated || label.empty() ? peer.name : label;
-  req->payload = std::move(message.payload);
+  req->payload = std::move(payload);
   auto out = std::make_shared<SubmitOutcome>();
   auto request = std::make_shared<const nlohmann::json>(body);
   db_->submit([req, out](JobStore& store) { return create_submitted_run(store, *req, *out); },
