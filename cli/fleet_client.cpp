@@ -24,11 +24,9 @@ std::string seconds_text(std::chrono::milliseconds timeout) {
   return text;
 }
 
-Status error_reply_status(const wire::Message& reply) {
-  Result<wire::ErrorMessage> error = wire::from_message<wire::ErrorMessage>(reply);
-  if (!error.is_ok()) return Status::internal("coordinator: " + error.status().message());
-  const std::string message = "coordinator: " + error->message;
-  const std::string& code = error->code;
+Status error_reply_status(const wire::ErrorMessage& error) {
+  const std::string message = "coordinator: " + error.message;
+  const std::string& code = error.code;
   if (code == "bad_request") return Status::invalid_argument(message);
   if (code == "unknown_pack") return Status::not_found(message);
   // Our key's role may not do this (docs/security.md): say so, not "internal".
@@ -133,7 +131,9 @@ Result<wire::Message> FleetClient::request(wire::Message message,
       wire::Message& reply = received->decoded.message;
       if (reply.body.value("request_id", std::string()) != request_id) continue;
       if (reply.type == wire::MessageType::kReply) return std::move(reply);
-      if (reply.type == wire::MessageType::kError) return error_reply_status(reply);
+      if (const auto* error = std::get_if<wire::ErrorMessage>(&received->decoded.body)) {
+        return error_reply_status(*error);
+      }
     }
   }
   return Status::io_error("coordinator at " + endpoint_ + " did not answer within " +

@@ -1,14 +1,16 @@
 // The CLI's connection to kb-coordinator: a DEALER socket to the coordinator's clients ROUTER
-// (schemas/protocol.md: SUBMIT, QUERY, CANCEL -> REPLY | ERROR), CURVE when the config has keys.
+// (schemas/protocol.md: SUBMIT, QUERY, CANCEL, WORKER_CONTROL -> REPLY | ERROR), CURVE when the
+// config has keys.
 //
 // request() stamps the message with a fresh `request_id`, sends it and waits for the REPLY or
 // ERROR carrying the same id (other messages, e.g. a late answer to an earlier timed-out request,
 // are dropped). Errors, as Status:
-//   - no answer in time: "coordinator at X did not answer within 5 s (...)"      kIoError
-//   - the CURVE handshake failed (our key not allowed, wrong server key)           kFailedPrecondition
-//   - ERROR {code: bad_request | unknown_pack}                                     kInvalidArgument / kNotFound
-//   - ERROR {code: forbidden}: our key's role may not (docs/security.md)            kFailedPrecondition
-//   - ERROR of another code ("unavailable": the database is down, ...)              kInternal
+//   - no answer in time ("coordinator at X did not answer within 5 s (...)"): kIoError
+//   - the CURVE handshake failed (our key not allowed, wrong server key): kFailedPrecondition
+//   - ERROR {code: bad_request | unknown_pack}: kInvalidArgument / kNotFound
+//   - ERROR {code: forbidden}, our key's role may not (docs/security.md): kFailedPrecondition
+//   - ERROR of another code ("unavailable": the database is down, ...): kInternal
+//   - ask(): a REPLY whose body is not the struct asked for (names the field): kInternal
 //
 // Thread safety: one FleetClient per thread (it owns a ZeroMQ socket).
 #pragma once
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "cli/cli_config.h"
+#include "common/protocol_messages.h"
 #include "common/status.h"
 #include "common/wire_protocol.h"
 
@@ -36,6 +39,20 @@ class FleetClient {
 
   Result<wire::Message> request(wire::Message message,
                                 std::chrono::milliseconds timeout = kDefaultRequestTimeout);
+
+  // request(), its REPLY read as R (a reply struct of protocol_messages.h, the one that answers
+  // what `message` asks). A body R cannot read is kInternal, naming the field.
+  template <typename R>
+  Result<R> ask(wire::Message message, std::chrono::milliseconds timeout = kDefaultRequestTimeout) {
+    const std::string asked(wire::to_string(message.type));
+    KB_ASSIGN_OR_RETURN(const wire::Message reply, request(std::move(message), timeout));
+    Result<R> answer = wire::from_message<R>(reply);
+    if (!answer.is_ok()) {
+      return Status::internal("the coordinator's answer to " + asked + ": " +
+                              answer.status().message());
+    }
+    return answer;
+  }
 
   const std::string& endpoint() const { return endpoint_; }
 

@@ -102,14 +102,12 @@ void add_workers(CLI::App& app) {
     if (!control->first.empty()) {
       auto client = connect_or_fail(resolve_or_fail(o->fleet, Needs::kCoordinator));
       const wire::WorkerControlMessage m{.action = control->first, .worker = control->second};
-      auto reply = client->request(wire::to_message(m), request_timeout(o->fleet));
-      if (!reply.is_ok()) fail(reply.status());
+      const wire::WorkerControlReply reply = value_or_fail(
+          client->ask<wire::WorkerControlReply>(wire::to_message(m), request_timeout(o->fleet)));
       if (o->fleet.json) {
-        nlohmann::json body = reply->body;
-        body.erase("request_id");
-        print_json(body);
+        print_json(reply.to_body());
       } else {
-        std::printf("worker %s: %s\n", control->second.c_str(), control->first.c_str());
+        std::printf("worker %s: %s\n", reply.worker.c_str(), reply.action.c_str());
       }
       return;
     }
@@ -133,15 +131,13 @@ void add_cancel(CLI::App& app) {
   c->callback([o] {
     auto client = connect_or_fail(resolve_or_fail(o->fleet, Needs::kCoordinator));
     const wire::CancelMessage cancel{o->run_id};
-    auto reply = client->request(wire::to_message(cancel), request_timeout(o->fleet));
-    if (!reply.is_ok()) fail(reply.status());
-    nlohmann::json body = reply->body;
-    body.erase("request_id");
+    const wire::CancelReply reply = value_or_fail(
+        client->ask<wire::CancelReply>(wire::to_message(cancel), request_timeout(o->fleet)));
     if (o->fleet.json) {
-      print_json(body);
+      print_json(reply.to_body());
     } else {
-      std::printf("run %lld: %lld open job(s) cancelled\n", static_cast<long long>(o->run_id),
-                  static_cast<long long>(body.value("cancelled", int64_t{0})));
+      std::printf("run %lld: %lld open job(s) cancelled\n", static_cast<long long>(reply.run_id),
+                  static_cast<long long>(reply.cancelled));
     }
   });
 }

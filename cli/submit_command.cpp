@@ -149,25 +149,21 @@ wire::SubmitReply submit_run(FleetClient& client, const SubmitOptions& o,
   wire::Message submit = wire::to_message(run);
   if (pack) {
     const wire::QueryMessage query{.what = "pack", .pack = pack->sha256};
-    auto have = client.request(wire::to_message(query), request_timeout(o.fleet));
+    auto have = client.ask<wire::PackQueryReply>(wire::to_message(query), request_timeout(o.fleet));
     if (!have.is_ok()) fail(kExitFailure, have.status().message());
-    if (!have->body.value("have", false)) submit.payload = pack->bytes;
+    if (!have->have) submit.payload = pack->bytes;
   }
   // Storing a pack's bytes takes the coordinator a moment: allow 1 s per 10 MB on top.
   const auto timeout = request_timeout(o.fleet) + std::chrono::milliseconds(submit.payload.size() / 10000) +
                        std::chrono::milliseconds(jobs / 10);
-  auto reply = client.request(submit, timeout);
+  auto reply = client.ask<wire::SubmitReply>(submit, timeout);
   if (!reply.is_ok() && reply.status().code() == StatusCode::kNotFound && pack && submit.payload.empty()) {
     submit.payload = pack->bytes;  // the coordinator lost the pack since our query: send it
-    reply = client.request(submit, timeout + std::chrono::milliseconds(pack->bytes.size() / 10000));
+    reply = client.ask<wire::SubmitReply>(
+        submit, timeout + std::chrono::milliseconds(pack->bytes.size() / 10000));
   }
   if (!reply.is_ok()) fail(reply.status());
-  Result<wire::SubmitReply> answer = wire::SubmitReply::from_body(reply->body);
-  if (!answer.is_ok()) {
-    fail(kExitFailure, "the coordinator's reply to SUBMIT: " + answer.status().message() + ": " +
-                           reply->body.dump());
-  }
-  return answer.value();
+  return reply.value();
 }
 
 void run_submit(SubmitOptions o) {

@@ -1,5 +1,7 @@
 #include "common/protocol_messages.h"
 
+#include <array>
+#include <type_traits>
 #include <utility>
 
 #include "common/job_result.h"
@@ -40,11 +42,32 @@ json tokens_body(const std::vector<LeaseToken>& tokens) {
 }
 
 template <typename M>
-Status check(const json& body) {
-  return M::from_body(body).status();
+Result<AnyMessage> read_as(const json& body) {
+  KB_ASSIGN_OR_RETURN(M message, M::from_body(body));
+  return AnyMessage(std::move(message));
 }
 
+// Each type's name on the wire, in MessageType's order.
+constexpr std::array<std::string_view, 18> kTypeNames = {
+    "READY",   "HEARTBEAT", "REQUEST", "RESULT",         "PACK_REQUEST", "BYE",
+    "WELCOME", "JOB",       "ACK",     "PACK",           "DISCONNECT",   "REVOKE",
+    "SUBMIT",  "QUERY",     "CANCEL",  "WORKER_CONTROL", "REPLY",        "ERROR"};
+static_assert(kTypeNames.size() == static_cast<size_t>(MessageType::kError) + 1,
+              "one name per MessageType");
+static_assert(std::variant_size_v<AnyMessage> == kTypeNames.size(), "one struct per MessageType");
+
 }  // namespace
+
+std::string_view to_string(MessageType type) {
+  return kTypeNames[static_cast<size_t>(type)];
+}
+
+std::optional<MessageType> message_type_named(std::string_view name) {
+  for (size_t i = 0; i < kTypeNames.size(); ++i) {
+    if (kTypeNames[i] == name) return static_cast<MessageType>(i);
+  }
+  return std::nullopt;
+}
 
 json LeaseToken::to_body() const {
   return {{"job_id", job_id}, {"attempt", attempt}, {"lease_id", lease_id}};
@@ -419,6 +442,8 @@ Result<ErrorMessage> ErrorMessage::from_body(const json& body) {
   return m;
 }
 
+// --- REPLY bodies --------------------------------------------------------------------------------
+
 json SubmitReply::to_body() const {
   return {{"run_id", run_id}, {"jobs", jobs}};
 }
@@ -430,46 +455,108 @@ Result<SubmitReply> SubmitReply::from_body(const json& body) {
   return m;
 }
 
-Status check_body(MessageType type, const json& body) {
+json PackQueryReply::to_body() const {
+  return {{"have", have}};
+}
+
+Result<PackQueryReply> PackQueryReply::from_body(const json& body) {
+  PackQueryReply m;
+  KB_ASSIGN_OR_RETURN(m.have, required<bool>(body, "have"));
+  return m;
+}
+
+json HealthReply::to_body() const {
+  return {{"workers", workers},
+          {"workers_busy", workers_busy},
+          {"workers_lost", workers_lost},
+          {"queued", queued},
+          {"leased", leased},
+          {"runs", runs},
+          {"jobs_completed", jobs_completed},
+          {"db_up", db_up},
+          {"draining", draining}};
+}
+
+Result<HealthReply> HealthReply::from_body(const json& body) {
+  HealthReply m;
+  KB_ASSIGN_OR_RETURN(m.workers, required<int64_t>(body, "workers"));
+  KB_ASSIGN_OR_RETURN(m.workers_busy, required<int64_t>(body, "workers_busy"));
+  KB_ASSIGN_OR_RETURN(m.workers_lost, required<int64_t>(body, "workers_lost"));
+  KB_ASSIGN_OR_RETURN(m.queued, required<int64_t>(body, "queued"));
+  KB_ASSIGN_OR_RETURN(m.leased, required<int64_t>(body, "leased"));
+  KB_ASSIGN_OR_RETURN(m.runs, required<int64_t>(body, "runs"));
+  KB_ASSIGN_OR_RETURN(m.jobs_completed, required<int64_t>(body, "jobs_completed"));
+  KB_ASSIGN_OR_RETURN(m.db_up, required<bool>(body, "db_up"));
+  KB_ASSIGN_OR_RETURN(m.draining, required<bool>(body, "draining"));
+  return m;
+}
+
+json CancelReply::to_body() const {
+  return {{"run_id", run_id}, {"cancelled", cancelled}};
+}
+
+Result<CancelReply> CancelReply::from_body(const json& body) {
+  CancelReply m;
+  KB_ASSIGN_OR_RETURN(m.run_id, required<int64_t>(body, "run_id"));
+  KB_ASSIGN_OR_RETURN(m.cancelled, required<int64_t>(body, "cancelled"));
+  return m;
+}
+
+// The request's body, echoed once carried out.
+json WorkerControlReply::to_body() const {
+  return WorkerControlMessage{action, worker}.to_body();
+}
+
+Result<WorkerControlReply> WorkerControlReply::from_body(const json& body) {
+  KB_ASSIGN_OR_RETURN(const WorkerControlMessage done, WorkerControlMessage::from_body(body));
+  return WorkerControlReply{done.worker, done.action};
+}
+
+MessageType type_of(const AnyMessage& message) {
+  return std::visit([](const auto& m) { return std::decay_t<decltype(m)>::kType; }, message);
+}
+
+Result<AnyMessage> read_body(MessageType type, const json& body) {
   using T = MessageType;
   switch (type) {
     case T::kReady:
-      return check<ReadyMessage>(body);
-    case T::kRequest:
-      return check<RequestMessage>(body);
-    case T::kResult:
-      return check<ResultMessage>(body);
-    case T::kPackRequest:
-      return check<PackRequestMessage>(body);
-    case T::kBye:
-      return check<ByeMessage>(body);
-    case T::kWelcome:
-      return check<WelcomeMessage>(body);
-    case T::kJob:
-      return check<JobMessage>(body);
-    case T::kAck:
-      return check<AckMessage>(body);
-    case T::kPack:
-      return check<PackMessage>(body);
-    case T::kDisconnect:
-      return check<DisconnectMessage>(body);
-    case T::kRevoke:
-      return check<RevokeMessage>(body);
-    case T::kSubmit:
-      return check<SubmitMessage>(body);
-    case T::kQuery:
-      return check<QueryMessage>(body);
-    case T::kCancel:
-      return check<CancelMessage>(body);
-    case T::kWorkerControl:
-      return check<WorkerControlMessage>(body);
-    case T::kError:
-      return check<ErrorMessage>(body);
+      return read_as<ReadyMessage>(body);
     case T::kHeartbeat:
+      return AnyMessage(HeartbeatMessage{});
+    case T::kRequest:
+      return read_as<RequestMessage>(body);
+    case T::kResult:
+      return read_as<ResultMessage>(body);
+    case T::kPackRequest:
+      return read_as<PackRequestMessage>(body);
+    case T::kBye:
+      return read_as<ByeMessage>(body);
+    case T::kWelcome:
+      return read_as<WelcomeMessage>(body);
+    case T::kJob:
+      return read_as<JobMessage>(body);
+    case T::kAck:
+      return read_as<AckMessage>(body);
+    case T::kPack:
+      return read_as<PackMessage>(body);
+    case T::kDisconnect:
+      return read_as<DisconnectMessage>(body);
+    case T::kRevoke:
+      return read_as<RevokeMessage>(body);
+    case T::kSubmit:
+      return read_as<SubmitMessage>(body);
+    case T::kQuery:
+      return read_as<QueryMessage>(body);
+    case T::kCancel:
+      return read_as<CancelMessage>(body);
+    case T::kWorkerControl:
+      return read_as<WorkerControlMessage>(body);
     case T::kReply:
-      return Status::ok();
+      return AnyMessage(ReplyMessage{});
+    case T::kError:
+      return read_as<ErrorMessage>(body);
   }
-  return Status::ok();
+  return Status::invalid_argument("unknown message type");
 }
 
 }  // namespace kb::wire

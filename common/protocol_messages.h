@@ -1,14 +1,19 @@
-// The body of each kbfleet protocol message as a C++ struct (schemas/protocol.md, "Bodies"). Each
-// struct is encoded (to_body) and decoded (from_body) here and nowhere else: the coordinator, the
-// worker and the CLI build and read bodies only through these.
+// The kbfleet protocol's messages (schemas/protocol.md): their types (MessageType), a message as
+// type, JSON body and payload (Message), and the body of each as a C++ struct ("Bodies"), with
+// AnyMessage holding any one of them. Each struct is encoded (to_body) and decoded (from_body) here
+// and nowhere else: the coordinator, the worker and the CLI build and read bodies only through
+// these. How a message travels as frames is wire_protocol.h.
 //
 //   wire::Message m = wire::to_message(wire::AckMessage{.job_id = 7, .attempt = 1});
-//   KB_ASSIGN_OR_RETURN(wire::JobMessage job, wire::from_message<wire::JobMessage>(m));
+//   wire::DecodeResult r = wire::decode(frames);         // r.body: an AnyMessage
+//   if (const auto* job = std::get_if<wire::JobMessage>(&r.body)) on_job(*job);
 //
 // from_body checks the fields' presence and JSON types (json_fields.h) and nothing else; an error
-// names the field and the type expected. wire::decode (wire_protocol.h) runs it on every message it
-// receives, so a body of the wrong shape is a DecodeError::kMissingField there, counted and
-// dropped before any handler sees it; a handler's from_message then cannot fail in practice.
+// names the field and the type expected. wire::decode (wire_protocol.h) runs it, through
+// read_body, once on every message it receives: a body of the wrong shape is a
+// DecodeError::kMissingField there, counted and dropped before any handler sees it, and the
+// handlers take the struct decode read (AnyMessage), never the JSON. REPLY bodies, which depend on
+// the request, are read by the client with the struct of what it asked.
 // Limits that are policy rather than shape (credits 1..1000, a SUBMIT's attempts and trials) stay
 // with the receiver; SUBMIT's are submit_rules() below, shared by the coordinator and `kb submit`.
 //
@@ -25,12 +30,50 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
-#include "common/wire_protocol.h"
 
 namespace kb::wire {
+
+// --- the messages -------------------------------------------------------------------------------
+
+enum class MessageType {
+  // worker -> coordinator
+  kReady,        // registration: GPU identity and software versions
+  kHeartbeat,    // both directions
+  kRequest,      // credits: how many more jobs the worker will take
+  kResult,       // a job's result (kept on the worker's disk until ACK)
+  kPackRequest,  // the worker lacks a pack: asks for it by hash
+  kBye,          // draining (gives back unstarted jobs) or leaving now (final)
+  // coordinator -> worker
+  kWelcome,     // registration accepted: heartbeat interval, worker id
+  kJob,         // one job to run
+  kAck,         // the result's row is committed: the worker may delete it
+  kPack,        // pack bytes in the payload frame
+  kDisconnect,  // the coordinator is draining or refuses the worker
+  kRevoke,      // a lease ended (deadline, cancel, drain, not the holder): stop the job
+  // client <-> coordinator
+  kSubmit,
+  kQuery,
+  kCancel,
+  kWorkerControl,  // admin: drain, resume or release (from quarantine) a worker by name
+  kReply,
+  kError,
+};
+
+std::string_view to_string(MessageType type);
+
+struct Message {
+  MessageType type = MessageType::kHeartbeat;
+  nlohmann::json body = nlohmann::json::object();
+  std::string payload;  // empty when the message has no payload frame
+};
+
+// The type whose name on the wire (frame 1) is `name`; nullopt when no type has it.
+std::optional<MessageType> message_type_named(std::string_view name);
 
 // A lease's fencing token (schemas/protocol.md, "Leases and fencing"): JOB carries it, RESULT
 // echoes it, READY's in_flight and BYE's release list it. lease_id 0: not given (a body from
@@ -262,14 +305,87 @@ struct ErrorMessage {
   static Result<ErrorMessage> from_body(const nlohmann::json& body);
 };
 
-// REPLY to a SUBMIT. (The other REPLY bodies are read by `kb` as they are, or printed.)
-struct SubmitReply {
+// --- REPLY bodies --------------------------------------------------------------------------------
+// A REPLY's body depends on the request it answers, so wire::decode cannot read it: the client
+// reads it with the struct of what it asked (cli/fleet_client.h, FleetClient::ask), the
+// coordinator writes it with the same struct. kType is REPLY for all of them, so that
+// from_message names REPLY in an error. Every field is always written, and required when read but
+// SubmitReply's jobs. No REPLY is a pass-through document: `kb` reads each of these field by field
+// (its `--json` prints to_body()).
+
+struct SubmitReply {  // SUBMIT
+  static constexpr MessageType kType = MessageType::kReply;
   int64_t run_id = 0;
-  int64_t jobs = 0;
+  int64_t jobs = 0;  // jobs created (read as 0 when absent: a coordinator from before the count)
 
   nlohmann::json to_body() const;
   static Result<SubmitReply> from_body(const nlohmann::json& body);
 };
+
+struct PackQueryReply {  // QUERY {what: pack}
+  static constexpr MessageType kType = MessageType::kReply;
+  bool have = false;  // the coordinator has the pack: a SUBMIT need not carry its bytes
+
+  nlohmann::json to_body() const;
+  static Result<PackQueryReply> from_body(const nlohmann::json& body);
+};
+
+// QUERY {what: health}: the scheduler's counters (coordinator/scheduler.h, SchedulerStats).
+struct HealthReply {
+  static constexpr MessageType kType = MessageType::kReply;
+  int64_t workers = 0, workers_busy = 0, workers_lost = 0;  // workers: busy + idle
+  int64_t queued = 0, leased = 0, runs = 0;
+  int64_t jobs_completed = 0;  // since the coordinator started
+  bool db_up = false, draining = false;
+
+  nlohmann::json to_body() const;
+  static Result<HealthReply> from_body(const nlohmann::json& body);
+};
+
+struct CancelReply {  // CANCEL
+  static constexpr MessageType kType = MessageType::kReply;
+  int64_t run_id = 0;
+  int64_t cancelled = 0;  // the run's open jobs that this CANCEL ended
+
+  nlohmann::json to_body() const;
+  static Result<CancelReply> from_body(const nlohmann::json& body);
+};
+
+struct WorkerControlReply {  // WORKER_CONTROL: the request, echoed once done
+  static constexpr MessageType kType = MessageType::kReply;
+  std::string worker;
+  std::string action;  // drain | resume | release
+
+  nlohmann::json to_body() const;
+  static Result<WorkerControlReply> from_body(const nlohmann::json& body);
+};
+
+// --- any message --------------------------------------------------------------------------------
+
+// HEARTBEAT: liveness only; any fields of its body are ignored.
+struct HeartbeatMessage {
+  static constexpr MessageType kType = MessageType::kHeartbeat;
+};
+
+// A REPLY, its body unread: what it holds depends on the request it answers, so the requester
+// reads it once, from DecodeResult::message, with the reply struct of what it asked (above).
+struct ReplyMessage {
+  static constexpr MessageType kType = MessageType::kReply;
+};
+
+// One message's body as its type's struct, in MessageType's order. wire::decode (wire_protocol.h)
+// reads each body into it once; the coordinator's and the worker's handlers take these structs.
+using AnyMessage =
+    std::variant<ReadyMessage, HeartbeatMessage, RequestMessage, ResultMessage, PackRequestMessage,
+                 ByeMessage, WelcomeMessage, JobMessage, AckMessage, PackMessage, DisconnectMessage,
+                 RevokeMessage, SubmitMessage, QueryMessage, CancelMessage, WorkerControlMessage,
+                 ReplyMessage, ErrorMessage>;
+
+MessageType type_of(const AnyMessage& message);
+
+// The body read by the struct of `type`: what wire::decode runs on every message it receives. An
+// error names the field (not the type: decode adds it).
+Result<AnyMessage> read_body(MessageType type, const nlohmann::json& body);
 
 // --- one message <-> one struct -----------------------------------------------------------------
 
@@ -278,7 +394,8 @@ Message to_message(const M& body, std::string payload = {}) {
   return Message{M::kType, body.to_body(), std::move(payload)};
 }
 
-// The message's body as M; an error says which message and field was wrong.
+// The message's body as M; an error says which message and field was wrong. For a REPLY, which
+// decode leaves unread; the other types arrive read, in DecodeResult::body.
 template <typename M>
 Result<M> from_message(const Message& message) {
   if (message.type != M::kType) {
@@ -292,9 +409,5 @@ Result<M> from_message(const Message& message) {
   }
   return decoded;
 }
-
-// What wire::decode runs on the body of a message of this type: the struct's from_body, or
-// nothing for HEARTBEAT and REPLY (whose body depends on the request).
-Status check_body(MessageType type, const nlohmann::json& body);
 
 }  // namespace kb::wire

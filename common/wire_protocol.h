@@ -9,7 +9,8 @@
 // decode() never trusts its input: a wrong tag, an unknown type, a body that is not a JSON object
 // or that its type's struct (protocol_messages.h) cannot read, a frame count out of range or an
 // oversized frame is rejected with a DecodeError saying which (the coordinator counts them by kind
-// and drops the message; it never crashes on network input).
+// and drops the message; it never crashes on network input). A message it accepts comes with its
+// body read, once, into its type's struct (DecodeResult::body), which is what the handlers take.
 //
 // Thread safety: pure functions over values.
 #pragma once
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/protocol_messages.h"
 #include "common/status.h"
 
 namespace kb::wire {
@@ -34,38 +36,6 @@ inline constexpr int kProtocolVersion = 1;
 bool software_compatible(const std::string& a, const std::string& b);
 inline constexpr size_t kMaxBodyBytes = size_t{1} << 20;      // 1 MiB of JSON
 inline constexpr size_t kMaxPayloadBytes = size_t{256} << 20;  // 256 MiB: a kernel pack
-
-enum class MessageType {
-  // worker -> coordinator
-  kReady,        // registration: GPU identity and software versions
-  kHeartbeat,    // both directions
-  kRequest,      // credits: how many more jobs the worker will take
-  kResult,       // a job's result (kept on the worker's disk until ACK)
-  kPackRequest,  // the worker lacks a pack: asks for it by hash
-  kBye,          // draining (gives back unstarted jobs) or leaving now (final)
-  // coordinator -> worker
-  kWelcome,      // registration accepted: heartbeat interval, worker id
-  kJob,          // one job to run
-  kAck,          // the result's row is committed: the worker may delete it
-  kPack,         // pack bytes in the payload frame
-  kDisconnect,   // the coordinator is draining or refuses the worker
-  kRevoke,       // a lease ended (deadline, cancel, drain, not the holder): stop the job
-  // client <-> coordinator
-  kSubmit,
-  kQuery,
-  kCancel,
-  kWorkerControl,  // admin: drain, resume or release (from quarantine) a worker by name
-  kReply,
-  kError,
-};
-
-std::string_view to_string(MessageType type);
-
-struct Message {
-  MessageType type = MessageType::kHeartbeat;
-  nlohmann::json body = nlohmann::json::object();
-  std::string payload;  // empty when the message has no payload frame
-};
 
 // Why a message was dropped; each kind is counted separately in /metrics.
 enum class DecodeError {
@@ -81,9 +51,13 @@ std::string_view to_string(DecodeError error);
 
 struct DecodeResult {
   bool ok = false;
-  Message message;             // when ok; with kMissingField, the type and body that were read
-  DecodeError error{};         // when not ok
-  std::string detail;          // when not ok: what was wrong, for logs
+  // The frames as read: when ok, and with kMissingField (so that a client can be answered). A
+  // handler reads only its body's request_id (a client's) and its payload here.
+  Message message;
+  // When ok: the body read by its type's struct, once, here; what the handlers take.
+  AnyMessage body;
+  DecodeError error{};  // when not ok
+  std::string detail;   // when not ok: what was wrong, for logs
 };
 
 std::vector<std::string> encode(const Message& message);

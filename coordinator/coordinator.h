@@ -133,19 +133,11 @@ class Coordinator {
   void on_http_request(const std::string& target, HttpEndpoint::Respond respond);
   void post_to_loop(std::function<void()> f);  // from the database thread
 
-  // The message's body as M. wire::decode has already read it so: a failure here is counted like
-  // one there, and nullopt.
-  template <typename M>
-  std::optional<M> read_body(const wire::Message& message) {
-    Result<M> body = wire::from_message<M>(message);
-    if (body.is_ok()) return std::move(body).value();
-    metrics_.count_dropped(wire::DecodeError::kMissingField);
-    return std::nullopt;
-  }
-
   // coordinator_workers.cpp
   size_t receive_from_workers(size_t max);
-  void on_worker_message(const std::string& routing_id, const Peer& peer, wire::Message message);
+  // The handlers take the body as wire::decode read it (wire::AnyMessage), never its JSON.
+  void on_worker_message(const std::string& routing_id, const Peer& peer,
+                         const wire::AnyMessage& message);
   void on_ready(const std::string& routing_id, const Peer& peer, const wire::ReadyMessage& ready);
   // Why this READY is refused ("" = accepted): another key's name, a live session's name, a
   // protocol or software version this coordinator does not speak.
@@ -161,9 +153,13 @@ class Coordinator {
 
   // coordinator_clients.cpp
   size_t receive_from_clients(size_t max);
-  void on_client_message(const std::string& routing_id, const Peer& peer, wire::Message message);
-  void on_submit(const std::string& routing_id, const Peer& peer, wire::Message message);
-  // `request` is the body as it came, for its request_id (see reply()).
+  // `request` is the client's message as decoded: its struct in request.body, its JSON (read only
+  // for the request_id that reply() echoes) and payload in request.message.
+  void on_client_message(const std::string& routing_id, const Peer& peer,
+                         wire::DecodeResult request);
+  // Below, `request` is the body as it came, for its request_id (see reply()).
+  void on_submit(const std::string& routing_id, const Peer& peer, const nlohmann::json& request,
+                 const wire::SubmitMessage& submit, std::string payload);
   void on_query(const std::string& routing_id, const nlohmann::json& request,
                 const wire::QueryMessage& query);
   void on_cancel(const std::string& routing_id, const Peer& peer, const nlohmann::json& request,
@@ -172,9 +168,17 @@ class Coordinator {
                   std::shared_ptr<const nlohmann::json> request);
   void on_worker_control(const std::string& routing_id, const Peer& peer,
                          const nlohmann::json& request, const wire::WorkerControlMessage& control);
-  void reply(const std::string& routing_id, const nlohmann::json& request, nlohmann::json body);
+  // REPLY with R, one of the reply structs of protocol_messages.h.
+  template <typename R>
+  void reply(const std::string& routing_id, const nlohmann::json& request, const R& answer) {
+    static_assert(R::kType == wire::MessageType::kReply, "a REPLY body struct");
+    answer_client(routing_id, request, wire::to_message(answer));
+  }
   void reply_error(const std::string& routing_id, const nlohmann::json& request,
                    const std::string& code, const std::string& message);
+  // Sends `answer` with the request's request_id, if it had one, echoed in its body.
+  void answer_client(const std::string& routing_id, const nlohmann::json& request,
+                     wire::Message answer);
 
   CoordinatorConfig config_;
   RealClock clock_;

@@ -161,66 +161,59 @@ size_t Coordinator::receive_from_clients(size_t max) {
       metrics_.count_dropped(kDropForbidden);
       continue;
     }
-    on_client_message(received->routing_id, *peer, std::move(received->decoded.message));
+    on_client_message(received->routing_id, *peer, std::move(received->decoded));
   }
   maybe_flush_batch();
   return n;
 }
 
 void Coordinator::on_client_message(const std::string& routing_id, const Peer& peer,
-                                    wire::Message message) {
-  using T = wire::MessageType;
-  if (!is_from_client(message.type)) {
-    metrics_.count_dropped(kDropWrongDirection);
-    return;
+                                    wire::DecodeResult request) {
+  const nlohmann::json& body = request.message.body;
+  const wire::AnyMessage& message = request.body;
+  if (const auto* submit = std::get_if<wire::SubmitMessage>(&message)) {
+    return on_submit(routing_id, peer, body, *submit, std::move(request.message.payload));
   }
-  if (message.type == T::kSubmit) return on_submit(routing_id, peer, std::move(message));
-  if (message.type == T::kQuery) {
-    if (auto query = read_body<wire::QueryMessage>(message))
-      on_query(routing_id, message.body, *query);
-  } else if (message.type == T::kWorkerControl) {
-    if (auto control = read_body<wire::WorkerControlMessage>(message)) {
-      on_worker_control(routing_id, peer, message.body, *control);
-    }
-  } else if (auto cancel = read_body<wire::CancelMessage>(message)) {
-    on_cancel(routing_id, peer, message.body, *cancel);
+  if (const auto* query = std::get_if<wire::QueryMessage>(&message)) {
+    return on_query(routing_id, body, *query);
   }
+  if (const auto* cancel = std::get_if<wire::CancelMessage>(&message)) {
+    return on_cancel(routing_id, peer, body, *cancel);
+  }
+  if (const auto* control = std::get_if<wire::WorkerControlMessage>(&message)) {
+    return on_worker_control(routing_id, peer, body, *control);
+  }
+  metrics_.count_dropped(kDropWrongDirection);
 }
 
-void Coordinator::reply(const std::string& routing_id, const nlohmann::json& request,
-                        nlohmann::json body) {
-  if (auto id = request.find("request_id"); id != request.end()) body["request_id"] = *id;
-  send_to_client(routing_id, wire::Message{wire::MessageType::kReply, std::move(body), {}});
+void Coordinator::answer_client(const std::string& routing_id, const nlohmann::json& request,
+                                wire::Message answer) {
+  if (auto id = request.find("request_id"); id != request.end()) answer.body["request_id"] = *id;
+  send_to_client(routing_id, answer);
 }
 
 void Coordinator::reply_error(const std::string& routing_id, const nlohmann::json& request,
                               const std::string& code, const std::string& message) {
-  wire::Message m = wire::to_message(wire::ErrorMessage{message, code});
-  if (auto id = request.find("request_id"); id != request.end()) m.body["request_id"] = *id;
-  send_to_client(routing_id, m);
+  answer_client(routing_id, request, wire::to_message(wire::ErrorMessage{message, code}));
 }
 
 void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
-                            wire::Message message) {
-  const nlohmann::json& body = message.body;
+                            const nlohmann::json& body, const wire::SubmitMessage& submit,
+                            std::string payload) {
   if (draining_) return reply_error(routing_id, body, "unavailable", "the coordinator is draining");
-  Result<wire::SubmitMessage> submit = wire::from_message<wire::SubmitMessage>(message);
-  if (!submit.is_ok())
-    return reply_error(routing_id, body, "bad_request", submit.status().message());
-  if (const std::string why = refused_job_option(peer, submit.value()); !why.empty()) {
+  if (const std::string why = refused_job_option(peer, submit); !why.empty()) {
     metrics_.count_dropped(kDropForbidden);
     return reply_error(routing_id, body, "forbidden", why);
   }
-  Result<SubmitRequest> parsed =
-      plan_run(submit.value(), catalog_ ? &*catalog_ : nullptr, catalog_error_);
+  Result<SubmitRequest> parsed = plan_run(submit, catalog_ ? &*catalog_ : nullptr, catalog_error_);
   if (!parsed.is_ok()) {
     const bool ours = parsed.status().code() == StatusCode::kFailedPrecondition;
     return reply_error(routing_id, body, ours ? "unavailable" : "bad_request",
                        parsed.status().message());
   }
-  if (!message.payload.empty()) {
-    const std::string why = pack_ledger_.admit(peer.name, peer.role == Role::kAdmin,
-                                               message.payload.size(), std::chrono::steady_clock::now());
+  if (!payload.empty()) {
+    const std::string why = pack_ledger_.admit(peer.name, peer.role == Role::kAdmin, payload.size(),
+                                               std::chrono::steady_clock::now());
     if (!why.empty()) {
       metrics_.count_dropped(kDropForbidden);
       return reply_error(routing_id, body, "forbidden", why);
@@ -229,9 +222,9 @@ void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
   auto req = std::make_shared<SubmitRequest>(std::move(parsed.value()));
   // With keys, the key's name: a body's "submitted_by" is ignored. Without keys (loopback, one
   // trusted machine) the CLI's $USER@host is kept as a label.
-  const std::string& label = submit->submitted_by;
+  const std::string& label = submit.submitted_by;
   req->run.submitted_by = peer.authenticated || label.empty() ? peer.name : label;
-  req->payload = std::move(message.payload);
+  req->payload = std::move(payload);
   auto out = std::make_shared<SubmitOutcome>();
   auto request = std::make_shared<const nlohmann::json>(body);
   db_->submit([req, out](JobStore& store) { return create_submitted_run(store, *req, *out); },
@@ -246,7 +239,7 @@ void Coordinator::on_submit(const std::string& routing_id, const Peer& peer,
                   const size_t n = out->jobs.size();
                   scheduler_.submit(std::move(out->jobs));
                   const wire::SubmitReply answer{out->run_id, static_cast<int64_t>(n)};
-                  reply(routing_id, *request, answer.to_body());
+                  reply(routing_id, *request, answer);
                   maybe_flush_batch();
                 });
               });
@@ -256,11 +249,17 @@ void Coordinator::on_query(const std::string& routing_id, const nlohmann::json& 
                            const wire::QueryMessage& query) {
   if (query.what == "health") {
     const SchedulerStats s = scheduler_.stats();
+    auto count = [](auto n) { return static_cast<int64_t>(n); };
     return reply(routing_id, body,
-                 {{"workers", s.workers_busy + s.workers_idle}, {"workers_busy", s.workers_busy},
-                  {"workers_lost", s.workers_lost}, {"queued", s.queued}, {"leased", s.leased},
-                  {"runs", s.runs}, {"jobs_completed", s.jobs_completed},
-                  {"db_up", db_->healthy()}, {"draining", draining_}});
+                 wire::HealthReply{.workers = count(s.workers_busy + s.workers_idle),
+                                   .workers_busy = count(s.workers_busy),
+                                   .workers_lost = count(s.workers_lost),
+                                   .queued = count(s.queued),
+                                   .leased = count(s.leased),
+                                   .runs = count(s.runs),
+                                   .jobs_completed = count(s.jobs_completed),
+                                   .db_up = db_->healthy(),
+                                   .draining = draining_});
   }
   if (query.what != "pack") {
     return reply_error(routing_id, body, "bad_request", "QUERY what: pack or health");
@@ -277,7 +276,7 @@ void Coordinator::on_query(const std::string& routing_id, const nlohmann::json& 
       [this, routing_id, have, request](const Status& status) {
         post_to_loop([this, routing_id, have, request, status] {
           if (!status.is_ok()) return reply_error(routing_id, *request, "unavailable", status.message());
-          reply(routing_id, *request, {{"have", *have}});
+          reply(routing_id, *request, wire::PackQueryReply{*have});
         });
       });
 }
@@ -331,7 +330,7 @@ void Coordinator::cancel_run(const std::string& routing_id, int64_t run_id,
             return reply_error(routing_id, *request, "bad_request", "no run " + std::to_string(run_id));
           }
           if (!status.is_ok()) return reply_error(routing_id, *request, "unavailable", status.message());
-          reply(routing_id, *request, {{"run_id", run_id}, {"cancelled", *cancelled}});
+          reply(routing_id, *request, wire::CancelReply{run_id, static_cast<int64_t>(*cancelled)});
         });
       });
 }
@@ -358,7 +357,7 @@ void Coordinator::on_worker_control(const std::string& routing_id, const Peer& p
   const std::string error = scheduler_.control(worker, action);
   if (!error.empty()) return reply_error(routing_id, body, "bad_request", error);
   KB_LOGF_INFO("worker %s: %s", worker.c_str(), action.c_str());
-  reply(routing_id, body, {{"worker", worker}, {"action", action}});
+  reply(routing_id, body, wire::WorkerControlReply{worker, action});
 }
 
 }  // namespace kb::coord

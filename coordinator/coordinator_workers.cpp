@@ -86,41 +86,36 @@ size_t Coordinator::receive_from_workers(size_t max) {
       metrics_.count_dropped(kDropForbidden);
       continue;
     }
-    on_worker_message(received->routing_id, *peer, std::move(received->decoded.message));
+    on_worker_message(received->routing_id, *peer, received->decoded.body);
   }
   maybe_flush_batch();
   return n;
 }
 
 void Coordinator::on_worker_message(const std::string& routing_id, const Peer& peer,
-                                    wire::Message message) {
-  using T = wire::MessageType;
-  if (!is_from_worker(message.type)) {
+                                    const wire::AnyMessage& message) {
+  if (!is_from_worker(wire::type_of(message))) {
     metrics_.count_dropped(kDropWrongDirection);
     return;
   }
-  if (message.type == T::kReady) {
-    if (auto ready = read_body<wire::ReadyMessage>(message)) on_ready(routing_id, peer, *ready);
-    return;
+  if (const auto* ready = std::get_if<wire::ReadyMessage>(&message)) {
+    return on_ready(routing_id, peer, *ready);
   }
   if (registering_.count(routing_id)) return;  // its WELCOME is on the way
-  if (message.type == T::kResult) {
-    if (auto result = read_body<wire::ResultMessage>(message)) on_result(routing_id, *result);
-    return;
+  if (const auto* result = std::get_if<wire::ResultMessage>(&message)) {
+    return on_result(routing_id, *result);
   }
   if (!scheduler_.heard(routing_id)) {
     metrics_.count_dropped(kDropUnknownPeer);
     return disconnect(routing_id, "register first");
   }
-  if (message.type == T::kBye) {
-    if (auto bye = read_body<wire::ByeMessage>(message)) on_bye(routing_id, *bye);
-  } else if (message.type == T::kRequest) {
-    auto request = read_body<wire::RequestMessage>(message);
-    const int64_t c = request ? request->credits : 0;
+  if (const auto* bye = std::get_if<wire::ByeMessage>(&message)) {
+    on_bye(routing_id, *bye);
+  } else if (const auto* request = std::get_if<wire::RequestMessage>(&message)) {
+    const int64_t c = request->credits;
     if (!draining_ && c >= 1 && c <= 1000) scheduler_.add_credits(routing_id, static_cast<int>(c));
-  } else if (message.type == T::kPackRequest) {
-    if (auto ask = read_body<wire::PackRequestMessage>(message))
-      on_pack_request(routing_id, ask->pack);
+  } else if (const auto* ask = std::get_if<wire::PackRequestMessage>(&message)) {
+    on_pack_request(routing_id, ask->pack);
   }
 }
 

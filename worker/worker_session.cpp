@@ -142,46 +142,37 @@ void WorkerSession::on_readable(SteadyClock::time_point now) {
       warn("dropped a message: " + received->decoded.detail);
       continue;
     }
-    handle(received->decoded.message, now);
+    handle(std::move(received->decoded.body), received->decoded.message.payload, now);
   }
 }
 
-template <typename M>
-std::optional<M> WorkerSession::read_body(const wire::Message& message) {
-  Result<M> body = wire::from_message<M>(message);
-  if (body.is_ok()) return std::move(body).value();
-  ++stats_.dropped_messages;
-  warn("dropped a message: " + body.status().message());
-  return std::nullopt;
-}
-
-void WorkerSession::handle(const wire::Message& message, SteadyClock::time_point now) {
-  switch (message.type) {
+void WorkerSession::handle(wire::AnyMessage message, const std::string& payload,
+                           SteadyClock::time_point now) {
+  switch (wire::type_of(message)) {
     case MessageType::kWelcome:
-      if (auto welcome = read_body<wire::WelcomeMessage>(message)) on_welcome(*welcome, now);
+      on_welcome(std::get<wire::WelcomeMessage>(message), now);
       break;
     case MessageType::kJob:
-      if (auto job = read_body<wire::JobMessage>(message)) on_job(std::move(*job), now);
+      on_job(std::move(std::get<wire::JobMessage>(message)), now);
       break;
     case MessageType::kAck:
-      if (auto ack = read_body<wire::AckMessage>(message)) on_ack(*ack);
+      on_ack(std::get<wire::AckMessage>(message));
       break;
     case MessageType::kPack:
-      if (auto pack = read_body<wire::PackMessage>(message)) on_pack(*pack, message.payload, now);
+      on_pack(std::get<wire::PackMessage>(message), payload, now);
       break;
     case MessageType::kRevoke:
-      if (auto revoke = read_body<wire::RevokeMessage>(message)) on_revoke(*revoke, now);
+      on_revoke(std::get<wire::RevokeMessage>(message), now);
       break;
     case MessageType::kHeartbeat:
       break;  // liveness only
     case MessageType::kDisconnect:
-      if (auto bye = read_body<wire::DisconnectMessage>(message)) {
-        lose(now, "the coordinator said DISCONNECT (" + bye->reason + ")");
-      }
+      lose(now, "the coordinator said DISCONNECT (" +
+                    std::get<wire::DisconnectMessage>(message).reason + ")");
       break;
     default:
       ++stats_.dropped_messages;
-      warn("ignored an unexpected " + std::string(wire::to_string(message.type)));
+      warn("ignored an unexpected " + std::string(wire::to_string(wire::type_of(message))));
   }
 }
 

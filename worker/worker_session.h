@@ -135,10 +135,8 @@ class WorkerSession {
   bool send(const M& body, SteadyClock::time_point now) {
     return send(wire::to_message(body), now);
   }
-  void handle(const wire::Message& message, SteadyClock::time_point now);
-  // The body as M (wire::decode has read it so already); else counted as dropped and nullopt.
-  template <typename M>
-  std::optional<M> read_body(const wire::Message& message);
+  // The body as wire::decode read it; payload: the message's payload frame (PACK's bytes).
+  void handle(wire::AnyMessage message, const std::string& payload, SteadyClock::time_point now);
   void on_welcome(const wire::WelcomeMessage& welcome, SteadyClock::time_point now);
   void on_job(wire::JobMessage job, SteadyClock::time_point now);
   void on_ack(const wire::AckMessage& ack);

@@ -13,6 +13,7 @@
 
 #include "cli/cli_app.h"
 #include "cli/submit_command.h"
+#include "common/protocol_messages.h"
 #include "common/sha256.h"
 #include "common/zmq_messaging.h"
 #include "tests/support/assert_ok.h"
@@ -109,10 +110,13 @@ TEST_F(FleetCommandsTest, UnreachableDatabaseIsARuntimeFailure) {
   EXPECT_NE(o.err.find("cannot connect to the database"), std::string::npos) << o.err;
 }
 
-// A ROUTER on loopback that answers the client protocol like the coordinator would.
+// A ROUTER on loopback that answers the client protocol like the coordinator would (kAnswers),
+// not at all (kSilent), or with REPLY bodies of the wrong shape (kMalformed).
 class FakeCoordinator {
  public:
-  explicit FakeCoordinator(bool has_pack, bool silent = false) : has_pack_(has_pack), silent_(silent) {
+  enum class Mode { kAnswers, kSilent, kMalformed };
+  explicit FakeCoordinator(bool has_pack, Mode mode = Mode::kAnswers)
+      : has_pack_(has_pack), mode_(mode) {
     socket_ = zmq::socket_t(context_, zmq::socket_type::router);
     wire::configure_socket(socket_);
     socket_.bind("tcp://127.0.0.1:*");
@@ -132,25 +136,42 @@ class FakeCoordinator {
       zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
       zmq::poll(&item, 1, std::chrono::milliseconds(50));
       while (auto m = wire::receive_message(socket_, true)) {
-        if (!m->decoded.ok || silent_) continue;
+        if (!m->decoded.ok || mode_ == Mode::kSilent) continue;
         const wire::Message& request = m->decoded.message;
         received.push_back(request);
-        nlohmann::json body = {{"request_id", request.body["request_id"]}};
-        if (request.type == wire::MessageType::kQuery) body["have"] = has_pack_;
-        if (request.type == wire::MessageType::kSubmit) {
-          body["run_id"] = 42;
-          body["jobs"] = 5;
-        }
-        if (request.type == wire::MessageType::kCancel) body["cancelled"] = 3;
-        wire::send_message(socket_, {wire::MessageType::kReply, body, {}}, m->routing_id);
+        wire::Message reply = mode_ == Mode::kMalformed ? malformed_answer() : answer(request);
+        reply.body["request_id"] = request.body["request_id"];
+        wire::send_message(socket_, reply, m->routing_id);
       }
     }
+  }
+
+  wire::Message answer(const wire::Message& request) const {
+    switch (request.type) {
+      case wire::MessageType::kQuery:
+        return wire::to_message(wire::PackQueryReply{has_pack_});
+      case wire::MessageType::kSubmit:
+        return wire::to_message(wire::SubmitReply{42, 5});
+      case wire::MessageType::kCancel:
+        return wire::to_message(wire::CancelReply{request.body["run_id"], 3});
+      default:
+        return wire::to_message(
+            wire::WorkerControlReply{request.body["worker"], request.body["action"]});
+    }
+  }
+
+  // Every field of every reply struct, of the wrong type.
+  static wire::Message malformed_answer() {
+    return {wire::MessageType::kReply,
+            {{"have", "yes"}, {"run_id", "42"}, {"cancelled", "3"}, {"worker", 1}, {"action", 2}},
+            {}};
   }
 
   zmq::context_t context_;
   zmq::socket_t socket_;
   std::string endpoint_;
-  bool has_pack_, silent_;
+  bool has_pack_;
+  Mode mode_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -236,11 +257,48 @@ TEST_F(FleetCommandsTest, CancelAndASilentCoordinator) {
     ASSERT_EQ(o.code, kExitOk) << o.err;
     EXPECT_EQ(o.out, "run 9: 3 open job(s) cancelled\n");
   }
-  FakeCoordinator silent(/*has_pack=*/true, /*silent=*/true);
+  FakeCoordinator silent(/*has_pack=*/true, FakeCoordinator::Mode::kSilent);
   const Outcome o = kb({"cancel", "9", "--coordinator", silent.endpoint(), "--timeout", "0.3"});
   EXPECT_EQ(o.code, kExitFailure);
   EXPECT_NE(o.err.find("coordinator at " + silent.endpoint() + " did not answer within 0.3 s"), std::string::npos)
       << o.err;
+}
+
+TEST_F(FleetCommandsTest, CancelAndWorkerControlPrintTheTypedReply) {
+  FakeCoordinator coordinator(/*has_pack=*/true);
+  const Outcome cancel = kb({"cancel", "9", "--coordinator", coordinator.endpoint(), "--json"});
+  ASSERT_EQ(cancel.code, kExitOk) << cancel.err;
+  EXPECT_EQ(nlohmann::json::parse(cancel.out), (nlohmann::json{{"cancelled", 3}, {"run_id", 9}}));
+  const Outcome drain = kb({"workers", "--drain", "w1", "--coordinator", coordinator.endpoint(),
+                            "--db", "postgresql://nobody@127.0.0.1:1/none"});
+  ASSERT_EQ(drain.code, kExitOk) << drain.err;
+  EXPECT_EQ(drain.out, "worker w1: drain\n");
+}
+
+// A REPLY that is not the struct of what kb asked is a failure that names the field, never a
+// default read in its place (a missing "cancelled" used to print 0 jobs cancelled).
+TEST_F(FleetCommandsTest, AMalformedReplyIsAFailureNamingTheField) {
+  FakeCoordinator coordinator(/*has_pack=*/true, FakeCoordinator::Mode::kMalformed);
+  const std::string at = coordinator.endpoint();
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {{"cancel", "9", "--coordinator", at},
+       "the coordinator's answer to CANCEL: REPLY: field 'run_id': expected an integer (int64), "
+       "got a string"},
+      {{"workers", "--resume", "w1", "--coordinator", at, "--db", "postgresql://x@127.0.0.1:1/x"},
+       "the coordinator's answer to WORKER_CONTROL: REPLY: field 'action': expected a string, got "
+       "an integer"},
+      {{"submit", "L1_003", "--pack", pack_, "--coordinator", at},
+       "the coordinator's answer to QUERY: REPLY: field 'have': expected a boolean, got a string"},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = kb(c.args);
+    EXPECT_EQ(o.code, kExitFailure) << c.args[0];
+    EXPECT_NE(o.err.find(c.error), std::string::npos) << o.err;
+  }
 }
 
 TEST_F(FleetCommandsTest, KeygenWritesASecretPairAndAPublicFile) {

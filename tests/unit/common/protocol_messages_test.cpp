@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "common/wire_protocol.h"
 #include "tests/support/assert_ok.h"
 
 namespace kb::wire {
@@ -42,13 +44,21 @@ ResultMessage a_result() {
   return r;
 }
 
+// m through encode and decode, read back as a handler gets it: the struct decode read (a REPLY's
+// body by the requester, with from_message).
 template <typename M>
 M round_trip(const M& m) {
-  DecodeResult decoded = decode(encode(to_message(m)));
+  DecodeResult decoded = decode(encode(to_message(m, M::kType == MessageType::kPack ? "so" : "")));
   EXPECT_TRUE(decoded.ok) << decoded.detail;
-  Result<M> back = from_message<M>(decoded.message);
-  EXPECT_TRUE(back.is_ok()) << back.status().to_string();
-  return back.is_ok() ? back.value() : M{};
+  if constexpr (M::kType == MessageType::kReply) {
+    Result<M> back = from_message<M>(decoded.message);
+    EXPECT_TRUE(back.is_ok()) << back.status().to_string();
+    return back.is_ok() ? back.value() : M{};
+  } else {
+    const M* back = std::get_if<M>(&decoded.body);
+    EXPECT_NE(back, nullptr) << to_string(type_of(decoded.body));
+    return back ? *back : M{};
+  }
 }
 
 // The error from_message gives for `body` read as M.
@@ -157,7 +167,77 @@ TEST(ProtocolMessages, TheSmallMessagesRoundTrip) {
   EXPECT_EQ(round_trip(CancelMessage{12}).run_id, 12);
   EXPECT_EQ(round_trip(WorkerControlMessage{"drain", "w1"}).worker, "w1");
   EXPECT_EQ(round_trip(ErrorMessage{"no", "bad_request"}).code, "bad_request");
-  EXPECT_EQ(SubmitReply::from_body({{"run_id", 4}, {"jobs", 22}}).value().jobs, 22);
+}
+
+// Each REPLY body as the coordinator wrote it before the reply structs, field for field.
+TEST(ProtocolMessages, EachReplyKeepsTheVersion1WireFormat) {
+  EXPECT_EQ((SubmitReply{4, 22}.to_body().dump()), R"({"jobs":22,"run_id":4})");
+  EXPECT_EQ(PackQueryReply{true}.to_body().dump(), R"({"have":true})");
+  EXPECT_EQ((CancelReply{12, 3}.to_body().dump()), R"({"cancelled":3,"run_id":12})");
+  EXPECT_EQ((WorkerControlReply{"w1", "drain"}.to_body().dump()),
+            R"({"action":"drain","worker":"w1"})");
+  const HealthReply health{.workers = 3,
+                           .workers_busy = 2,
+                           .workers_lost = 1,
+                           .queued = 40,
+                           .leased = 2,
+                           .runs = 5,
+                           .jobs_completed = 7,
+                           .db_up = true,
+                           .draining = false};
+  EXPECT_EQ(health.to_body().dump(),
+            R"({"db_up":true,"draining":false,"jobs_completed":7,"leased":2,"queued":40,)"
+            R"("runs":5,"workers":3,"workers_busy":2,"workers_lost":1})");
+}
+
+TEST(ProtocolMessages, EachReplyRoundTrips) {
+  const SubmitReply submit = round_trip(SubmitReply{4, 22});
+  EXPECT_EQ(submit.run_id, 4);
+  EXPECT_EQ(submit.jobs, 22);
+  EXPECT_TRUE(round_trip(PackQueryReply{true}).have);
+  EXPECT_FALSE(round_trip(PackQueryReply{false}).have);
+  const CancelReply cancel = round_trip(CancelReply{12, 3});
+  EXPECT_EQ(cancel.run_id, 12);
+  EXPECT_EQ(cancel.cancelled, 3);
+  const WorkerControlReply control = round_trip(WorkerControlReply{"w1", "release"});
+  EXPECT_EQ(control.worker, "w1");
+  EXPECT_EQ(control.action, "release");
+  const HealthReply health =
+      round_trip(HealthReply{1, 2, 3, 4, 5, 6, 7, /*db_up=*/false, /*draining=*/true});
+  EXPECT_EQ(health.workers, 1);
+  EXPECT_EQ(health.workers_busy, 2);
+  EXPECT_EQ(health.workers_lost, 3);
+  EXPECT_EQ(health.queued, 4);
+  EXPECT_EQ(health.leased, 5);
+  EXPECT_EQ(health.runs, 6);
+  EXPECT_EQ(health.jobs_completed, 7);
+  EXPECT_FALSE(health.db_up);
+  EXPECT_TRUE(health.draining);
+  // The request_id the coordinator echoes in every REPLY is the transport's, not the struct's.
+  EXPECT_TRUE(PackQueryReply::from_body({{"have", true}, {"request_id", "r1"}}).value().have);
+  // A coordinator from before the job count.
+  EXPECT_EQ(SubmitReply::from_body({{"run_id", 4}}).value().jobs, 0);
+}
+
+// One malformed body per REPLY kind: refused, naming REPLY and the field.
+TEST(ProtocolMessages, AMalformedReplyOfEachKindIsRejectedWithTheFieldNamed) {
+  EXPECT_EQ(error_of<SubmitReply>({{"run_id", "4"}}),
+            "REPLY: field 'run_id': expected an integer (int64), got a string");
+  EXPECT_EQ(error_of<PackQueryReply>(json::object()),
+            "REPLY: field 'have': missing (expected a boolean)");
+  EXPECT_EQ(error_of<HealthReply>({{"workers", 1},
+                                   {"workers_busy", 0},
+                                   {"workers_lost", 0},
+                                   {"queued", 0},
+                                   {"leased", 0},
+                                   {"runs", 0},
+                                   {"jobs_completed", 0},
+                                   {"db_up", "yes"}}),
+            "REPLY: field 'db_up': expected a boolean, got a string");
+  EXPECT_EQ(error_of<CancelReply>({{"run_id", 12}, {"cancelled", 2.5}}),
+            "REPLY: field 'cancelled': expected an integer (int64), got a fractional number");
+  EXPECT_EQ(error_of<WorkerControlReply>({{"worker", "w1"}}),
+            "REPLY: field 'action': missing (expected a string)");
 }
 
 TEST(ProtocolMessages, ASubmitRoundTripsWhatKbSubmitSends) {
@@ -243,6 +323,53 @@ TEST(ProtocolMessages, DecodeRunsEachTypesDecoder) {
   EXPECT_EQ(r.message.body["request_id"], 4);
   EXPECT_TRUE(decode({"KBF1", "REPLY", R"({"anything": [1]})"}).ok);
   EXPECT_TRUE(decode({"KBF1", "HEARTBEAT", "{}"}).ok);
+}
+
+// decode reads each body once, into the struct of its type, and that struct is what the handlers
+// take (Coordinator::on_worker_message, WorkerSession::handle): none of them reads the JSON again.
+TEST(ProtocolMessages, DecodeHandsEachTypeOverAsItsOwnStruct) {
+  const std::vector<Message> one_of_each = {
+      to_message(ReadyMessage{}),
+      Message{MessageType::kHeartbeat, json::object(), {}},
+      to_message(RequestMessage{2}),
+      to_message(a_result()),
+      to_message(PackRequestMessage{"ab"}),
+      to_message(ByeMessage{}),
+      to_message(WelcomeMessage{5, 1000, 3, "e1"}),
+      to_message(a_job()),
+      to_message(AckMessage{7, 1, ""}),
+      to_message(PackMessage{"ab", false}, "bytes"),
+      to_message(DisconnectMessage{"draining"}),
+      to_message(RevokeMessage{{7, 1, 2}, "drain"}),
+      to_message(SubmitMessage{}),
+      to_message(QueryMessage{"health", ""}),
+      to_message(CancelMessage{12}),
+      to_message(WorkerControlMessage{"drain", "w1"}),
+      to_message(CancelReply{12, 3}),
+      to_message(ErrorMessage{"no", "bad_request"}),
+  };
+  ASSERT_EQ(one_of_each.size(), std::variant_size_v<AnyMessage>);
+  for (size_t i = 0; i < one_of_each.size(); ++i) {
+    const Message& sent = one_of_each[i];
+    ASSERT_EQ(static_cast<size_t>(sent.type), i) << "in MessageType's order";
+    const DecodeResult r = decode(encode(sent));
+    ASSERT_TRUE(r.ok) << r.detail;
+    EXPECT_EQ(to_string(type_of(r.body)), to_string(sent.type));
+    EXPECT_EQ(r.body.index(), i);
+  }
+  const DecodeResult job = decode(encode(to_message(a_job())));
+  ASSERT_TRUE(std::holds_alternative<JobMessage>(job.body));
+  EXPECT_EQ(std::get<JobMessage>(job.body).token(), (LeaseToken{9, 2, 1234567}));
+  EXPECT_EQ(std::get<JobMessage>(job.body).params, (json{{"sleep_ms", 3}}));
+}
+
+TEST(ProtocolMessages, EachTypeHasOneNameOnTheWire) {
+  for (size_t i = 0; i < std::variant_size_v<AnyMessage>; ++i) {
+    const auto type = static_cast<MessageType>(i);
+    EXPECT_EQ(message_type_named(to_string(type)), type) << to_string(type);
+  }
+  EXPECT_EQ(message_type_named("ready"), std::nullopt);
+  EXPECT_EQ(message_type_named(""), std::nullopt);
 }
 
 TEST(SubmitRules, ACommitShaIsSevenToSixtyFourLowercaseHexDigits) {

@@ -110,6 +110,13 @@ class CoordinatorTest : public ::testing::Test {
     ADD_FAILURE() << "no " << wire::to_string(type) << " within " << timeout_ms << " ms";
     return Message{};
   }
+  // The next REPLY read as R (a reply struct of protocol_messages.h), as `kb` reads it.
+  template <typename R>
+  static R expect_reply(zmq::socket_t& s) {
+    Result<R> reply = wire::from_message<R>(expect(s, MessageType::kReply));
+    EXPECT_TRUE(reply.is_ok()) << reply.status().to_string();
+    return reply.is_ok() ? reply.value() : R{};
+  }
   static bool nothing_but_heartbeats(zmq::socket_t& s, int ms) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < deadline) {

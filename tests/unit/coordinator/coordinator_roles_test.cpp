@@ -63,7 +63,7 @@ class CoordinatorRolesTest : public CoordinatorTest {
     Json body = {{"problems", "sim"}, {"sim_jobs", {1, 2}}};
     body.update(extra);
     send(c, MessageType::kSubmit, body);
-    return expect(c, MessageType::kReply).body.value("run_id", int64_t{0});
+    return expect_reply<wire::SubmitReply>(c).run_id;
   }
 
   ::kb::test::TempDir dir_{"kb-roles-test"};

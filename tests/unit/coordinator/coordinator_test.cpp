@@ -79,7 +79,10 @@ TEST_F(CoordinatorTest, BadInputIsDroppedAndCountedAndTheCoordinatorStillAnswers
   send(c, MessageType::kQuery, {{"what", "health"}, {"request_id", 7}});
   Message health = expect(c, MessageType::kReply);
   EXPECT_EQ(health.body["request_id"], 7);
-  EXPECT_EQ(health.body["db_up"], true);
+  Result<wire::HealthReply> counters = wire::from_message<wire::HealthReply>(health);
+  KB_ASSERT_OK(counters);
+  EXPECT_TRUE(counters->db_up);
+  EXPECT_FALSE(counters->draining);
   const double expected = 8 + 10'000;
   std::string text;
   for (int i = 0; i < 100; ++i) {
@@ -152,13 +155,15 @@ TEST_F(CoordinatorTest, SubmitChecksProblemsPresetsAndPacks) {
       << few.body.dump();
   send(c, MessageType::kSubmit,
        {{"problems", "kernelbench22"}, {"preset", "small"}, {"pack", hash}, {"gpu_models", {"A", "B"}}}, bytes);
-  Message ok = expect(c, MessageType::kReply);
-  EXPECT_EQ(ok.body["jobs"], 44);
+  const auto ok = expect_reply<wire::SubmitReply>(c);
+  EXPECT_EQ(ok.jobs, 44);
   EXPECT_TRUE(store_->has_pack_bytes(hash));
   send(c, MessageType::kQuery, {{"what", "pack"}, {"pack", hash}});
-  EXPECT_EQ(expect(c, MessageType::kReply).body["have"], true);
-  send(c, MessageType::kCancel, {{"run_id", ok.body["run_id"]}});
-  EXPECT_EQ(expect(c, MessageType::kReply).body["run_id"], ok.body["run_id"]);
+  EXPECT_TRUE(expect_reply<wire::PackQueryReply>(c).have);
+  send(c, MessageType::kCancel, {{"run_id", ok.run_id}});
+  const auto cancelled = expect_reply<wire::CancelReply>(c);
+  EXPECT_EQ(cancelled.run_id, ok.run_id);
+  EXPECT_TRUE(store_->is_cancelled(ok.run_id));
   // A worker fetches the pack by hash.
   zmq::socket_t w = worker();
   register_worker(w, "w0");
@@ -213,6 +218,18 @@ TEST_F(CoordinatorTest, AForgedResultIsRejectedCountedAndNotStored) {
   send(a, MessageType::kResult, result_for(job));
   EXPECT_FALSE(expect(a, MessageType::kAck).body.contains("rejected"));
   EXPECT_EQ(store_->result_count(), 1u);
+}
+
+// WORKER_CONTROL is answered with what was done to whom (wire::WorkerControlReply), as kb reads it.
+TEST_F(CoordinatorTest, WorkerControlRepliesWithTheWorkerAndTheAction) {
+  start();
+  zmq::socket_t w = worker();
+  register_worker(w, "sim-0");
+  zmq::socket_t c = client();
+  send(c, MessageType::kWorkerControl, {{"action", "drain"}, {"worker", "sim-0"}});
+  const auto reply = expect_reply<wire::WorkerControlReply>(c);
+  EXPECT_EQ(reply.worker, "sim-0");
+  EXPECT_EQ(reply.action, "drain");
 }
 
 // kb cancel stops running jobs: their holder gets REVOKE.
@@ -281,7 +298,7 @@ TEST_F(CoordinatorTest, CurveAdmitsOnlyAllowListedKeys) {
   bad.connect(coordinator_->endpoints().clients);
   send(bad, MessageType::kQuery, {{"what", "health"}});
   send(good, MessageType::kQuery, {{"what", "health"}});
-  EXPECT_EQ(expect(good, MessageType::kReply).body.contains("queued"), true);
+  EXPECT_EQ(expect_reply<wire::HealthReply>(good).queued, 0);
   EXPECT_TRUE(nothing_but_heartbeats(bad, 300));
   EXPECT_GE(metric(metrics(), "kb_auth_rejected_total"), 1);
 }
