@@ -125,8 +125,8 @@ Status normalize_with(const float* x, const NormLayout& layout, const NormIndex<
                                                                             partials, stats);
       KB_TRY(launched("norm_combine_kernel"));
     }
-    normalize_kernel<I>
-        <<<grid_for(n), kThreads, 0, stream>>>(x, stats, index, weight, bias, y, static_cast<I>(n));
+    normalize_kernel<I><<<legacy_grid(n), kLegacyThreads, 0, stream>>>(x, stats, index, weight,
+                                                                       bias, y, static_cast<I>(n));
     return launched("normalize_kernel");
   });
 }

@@ -136,13 +136,13 @@ Status launch_broadcast(const DeviceTensor& a, const DeviceTensor& b, const Devi
   const BroadcastPlan& p = plan.value();
   const int64_t n = out.numel();
   if (fits_32(n)) {
-    broadcast_kernel<kOp, uint32_t>
-        <<<grid_for(n), kThreads, 0, stream>>>(a.data, b.data, out.data, static_cast<uint32_t>(n),
-                                               index_map<uint32_t>(p.sizes, p.sa, p.sb));
+    broadcast_kernel<kOp, uint32_t><<<legacy_grid(n), kLegacyThreads, 0, stream>>>(
+        a.data, b.data, out.data, static_cast<uint32_t>(n),
+        index_map<uint32_t>(p.sizes, p.sa, p.sb));
   } else {
-    broadcast_kernel<kOp, uint64_t>
-        <<<grid_for(n), kThreads, 0, stream>>>(a.data, b.data, out.data, static_cast<uint64_t>(n),
-                                               index_map<uint64_t>(p.sizes, p.sa, p.sb));
+    broadcast_kernel<kOp, uint64_t><<<legacy_grid(n), kLegacyThreads, 0, stream>>>(
+        a.data, b.data, out.data, static_cast<uint64_t>(n),
+        index_map<uint64_t>(p.sizes, p.sa, p.sb));
   }
   return launched("broadcast kernel launch");
 }

@@ -19,6 +19,12 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + threads - 1) / threads, 1, kMaxGridBlocks));
 }
 
+// Blocks for legacy_elementwise over n outputs: one per tile, as ATen launches them.
+inline unsigned legacy_grid(int64_t n) {
+  return static_cast<unsigned>(
+      std::clamp<int64_t>((n + kLegacyTile - 1) / kLegacyTile, 1, int64_t{INT32_MAX}));
+}
+
 inline bool fits_32(int64_t n) {
   return n < (int64_t{1} << 31);
 }
