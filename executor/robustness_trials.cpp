@@ -31,12 +31,6 @@ struct TrialRun {
   std::vector<float> reference, custom, golden;
 };
 
-// Where the trials run: the spec's `robust` preset, else `small` (mid-size: the golden model
-// answers in seconds).
-std::string trial_preset(const ProblemSpec& spec) {
-  return spec.find_preset("robust") ? "robust" : "small";
-}
-
 // Creates both device slots and the golden model at `inst`; an empty string when all three are
 // ready, else why not.
 std::string create_variants(ExecutionDevice& device, ExecutionDevice& golden,
@@ -98,6 +92,10 @@ RobustnessTrial judge_trial(Distribution d, const std::string& preset, const Tri
 
 }  // namespace
 
+std::string robustness_preset(const ProblemSpec& spec) {
+  return spec.find_preset("robust") ? "robust" : "small";
+}
+
 GoldenErrors errors_against_golden(const std::vector<float>& out, const std::vector<float>& golden,
                                    const Tolerance& tolerance) {
   GoldenErrors e;
@@ -134,7 +132,7 @@ void run_robustness_trials(ExecutionDevice& device, ExecutionDevice& golden,
   const std::vector<Distribution> kinds = robustness_kinds(*request.spec);
   if (kinds.empty())
     return (void)(result.robustness_note = "no robustness kind applies (robustness.skip)");
-  const std::string preset = trial_preset(*request.spec);
+  const std::string preset = robustness_preset(*request.spec);
   Result<ProblemInstance> inst = ProblemInstance::create(request.spec, preset);
   if (!inst.is_ok()) return (void)(result.robustness_note = inst.status().message());
   if (std::string why = create_variants(device, golden, inst.value(), request); !why.empty()) {

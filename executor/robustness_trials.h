@@ -45,6 +45,10 @@ GoldenErrors errors_against_golden(const std::vector<float>& out, const std::vec
 // "pass", "fragile", "ill_conditioned" or "marginal" (see above).
 std::string judge_robustness(const GoldenErrors& reference, const GoldenErrors& custom);
 
+// Where the trials run: the spec's `robust` preset (one that takes the custom's fast path, say),
+// else `small`; mid-size either way, so that the golden model answers in seconds.
+std::string robustness_preset(const ProblemSpec& spec);
+
 // The kinds tried for this problem, in order: every robustness distribution, less the spec's
 // skips and a random_affine that would move nothing.
 std::vector<Distribution> robustness_kinds(const ProblemSpec& spec);

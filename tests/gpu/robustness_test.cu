@@ -1,10 +1,11 @@
 // Robustness of every custom variant and its reference against the golden model (double, linked
-// directly, not rounded through the pack ABI), at the small preset, under the spec's own inputs
-// and each robustness distribution that applies (shifted, scaled and centered inputs; random
-// affine norm/bias parameters; common/tensor_generator.h). Prints one table row per (problem,
-// distribution): each variant's max |err| and its max error over the tolerance ("excess": > 1 is
-// outside), and the robustness trials' verdict (executor/robustness_trials.h). The custom must
-// never be `fragile` (outside the tolerance and > 10x the reference's error).
+// directly, not rounded through the pack ABI), at the trials' preset (the spec's `robust`, else
+// `small`), under the spec's own inputs and each robustness distribution that applies (shifted,
+// scaled and centered inputs; random affine norm/bias parameters; common/tensor_generator.h).
+// Prints one table row per (problem, distribution): each variant's max |err| and its max error
+// over the tolerance ("excess": > 1 is outside), and the robustness trials' verdict
+// (executor/robustness_trials.h). The custom must never be `fragile` (outside the tolerance and
+// > 10x the reference's error).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,11 +52,12 @@ class RobustnessTest : public testing::TestWithParam<std::string> {};
 TEST_P(RobustnessTest, CustomIsNeverFragileAgainstTheGoldenModel) {
   const std::string& id = GetParam();
   const ProblemSpec& spec = *catalog().problems.at(id);
-  ProblemInstance p = ProblemInstance::create(catalog().problems.at(id), "small").value();
+  const std::string preset = robustness_preset(spec);
+  ProblemInstance p = ProblemInstance::create(catalog().problems.at(id), preset).value();
   std::vector<Distribution> kinds = robustness_kinds(spec);
   kinds.insert(kinds.begin(), Distribution::kDefault);
   for (size_t k = 0; k < kinds.size(); ++k) {
-    Case c{id, "small", p.dims(), 7, kRobustTrialBase + static_cast<uint32_t>(k), "", kinds[k]};
+    Case c{id, preset, p.dims(), 7, kRobustTrialBase + static_cast<uint32_t>(k), "", kinds[k]};
     const std::vector<float> custom = run_variant(c, p, Variant::kCustom);
     const std::vector<float> ref = run_variant(c, p, Variant::kReference);
     ASSERT_FALSE(custom.empty() || ref.empty()) << id << " " << to_string(kinds[k]);

@@ -147,6 +147,12 @@ TEST(RobustnessKinds, KlDivergenceSkipsEveryMoveOfItsProbabilities) {
   EXPECT_TRUE(robustness_kinds(*catalog().problems.at("L1_098")).empty());
 }
 
+TEST(RobustnessPreset, TheSpecsRobustPresetWhereItHasOneElseSmall) {
+  // L2_021's small preset is too narrow for its custom's fast path; its robust preset is not.
+  EXPECT_EQ(robustness_preset(*catalog().problems.at("L2_021")), "robust");
+  EXPECT_EQ(robustness_preset(*catalog().problems.at("L1_003")), "small");
+}
+
 // ---- whole trials ---------------------------------------------------------------------------
 
 TEST_F(RobustnessTrialsTest, AnExactCustomPassesEveryKindAtTheSmallPreset) {
