@@ -27,6 +27,7 @@ namespace kb::graph {
 namespace {
 
 // avg: (N, P) = mean over h of weights (N, heads, P), as ATen's mean: sum * (1 / heads).
+// Any P: one thread per output.
 __global__ void mean_over_heads_kernel(const float* weights, float* avg, int64_t batch,
                                        int64_t heads, int64_t plane) {
   const float factor = 1.0f / static_cast<float>(heads);
@@ -41,14 +42,73 @@ __global__ void mean_over_heads_kernel(const float* weights, float* avg, int64_t
   }
 }
 
+// P % 4 == 0, 16-byte aligned: the launch ATen's reduce_kernel<128, 4> makes for a mean over a
+// dim that is not the innermost (its setReduceConfig: 4 outputs per thread, a block of 32 x 4
+// threads, the reduced dim across threadIdx.y). Thread (x, y) sums heads y, y + 4, ... of 4
+// adjacent outputs as a float4; the block's 4 rows are folded through shared memory in ATen's
+// tree order ((y0 + y1) + (y2 + y3)) and row 0 stores the float4 of means. Outputs
+// [first, first + count) in float4s.
+constexpr int kMeanCols = 32, kMeanRows = 4;
+__global__ void __launch_bounds__(kMeanCols* kMeanRows)
+    mean_over_heads_vec4_kernel(const float4* weights, float4* avg, int64_t heads, int64_t plane4,
+                                int64_t first, int64_t count) {
+  __shared__ float4 partial[kMeanRows][kMeanCols];
+  const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
+  const float factor = 1.0f / static_cast<float>(heads);
+  const int64_t blocks = (count + kMeanCols - 1) / kMeanCols;
+  for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {  // uniform across the block
+    const int64_t i = b * kMeanCols + x;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i < count) {
+      const int64_t o = first + i;
+      const float4* w = weights + (o / plane4) * heads * plane4 + o % plane4;
+      for (int64_t h = y; h < heads; h += kMeanRows) {
+        const float4 v = w[h * plane4];
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+    }
+    partial[y][x] = sum;
+    __syncthreads();
+    if (y == 0 && i < count) {
+      const float4 a = partial[0][x], c = partial[1][x], d = partial[2][x], e = partial[3][x];
+      avg[first + i] = make_float4(((a.x + c.x) + (d.x + e.x)) * factor,
+                                   ((a.y + c.y) + (d.y + e.y)) * factor,
+                                   ((a.z + c.z) + (d.z + e.z)) * factor,
+                                   ((a.w + c.w) + (d.w + e.w)) * factor);
+    }
+    __syncthreads();
+  }
+}
+
+// ATen splits a reduction whose input cannot be indexed in 32 bits into several launches (the
+// eager profile of L3_031 lists 4 reduce_kernel calls for its 2^31-element weights); the vec4
+// path splits its outputs the same way, at most 2^29 input elements per launch.
+constexpr int64_t kMeanLaunchInputs = int64_t{1} << 29;
+
 Status mean_over_heads(const float* weights, float* avg, int64_t batch, int64_t heads,
                        int64_t plane, cudaStream_t stream) {
   constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((batch * plane + kThreads - 1) / kThreads, 1 << 20);
-  if (blocks == 0) return Status::ok();
-  mean_over_heads_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      weights, avg, batch, heads, plane);
-  KB_CUDA_TRY(cudaGetLastError());
+  if (batch * plane == 0) return Status::ok();
+  const bool vec4 = plane % 4 == 0 && reinterpret_cast<uintptr_t>(weights) % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(avg) % 16 == 0;
+  if (!vec4) {
+    const int64_t blocks = std::min<int64_t>((batch * plane + kThreads - 1) / kThreads, 1 << 20);
+    mean_over_heads_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        weights, avg, batch, heads, plane);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+  const int64_t outputs4 = batch * plane / 4;
+  const int64_t per_launch = std::max<int64_t>(kMeanLaunchInputs / 4 / heads, kMeanCols);
+  for (int64_t first = 0; first < outputs4; first += per_launch) {
+    const int64_t count = std::min(per_launch, outputs4 - first);
+    const int64_t blocks = std::min<int64_t>((count + kMeanCols - 1) / kMeanCols, INT32_MAX);
+    mean_over_heads_vec4_kernel<<<static_cast<unsigned>(blocks), dim3(kMeanCols, kMeanRows), 0,
+                                  stream>>>(reinterpret_cast<const float4*>(weights),
+                                            reinterpret_cast<float4*>(avg), heads, plane / 4,
+                                            first, count);
+    KB_CUDA_TRY(cudaGetLastError());
+  }
   return Status::ok();
 }
 

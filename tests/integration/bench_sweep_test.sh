@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `kb bench --sweep`: on the CPU device (small preset), two random shapes of two problems run
 # reference and custom through real kb-executor processes; the JSON has one ok row per shape with
-# the shape's dims, and the text names the worst speedup per problem.
+# the shape's dims, and the text names the worst speedup per problem. `kb bench --dims`: the
+# user's own shape runs instead of the preset, and a shape the spec refuses is `unsupported`,
+# naming the dim.
 #
 # usage: bench_sweep_test.sh KB_BIN
 set -euo pipefail
@@ -25,4 +27,21 @@ for r in rows:
 PY
 grep "^L2_060 .* [0-9.]*x .*\(met\|MISS\)" "$tmp/out.txt" >/dev/null || { cat "$tmp/out.txt"; fail "no verdict row for L2_060"; }
 grep "problems meet the sweep goal" "$tmp/out.txt" >/dev/null || fail "no summary line"
-echo "ok: 4 sweep jobs"
+"$kb" bench L2_060 --device cpu --dims N=1,C_in=2,C_out=8,D=3,H=5,W=4 --seed 5 \
+  --json-out "$tmp/dims.json" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
+  { cat "$tmp/err.txt"; fail "kb bench --dims exited $?"; }
+python3 - "$tmp/dims.json" <<'PY' || fail "the --dims run's JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+(r,) = doc["results"]
+assert r["status"] == "ok", r
+assert r["dims"] == {"N": 1, "C_in": 2, "C_out": 8, "D": 3, "H": 5, "W": 4}, r["dims"]
+PY
+"$kb" bench L2_060 --device cpu --dims N=1,C_in=2 --seed 5 --json-out "$tmp/bad.json" \
+  >"$tmp/out.txt" 2>"$tmp/err.txt" || { cat "$tmp/err.txt"; fail "kb bench --dims (bad) exited $?"; }
+python3 - "$tmp/bad.json" <<'PY' || fail "a shape without all of the spec's dims"
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["status"] == "unsupported" and "'C_out' is not bound" in r["message"], r["message"]
+PY
+echo "ok: 4 sweep jobs and 1 --dims job"
