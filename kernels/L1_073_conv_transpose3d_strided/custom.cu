@@ -84,10 +84,7 @@ class ConvTranspose3dStrided final : public Implementation {
         params_.boxes[2] = (params_.in[2] + all::kBoxW - 1) / all::kBoxW;
         const int64_t boxes =
             geo.batch * params_.boxes[0] * int64_t{params_.boxes[1]} * params_.boxes[2];
-        // Below one box per SM (1 CTA per SM) the persistent kernel's fixed cost dominates:
-        // 0.034 ms against the reference's 0.018 at 18 boxes (the robust preset before this
-        // rule); the per-tap core takes those layers.
-        fast_ = boxes >= sms_ && boxes < (int64_t{1} << 30);
+        fast_ = boxes < (int64_t{1} << 30);
         params_.boxes_total = static_cast<int>(boxes);
       }
     }

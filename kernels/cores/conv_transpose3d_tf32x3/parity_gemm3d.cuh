@@ -288,13 +288,6 @@ class ParityConvTranspose3d : public Implementation {
     if (!fast_) return Status::ok();
     plan_ = plan.value();
     KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
-    // A tile walks all its input-channel chunks on one SM: below one tile per SM the layer's
-    // time is one tile's chain of chunks, longer than the gather's one pass (robust preset of
-    // L1_070, 8 tiles of 6 chunks: 0.100 ms against the reference's 0.018).
-    if (plan_.tiles_total < sms_) {
-      fast_ = false;
-      return Status::ok();
-    }
     KB_ASSIGN_OR_RETURN(const int smem_optin,
                         cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
     fast_ = plan_.smem_bytes <= smem_optin;
