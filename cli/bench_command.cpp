@@ -35,7 +35,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
-  int sweep = 0;  // --sweep N: N random shapes per problem instead of the preset
+  int sweep = 0;     // --sweep N: N random shapes per problem instead of the preset
   std::string dims;  // --dims "N=2,C=5,...": the user's own shape instead of the preset
   double trace_fraction = kMinTraceFraction;  // kb-executor --trace-fraction
   bool no_launch_trace = false;
@@ -111,8 +111,9 @@ void print_summary(const std::vector<JobResult>& results, const std::string& dev
                 "fleet refuses such jobs.\n", unverified);
   }
   if (device == "cpu") {
-    std::printf("CPU device: reference = golden model in double, custom = the same algorithm in fp32; "
-                "times are CPU times, not GPU figures.\n");
+    std::printf(
+        "CPU device: reference = golden model in double, custom = the same algorithm in fp32; "
+        "times are CPU times, not GPU figures.\n");
   }
 }
 
@@ -198,9 +199,10 @@ void run_bench(BenchOptions o) {
   }
   if (o.executor.empty()) o.executor = default_executor_path();
   if (o.seed == 0) o.seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
-  std::fprintf(stderr, "kb bench: %zu problems on %s, %s %s, pack %s, reference pack %s\n", ids->size(),
-               o.device.c_str(), o.dims.empty() ? "preset" : "dims",
-               (o.dims.empty() ? o.preset : o.dims).c_str(), o.pack.c_str(), o.reference_pack.c_str());
+  std::fprintf(stderr, "kb bench: %zu problems on %s, %s %s, pack %s, reference pack %s\n",
+               ids->size(), o.device.c_str(), o.dims.empty() ? "preset" : "dims",
+               (o.dims.empty() ? o.preset : o.dims).c_str(), o.pack.c_str(),
+               o.reference_pack.c_str());
   if (o.sweep > 0) return run_sweep(o, catalog.value(), ids.value());
   std::vector<JobResult> results;
   const auto start = std::chrono::steady_clock::now();
@@ -214,10 +216,13 @@ void run_bench(BenchOptions o) {
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json || !o.json_path.empty()) {
-    nlohmann::json all = {{"device", o.device}, {"preset", o.dims.empty() ? o.preset : o.dims},
-                          {"seed", o.seed}, {"pack", o.pack},
+    nlohmann::json all = {{"device", o.device},
+                          {"preset", o.dims.empty() ? o.preset : o.dims},
+                          {"seed", o.seed},
+                          {"pack", o.pack},
                           {"reference_pack", o.reference_pack},
-                          {"wall_s", total}, {"results", nlohmann::json::array()}};
+                          {"wall_s", total},
+                          {"results", nlohmann::json::array()}};
     for (const JobResult& r : results) all["results"].push_back(to_json(r));
     if (!o.json_path.empty()) std::ofstream(o.json_path) << all.dump(1) << "\n";
     if (o.json) std::printf("%s\n", all.dump(1).c_str());

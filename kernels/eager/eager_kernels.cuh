@@ -581,37 +581,89 @@ __global__ void __launch_bounds__(kLegacyThreads)
   });
 }
 
-// LayerNorm as ATen's vectorized_layer_norm_kernel launches it (rows of len % 4 == 0, 16-byte
-// aligned): one block of 128 threads (4 warps) per row, float4 loads, a Welford triple per thread
-// merged across the block, then a second float4 pass writing (x - mean) rstd w + b. For short
-// rows most of the block idles, as in eager (L2_034: 64-element rows).
+// LayerNorm as ATen's vectorized_layer_norm_kernel runs it (rows of len % 4 == 0, 16-byte
+// aligned): one block of 128 threads (4 warps) per row; float4 loads, a Welford triple per thread
+// (ATen's cuWelfordOnlineSum), a shuffle-down reduction within each warp and a two-step tree
+// across the 4 warps through shared memory (its cuWelfordMuSigma2, with cuWelfordCombine's one
+// reciprocal per merge), the row's (mean, rstd) broadcast through shared memory, then a second
+// float4 pass writing (x - mean) rstd w + b with w and b read as float4. For short rows most of
+// the block idles, as in eager (L2_034: 64-element rows, 16 threads with data).
 constexpr int kLayerNormThreads = 128;
+constexpr int kLayerNormWarps = kLayerNormThreads / kWarp;
+
+struct WelfordLn {  // ATen's WelfordDataLN: mean, sum of squared deviations, count
+  float mean = 0, m2 = 0, n = 0;
+  __device__ void add(float x) {
+    const float delta = x - mean;
+    n += 1.0f;
+    mean += delta * (1.0f / n);
+    m2 += delta * (x - mean);
+  }
+};
+
+__device__ inline WelfordLn combine_ln(const WelfordLn& b, const WelfordLn& a) {
+  const float delta = b.mean - a.mean, n = a.n + b.n;
+  if (!(n > 0.0f)) return {};
+  const float coef = 1.0f / n, na = a.n * coef, nb = b.n * coef;
+  return {na * a.mean + nb * b.mean, a.m2 + b.m2 + delta * delta * a.n * nb, n};
+}
+
+// The row's statistics, complete in every thread of the block.
+__device__ inline WelfordLn block_welford_ln(WelfordLn w) {
+  __shared__ WelfordLn partial[kLayerNormWarps];
+  __shared__ WelfordLn total;
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const WelfordLn other{__shfl_down_sync(0xffffffffu, w.mean, offset),
+                          __shfl_down_sync(0xffffffffu, w.m2, offset),
+                          __shfl_down_sync(0xffffffffu, w.n, offset)};
+    w = combine_ln(other, w);
+  }
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  for (int offset = kLayerNormWarps / 2; offset > 0; offset /= 2) {
+    if (lane == 0 && warp >= offset && warp < 2 * offset) partial[warp - offset] = w;
+    __syncthreads();
+    if (lane == 0 && warp < offset) w = combine_ln(partial[warp], w);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) total = w;
+  __syncthreads();
+  return total;
+}
+
 static __global__ void __launch_bounds__(kLayerNormThreads)
     layer_norm_rows_vec4_kernel(const float* x, int64_t rows, int64_t len, float eps,
                                 const float* weight, const float* bias, float* y) {
   const int64_t vecs = len / 4;
+  const bool wide_affine =
+      reinterpret_cast<uintptr_t>(weight) % 16 == 0 && reinterpret_cast<uintptr_t>(bias) % 16 == 0;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float4* xr = reinterpret_cast<const float4*>(x + r * len);
-    Welford w;
+    WelfordLn w;
     for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
       const float4 v = xr[j];
       w.add(v.x), w.add(v.y), w.add(v.z), w.add(v.w);
     }
-    w = block_merge(w);
-    const float rstd = inverse_std(w, eps);
+    w = block_welford_ln(w);
+    const float rstd = rsqrtf(w.m2 / w.n + eps);  // ATen: c10::cuda::compat::rsqrt
     float4* yr = reinterpret_cast<float4*>(y + r * len);
     for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
       const float4 v = xr[j];
       float o[4] = {(v.x - w.mean) * rstd, (v.y - w.mean) * rstd, (v.z - w.mean) * rstd,
                     (v.w - w.mean) * rstd};
+      if (weight != nullptr && bias != nullptr && wide_affine) {
+        const float4 g = reinterpret_cast<const float4*>(weight)[j];
+        const float4 b = reinterpret_cast<const float4*>(bias)[j];
+        o[0] = o[0] * g.x + b.x, o[1] = o[1] * g.y + b.y, o[2] = o[2] * g.z + b.z,
+        o[3] = o[3] * g.w + b.w;
+      } else {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (weight != nullptr) o[e] *= weight[4 * j + e];
-        if (bias != nullptr) o[e] += bias[4 * j + e];
+        for (int e = 0; e < 4; ++e) {
+          if (weight != nullptr) o[e] *= weight[4 * j + e];
+          if (bias != nullptr) o[e] += bias[4 * j + e];
+        }
       }
       yr[j] = make_float4(o[0], o[1], o[2], o[3]);
     }
-    __syncthreads();  // block_merge's shared slots are reused by the next row
   }
 }
 

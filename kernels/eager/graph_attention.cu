@@ -71,10 +71,9 @@ __global__ void __launch_bounds__(kMeanCols* kMeanRows)
     __syncthreads();
     if (y == 0 && i < count) {
       const float4 a = partial[0][x], c = partial[1][x], d = partial[2][x], e = partial[3][x];
-      avg[first + i] = make_float4(((a.x + c.x) + (d.x + e.x)) * factor,
-                                   ((a.y + c.y) + (d.y + e.y)) * factor,
-                                   ((a.z + c.z) + (d.z + e.z)) * factor,
-                                   ((a.w + c.w) + (d.w + e.w)) * factor);
+      avg[first + i] =
+          make_float4(((a.x + c.x) + (d.x + e.x)) * factor, ((a.y + c.y) + (d.y + e.y)) * factor,
+                      ((a.z + c.z) + (d.z + e.z)) * factor, ((a.w + c.w) + (d.w + e.w)) * factor);
     }
     __syncthreads();
   }
@@ -105,8 +104,8 @@ Status mean_over_heads(const float* weights, float* avg, int64_t batch, int64_t 
     const int64_t blocks = std::min<int64_t>((count + kMeanCols - 1) / kMeanCols, INT32_MAX);
     mean_over_heads_vec4_kernel<<<static_cast<unsigned>(blocks), dim3(kMeanCols, kMeanRows), 0,
                                   stream>>>(reinterpret_cast<const float4*>(weights),
-                                            reinterpret_cast<float4*>(avg), heads, plane / 4,
-                                            first, count);
+                                            reinterpret_cast<float4*>(avg), heads, plane / 4, first,
+                                            count);
     KB_CUDA_TRY(cudaGetLastError());
   }
   return Status::ok();
