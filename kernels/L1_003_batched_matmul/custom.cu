@@ -17,6 +17,9 @@
 // 128 registers (launch bound 2 CTAs/SM), no spills. Grid: one CTA per 128 x 128 output tile,
 // (tiles of one batch entry, batch) with batch chunks of 65,535 per launch; 8,192 CTAs at full
 // size = 31.03 waves of 264 (~3% tail).
+// Split-K for grids under two CTAs per SM (plan_split_k): K in ranges of whole k-tiles
+// (blockIdx.z), each CTA's partial tile into a workspace, then split_k_sum_kernel adds the splits
+// in order (deterministic).
 // Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
 // 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math; any
 // shape runs one of the two.
@@ -31,9 +34,9 @@
 // docs/bench-h200-2026-12-02b.json (0.98x the fp32 floor): under the 4.47 ms goal. Slower than
 // predicted: ~4 instructions per MMA put the issue limit near the MMA limit. Shape sweep
 // (docs/kernels.md): odd K or N (scalar path) 0.90x the reference at 30% of the preset's FLOPs,
-// and a grid of 18 CTAs on 132 SMs 0.35x: still a miss. Next: split-K for grids below one wave,
-// predicated 16-byte loads; for the full preset, the split on the FP32 pipe, 128 x 256 tiles or
-// wgmma on sm_90a.
+// and a grid of 18 CTAs on 132 SMs 0.35x, 0.73x with split-K (session 6): still misses. Next:
+// predicated 16-byte loads for odd K or N; for the full preset, the split on the FP32 pipe,
+// 128 x 256 tiles or wgmma on sm_90a.
 //
 // Accuracy: ~fp32 level (estimate and derivation in kernels/cores/tf32x3/gemm128.cuh): x = big +
 // small + r with |r|
@@ -51,6 +54,7 @@
 #include <cstdint>
 
 #include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
 #include "kernels/cores/tf32x3/dense_loader.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
 #include "kernels/implementation.h"
@@ -67,6 +71,11 @@ struct GemmArgs {
   float* c;        // (batch, M, N)
   int m, n, k;
   int tiles_n;  // ceil(N / kBN); blockIdx.x = m_tile * tiles_n + n_tile, blockIdx.y = batch
+  // Split-K (grids below two CTAs per SM): blockIdx.z = split s multiplies k in
+  // [s k_split, (s + 1) k_split) into partials[s] (gridDim.y, M, N); k_count is that range's
+  // length, set per CTA. One split: k_split = k, results straight into c.
+  int k_split, k_count;
+  float* partials;
 };
 
 // The epilogue: acc -> C, float4 stores on the vector path, guarded scalar stores otherwise.
@@ -108,14 +117,28 @@ __global__ void __launch_bounds__(kThreads, 2) tf32x3_bmm_kernel(const GemmArgs 
   const int m0 = static_cast<int>(blockIdx.x / p.tiles_n) * kBM;
   const int n0 = static_cast<int>(blockIdx.x % p.tiles_n) * kBN;
   const int64_t bi = blockIdx.y;
-  const float* a_tile = p.a + (bi * p.m + m0) * p.k;
-  const float* b_tile = p.b + bi * p.k * p.n + n0;
+  const int k0 = static_cast<int>(blockIdx.z) * p.k_split;
+  GemmArgs q = p;
+  q.k_count = min(p.k_split, p.k - k0);
+  const float* a_tile = p.a + (bi * p.m + m0) * p.k + k0;
+  const float* b_tile = p.b + (bi * p.k + k0) * p.n + n0;
   const int rows = p.m - m0, cols = p.n - n0;  // in range: row < rows, col < cols
 
   float acc[kMmaTilesM][kMmaTilesN][4];
-  dense_mainloop<kVec>(p, smem, a_tile, b_tile, rows, cols, warp_m, warp_n, lane, acc);
+  dense_mainloop<kVec>(q, smem, a_tile, b_tile, rows, cols, warp_m, warp_n, lane, acc);
 
-  store_tile<kVec>(p, p.c + (bi * p.m + m0) * p.n + n0, rows, cols, warp_m, warp_n, lane, acc);
+  float* out = gridDim.z == 1 ? p.c : p.partials + int64_t{blockIdx.z} * gridDim.y * p.m * p.n;
+  store_tile<kVec>(p, out + (bi * p.m + m0) * p.n + n0, rows, cols, warp_m, warp_n, lane, acc);
+}
+
+// c[i] = partials[0][i] + partials[1][i] + ... in split order: the same sum at every run.
+__global__ void split_k_sum_kernel(const float* partials, float* c, int64_t count, int splits) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    float sum = partials[i];
+    for (int s = 1; s < splits; ++s) sum += partials[s * count + i];
+    c[i] = sum;
+  }
 }
 
 // ---- the implementation ----
@@ -133,6 +156,7 @@ class Tf32x3Bmm final : public Implementation {
     if (a[1] > kIntMax - kBM || a[2] > kIntMax - kBK || b[2] > kIntMax - kBN)
       return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
     shape_ = {a[0], a[1], a[2], b[2]};
+    KB_TRY(plan_split_k());
     // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
     for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -143,11 +167,23 @@ class Tf32x3Bmm final : public Implementation {
     return Status::ok();
   }
 
+  ~Tf32x3Bmm() override {
+    if (partials_ != nullptr) cudaFree(partials_);
+  }
+
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const auto [batch, m, k, n] = shape_;
     if (batch == 0 || m == 0 || n == 0) return Status::ok();  // no output elements
-    GemmArgs p{args.inputs[a_].data, args.inputs[b_].data, args.output.data, static_cast<int>(m),
-               static_cast<int>(n), static_cast<int>(k), static_cast<int>((n + kBN - 1) / kBN)};
+    GemmArgs p{args.inputs[a_].data,
+               args.inputs[b_].data,
+               args.output.data,
+               static_cast<int>(m),
+               static_cast<int>(n),
+               static_cast<int>(k),
+               static_cast<int>((n + kBN - 1) / kBN),
+               static_cast<int>(k_split_),
+               0,
+               partials_};
     const int64_t tiles = ((m + kBM - 1) / kBM) * p.tiles_n;  // per batch entry
     if (tiles > 0x7fffffff) return Status::failed_precondition("L1_003 custom: too many tiles");
     const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) &&
@@ -159,13 +195,22 @@ class Tf32x3Bmm final : public Implementation {
       chunk.a += b0 * m * k;
       chunk.b += b0 * k * n;
       chunk.c += b0 * m * n;
-      const dim3 grid(static_cast<unsigned>(tiles),
-                      static_cast<unsigned>(std::min(batch - b0, kMaxGridY)));
+      const int64_t chunk_batch = std::min(batch - b0, kMaxGridY);
+      const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
+                      static_cast<unsigned>(splits_));
       if (vec)
         tf32x3_bmm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
       else
         tf32x3_bmm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
       KB_CUDA_TRY(cudaGetLastError());
+      if (splits_ > 1) {
+        const int64_t count = chunk_batch * m * n;
+        constexpr int kSumThreads = 256;
+        const int64_t blocks = std::min<int64_t>((count + kSumThreads - 1) / kSumThreads, 1 << 16);
+        split_k_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(
+            partials_, chunk.c, count, splits_);
+        KB_CUDA_TRY(cudaGetLastError());
+      }
     }
     return Status::ok();
   }
@@ -176,8 +221,44 @@ class Tf32x3Bmm final : public Implementation {
   };
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
+  // Split-K when the grid is under two CTAs per SM (the resident count): the shape sweep's
+  // 3 x 379 x 459 x 189 filled 18 CTAs of 264 slots and ran at 0.35x the reference. K splits
+  // into ranges of whole k-tiles, at least kMinSplitTiles each, toward two CTAs per SM, with the
+  // partial products' workspace under kMaxPartialFloats. Measured there (H200, `kb bench L1_003
+  // --dims batch=3,M=379,K=459,N=189`): 0.065 ms unsplit, 0.032 ms in 5 splits of 3 k-tiles
+  // (this rule; 0.73x the reference's 0.023 ms), 0.046 ms in 15 splits of one k-tile.
+  Status plan_split_k() {
+    constexpr int64_t kMinSplitTiles = 2;
+    constexpr int64_t kMaxPartialFloats = int64_t{1} << 24;  // 64 MB
+    const auto [batch, m, k, n] = shape_;
+    const int64_t ctas = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
+    const int64_t k_tiles = (k + kBK - 1) / kBK;
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    const int64_t slots = 2 * int64_t{sms};
+    int64_t splits = 1;
+    if (ctas > 0 && ctas < slots && batch <= 65535) {
+      splits = std::min((slots + ctas - 1) / ctas, k_tiles / kMinSplitTiles);
+      splits = std::min(splits, kMaxPartialFloats / std::max<int64_t>(batch * m * n, 1));
+    }
+    splits = std::max<int64_t>(splits, 1);
+    const int64_t tiles_per_split = (k_tiles + splits - 1) / splits;
+    k_split_ = std::max<int64_t>(tiles_per_split * kBK, 1);
+    splits_ = static_cast<int>((k + k_split_ - 1) / k_split_);  // no empty split
+    if (splits_ <= 1) {
+      splits_ = 1;
+      k_split_ = k;
+      return Status::ok();
+    }
+    KB_CUDA_TRY(
+        cudaMalloc(&partials_, sizeof(float) * static_cast<size_t>(splits_ * batch * m * n)));
+    return Status::ok();
+  }
+
   size_t a_ = 0, b_ = 0;
   Dims shape_;
+  int splits_ = 1;
+  int64_t k_split_ = 0;        // K per split (a multiple of kBK when splits_ > 1)
+  float* partials_ = nullptr;  // owned: (splits_, batch, M, N) when splits_ > 1
 };
 
 }  // namespace kb::custom::L1_003

@@ -1,8 +1,9 @@
 // The shapes every implementation is checked at on the GPU: per problem, the `small` and `odd`
-// presets, every oracle fixture's dims (with PyTorch's expected output), and up to three shapes of
-// the shape sweep (common/shape_sweep.h, drawn under `full`) cheap enough for the golden model:
-// odd sizes and channel counts that reach the kernels' other paths. Plus the plumbing to run one
-// implementation on device inputs generated from a case's key.
+// presets and the `robust` one where the spec has it (a shape that reaches a custom's fast path
+// cheaply enough for the golden model), every oracle fixture's dims (with PyTorch's expected
+// output), and up to three shapes of the shape sweep (common/shape_sweep.h, drawn under `full`)
+// cheap enough for the golden model: odd sizes and channel counts that reach the kernels' other
+// paths. Plus the plumbing to run one implementation on device inputs generated from a case's key.
 //
 // Thread safety: test code, one thread.
 #pragma once
@@ -64,7 +65,7 @@ inline std::vector<Case> cases_with(Variant variant) {
   std::vector<Case> out;
   for (const auto& [id, spec] : catalog().problems) {
     if (!find_implementation(id, variant)) continue;
-    for (const char* preset : {"small", "odd"}) {
+    for (const char* preset : {"small", "odd", "robust"}) {
       if (const Preset* p = spec->find_preset(preset)) out.push_back(Case{id, preset, p->dims, 7, 0, ""});
     }
     add_sweep_cases(spec, &out);

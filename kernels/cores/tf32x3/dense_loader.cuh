@@ -3,7 +3,10 @@
 // A for every image) as the load_stage of the mainloop (mainloop.cuh).
 //
 // Contract: Args (concept DenseGemmArgs) has `a`, `b` (the operands' first elements: the source
-// of zero-filled copies, so they must be dereferenceable), `n` and `k`. make_dense_loader
+// of zero-filled copies, so they must be dereferenceable), `n` and `k` (A's row stride, and the
+// K to multiply over). Args may also have `k_count`: the K to multiply over when it is less than
+// the row stride (a split of K that starts at a_tile's column and b_tile's row; a multiple of 4
+// on the vector path). make_dense_loader
 // takes the CTA's first A row (a_tile) and first B column (b_tile) and how many rows / columns of
 // the tile are in range; load_dense_stage(p, l, stage_saddr, k0) copies k-tile k0 / kBK into the
 // stage (A at 0, B at kStageFloatsA), zero-filling what is out of range, and advances l by one
@@ -34,6 +37,16 @@ concept DenseGemmArgs = requires(const Args& p) {
   { p.n } -> std::convertible_to<int>;
   { p.k } -> std::convertible_to<int>;
 };
+
+// The K that a tile multiplies over: k_count where Args has one, else all of k.
+template <DenseGemmArgs Args>
+__device__ __forceinline__ int k_extent(const Args& p) {
+  if constexpr (requires { p.k_count; }) {
+    return p.k_count;
+  } else {
+    return p.k;
+  }
+}
 
 // One thread's share of the global -> shared copies of a stage. Pointers advance one k-tile per
 // load; rows / columns out of range were folded into masks once per tile.
@@ -80,7 +93,7 @@ __device__ __forceinline__ void load_dense_stage(const Args& p, DenseLoader<kVec
                                                  uint32_t stage, int k0) {
   const uint32_t sa = stage + l.a_smem * 4;
   const uint32_t sb = stage + (kStageFloatsA + l.b_smem) * 4;
-  const int k_left = p.k - k0;  // valid k within this k-tile: < k_left
+  const int k_left = k_extent(p) - k0;  // valid k within this k-tile: < k_left
   if constexpr (kVec) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -110,7 +123,7 @@ __device__ __forceinline__ void load_dense_stage(const Args& p, DenseLoader<kVec
   l.b += int64_t{kBK} * p.n;
 }
 
-// acc = the CTA tile's product over all of K: the mainloop (mainloop.cuh) with the dense loader
+// acc = the CTA tile's product over K (k_extent): the mainloop (mainloop.cuh) with the dense loader
 // and gemm128's mma_stage. Returns with the pipeline drained but no barrier passed.
 template <bool kVec, DenseGemmArgs Args>
 __device__ __forceinline__ void dense_mainloop(const Args& p, float* smem, const float* a_tile,
@@ -121,7 +134,7 @@ __device__ __forceinline__ void dense_mainloop(const Args& p, float* smem, const
   const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
   const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
   tf32x3::mainloop<kStages, kStageFloatsA + kStageFloatsB>(
-      smem, (p.k + kBK - 1) / kBK, acc,
+      smem, (k_extent(p) + kBK - 1) / kBK, acc,
       [&](uint32_t stage, int kt) { load_dense_stage<kVec>(p, loader, stage, kt * kBK); },
       [&](const float* stage, auto& c) { mma_stage(stage, a_base, b_base, c); });
 }
