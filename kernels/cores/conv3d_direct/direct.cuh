@@ -518,6 +518,8 @@ class Conv3d {
     p.pad_w = static_cast<int>(g.padding[2]);
     p.k = p.cin * KD * KH * KW;
     p.kp = (p.k + 7) / 8 * 8;
+    // A K tail of 1 or 2 runs on FMAs (tf32x3_tile.cuh); a longer one as a padded k8 step.
+    p.k_mma = p.k % 8 <= 2 ? p.k / 8 * 8 : p.kp;
     p.row_tiles = (p.out_h + tf32::kTileRows - 1) / tf32::kTileRows;
     p.col_tiles = (p.out_w + tf32::kTileCols - 1) / tf32::kTileCols;
     p.tiles = int64_t{p.batch} * p.out_d * p.row_tiles * p.col_tiles;

@@ -5,6 +5,8 @@
 //   y[n, co, d, h, w] = sum_k A[(n, d, h, w), k] B[k, co],  k = ((c KD + kd) KH + kh) KW + kw,
 //   A = x[n, c, d + kd - pd, h + kh - ph, w + kw - pw] (0 outside x), B = w[co, k];
 //   K = C_in KD KH KW (81 / 315 / 216 for L1_054 / L1_060 / L2_007), padded to Kp = 8 ceil(K/8).
+//   A tail of 1 or 2 k past a multiple of 8 (k_mma) runs on FMAs instead of a padded k8 step
+//   (L1_054: 80 on the tensor cores, 1 on FMAs; a padded step would be 1/11 of its MMAs).
 //
 // Tile: 4 output rows x 64 output columns of one (n, d) x kBN channels (Conv3d instantiates kBN =
 // 64 and takes this tile only for C_out > 32). 8 warps = 4 rows x 2 channel halves; a warp owns one
@@ -76,6 +78,7 @@ struct Params {
   int batch, cin, cout;
   int in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
   int k, kp;                 // K and K padded to a multiple of 8
+  int k_mma;                 // k below k_mma go to the tensor cores, the rest (<= 2) to FMAs
   int row_tiles, col_tiles;  // ceil(H' / 4), ceil(W' / 64)
   int64_t tiles;             // N D' row_tiles col_tiles
 };
@@ -216,7 +219,7 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
         for (int e = 0; e < 4; ++e) acc[j][nt][e] = 0.0f;
 
 #pragma unroll 1
-    for (int s = 0; s < p.kp / 8; ++s) {
+    for (int s = 0; s < p.k_mma / 8; ++s) {
       uint32_t b_big[kNT][2], b_small[kNT][2];
       load_b<kNT, L::kBStride>(b_warp, s, t, 0, b_big, b_small);
       const float2* a_lo = patch + a_base + koff[8 * s + t];      // k = t
@@ -239,6 +242,31 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
         for (int nt = 0; nt < kNT; ++nt)
           tf32x3::mma_tf32(acc[j][nt], a_big, b_big[nt][0], b_big[nt][1]);
       }
+    }
+
+    // The K tail on the FMA pipe (K = 8 q + 1 or 2: L1_054's 81): a padded k8 step would be
+    // 48 MMAs per warp for one or two real k; these are 64 FMAs per k with the accumulator
+    // layout's own operands: rows g / g + 8 of m16 tile j (patch, big + small, which is what
+    // 3xTF32 multiplies) and columns 2 t, 2 t + 1 of each n8 tile (the fp32 weights).
+    for (int k = p.k_mma; k < p.k; ++k) {
+      const float2* a_k = patch + a_base + koff[k];
+      const float* b_k = bs + k * L::kBStride + wn * (kBN / kWarpsN) + 2 * t;
+      float a[4][2], b[kNT][2];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 lo = a_k[j], hi = a_k[32 + j];
+        a[j][0] = lo.x + lo.y;
+        a[j][1] = hi.x + hi.y;
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) b[nt][0] = b_k[8 * nt], b[nt][1] = b_k[8 * nt + 1];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            acc[j][nt][e] = fmaf(a[j][e >> 1], b[nt][e & 1], acc[j][nt][e]);
     }
 
     // Epilogue: thread (g, t) holds, per n8 tile, channel parity e and half, the outputs at
