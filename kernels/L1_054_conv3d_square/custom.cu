@@ -24,6 +24,10 @@
 // predicted 0.45-0.9 ms (mma.sync at 35-60% of the TF32 peak, 1 GB of stores overlapped),
 // measured 0.992 ms (kb bench L1_054,L1_060,L2_007 --time-cap 2 --seed 7; 2.04x the cuDNN
 // reference): the goal (0.94 ms) is 5% away. Shape sweep (4 shapes, seed 2026): worst 1.27x.
+// v3 (session 6) weights pre-split in shared memory: measured 1.072 ms, slower (ncu: more issue,
+// not less); rejected. v4 (session 6) K = 81 as 80 on the tensor cores + 1 on FMAs (a padded k8
+// step was 1/11 of the MMAs): predicted ~0.92-0.95 ms, measured 0.954 ms (kb bench
+// L1_054,L1_060,L2_007 --time-cap 3 --seed 7; 1.97x), 1.5% from the goal; sweep worst 1.13x.
 //
 // Accuracy: 3xTF32 (tf32x3_tile.cuh: small x small dropped, 11 k8 steps of MMA truncation) or
 // strict fp32 FMA on the FMA tile; no fast intrinsics; each output one fp32 accumulator over its
