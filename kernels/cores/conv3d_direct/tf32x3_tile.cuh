@@ -210,6 +210,13 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
     if (next < p.tiles) stage_patch<KD, KH, KW>(p, tile_at(p, next), raw_addr, warp, lane);
     tf32x3::cp_async_commit();
 
+    // A warp whose output row is past H' (the last row tile of L1_054's 62 rows) or whose
+    // channels are past C_out has nothing to store: it skips to the next tile's barrier and leaves
+    // the tensor cores to the other warps (no barrier until then).
+    const Tile tl = tile_at(p, tile);
+    const int h = tl.h0 + wr;
+    if (h >= p.out_h || co0 + wn * (kBN / kWarpsN) >= p.cout) continue;
+
     float acc[4][kNT][4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -271,38 +278,34 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
 
     // Epilogue: thread (g, t) holds, per n8 tile, channel parity e and half, the outputs at
     // columns 32 half + 4 g + {0, 1, 2, 3} of row wr: c0/c1 (half 0) and c2/c3 (half 1).
-    const Tile tl = tile_at(p, tile);
-    const int h = tl.h0 + wr;
-    if (h < p.out_h) {
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
+    for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int co = co0 + wn * (kBN / kWarpsN) + 8 * nt + 2 * t + e;
-          if (co >= p.cout) continue;
-          const auto f = epilogue.channel(co);
-          float* row = p.y + ((int64_t{tl.n} * p.cout + co) * p.out_d + tl.d) * p.out_h * p.out_w +
-                       int64_t{h} * p.out_w;
+      for (int e = 0; e < 2; ++e) {
+        const int co = co0 + wn * (kBN / kWarpsN) + 8 * nt + 2 * t + e;
+        if (co >= p.cout) continue;
+        const auto f = epilogue.channel(co);
+        float* row = p.y + ((int64_t{tl.n} * p.cout + co) * p.out_d + tl.d) * p.out_h * p.out_w +
+                     int64_t{h} * p.out_w;
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int w = tl.w0 + 32 * half + 4 * g;
-            const float v[4] = {f(acc[0][nt][2 * half + e]), f(acc[1][nt][2 * half + e]),
-                                f(acc[2][nt][2 * half + e]), f(acc[3][nt][2 * half + e])};
-            float* dst = row + w;
-            const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
-            if (w + 3 < p.out_w && (addr & 15) == 0) {
-              __stcs(reinterpret_cast<float4*>(dst), make_float4(v[0], v[1], v[2], v[3]));
-            } else if (w + 3 < p.out_w && (addr & 7) == 0) {
-              __stcs(reinterpret_cast<float2*>(dst), make_float2(v[0], v[1]));
-              __stcs(reinterpret_cast<float2*>(dst + 2), make_float2(v[2], v[3]));
-            } else {
+        for (int half = 0; half < 2; ++half) {
+          const int w = tl.w0 + 32 * half + 4 * g;
+          const float v[4] = {f(acc[0][nt][2 * half + e]), f(acc[1][nt][2 * half + e]),
+                              f(acc[2][nt][2 * half + e]), f(acc[3][nt][2 * half + e])};
+          float* dst = row + w;
+          const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+          if (w + 3 < p.out_w && (addr & 15) == 0) {
+            __stcs(reinterpret_cast<float4*>(dst), make_float4(v[0], v[1], v[2], v[3]));
+          } else if (w + 3 < p.out_w && (addr & 7) == 0) {
+            __stcs(reinterpret_cast<float2*>(dst), make_float2(v[0], v[1]));
+            __stcs(reinterpret_cast<float2*>(dst + 2), make_float2(v[2], v[3]));
+          } else {
 #pragma unroll
-              for (int q = 0; q < 4; ++q)
-                if (w + q < p.out_w) __stcs(dst + q, v[q]);
-            }
+            for (int q = 0; q < 4; ++q)
+              if (w + q < p.out_w) __stcs(dst + q, v[q]);
           }
         }
-    }
+      }
   }
   tf32x3::cp_async_wait<0>();  // nothing in flight at exit
 }
