@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "common/spec_loader.h"
 #include "tests/support/assert_ok.h"
@@ -65,9 +66,14 @@ fake::Implementation bmm_with_error(double size, double power) {
 class RobustnessTrialsTest : public ::testing::Test {
  protected:
   void SetUp() override { use("L1_003"); }
-  void use(const std::string& id, std::vector<Distribution> skip = {}) {
+  // The problem `id` without its `robust` preset unless `keep_robust`: the trials then run at
+  // `small`, the shape these tests' error sizes are chosen for.
+  void use(const std::string& id, std::vector<Distribution> skip = {}, bool keep_robust = false) {
     auto spec = std::make_shared<ProblemSpec>(*catalog().problems.at(id));
     spec->robustness_skip = std::move(skip);
+    if (!keep_robust) {
+      std::erase_if(spec->presets, [](const Preset& p) { return p.name == "robust"; });
+    }
     request_.spec = spec;
     request_.spec_yaml = yaml_of(*spec);
     request_.preset = "full";  // the trials run at small whatever the job's preset
@@ -150,7 +156,9 @@ TEST(RobustnessKinds, KlDivergenceSkipsEveryMoveOfItsProbabilities) {
 TEST(RobustnessPreset, TheSpecsRobustPresetWhereItHasOneElseSmall) {
   // L2_021's small preset is too narrow for its custom's fast path; its robust preset is not.
   EXPECT_EQ(robustness_preset(*catalog().problems.at("L2_021")), "robust");
-  EXPECT_EQ(robustness_preset(*catalog().problems.at("L1_003")), "small");
+  ProblemSpec without = *catalog().problems.at("L2_021");
+  std::erase_if(without.presets, [](const Preset& p) { return p.name == "robust"; });
+  EXPECT_EQ(robustness_preset(without), "small");
 }
 
 // ---- whole trials ---------------------------------------------------------------------------
@@ -195,6 +203,17 @@ TEST_F(RobustnessTrialsTest, BothFarFromTheGoldenModelIsIllConditionedNotAFailur
   EXPECT_EQ(r.robustness[0].verdict, "ill_conditioned");
   EXPECT_EQ(r.robustness[0].note.rfind("ill-conditioned for shift: ", 0), 0u)
       << r.robustness[0].note;
+}
+
+TEST_F(RobustnessTrialsTest, TheTrialsRunAtTheSpecsRobustPreset) {
+  use("L1_003", {}, /*keep_robust=*/true);  // its robust preset takes the custom's split-K path
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message << r.robustness_note;
+  ASSERT_EQ(r.robustness.size(), 3u);
+  for (const RobustnessTrial& t : r.robustness) {
+    EXPECT_EQ(t.preset, "robust") << t.kind;
+    EXPECT_EQ(t.verdict, "pass") << t.kind;
+  }
 }
 
 TEST_F(RobustnessTrialsTest, SkippedKindsAreNotTried) {
