@@ -21,6 +21,8 @@
 // shared memory in the output's 16-byte phase, and the warps copy it out with 16-byte stores
 // (766-float rows: the phase changes from row to row). 57 KB shared memory per block: 3 blocks
 // (24 warps) per SM.
+// The weights are first rearranged in staging order by prepare_row_weights_kernel (one small
+// launch per call), so that a block stages them with 16-byte copies (v5, below: 0.464 ms).
 // Any N, channels, groups, sizes, row taps, padding and output_padding run the fast path as long
 // as the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows fit shared memory;
 // anything else runs the generic one-thread-per-output gather of gather.cuh (correct, slow).
@@ -45,9 +47,18 @@
 //   v3 (session 2, docs/kernels.md) one persistent 512-thread block per SM, 16 independent warps
 //      -> predicted 0.26 -> measured 0.709 ms (direct-from-L2 input reads did not hide their
 //      latency; ~2,100 scattered row stores at once). Rejected; v1 kept.
-//   Next: fewer instructions per output (the gather's index math); two column positions per
-//      thread (twice the FMAs per weight load); a double-buffered row pipeline (stage row r+1
-//      while computing row r).
+//   v4 (session 7) warp-owned items (64-128 columns x 4-8 channels, each warp transposing its
+//      own item in shared memory, no block barrier after staging), 2-4 columns per lane ->
+//      predicted 0.38-0.42 -> measured 0.537-0.632 ms over five item shapes (device call 1 of
+//      session 7): slower. Rejected.
+//   v5 (session 7, this code) the weights prepared once per call in staging order
+//      (prepare_row_weights_kernel) and staged by 16-byte copies; ncu had put 30% of the L2
+//      sectors on the 4-byte strided weight copies (14.3 M excessive) -> predicted -1 to -3% ->
+//      measured 0.464 / 0.463 / 0.464 ms (kb bench L1_075,L1_081 --time-cap 3 --seed 7, three
+//      runs): -9%. Layers of <= 8 M MACs with rows of < 16 column positions run the generic
+//      gather (sweep seed 2026: worst 0.67x -> 1.67x).
+//   Next: ncu counts 3.4 issued instructions per FFMA (the inner loop is ~1.4 in SASS): find
+//      the rest (source-level counters), then two column positions per thread.
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
 

@@ -19,6 +19,8 @@
 // writes the row to shared memory in the output's 16-byte phase (the zero phases too), and the
 // warps copy it out with 16-byte stores. 82 KB shared memory per block: 2 blocks (16 warps) per
 // SM.
+// The weights are first rearranged in staging order by prepare_row_weights_kernel (one small
+// launch per call), so that a block stages them with 16-byte copies (v5, below: 0.339 ms).
 // Any N, channels, sizes, padding, output_padding and row taps run the fast path as long as the
 // column taps are (K_w, s_w, d_w) = (3, 5, 2) and the staged rows fit shared memory; anything
 // else runs the generic one-thread-per-output gather of gather.cuh (correct, slow).
@@ -46,6 +48,12 @@
 //   v3 (session 2, docs/kernels.md) one persistent 512-thread block per SM, 16 independent warps
 //      -> predicted 0.235 -> measured 0.559 ms (input reads from L2 not hidden, scattered row
 //      stores). Rejected; v1 kept (re-measured 0.362 ms).
+//   v4 (session 7) warp-owned items (see L1_075's ladder) -> predicted 0.26-0.30 -> measured
+//      0.358-0.469 ms over five item shapes (device call 1 of session 7): no gain. Rejected.
+//   v5 (session 7, this code) weights prepared once per call in staging order and staged by
+//      16-byte copies (ncu: 36% of the L2 sectors were the strided 4-byte weight copies, 17.0 M
+//      excessive; after: 2%) -> predicted -3 to -8% -> measured 0.339 ms in three runs (kb bench
+//      L1_075,L1_081 --time-cap 3 --seed 7): -6%, 1.06x the 0.32 ms goal.
 //   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r), or a
 //      TMA bulk-store pipeline (docs/kernels.md).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
