@@ -54,6 +54,9 @@
 //      16-byte copies (ncu: 36% of the L2 sectors were the strided 4-byte weight copies, 17.0 M
 //      excessive; after: 2%) -> predicted -3 to -8% -> measured 0.339 ms in three runs (kb bench
 //      L1_075,L1_081 --time-cap 3 --seed 7): -6%, 1.06x the 0.32 ms goal.
+//   v5b (session 7, this code) the input rows staged by 16-byte copies too when the staged span
+//      lies inside x (here: 128 of 128 columns) -> predicted -2 to -3% -> measured 0.334 ms (kb
+//      bench L1_075,L1_081,L2_010 --time-cap 3 --seed 7, device call 6): -1.5%, 1.04x the goal.
 //   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r), or a
 //      TMA bulk-store pipeline (docs/kernels.md).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"

@@ -325,8 +325,9 @@ struct RowGatherParams {
   int co_pad;                         // co_block * co_blocks_per_group: w's channel extent
   int q_min, q_count;                 // column positions qw = (ow + pad_w) / s_w of a row
   int x_len, z_stride;                // staged x row, z row (floats)
-  int row_taps;                       // most kernel rows landing on one output row (slots)
-  int q_threads;                      // threads along qw; kRowThreads / q_threads channel sets
+  bool x_vec;     // x rows staged by 16-byte copies (the staged span is inside x, 16-byte aligned)
+  int row_taps;   // most kernel rows landing on one output row (slots)
+  int q_threads;  // threads along qw; kRowThreads / q_threads channel sets
 };
 
 struct RowBlock {
@@ -373,9 +374,17 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int64_t c0 = static_cast<int64_t>(b.group) * p.cin_g;
   const int iw0 = p.q_min - kMaxOff;
-  for (int ci = warp; ci < p.cin_g; ci += kRowWarps) {
-    const int64_t c = static_cast<int64_t>(b.n) * p.groups * p.cin_g + c0 + ci;
-    const float* src = p.x + (c * p.in_h + ih) * p.in_w;
+  const int64_t c_first = static_cast<int64_t>(b.n) * p.groups * p.cin_g + c0;
+  if (p.x_vec) {  // no zero padding: the staged span lies inside the row
+    const int chunks = p.x_len / 4;
+    for (int e = threadIdx.x; e < p.cin_g * chunks; e += kRowThreads) {
+      const int ci = e / chunks, k = 4 * (e % chunks);
+      const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w + iw0 + k;
+      __pipeline_memcpy_async(xs + (slot * p.cin_g + ci) * p.x_len + k, src, 4 * sizeof(float));
+    }
+  }
+  for (int ci = warp; !p.x_vec && ci < p.cin_g; ci += kRowWarps) {
+    const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w;
     float* dst = xs + (slot * p.cin_g + ci) * p.x_len;
     for (int k = lane; k < p.x_len; k += kWarp) {
       const int iw = iw0 + k;
@@ -554,6 +563,9 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   p.co_blocks_per_group = (p.cout_g + p.co_block - 1) / p.co_block;
   p.co_pad = p.co_block * p.co_blocks_per_group;
   p.x_len = p.q_count + ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
+  const int iw0 = p.q_min - ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
+  p.x_vec = iw0 >= 0 && iw0 % 4 == 0 && iw0 + p.x_len <= p.in_w && p.x_len % 4 == 0 &&
+            p.in_w % 4 == 0;  // and, per call, x 16-byte aligned (run())
   p.z_stride = (p.out_w + 3 + 3) / 4 * 4;
   p.row_taps = static_cast<int>(max_taps_per_phase(g.kernel[1], g.stride[1], g.dilation[1]));
   const int64_t floats = int64_t{p.row_taps} * p.cin_g * kKw * p.co_block +
@@ -615,6 +627,7 @@ class RowGatherConvTranspose : public Implementation {
     if (!fast_) return launch_generic(x, w, args.output.data, geometry_, stream);
     RowGatherParams p = plan_.params;
     p.x = x, p.w = prepared_w_, p.y = args.output.data;
+    p.x_vec = p.x_vec && reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const int64_t prep_blocks = (plan_.weight_floats + kGenericThreads - 1) / kGenericThreads;
     KB_TRY(launch(prepare_row_weights_kernel<kKw>, std::min(prep_blocks, kGenericMaxBlocks),
                   kGenericThreads, 0, stream, w, prepared_w_, p));
