@@ -57,6 +57,10 @@
 //      measured 0.464 / 0.463 / 0.464 ms (kb bench L1_075,L1_081 --time-cap 3 --seed 7, three
 //      runs): -9%. Layers of <= 8 M MACs with rows of < 16 column positions run the generic
 //      gather (sweep seed 2026: worst 0.67x -> 1.67x).
+//   v6 (session 7, this code) two column positions x 4 channels per thread instead of 1 x 8
+//      (9 shared loads per 40 FMA instead of 12) -> predicted -3 to -6% -> measured 0.474 /
+//      0.476 ms against 1 x 8's 0.494 / 0.495 on the same machine (device call 7, A/B in
+//      alternation; that machine ran 1 x 8 at 0.494 where call 6's ran 0.457): -4%.
 //   Next: ncu counts 3.4 issued instructions per FFMA (the inner loop is ~1.4 in SASS): find
 //      the rest (source-level counters), then two column positions per thread.
 #include "kernels/cores/conv_transpose_gather/gather.cuh"

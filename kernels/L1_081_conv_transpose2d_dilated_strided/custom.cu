@@ -57,6 +57,10 @@
 //   v5b (session 7, this code) the input rows staged by 16-byte copies too when the staged span
 //      lies inside x (here: 128 of 128 columns) -> predicted -2 to -3% -> measured 0.334 ms (kb
 //      bench L1_075,L1_081,L2_010 --time-cap 3 --seed 7, device call 6): -1.5%, 1.04x the goal.
+//   v6 (session 7, this code) two column positions x 4 channels per thread (RowThreadTile)
+//      instead of 1 x 8: 5 shared loads per 24 FMA instead of 7 -> predicted -3 to -5% ->
+//      measured 0.341 / 0.340 ms against 1 x 8's 0.343 / 0.344 on the same machine (device call
+//      7, A/B in alternation): -1%.
 //   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r), or a
 //      TMA bulk-store pipeline (docs/kernels.md).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"

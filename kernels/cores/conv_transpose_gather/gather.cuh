@@ -295,16 +295,15 @@ inline Status launch_generic(const float* x, const float* w, float* y,
 //      block writes zeros and ends;
 //   2. stages per slot x[n, group's channels, ih, :] (zero-padded) and w[group's channels,
 //      block's channels, th, :];
-//   3. per pass of pass_co channels, each thread takes a column position qw and 8 channels, sums
+//   3. per pass of pass_co channels, each thread takes two column positions qw (q_threads apart)
+//      and 4 channels (RowThreadTile), sums
 //      every phase r (ow = qw*s_w + r - pad_w) over slots, channels and column taps in registers,
 //      and writes the row to shared memory (z) shifted to the output row's 16-byte phase;
 //   4. the warps copy z to the output rows with 16-byte stores.
 
 constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / kWarp;
-constexpr int kRowCoThread = 8;     // output channels per thread, in registers
 constexpr int kRowMaxCoBlock = 64;  // output channels per block at most
-static_assert(kRowCoThread % 4 == 0, "weights are read as float4");
 
 // The column taps, fixed at compile time: tap t lands on phase (t*d) mod s at input qw - offset.
 template <int kKw, int kSw, int kDw>
@@ -406,53 +405,81 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
   __pipeline_commit();
 }
 
-// acc[r][c]: phase r of column position q_min + qi, channel co_l0 + c, over all staged rows.
-template <int kKw, int kSw, int kDw>
-__device__ __forceinline__ void accumulate(const RowGatherParams& p, int slots, int qi, int co_l0,
-                                           const float* ws, const float* xs,
-                                           float (&acc)[kSw][kRowCoThread]) {
+// A thread's share of a pass: kQ column positions (q_threads apart) x kCo channels.
+template <int kQ, int kCo>
+struct ThreadTile {
+  static_assert(kCo % 4 == 0, "weights are read as float4");
+  static constexpr int kQs = kQ, kCos = kCo;
+};
+// Two positions x 4 channels: a float4 of weights feeds 8 multiply-adds, with fewer shared loads
+// per multiply-add than 1 x 8 (L1_081: 5 instead of 7 per 24; L1_075: 9 instead of 12 per 40).
+using RowThreadTile = ThreadTile<2, 4>;
+
+// acc[j][r][c]: phase r of column position q_min + qi[j], channel co_l0 + c, over all staged
+// rows. A float4 of weights feeds kQ x 4 multiply-adds.
+template <int kKw, int kSw, int kDw, class Tile>
+__device__ __forceinline__ void accumulate(const RowGatherParams& p, int slots,
+                                           const int (&qi)[Tile::kQs], int co_l0, const float* ws,
+                                           const float* xs,
+                                           float (&acc)[Tile::kQs][kSw][Tile::kCos]) {
   using Taps = ColumnTaps<kKw, kSw, kDw>;
+  constexpr int kQ = Tile::kQs, kCo = Tile::kCos;
   const int rows = slots * p.cin_g;  // (slot, ci), in staging order
 #pragma unroll 2
   for (int row = 0; row < rows; ++row) {
-    const float* xr = xs + row * p.x_len + qi + Taps::kMaxOffset;
-    float xv[Taps::kMaxOffset + 1];
+    const float* xr = xs + row * p.x_len + Taps::kMaxOffset;
+    float xv[kQ][Taps::kMaxOffset + 1];
 #pragma unroll
-    for (int o = 0; o <= Taps::kMaxOffset; ++o) xv[o] = xr[-o];
+    for (int j = 0; j < kQ; ++j)
+#pragma unroll
+      for (int o = 0; o <= Taps::kMaxOffset; ++o) xv[j][o] = xr[qi[j] - o];
     const float* wr = ws + row * kKw * p.co_block + co_l0;
 #pragma unroll
     for (int t = 0; t < kKw; ++t) {
-      const float4 lo = *reinterpret_cast<const float4*>(wr + t * p.co_block);
-      const float4 hi = *reinterpret_cast<const float4*>(wr + t * p.co_block + 4);
-      const float wv[kRowCoThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-      for (int c = 0; c < kRowCoThread; ++c) {
-        acc[Taps::phase(t)][c] = fmaf(xv[Taps::offset(t)], wv[c], acc[Taps::phase(t)][c]);
+      for (int c4 = 0; c4 < kCo; c4 += 4) {
+        const float4 w4 = *reinterpret_cast<const float4*>(wr + t * p.co_block + c4);
+        const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+        for (int j = 0; j < kQ; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            float& a = acc[j][Taps::phase(t)][c4 + c];
+            a = fmaf(xv[j][Taps::offset(t)], wv[c], a);
+          }
       }
     }
   }
 }
 
 // z[row][shift + ow] for the pass's channels pass + row, shift = the output row's 16-byte phase.
-template <int kKw, int kSw, int kDw>
+template <int kKw, int kSw, int kDw, class Tile>
 __device__ void compute_pass(const RowGatherParams& p, const RowBlock& b, int slots, int pass,
                              const float* ws, const float* xs, float* z) {
+  constexpr int kQ = Tile::kQs, kCo = Tile::kCos;
   const int tq = threadIdx.x % p.q_threads, cs = threadIdx.x / p.q_threads;
-  const int co_l0 = pass + cs * kRowCoThread;
+  const int co_l0 = pass + cs * kCo;
   const int64_t out_phase = static_cast<int64_t>(reinterpret_cast<uintptr_t>(b.out) >> 2);
-  int shift[kRowCoThread];
+  int shift[kCo];
 #pragma unroll
-  for (int c = 0; c < kRowCoThread; ++c) shift[c] = (out_phase + (co_l0 + c) * b.plane) & 3;
-  float* zc = z + cs * kRowCoThread * p.z_stride;
-  for (int qi = tq; qi < p.q_count; qi += p.q_threads) {
-    float acc[kSw][kRowCoThread] = {};
-    accumulate<kKw, kSw, kDw>(p, slots, qi, co_l0, ws, xs, acc);
-    const int ow0 = (p.q_min + qi) * kSw - p.pad_w;
+  for (int c = 0; c < kCo; ++c) shift[c] = (out_phase + (co_l0 + c) * b.plane) & 3;
+  float* zc = z + cs * kCo * p.z_stride;
+  for (int q0 = tq; q0 < p.q_count; q0 += kQ * p.q_threads) {
+    int qi[kQ];
 #pragma unroll
-    for (int r = 0; r < kSw; ++r) {
-      if (ow0 + r < 0 || ow0 + r >= p.out_w) continue;
+    for (int j = 0; j < kQ; ++j) qi[j] = std::min(q0 + j * p.q_threads, p.q_count - 1);
+    float acc[kQ][kSw][kCo] = {};
+    accumulate<kKw, kSw, kDw, Tile>(p, slots, qi, co_l0, ws, xs, acc);
 #pragma unroll
-      for (int c = 0; c < kRowCoThread; ++c) zc[c * p.z_stride + shift[c] + ow0 + r] = acc[r][c];
+    for (int j = 0; j < kQ; ++j) {
+      if (q0 + j * p.q_threads >= p.q_count) break;
+      const int ow0 = (p.q_min + qi[j]) * kSw - p.pad_w;
+#pragma unroll
+      for (int r = 0; r < kSw; ++r) {
+        if (ow0 + r < 0 || ow0 + r >= p.out_w) continue;
+#pragma unroll
+        for (int c = 0; c < kCo; ++c) zc[c * p.z_stride + shift[c] + ow0 + r] = acc[j][r][c];
+      }
     }
   }
 }
@@ -470,7 +497,7 @@ __device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBl
   }
 }
 
-template <int kKw, int kSw, int kDw>
+template <int kKw, int kSw, int kDw, class Tile>
 __global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams p) {
   const RowBlock b = row_block(p);
   const int slots = for_each_row_tap(p, b.oh, [](int, int, int) {});
@@ -489,9 +516,9 @@ __global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams
   });
   __pipeline_wait_prior(0);
   __syncthreads();
-  const int pass_co = kRowThreads / p.q_threads * kRowCoThread;
+  const int pass_co = kRowThreads / p.q_threads * Tile::kCos;
   for (int pass = 0; pass < b.co_count; pass += pass_co) {
-    compute_pass<kKw, kSw, kDw>(p, b, slots, pass, ws, xs, z);
+    compute_pass<kKw, kSw, kDw, Tile>(p, b, slots, pass, ws, xs, z);
     __syncthreads();
     store_pass(p, b, pass, pass_co, z);
     __syncthreads();
@@ -533,7 +560,7 @@ struct RowGatherPlan {
 
 // The launch of row_gather_kernel<kKw, kSw, kDw> for g, or failed_precondition saying why the
 // fast path does not apply (the caller then runs the generic gather).
-template <int kKw, int kSw, int kDw>
+template <int kKw, int kSw, int kDw, class Tile>
 Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t max_smem_bytes) {
   const auto no = [](const std::string& why) { return Status::failed_precondition(why); };
   if (g.rank != 2) return no("not a 2-D layer");
@@ -557,8 +584,8 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   p.q_min = p.pad_w / kSw;
   p.q_count = (p.out_w - 1 + p.pad_w) / kSw - p.q_min + 1;
   p.q_threads = kWarp;
-  while (p.q_threads < p.q_count && p.q_threads < kRowThreads) p.q_threads *= 2;
-  const int pass_co = kRowThreads / p.q_threads * kRowCoThread;
+  while (p.q_threads * Tile::kQs < p.q_count && p.q_threads < kRowThreads) p.q_threads *= 2;
+  const int pass_co = kRowThreads / p.q_threads * Tile::kCos;
   p.co_block = (std::min(p.cout_g, kRowMaxCoBlock) + pass_co - 1) / pass_co * pass_co;
   p.co_blocks_per_group = (p.cout_g + p.co_block - 1) / p.co_block;
   p.co_pad = p.co_block * p.co_blocks_per_group;
@@ -606,7 +633,8 @@ class RowGatherConvTranspose : public Implementation {
     w_ = param_index(p, w_name_);
     Result<int> max_smem = cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     if (!max_smem.is_ok()) return max_smem.status();
-    Result<RowGatherPlan> plan = plan_row_gather<kKw, kSw, kDw>(geometry_, max_smem.value());
+    Result<RowGatherPlan> plan =
+        plan_row_gather<kKw, kSw, kDw, RowThreadTile>(geometry_, max_smem.value());
     // Rows of a few column positions leave most of a block's threads idle behind its staging
     // latency: in a small layer the generic gather is faster there (the sweep measured L1_075 at
     // 0.67x the reference at 11 x 28 x 59 x 7, 7 positions, and 1.5x on the generic gather).
@@ -618,7 +646,7 @@ class RowGatherConvTranspose : public Implementation {
     KB_CUDA_TRY(cudaFree(prepared_w_));
     prepared_w_ = nullptr;
     KB_CUDA_TRY(cudaMalloc(&prepared_w_, sizeof(float) * static_cast<size_t>(plan_.weight_floats)));
-    return allow_shared_memory(row_gather_kernel<kKw, kSw, kDw>, plan_.smem_bytes);
+    return allow_shared_memory(row_gather_kernel<kKw, kSw, kDw, RowThreadTile>, plan_.smem_bytes);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
@@ -631,8 +659,8 @@ class RowGatherConvTranspose : public Implementation {
     const int64_t prep_blocks = (plan_.weight_floats + kGenericThreads - 1) / kGenericThreads;
     KB_TRY(launch(prepare_row_weights_kernel<kKw>, std::min(prep_blocks, kGenericMaxBlocks),
                   kGenericThreads, 0, stream, w, prepared_w_, p));
-    return launch(row_gather_kernel<kKw, kSw, kDw>, plan_.blocks, kRowThreads, plan_.smem_bytes,
-                  stream, p);
+    return launch(row_gather_kernel<kKw, kSw, kDw, RowThreadTile>, plan_.blocks, kRowThreads,
+                  plan_.smem_bytes, stream, p);
   }
 
  private:
