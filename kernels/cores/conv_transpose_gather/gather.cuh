@@ -558,8 +558,8 @@ struct RowGatherPlan {
   int64_t weight_floats = 0;  // of the prepared weights (prepare_row_weights_kernel)
 };
 
-// The launch of row_gather_kernel<kKw, kSw, kDw> for g, or failed_precondition saying why the
-// fast path does not apply (the caller then runs the generic gather).
+// The launch of row_gather_kernel<kKw, kSw, kDw, Tile> for g, or failed_precondition saying why
+// the fast path does not apply (the caller then runs the generic gather).
 template <int kKw, int kSw, int kDw, class Tile>
 Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t max_smem_bytes) {
   const auto no = [](const std::string& why) { return Status::failed_precondition(why); };
@@ -611,11 +611,12 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
 
 // ---- The custom variant of a 2-D problem ----
 
-// Runs node `node` (input x_name, weight w_name) through row_gather_kernel<kKw, kSw, kDw> when the
-// plan applies, else through the generic gather.
-constexpr int kNarrowRow =
-    16;  // column positions below which a small layer runs the generic gather
+// Column positions per row below which a small layer (generic_is_faster) runs the generic gather.
+constexpr int kNarrowRow = 16;
 
+// Runs node `node` (input x_name, weight w_name) through row_gather_kernel<kKw, kSw, kDw,
+// RowThreadTile> when the plan applies and the layer is not small with narrow rows, else through
+// the generic gather.
 template <int kKw, int kSw, int kDw>
 class RowGatherConvTranspose : public Implementation {
  public:
