@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -516,28 +517,12 @@ class Conv3d {
     p.out_w = static_cast<int>(g.out[2]);
     p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
     p.pad_w = static_cast<int>(g.padding[2]);
-    p.k = p.cin * KD * KH * KW;
-    p.kp = (p.k + 7) / 8 * 8;
-    // A K tail of 1 or 2 runs on FMAs (tf32x3_tile.cuh); a longer one as a padded k8 step.
-    p.k_mma = p.k % 8 <= 2 ? p.k / 8 * 8 : p.kp;
-    p.row_tiles = (p.out_h + tf32::kTileRows - 1) / tf32::kTileRows;
-    p.col_tiles = (p.out_w + tf32::kTileCols - 1) / tf32::kTileCols;
-    p.tiles = int64_t{p.batch} * p.out_d * p.row_tiles * p.col_tiles;
-    const size_t smem = tf32::Layout<KD, KH, KW, kTf32Channels>::smem_bytes(p);
-    KB_ASSIGN_OR_RETURN(const int optin,
-                        cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
-    if (smem > static_cast<size_t>(optin)) return false;
-    const void* kernel = reinterpret_cast<const void*>(
-        tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32Channels, Epilogue>);
-    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)));
-    KB_ASSIGN_OR_RETURN(const int64_t resident,
-                        cuda::resident_blocks(kernel, tf32::kThreads, smem));
-    const int co_blocks = (p.cout + kTf32Channels - 1) / kTf32Channels;
-    const int64_t per_block = std::max<int64_t>(1, resident / co_blocks);
-    tf32_grid_ = dim3(static_cast<unsigned>(std::min<int64_t>(p.tiles, per_block)),
-                      static_cast<unsigned>(co_blocks));
-    smem_bytes_ = smem;
+    tf32::derive_params<KD, KH, KW>(p);
+    KB_ASSIGN_OR_RETURN(const std::optional<tf32::Launch> launch,
+                        (tf32::plan_launch<KD, KH, KW, kTf32Channels, Epilogue>(p)));
+    if (!launch) return false;
+    tf32_grid_ = launch->grid;
+    smem_bytes_ = launch->smem;
     tf32_ = p;
     return true;
   }

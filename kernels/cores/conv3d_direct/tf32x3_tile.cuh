@@ -1,6 +1,6 @@
-// The 3xTF32 tile of the few-input-channel Conv3d (direct.cuh's Conv3d picks it when it fits):
-// an implicit GEMM on the tensor cores whose A operand is read straight from a shared-memory
-// input patch, never im2col'd.
+// The 3xTF32 tile of the few-input-channel Conv3d (direct.cuh's Conv3d picks it when it fits;
+// L2_021 runs it at D = 1 as a 2-D conv): an implicit GEMM on the tensor cores whose A operand is
+// read straight from a shared-memory input patch, never im2col'd.
 //
 //   y[n, co, d, h, w] = sum_k A[(n, d, h, w), k] B[k, co],  k = ((c KD + kd) KH + kh) KW + kw,
 //   A = x[n, c, d + kd - pd, h + kh - ph, w + kw - pw] (0 outside x), B = w[co, k];
@@ -9,9 +9,9 @@
 //   (L1_054: 80 on the tensor cores, 1 on FMAs; a padded step would be 1/11 of its MMAs).
 //
 // Tile: 4 output rows x 64 output columns of one (n, d) x kBN channels (Conv3d instantiates kBN =
-// 64 and takes this tile only for C_out > 32). 8 warps = 4 rows x 2 channel halves; a warp owns one
-// output row (4 m16 tiles) x kBN / 2 channels. Persistent blocks: grid.y = the channel block,
-// grid.x strides over the spatial tiles.
+// 64 and takes this tile only for C_out > 32; L2_021 kBN = 32). 8 warps = 4 rows x 2 channel
+// halves; a warp owns one output row (4 m16 tiles) x kBN / 2 channels. Persistent blocks: grid.y =
+// the channel block, grid.x strides over the spatial tiles.
 //
 // Shared memory, per block:
 //   bs    [Kp][kBN + 8] fp32 weights of the channel block, staged once (0 past K and C_out); the
@@ -20,9 +20,12 @@
 //   koff  [Kp] int: the patch offset of k, (c KD + kd) kPlane + kh kRowStride + kw; k >= K points
 //         at an all-zero plane (a padded k then multiplies 0 by 0, never by a stray inf or NaN).
 //   raw   the next tile's input patch as fp32, filled by cp.async (zeros outside x) while this
-//         tile computes: planes (c, kd) of kRowsIn rows x (64 + KW - 1) columns.
-//   patch the current tile's patch split once into float2 (big, small) TF32 pairs, plus the zero
-//         plane: every A value is read as one 8-byte load with no conversion in the K loop.
+//         tile computes: planes (c, kd) of kRowsIn rows x (64 + KW - 1) columns, rows padded to
+//         16 bytes (kRawStride) so that aligned rows copy 16 bytes at a time.
+//   patch the current tile's patch split once into TF32 big and small halves, two arrays of
+//         (planes + the zero plane) x kPlane: an A fragment is 4 loads from each straight into
+//         the registers the MMA takes (float2 pairs cost 8 register moves per fragment: ncu,
+//         L2_021's tile), with no conversion in the K loop.
 // A's m index is permuted so that a warp's fragment loads are conflict-free: m16 tile j of a warp
 // holds the output columns {32 half + 4 g + j} (g = lane / 4: fragment rows g and g + 8 are
 // half 0 and 1), and the patch strides are chosen so that consecutive k always step the offset
@@ -36,14 +39,23 @@
 // inside 1e-4 (kernels/cores/tf32x3/mma.cuh explains the truncation; promotion is not needed at
 // these K).
 //
-// Thread safety: stateless device code; Conv3d (direct.cuh) owns the launch.
+// Epilogues: per element (direct.cuh's concept, stored by store_fragment) or per warp fragment
+// (FragmentEpilogue: stores and more, e.g. L2_021's GroupNorm sums).
+// Thread safety: stateless device code; plan_launch sets a function attribute (call it from the
+// thread that sets up, as Implementation::setup does).
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <optional>
 
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "common/status.h"
 #include "kernels/cores/tf32x3/mma.cuh"
 
 namespace kb::custom::conv3d_direct::tf32 {
@@ -67,6 +79,10 @@ struct Patch {
   static constexpr int kPlaneResidue = (((KH - 1) * kRowStride + KW) % 4 + 4) % 4;
   static constexpr int kPlane = kPlaneMin + ((kPlaneResidue - kPlaneMin) % 4 + 4) % 4;
   static_assert(kRowStride % 4 == KW % 4 && kRowStride >= kColsIn, "row stride");
+  // raw's layout: rows of whole 16-byte chunks.
+  static constexpr int kRawChunks = (kColsIn + 3) / 4;
+  static constexpr int kRawStride = 4 * kRawChunks;
+  static constexpr int kRawPlane = kRowsIn * kRawStride;
   static_assert((kPlane - (KH - 1) * kRowStride - (KW - 1)) % 4 == 1 && kPlane >= kPlaneMin,
                 "plane stride");
 };
@@ -93,10 +109,13 @@ struct Layout {
   }
   static __host__ __device__ size_t koff_bytes(const Params& p) { return sizeof(int) * p.kp; }
   static __host__ __device__ size_t raw_bytes(const Params& p) {
-    return sizeof(float) * size_t(planes(p)) * P::kPlane;
+    return sizeof(float) * size_t(planes(p)) * P::kRawPlane;
   }
-  static __host__ __device__ size_t patch_bytes(const Params& p) {  // + the zero plane
-    return sizeof(float2) * size_t(planes(p) + 1) * P::kPlane;
+  static __host__ __device__ size_t half_floats(const Params& p) {  // one half, + the zero plane
+    return size_t(planes(p) + 1) * P::kPlane;
+  }
+  static __host__ __device__ size_t patch_bytes(const Params& p) {  // rounded: raw is 16-aligned
+    return (2 * sizeof(float) * half_floats(p) + 15) / 16 * 16;
   }
   static __host__ __device__ size_t smem_bytes(const Params& p) {
     return patch_bytes(p) + b_bytes(p) + raw_bytes(p) + koff_bytes(p);
@@ -107,32 +126,53 @@ struct Tile {
   int n, d, h0, w0;
 };
 
-__device__ __forceinline__ Tile tile_at(const Params& p, int64_t t) {
+// 32-bit index math (plan_launch refuses more than INT_MAX tiles): three 64-bit divisions per call
+// were a few hundred instructions per tile.
+__device__ __forceinline__ Tile tile_at(const Params& p, int t) {
   Tile r;
-  r.w0 = static_cast<int>(t % p.col_tiles) * kTileCols;
-  t /= p.col_tiles;
-  r.h0 = static_cast<int>(t % p.row_tiles) * kTileRows;
-  t /= p.row_tiles;
-  r.d = static_cast<int>(t % p.out_d);
-  r.n = static_cast<int>(t / p.out_d);
+  const unsigned u = static_cast<unsigned>(t), cols = static_cast<unsigned>(p.col_tiles);
+  const unsigned rows = static_cast<unsigned>(p.row_tiles), depth = static_cast<unsigned>(p.out_d);
+  const unsigned a = u / cols, b = a / rows;
+  r.w0 = static_cast<int>(u - a * cols) * kTileCols;
+  r.h0 = static_cast<int>(a - b * rows) * kTileRows;
+  r.d = static_cast<int>(b % depth);
+  r.n = static_cast<int>(b / depth);
   return r;
 }
 
-// raw[plane][r][col] = x[n, c, d + kd - pd, h0 + r - ph, w0 + col - pw] by 4-byte cp.async (zero
-// outside x); a warp per staged row, lanes along the columns.
+// raw[plane][r][col] = x[n, c, d + kd - pd, h0 + r - ph, w0 + col - pw] (zero outside x), by
+// cp.async. vec (W % 4 == 0, pad_w % 4 == 0, x 16-byte aligned: every 16-byte chunk of a row is
+// wholly inside or outside x): 16-byte copies, the block's threads over (row, chunk); else 4-byte
+// copies, a warp per staged row, lanes along the columns.
 template <int KD, int KH, int KW>
-__device__ void stage_patch(const Params& p, const Tile& t, uint32_t raw, int warp, int lane) {
+__device__ void stage_patch(const Params& p, const Tile& t, uint32_t raw, bool vec, int warp,
+                            int lane) {
   using P = Patch<KD, KH, KW>;
   const int rows = p.cin * KD * P::kRowsIn;
-  for (int r = warp; r < rows; r += kThreads / 32) {
+  const auto row_source = [&](int r, bool* row_in) {
     const int row = r % P::kRowsIn, plane = r / P::kRowsIn, c = plane / KD, kd = plane % KD;
     const int gd = t.d + kd - p.pad_d, gh = t.h0 + row - p.pad_h;
-    const bool row_in = gd >= 0 && gd < p.in_d && gh >= 0 && gh < p.in_h;
-    const float* src =
-        row_in ? p.x + ((int64_t{t.n} * p.cin + c) * p.in_d + gd) * int64_t{p.in_h} * p.in_w +
-                     int64_t{gh} * p.in_w
-               : p.x;
-    const uint32_t dst = raw + 4u * static_cast<uint32_t>(plane * P::kPlane + row * P::kRowStride);
+    *row_in = gd >= 0 && gd < p.in_d && gh >= 0 && gh < p.in_h;
+    return *row_in ? p.x + ((int64_t{t.n} * p.cin + c) * p.in_d + gd) * int64_t{p.in_h} * p.in_w +
+                         int64_t{gh} * p.in_w
+                   : p.x;
+  };
+  if (vec) {
+    for (int e = warp * 32 + lane; e < rows * P::kRawChunks; e += kThreads) {
+      const int r = e / P::kRawChunks, chunk = e % P::kRawChunks;
+      bool row_in;
+      const float* src = row_source(r, &row_in);
+      const int gw = t.w0 + 4 * chunk - p.pad_w;
+      const bool ok = row_in && gw >= 0 && gw < p.in_w;
+      tf32x3::cp_async_16(raw + 4u * static_cast<uint32_t>(r * P::kRawStride + 4 * chunk),
+                          ok ? src + gw : p.x, ok);
+    }
+    return;
+  }
+  for (int r = warp; r < rows; r += kThreads / 32) {
+    bool row_in;
+    const float* src = row_source(r, &row_in);
+    const uint32_t dst = raw + 4u * static_cast<uint32_t>(r * P::kRawStride);
     for (int col = lane; col < P::kColsIn; col += 32) {
       const int gw = t.w0 + col - p.pad_w;
       const bool ok = row_in && gw >= 0 && gw < p.in_w;
@@ -157,14 +197,91 @@ __device__ __forceinline__ void load_b(const float* bs, int s, int t, int col0,
   }
 }
 
-// The tile kernel. Epilogue: direct.cuh's concept, epilogue.channel(co)(value).
-template <int KD, int KH, int KW, int kBN, class Epilogue>
-__global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilogue epilogue) {
+// What a warp's accumulators acc[j][nt][e] hold after the K loop: output row h of tile `tile`,
+// channels co + 8 nt + 2 t + (e & 1) (g = lane / 4, t = lane % 4), columns
+// tile.w0 + 32 (e >> 1) + 4 g + j. Columns past W' and channels past C_out hold garbage.
+struct WarpFragment {
+  Tile tile;
+  int h, co, g, t;
+};
+
+// Stores 4 consecutive outputs of channel co, row f.h, columns f.tile.w0 + 32 half + 4 f.g + q
+// (q < 4, those past W' dropped): one 16- or 8-byte store when aligned. kStreaming: evict-first
+// (__stcs), for outputs nothing reads soon; else plain stores, which stay in L2 for a pass that
+// follows.
+template <bool kStreaming = true>
+__device__ __forceinline__ void store_quad(const Params& p, const WarpFragment& f, int co, int half,
+                                           const float (&v)[4]) {
+  const auto put = [](auto* dst, auto value) {
+    if constexpr (kStreaming) {
+      __stcs(dst, value);
+    } else {
+      *dst = value;
+    }
+  };
+  const Tile& tl = f.tile;
+  float* row = p.y + ((int64_t{tl.n} * p.cout + co) * p.out_d + tl.d) * p.out_h * p.out_w +
+               int64_t{f.h} * p.out_w;
+  const int w = tl.w0 + 32 * half + 4 * f.g;
+  float* dst = row + w;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
+  if (w + 3 < p.out_w && (addr & 15) == 0) {
+    put(reinterpret_cast<float4*>(dst), make_float4(v[0], v[1], v[2], v[3]));
+  } else if (w + 3 < p.out_w && (addr & 7) == 0) {
+    put(reinterpret_cast<float2*>(dst), make_float2(v[0], v[1]));
+    put(reinterpret_cast<float2*>(dst + 2), make_float2(v[2], v[3]));
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      if (w + q < p.out_w) put(dst + q, v[q]);
+  }
+}
+
+// An epilogue that takes the whole fragment (stores and anything else, e.g. statistics) declares
+// `static constexpr bool kFragment = true` and a member
+// `template <int kNT> __device__ void fragment(const Params&, const WarpFragment&,
+// const float (&acc)[4][kNT][4])`. Any other epilogue follows direct.cuh's per-element concept,
+// epilogue.channel(co)(value), and store_fragment writes it.
+template <class E>
+concept FragmentEpilogue = requires {
+  requires E::kFragment;
+};
+
+// Writes a fragment through a per-element epilogue: thread (g, t) holds, per n8 tile, channel
+// parity e and half, the outputs at columns 32 half + 4 g + {0, 1, 2, 3} of row h: c0/c1 (half 0)
+// and c2/c3 (half 1), stored 16 or 8 bytes at a time when aligned.
+template <int kNT, class Epilogue>
+__device__ __forceinline__ void store_fragment(const Params& p, const WarpFragment& f,
+                                               const float (&acc)[4][kNT][4],
+                                               const Epilogue& epilogue) {
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int co = f.co + 8 * nt + 2 * f.t + e;
+      if (co >= p.cout) continue;
+      const auto fn = epilogue.channel(co);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float v[4] = {fn(acc[0][nt][2 * half + e]), fn(acc[1][nt][2 * half + e]),
+                            fn(acc[2][nt][2 * half + e]), fn(acc[3][nt][2 * half + e])};
+        store_quad(p, f, co, half, v);
+      }
+    }
+}
+
+// The tile kernel. Epilogue: a FragmentEpilogue, or direct.cuh's per-element concept.
+// kMinBlocks: blocks per multiprocessor that the register allocation must allow (<= 128 registers
+// for 2; a bound of 1 lets ptxas take ~130 for L1_054's tile, one block per SM and 2-5% slower).
+template <int KD, int KH, int KW, int kBN, class Epilogue, int kMinBlocks = 2>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    conv3d_tf32x3_kernel(Params p, Epilogue epilogue) {
   using P = Patch<KD, KH, KW>;
   using L = Layout<KD, KH, KW, kBN>;
   constexpr int kNT = kBN / kWarpsN / 8;  // n8 tiles per warp
   extern __shared__ __align__(16) unsigned char smem[];
-  float2* patch = reinterpret_cast<float2*>(smem);
+  float* big = reinterpret_cast<float*>(smem);  // the patch's TF32 big halves, then the small
+  float* small = big + L::half_floats(p);
   float* bs = reinterpret_cast<float*>(smem + L::patch_bytes(p));
   float* raw = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(bs) + L::b_bytes(p));
   int* koff = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(raw) + L::raw_bytes(p));
@@ -175,9 +292,12 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
   const int wr = warp / kWarpsN, wn = warp % kWarpsN;  // output row in the tile, channel half
   const int co0 = static_cast<int>(blockIdx.y) * kBN;
   const int planes = L::planes(p);
+  const bool vec = p.in_w % 4 == 0 && p.pad_w % 4 == 0 &&
+                   (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;  // tile w0 % 64 == 0
 
-  int64_t tile = blockIdx.x;
-  if (tile < p.tiles) stage_patch<KD, KH, KW>(p, tile_at(p, tile), raw_addr, warp, lane);
+  const int tiles = static_cast<int>(p.tiles);
+  int tile = static_cast<int>(blockIdx.x);
+  if (tile < tiles) stage_patch<KD, KH, KW>(p, tile_at(p, tile), raw_addr, vec, warp, lane);
   tf32x3::cp_async_commit();
 
   // Once per block: the weights of the channel block, the k offsets, the zero plane.
@@ -194,20 +314,30 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
     koff[k] = off;
   }
   for (int e = tid; e < P::kPlane; e += kThreads)
-    patch[planes * P::kPlane + e] = make_float2(0.0f, 0.0f);
+    big[planes * P::kPlane + e] = small[planes * P::kPlane + e] = 0.0f;
 
   const float* b_warp = bs + wn * (kBN / kWarpsN) + g;
   const int a_base = wr * P::kRowStride + 4 * g;
-  for (; tile < p.tiles; tile += gridDim.x) {
+  for (; tile < tiles; tile += static_cast<int>(gridDim.x)) {
     tf32x3::cp_async_wait<0>();
     __syncthreads();  // raw holds this tile; every warp is done with the previous patch
-    for (int e = tid; e < planes * P::kPlane; e += kThreads) {
-      const tf32x3::SplitTf32 v = tf32x3::split_tf32(raw[e]);
-      patch[e] = make_float2(__uint_as_float(v.big), __uint_as_float(v.small));
+    // raw (rows of kRawStride) -> big / small (rows of kRowStride), a 16-byte chunk per step.
+    for (int e = tid; e < planes * P::kRowsIn * P::kRawChunks; e += kThreads) {
+      const int r = e / P::kRawChunks, col = 4 * (e % P::kRawChunks);  // r = plane kRowsIn + row
+      const float4 v = reinterpret_cast<const float4*>(raw)[e];
+      const float vals[4] = {v.x, v.y, v.z, v.w};
+      const int dst = (r / P::kRowsIn) * P::kPlane + (r % P::kRowsIn) * P::kRowStride + col;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (col + i >= P::kColsIn) break;  // the chunk's padding
+        const tf32x3::SplitTf32 sv = tf32x3::split_tf32(vals[i]);
+        big[dst + i] = __uint_as_float(sv.big);
+        small[dst + i] = __uint_as_float(sv.small);
+      }
     }
     __syncthreads();  // patch is ready and raw is free
-    const int64_t next = tile + gridDim.x;
-    if (next < p.tiles) stage_patch<KD, KH, KW>(p, tile_at(p, next), raw_addr, warp, lane);
+    const int next = tile + static_cast<int>(gridDim.x);
+    if (next < tiles) stage_patch<KD, KH, KW>(p, tile_at(p, next), raw_addr, vec, warp, lane);
     tf32x3::cp_async_commit();
 
     // A warp whose output row is past H' (the last row tile of L1_054's 62 rows) or whose
@@ -229,16 +359,16 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
     for (int s = 0; s < p.k_mma / 8; ++s) {
       uint32_t b_big[kNT][2], b_small[kNT][2];
       load_b<kNT, L::kBStride>(b_warp, s, t, 0, b_big, b_small);
-      const float2* a_lo = patch + a_base + koff[8 * s + t];      // k = t
-      const float2* a_hi = patch + a_base + koff[8 * s + t + 4];  // k = t + 4
+      const int lo = a_base + koff[8 * s + t];      // k = t
+      const int hi = a_base + koff[8 * s + t + 4];  // k = t + 4
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         // rows g (half 0: column 4 g + j) and g + 8 (half 1: column 32 + 4 g + j)
-        const float2 v0 = a_lo[j], v1 = a_lo[32 + j], v2 = a_hi[j], v3 = a_hi[32 + j];
-        const uint32_t a_big[4] = {__float_as_uint(v0.x), __float_as_uint(v1.x),
-                                   __float_as_uint(v2.x), __float_as_uint(v3.x)};
-        const uint32_t a_small[4] = {__float_as_uint(v0.y), __float_as_uint(v1.y),
-                                     __float_as_uint(v2.y), __float_as_uint(v3.y)};
+        const uint32_t a_big[4] = {__float_as_uint(big[lo + j]), __float_as_uint(big[lo + 32 + j]),
+                                   __float_as_uint(big[hi + j]), __float_as_uint(big[hi + 32 + j])};
+        const uint32_t a_small[4] = {
+            __float_as_uint(small[lo + j]), __float_as_uint(small[lo + 32 + j]),
+            __float_as_uint(small[hi + j]), __float_as_uint(small[hi + 32 + j])};
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
           tf32x3::mma_tf32(acc[j][nt], a_small, b_big[nt][0], b_big[nt][1]);
@@ -256,14 +386,13 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
     // layout's own operands: rows g / g + 8 of m16 tile j (patch, big + small, which is what
     // 3xTF32 multiplies) and columns 2 t, 2 t + 1 of each n8 tile (the fp32 weights).
     for (int k = p.k_mma; k < p.k; ++k) {
-      const float2* a_k = patch + a_base + koff[k];
+      const int a_k = a_base + koff[k];
       const float* b_k = bs + k * L::kBStride + wn * (kBN / kWarpsN) + 2 * t;
       float a[4][2], b[kNT][2];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const float2 lo = a_k[j], hi = a_k[32 + j];
-        a[j][0] = lo.x + lo.y;
-        a[j][1] = hi.x + hi.y;
+        a[j][0] = big[a_k + j] + small[a_k + j];
+        a[j][1] = big[a_k + 32 + j] + small[a_k + 32 + j];
       }
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) b[nt][0] = b_k[8 * nt], b[nt][1] = b_k[8 * nt + 1];
@@ -276,38 +405,57 @@ __global__ void __launch_bounds__(kThreads) conv3d_tf32x3_kernel(Params p, Epilo
             acc[j][nt][e] = fmaf(a[j][e >> 1], b[nt][e & 1], acc[j][nt][e]);
     }
 
-    // Epilogue: thread (g, t) holds, per n8 tile, channel parity e and half, the outputs at
-    // columns 32 half + 4 g + {0, 1, 2, 3} of row wr: c0/c1 (half 0) and c2/c3 (half 1).
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int co = co0 + wn * (kBN / kWarpsN) + 8 * nt + 2 * t + e;
-        if (co >= p.cout) continue;
-        const auto f = epilogue.channel(co);
-        float* row = p.y + ((int64_t{tl.n} * p.cout + co) * p.out_d + tl.d) * p.out_h * p.out_w +
-                     int64_t{h} * p.out_w;
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int w = tl.w0 + 32 * half + 4 * g;
-          const float v[4] = {f(acc[0][nt][2 * half + e]), f(acc[1][nt][2 * half + e]),
-                              f(acc[2][nt][2 * half + e]), f(acc[3][nt][2 * half + e])};
-          float* dst = row + w;
-          const uintptr_t addr = reinterpret_cast<uintptr_t>(dst);
-          if (w + 3 < p.out_w && (addr & 15) == 0) {
-            __stcs(reinterpret_cast<float4*>(dst), make_float4(v[0], v[1], v[2], v[3]));
-          } else if (w + 3 < p.out_w && (addr & 7) == 0) {
-            __stcs(reinterpret_cast<float2*>(dst), make_float2(v[0], v[1]));
-            __stcs(reinterpret_cast<float2*>(dst + 2), make_float2(v[2], v[3]));
-          } else {
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-              if (w + q < p.out_w) __stcs(dst + q, v[q]);
-          }
-        }
-      }
+    const WarpFragment frag{tl, h, co0 + wn * (kBN / kWarpsN), g, t};
+    if constexpr (FragmentEpilogue<Epilogue>) {
+      epilogue.fragment(p, frag, acc);
+    } else {
+      store_fragment(p, frag, acc, epilogue);
+    }
   }
   tf32x3::cp_async_wait<0>();  // nothing in flight at exit
+}
+
+// ---- Host side: the launch of a geometry ----
+
+// Fills p's derived fields (k, kp, k_mma, row_tiles, col_tiles, tiles) from its sizes.
+template <int KD, int KH, int KW>
+void derive_params(Params& p) {
+  p.k = p.cin * KD * KH * KW;
+  p.kp = (p.k + 7) / 8 * 8;
+  // A K tail of 1 or 2 runs on FMAs; a longer one as a padded k8 step.
+  p.k_mma = p.k % 8 <= 2 ? p.k / 8 * 8 : p.kp;
+  p.row_tiles = (p.out_h + kTileRows - 1) / kTileRows;
+  p.col_tiles = (p.out_w + kTileCols - 1) / kTileCols;
+  p.tiles = int64_t{p.batch} * p.out_d * p.row_tiles * p.col_tiles;
+}
+
+struct Launch {
+  dim3 grid;    // (persistent spatial blocks, channel blocks of kBN)
+  size_t smem;  // dynamic shared memory per block
+};
+
+// The persistent launch of conv3d_tf32x3_kernel<KD, KH, KW, kBN, Epilogue, kMinBlocks> for p
+// (derive_params done): every block resident at once, the kernel's shared-memory limit raised.
+// nullopt when the patch and weights do not fit in one block's shared memory, or past INT_MAX
+// tiles.
+template <int KD, int KH, int KW, int kBN, class Epilogue, int kMinBlocks = 2>
+Result<std::optional<Launch>> plan_launch(const Params& p) {
+  const size_t smem = Layout<KD, KH, KW, kBN>::smem_bytes(p);
+  if (p.tiles > std::numeric_limits<int>::max() - 65536) return std::optional<Launch>();
+  KB_ASSIGN_OR_RETURN(const int optin,
+                      cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+  if (smem > static_cast<size_t>(optin)) return std::optional<Launch>();
+  const void* kernel =
+      reinterpret_cast<const void*>(conv3d_tf32x3_kernel<KD, KH, KW, kBN, Epilogue, kMinBlocks>);
+  KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  KB_ASSIGN_OR_RETURN(const int64_t resident, cuda::resident_blocks(kernel, kThreads, smem));
+  const int co_blocks = (p.cout + kBN - 1) / kBN;
+  const int64_t per_block = std::max<int64_t>(1, resident / co_blocks);
+  return std::optional<Launch>(
+      Launch{dim3(static_cast<unsigned>(std::min<int64_t>(p.tiles, per_block)),
+                  static_cast<unsigned>(co_blocks)),
+             smem});
 }
 
 }  // namespace kb::custom::conv3d_direct::tf32
