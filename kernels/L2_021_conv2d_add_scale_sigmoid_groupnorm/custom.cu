@@ -14,6 +14,12 @@
 // pipeline.cuh): conv_kernel writes the sigmoid output into `out` and per-task group sums to its
 // own partials slot; a one-warp-per-(n, group) fold makes coef[n][o]; normalize_kernel rescales
 // `out` in place, last sample first (those are still in L2 when the conv launch ends).
+// The conv launch is one of two kernels:
+//  - tensor path (3x3 unit conv, C_out >= 16, W' >= 48: the full preset): the conv3d 3xTF32 tile
+//    (kernels/cores/conv3d_direct/tf32x3_tile.cuh, D = 1, 32-channel blocks) with TensorEpilogue,
+//    which stores g and writes per-(n, row, column tile, channel) sums; the fold reads them with
+//    width cpg. 3xTF32 is ~fp32 per product (that header); the sums and sigmoid are as below.
+//  - FMA tile (other unit convs that keep a quarter of a block busy): conv_kernel, S tasks below.
 // S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
 // before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes
 // 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared loads per 576 FFMA), then t =
@@ -63,22 +69,35 @@
 //   v2 three launches: conv (16-byte staging, one round trip) ~0.72 ms of issue -> ~0.80;
 //      coefficient fold ~5 us; normalize in place 2.1 GB -> ~0.55 ms: predicted 1.3-1.45 ms ->
 //      measured 2.40 ms (docs/kernels.md)
-//   next (for <= 1.0): keep the pre-norm tensor out of DRAM: conv + normalize per chunk of ~4
-//      samples (33 MB, L2-resident), or v1 with the lag counted in S tasks (>= 1.5 grids).
+//   v3 (session 8) the conv on the tensor cores: the conv3d 3xTF32 tile at D = 1 with a fragment
+//      epilogue (sigmoid, pre-norm store, row sums). Predicted ~1.1-1.2 ms (MMAs ~0.35 ms, the
+//      epilogue's ~25 instructions per output ~0.2 ms, normalize ~0.5 ms) -> measured 2.45 ms
+//      (kb bench L2_021 --time-cap 3 --seed 7; 2.40 for v2 on the same machine). ncu source
+//      counters: 3,270 warp instructions per (tile, warp) where the model had ~1,700: the patch
+//      staging (4-byte copies, ~515), register moves packing float2 A pairs into MMA operands (26
+//      per k step) and the epilogue (~1,200: expf + IEEE division ~23 per output). The tile now
+//      stages by 16-byte copies and keeps big / small in separate arrays: 2,818 per (tile, warp),
+//      **2.115 ms** (L1_054 0.948 -> 0.82 ms, L1_060 2.90 -> 2.43 ms from the same tile change).
+//   next (for <= 1.0): the epilogue is ~46% of the conv's instructions: row sums kept in
+//      registers across a block's tiles of one sample (contiguous tile order) instead of shuffled
+//      per tile; then the pre-norm tensor's DRAM round trip (chunks of samples kept in L2).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
 #include "kernels/cores/block_reduce.cuh"
+#include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
 #include "kernels/cores/group_norm_pipeline/pipeline.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_021 {
 
 namespace sp = kb::gn_pipeline;
+namespace tc = kb::custom::conv3d_direct::tf32;
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
@@ -119,6 +138,71 @@ __device__ __forceinline__ float activation(float y, float bias, float scale) {
   const float t = (y + bias) * scale;
   return 1.0f / (1.0f + expf(-t));
 }
+
+// ---- Tensor-core path: the conv3d 3xTF32 tile (D = 1) with a statistics epilogue ----
+
+constexpr int kTensorChannels = 32;  // the tile's channel block (two warps of 16 across it)
+
+// The 3xTF32 tile's fragment epilogue: the sigmoid output stored pre-norm, and per (sample, output
+// row, column tile, channel) the sums of g and g^2 over the row's columns in the tile, into
+// partials[((n H' + h) col_tiles + column tile) C_out + co]: every slot written once per run,
+// folded by coefficients_kernel (width cpg). A lane sums its 8 values of a channel about a
+// warp-uniform pilot (the channel's first output in the row) in fp32, the 8 lanes of the channel
+// combine by shuffles, and the raw sums are formed in double: sum g = s1 + n p, sum g^2 = s2 + 2 p
+// s1 + n p^2.
+struct TensorEpilogue {
+  static constexpr bool kFragment = true;
+  const float* b_conv;  // (C_out)
+  const float* bias;    // (C_out)
+  const float* scale;   // (C_out)
+  double2* partials;
+
+  template <int kNT>
+  __device__ void fragment(const tc::Params& p, const tc::WarpFragment& f,
+                           const float (&acc)[4][kNT][4]) const {
+    const int cols = min(tc::kTileCols, p.out_w - f.tile.w0);  // columns of the row in range
+    const int64_t slot =
+        (int64_t{f.tile.n} * p.out_h + f.h) * p.col_tiles + f.tile.w0 / tc::kTileCols;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int co = f.co + 8 * nt + 2 * f.t + e;
+        const bool ok = co < p.cout;
+        const int c = ok ? co : 0;
+        const float bc = b_conv[c], bi = bias[c], sc = scale[c];
+        float v[2][4];
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            v[half][j] = activation(acc[j][nt][2 * half + e] + bc, bi, sc);
+        const float pilot = __shfl_sync(0xffffffffu, v[0][0], f.t);  // lane t: column 0
+        float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float d = 32 * half + 4 * f.g + j < cols ? v[half][j] - pilot : 0.0f;
+            s1 += d;
+            s2 = fmaf(d, d, s2);
+          }
+#pragma unroll
+        for (int m = 4; m < kWarp; m <<= 1) {  // the 8 lanes of the channel (lane bits 2-4: g)
+          s1 += __shfl_xor_sync(0xffffffffu, s1, m);
+          s2 += __shfl_xor_sync(0xffffffffu, s2, m);
+        }
+        if (!ok) continue;
+        tc::store_quad<false>(p, f, co, 0, v[0]);  // normalize reads the last ones from L2
+        tc::store_quad<false>(p, f, co, 1, v[1]);
+        if (f.g == 0) {
+          const double pd = pilot, d1 = s1, n = cols;
+          partials[slot * p.cout + co] =
+              make_double2(fma(n, pd, d1), fma(n * pd, pd, fma(2.0 * pd, d1, double{s2})));
+        }
+      }
+  }
+};
 
 // ---- Fast path: shared memory ----
 
@@ -488,7 +572,9 @@ class ConvSigmoidGroupNorm final : public Implementation {
     const double busy = static_cast<double>(g_.quads * g_.col_groups) /
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
     fast_ = unit && smem_ <= 100 * 1024 && busy >= 0.25;
+    KB_TRY(setup_tensor(unit));
     int64_t parts = g_.s_tasks;
+    if (tensor_) parts = std::max(parts, g_.ho * tensor_.params.col_tiles * g_.c_out / g_.groups);
     if (fast_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
@@ -522,6 +608,21 @@ class ConvSigmoidGroupNorm final : public Implementation {
                     args.output.data,
                     partials,
                     coef};
+    if (tensor_) {
+      tc::Params p = tensor_.params;
+      p.x = b.x, p.w = b.w, p.y = b.out;
+      const TensorEpilogue epilogue{b.b_conv, b.bias, b.scale, partials};
+      tc::conv3d_tf32x3_kernel<1, 3, 3, kTensorChannels, TensorEpilogue>
+          <<<tensor_.launch.grid, tc::kThreads, tensor_.launch.smem, stream>>>(p, epilogue);
+      KB_CUDA_TRY(cudaGetLastError());
+      sp::launch_coefficients(partials, g_.batch, g_.ho * p.col_tiles, g_.groups, g_.cpg,
+                              static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
+                              coef, stream, g_.cpg);
+      KB_CUDA_TRY(cudaGetLastError());
+      launch_normalize(b, stream);
+      KB_CUDA_TRY(cudaGetLastError());
+      return Status::ok();
+    }
     const bool aligned = reinterpret_cast<uintptr_t>(args.output.data) % 8 == 0;
     if (fast_ && aligned) {
       conv_kernel<<<conv_blocks_, kThreads, smem_, stream>>>(b, g_);
@@ -530,9 +631,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
                               static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
                               coef, stream);
       KB_CUDA_TRY(cudaGetLastError());
-      const int64_t tasks = g_.batch * g_.c_out * g_.parts;
-      normalize_kernel<<<static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, int64_t{1} << 20)),
-                         kThreads, 0, stream>>>(b, g_);
+      launch_normalize(b, stream);
       KB_CUDA_TRY(cudaGetLastError());
       return Status::ok();
     }
@@ -555,6 +654,38 @@ class ConvSigmoidGroupNorm final : public Implementation {
  private:
   static constexpr int64_t kPartTarget = 16384;  // elements of one N task
 
+  // The tensor-core path: 3x3, stride 1, no padding (unit), at least 16 channels (a 32-channel
+  // block) and rows of at least 48 columns (64-column tiles), and the patch fits in shared memory.
+  // Narrower shapes keep the FMA tile or the generic kernels.
+  Status setup_tensor(bool unit) {
+    tensor_ = {};
+    if (!unit || g_.c_out < 16 || g_.wo < 48) return Status::ok();
+    tc::Params p = {};
+    p.batch = static_cast<int>(g_.batch), p.cin = static_cast<int>(g_.c_in);
+    p.cout = static_cast<int>(g_.c_out);
+    p.in_d = 1, p.in_h = static_cast<int>(g_.h), p.in_w = static_cast<int>(g_.w);
+    p.out_d = 1, p.out_h = static_cast<int>(g_.ho), p.out_w = static_cast<int>(g_.wo);
+    tc::derive_params<1, 3, 3>(p);
+    KB_ASSIGN_OR_RETURN(const std::optional<tc::Launch> launch,
+                        (tc::plan_launch<1, 3, 3, kTensorChannels, TensorEpilogue>(p)));
+    if (launch) tensor_ = TensorPlan{true, p, *launch};
+    return Status::ok();
+  }
+
+  // Normalizes `out` in place with coef (any path whose `out` rows are 8-byte aligned).
+  void launch_normalize(const Buffers& b, cudaStream_t stream) const {
+    const int64_t tasks = g_.batch * g_.c_out * g_.parts;
+    normalize_kernel<<<static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, int64_t{1} << 20)),
+                       kThreads, 0, stream>>>(b, g_);
+  }
+
+  struct TensorPlan {
+    bool on = false;
+    tc::Params params = {};  // sizes; tensors set per run
+    tc::Launch launch = {};
+    explicit operator bool() const { return on; }
+  };
+
   static int64_t attr_or(const ProblemInstance& p, const char* attr, int a, int64_t fill) {
     return p.has_attr("conv", attr) ? p.ints("conv", attr)[a] : fill;
   }
@@ -563,6 +694,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
   Geometry g_{};
   ConvGeom cv_{};
   bool fast_ = false;
+  TensorPlan tensor_;
   size_t smem_ = 0;
   int conv_blocks_ = 1;
   int64_t generic_parts_ = 1;  // generic path: statistics blocks per (n, group)

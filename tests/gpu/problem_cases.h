@@ -1,6 +1,7 @@
 // The shapes every implementation is checked at on the GPU: per problem, the `small` and `odd`
-// presets and the `robust` one where the spec has it (a shape that reaches a custom's fast path
-// cheaply enough for the golden model), every oracle fixture's dims (with PyTorch's expected
+// presets, the `robust` one where the spec has it (a shape that reaches a custom's fast path
+// cheaply enough for the golden model) and any other preset but `full` that the golden model can
+// afford, every oracle fixture's dims (with PyTorch's expected
 // output), and up to three shapes of the shape sweep (common/shape_sweep.h, drawn under `full`)
 // cheap enough for the golden model: odd sizes and channel counts that reach the kernels' other
 // paths. Plus the plumbing to run one implementation on device inputs generated from a case's key.
@@ -65,8 +66,15 @@ inline std::vector<Case> cases_with(Variant variant) {
   std::vector<Case> out;
   for (const auto& [id, spec] : catalog().problems) {
     if (!find_implementation(id, variant)) continue;
-    for (const char* preset : {"small", "odd", "robust"}) {
-      if (const Preset* p = spec->find_preset(preset)) out.push_back(Case{id, preset, p->dims, 7, 0, ""});
+    // Every preset but `full`: small, odd and robust always, any other (a shape that reaches one
+    // of a custom's paths, e.g. L2_021's `fma`) when the golden model can afford it.
+    for (const Preset& p : spec->presets) {
+      if (p.name == "full") continue;
+      if (p.name != "small" && p.name != "odd" && p.name != "robust") {
+        auto inst = ProblemInstance::create(spec, p.dims);
+        if (!inst.is_ok() || inst->cost().flops > kSweepCaseMaxFlops) continue;
+      }
+      out.push_back(Case{id, p.name, p.dims, 7, 0, ""});
     }
     add_sweep_cases(spec, &out);
     const fs::path dir = fs::path(KB_FIXTURES_DIR) / "oracle" / id;

@@ -58,24 +58,28 @@ __device__ inline float2 group_norm_coefficients(double2 sums, double count, flo
 // ---- Statistics from per-task partial sums (two-launch form) ----
 //
 // The statistics launch writes one (sum v, sum v^2) per (sample, task, group) to
-// partials[(n * parts + p) * groups + k]: no atomics, no fences, every slot written every run.
+// partials[(n * parts + p) * groups + k], or one per (sample, task, channel) to
+// partials[(n * parts + p) * channels + o] (width = cpg entries per group: the channels of group k
+// are k cpg .. k cpg + cpg - 1): no atomics, no fences, every slot written every run.
 // coefficients_kernel then folds a group's parts in a fixed order (deterministic) and writes
 // coef[n * channels + o] = (scale, shift) for the normalize launch.
 
-// One warp per (n, group); blockDim.x == kThreads.
+// One warp per (n, group); blockDim.x == kThreads. width: entries per (part, group), 1 or cpg.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     coefficients_kernel(const double2* partials, int64_t samples, int64_t parts, int64_t groups,
-                        int64_t cpg, double count, const float* gamma, const float* beta, float eps,
-                        float2* coef) {
+                        int64_t cpg, int64_t width, double count, const float* gamma,
+                        const float* beta, float eps, float2* coef) {
   static_assert(kThreads % kWarp == 0, "whole warps");
   const int64_t pair = int64_t{blockIdx.x} * (kThreads / kWarp) + threadIdx.x / kWarp;
   if (pair >= samples * groups) return;  // warp-uniform
   const int64_t n = pair / groups, grp = pair % groups;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   double2 sum = make_double2(0.0, 0.0);
-  for (int64_t p = lane; p < parts; p += kWarp) {
-    const double2 v = partials[(n * parts + p) * groups + grp];
+#pragma unroll 4
+  for (int64_t e = lane; e < parts * width; e += kWarp) {
+    const int64_t p = e / width, c = e % width;
+    const double2 v = partials[((n * parts + p) * groups + grp) * width + c];
     sum.x += v.x;
     sum.y += v.y;
   }
@@ -84,15 +88,17 @@ __global__ void __launch_bounds__(kThreads)
     coef[n * groups * cpg + o] = group_norm_coefficients(sum, count, gamma[o], beta[o], eps);
 }
 
-// Launches coefficients_kernel on `stream`; the caller checks cudaGetLastError().
+// Launches coefficients_kernel on `stream` (width: see above); the caller checks
+// cudaGetLastError().
 inline void launch_coefficients(const double2* partials, int64_t samples, int64_t parts,
                                 int64_t groups, int64_t cpg, double count, const float* gamma,
-                                const float* beta, float eps, float2* coef, cudaStream_t stream) {
+                                const float* beta, float eps, float2* coef, cudaStream_t stream,
+                                int64_t width = 1) {
   constexpr int kThreads = 256;
   const int64_t warps = kThreads / kWarp;
   const auto blocks = static_cast<unsigned>((samples * groups + warps - 1) / warps);
   coefficients_kernel<kThreads><<<blocks, kThreads, 0, stream>>>(
-      partials, samples, parts, groups, cpg, count, gamma, beta, eps, coef);
+      partials, samples, parts, groups, cpg, width, count, gamma, beta, eps, coef);
 }
 
 // ---- Statistics of a materialized tensor (the generic paths) ----
