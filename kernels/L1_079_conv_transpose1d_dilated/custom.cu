@@ -281,7 +281,8 @@ class ConvTranspose1dDilated final : public Implementation {
     Params p = params_;
     p.x = x, p.w = w, p.y = args.output.data;
     p.x_vec16 = p.in_len % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    return gather::launch(conv_transpose1d_kernel, grid_, kThreads, smem_bytes_, stream, p);
+    return gather::launch(conv_transpose1d_kernel, dim3(static_cast<unsigned>(grid_)), kThreads,
+                          smem_bytes_, stream, p);
   }
 
  private:

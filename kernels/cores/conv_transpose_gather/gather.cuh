@@ -138,10 +138,10 @@ Status allow_shared_memory(Kernel kernel, size_t smem_bytes) {
 
 // Launches kernel<<<grid, threads, smem_bytes, stream>>>(args...) and returns its launch error.
 template <typename... Params, typename... Args>
-Status launch(void (*kernel)(Params...), int64_t grid, int threads, size_t smem_bytes,
+Status launch(void (*kernel)(Params...), dim3 grid, int threads, size_t smem_bytes,
               cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.gridDim = grid;
   config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
@@ -284,8 +284,9 @@ inline bool generic_is_faster(const ConvTransposeGeometry& g) {
 inline Status launch_generic(const float* x, const float* w, float* y,
                              const ConvTransposeGeometry& g, cudaStream_t stream) {
   const int64_t blocks = (g.output_numel() + kGenericThreads - 1) / kGenericThreads;
-  return launch(gather_generic_kernel<kGenericThreads>, std::min(blocks, kGenericMaxBlocks),
-                kGenericThreads, 0, stream, x, w, y, g);
+  return launch(gather_generic_kernel<kGenericThreads>,
+                dim3(static_cast<unsigned>(std::min(blocks, kGenericMaxBlocks))), kGenericThreads,
+                0, stream, x, w, y, g);
 }
 
 // ---- The 2-D row gather (fast path) ----
@@ -304,6 +305,13 @@ inline Status launch_generic(const float* x, const float* w, float* y,
 constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / kWarp;
 constexpr int kRowMaxCoBlock = 64;  // output channels per block at most
+constexpr int kRowMaxPhases = 8;    // row strides the plan takes
+constexpr int kRowMaxTaps = 8;      // kernel rows landing on one output row, at most
+
+// z rows start kZMargin<kSw> floats in (16-byte aligned): the column positions a pass computes
+// reach kSw - 1 outputs past either end of the output row, and land in the margins unchecked.
+template <int kSw>
+constexpr int kZMargin = (kSw + 2) / 4 * 4;
 
 // The column taps, fixed at compile time: tap t lands on phase (t*d) mod s at input qw - offset.
 template <int kKw, int kSw, int kDw>
@@ -327,6 +335,11 @@ struct RowGatherParams {
   bool x_vec;     // x rows staged by 16-byte copies (the staged span is inside x, 16-byte aligned)
   int row_taps;   // most kernel rows landing on one output row (slots)
   int q_threads;  // threads along qw; kRowThreads / q_threads channel sets
+  // Per row phase r = (oh + pad_h) mod stride_h: the kernel rows th landing on it, and the input
+  // row each reads, ih = (oh + pad_h) / stride_h - tap_back[r][i] (th ascending).
+  int8_t tap_count[kRowMaxPhases];
+  int8_t tap_th[kRowMaxPhases][kRowMaxTaps];
+  int tap_back[kRowMaxPhases][kRowMaxTaps];
 };
 
 struct RowBlock {
@@ -335,12 +348,12 @@ struct RowBlock {
   int64_t plane;                    // H_out * W_out: from one channel's row to the next
 };
 
+// The grid is (channel blocks of all groups, H_out, N): no index division per block.
 __device__ __forceinline__ RowBlock row_block(const RowGatherParams& p) {
   RowBlock b;
-  const int co_blocks = p.groups * p.co_blocks_per_group;
-  const int cb = static_cast<int>(blockIdx.x % co_blocks), rest = blockIdx.x / co_blocks;
-  b.oh = rest % p.out_h;
-  b.n = rest / p.out_h;
+  const int cb = static_cast<int>(blockIdx.x);
+  b.oh = static_cast<int>(blockIdx.y);
+  b.n = static_cast<int>(blockIdx.z);
   b.group = cb / p.co_blocks_per_group;
   b.co0 = cb % p.co_blocks_per_group * p.co_block;
   b.co_count = std::min(p.co_block, p.cout_g - b.co0);
@@ -350,17 +363,33 @@ __device__ __forceinline__ RowBlock row_block(const RowGatherParams& p) {
   return b;
 }
 
-// Calls f(slot, th, ih) for each kernel row th that feeds output row oh from input row ih.
+// Calls f(slot, th, ih) for each kernel row th that feeds output row oh from input row ih, from
+// the plan's phase table (one division per block; the per-tap divisions were ~7% of L1_081's
+// instructions).
 template <class F>
 __device__ __forceinline__ int for_each_row_tap(const RowGatherParams& p, int oh, F f) {
-  const int u = oh + p.pad_h, r = u % p.stride_h, q = u / p.stride_h;
+  const int u = oh + p.pad_h, q = u / p.stride_h, r = u - q * p.stride_h;
   int slot = 0;
-  for (int th = 0; th < p.k_h; ++th) {
-    const int td = th * p.dil_h;
-    const int ih = q - (td - r) / p.stride_h;
-    if (td % p.stride_h == r && ih >= 0 && ih < p.in_h) f(slot++, th, ih);
+  for (int i = 0; i < p.tap_count[r]; ++i) {
+    const int ih = q - p.tap_back[r][i];
+    if (ih >= 0 && ih < p.in_h) f(slot++, p.tap_th[r][i], ih);
   }
   return slot;
+}
+
+// Calls f(r, c) for every r < rows, c < cols, spread over the block's threads with no division
+// per cell: a warp takes 32 / cols rows at a time when cols <= 32, else one row along its lanes.
+template <class F>
+__device__ __forceinline__ void for_each_cell(int rows, int cols, F f) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  if (cols <= kWarp) {
+    const int per = kWarp / cols, r0 = lane / cols, c = lane - r0 * cols;
+    if (r0 >= per) return;
+    for (int r = warp * per + r0; r < rows; r += kRowWarps * per) f(r, c);
+  } else {
+    for (int r = warp; r < rows; r += kRowWarps)
+      for (int c = lane; c < cols; c += kWarp) f(r, c);
+  }
 }
 
 // Asynchronously (cp.async, then a commit): xs[slot][ci][k] = x[n, c0 + ci, ih, q_min - kMaxOff
@@ -375,12 +404,11 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
   const int iw0 = p.q_min - kMaxOff;
   const int64_t c_first = static_cast<int64_t>(b.n) * p.groups * p.cin_g + c0;
   if (p.x_vec) {  // no zero padding: the staged span lies inside the row
-    const int chunks = p.x_len / 4;
-    for (int e = threadIdx.x; e < p.cin_g * chunks; e += kRowThreads) {
-      const int ci = e / chunks, k = 4 * (e % chunks);
-      const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w + iw0 + k;
-      __pipeline_memcpy_async(xs + (slot * p.cin_g + ci) * p.x_len + k, src, 4 * sizeof(float));
-    }
+    for_each_cell(p.cin_g, p.x_len / 4, [&](int ci, int k4) {
+      const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w + iw0 + 4 * k4;
+      __pipeline_memcpy_async(xs + (slot * p.cin_g + ci) * p.x_len + 4 * k4, src,
+                              4 * sizeof(float));
+    });
   }
   for (int ci = warp; !p.x_vec && ci < p.cin_g; ci += kRowWarps) {
     const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w;
@@ -394,14 +422,13 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
       }
     }
   }
-  const int chunks = p.co_block / 4, rows = p.cin_g * kKw;
+  const int rows = p.cin_g * kKw;
   const float* src = p.w + (static_cast<int64_t>(b.group) * p.k_h + th) * rows * p.co_pad + b.co0;
   float* dst = ws + slot * rows * p.co_block;
-  for (int e = threadIdx.x; e < rows * chunks; e += kRowThreads) {
-    const int row = e / chunks, c4 = 4 * (e % chunks);
-    __pipeline_memcpy_async(dst + row * p.co_block + c4,
-                            src + static_cast<int64_t>(row) * p.co_pad + c4, 4 * sizeof(float));
-  }
+  for_each_cell(rows, p.co_block / 4, [&](int row, int c4) {
+    __pipeline_memcpy_async(dst + row * p.co_block + 4 * c4,
+                            src + static_cast<int64_t>(row) * p.co_pad + 4 * c4, 4 * sizeof(float));
+  });
   __pipeline_commit();
 }
 
@@ -459,10 +486,12 @@ __device__ void compute_pass(const RowGatherParams& p, const RowBlock& b, int sl
   constexpr int kQ = Tile::kQs, kCo = Tile::kCos;
   const int tq = threadIdx.x % p.q_threads, cs = threadIdx.x / p.q_threads;
   const int co_l0 = pass + cs * kCo;
-  const int64_t out_phase = static_cast<int64_t>(reinterpret_cast<uintptr_t>(b.out) >> 2);
+  // The 16-byte phase of each channel's row, in 32-bit (only the values mod 4 matter).
+  const int out_phase = static_cast<int>((reinterpret_cast<uintptr_t>(b.out) >> 2) & 3);
+  const int plane4 = static_cast<int>(b.plane & 3);
   int shift[kCo];
 #pragma unroll
-  for (int c = 0; c < kCo; ++c) shift[c] = (out_phase + (co_l0 + c) * b.plane) & 3;
+  for (int c = 0; c < kCo; ++c) shift[c] = (out_phase + (co_l0 + c) * plane4) & 3;
   float* zc = z + cs * kCo * p.z_stride;
   for (int q0 = tq; q0 < p.q_count; q0 += kQ * p.q_threads) {
     int qi[kQ];
@@ -473,23 +502,24 @@ __device__ void compute_pass(const RowGatherParams& p, const RowBlock& b, int sl
 #pragma unroll
     for (int j = 0; j < kQ; ++j) {
       if (q0 + j * p.q_threads >= p.q_count) break;
-      const int ow0 = (p.q_min + qi[j]) * kSw - p.pad_w;
+      // ow0 + r spans [-(kSw - 1), W_out + kSw - 2]: the margins take the outside ones.
+      const int ow0 = (p.q_min + qi[j]) * kSw - p.pad_w + kZMargin<kSw>;
 #pragma unroll
-      for (int r = 0; r < kSw; ++r) {
-        if (ow0 + r < 0 || ow0 + r >= p.out_w) continue;
+      for (int r = 0; r < kSw; ++r)
 #pragma unroll
         for (int c = 0; c < kCo; ++c) zc[c * p.z_stride + shift[c] + ow0 + r] = acc[j][r][c];
-      }
     }
   }
 }
 
+template <int kSw>
 __device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBlock& b, int pass,
                                            int pass_co, const float* z) {
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   for (int row = warp; row < pass_co && pass + row < b.co_count; row += kRowWarps) {
     float* dst = b.out + (pass + row) * b.plane;
-    const float* src = z + row * p.z_stride + ((reinterpret_cast<uintptr_t>(dst) >> 2) & 3);
+    const float* src =
+        z + row * p.z_stride + kZMargin<kSw> + ((reinterpret_cast<uintptr_t>(dst) >> 2) & 3);
     store_run(
         dst, p.out_w, lane, kWarp,
         [src](int o) { return *reinterpret_cast<const float4*>(src + o); },
@@ -497,8 +527,10 @@ __device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBl
   }
 }
 
+// Three blocks per SM (<= 85 registers): shared memory allows no more at L1_075 (57 KB), and with
+// a bare __launch_bounds__(256) ptxas held L1_075 to 64 registers and spilled (0.422 -> 0.440 ms).
 template <int kKw, int kSw, int kDw, class Tile>
-__global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams p) {
+__global__ void __launch_bounds__(kRowThreads, 3) row_gather_kernel(RowGatherParams p) {
   const RowBlock b = row_block(p);
   const int slots = for_each_row_tap(p, b.oh, [](int, int, int) {});
   if (slots == 0) {  // no tap lands on this row: zeros
@@ -520,7 +552,7 @@ __global__ void __launch_bounds__(kRowThreads) row_gather_kernel(RowGatherParams
   for (int pass = 0; pass < b.co_count; pass += pass_co) {
     compute_pass<kKw, kSw, kDw, Tile>(p, b, slots, pass, ws, xs, z);
     __syncthreads();
-    store_pass(p, b, pass, pass_co, z);
+    store_pass<kSw>(p, b, pass, pass_co, z);
     __syncthreads();
   }
 }
@@ -553,7 +585,7 @@ __global__ void __launch_bounds__(kGenericThreads)
 
 struct RowGatherPlan {
   RowGatherParams params = {};
-  int64_t blocks = 0;
+  dim3 grid;  // (channel blocks of all groups, H_out, N)
   size_t smem_bytes = 0;
   int64_t weight_floats = 0;  // of the prepared weights (prepare_row_weights_kernel)
 };
@@ -593,8 +625,17 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   const int iw0 = p.q_min - ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
   p.x_vec = iw0 >= 0 && iw0 % 4 == 0 && iw0 + p.x_len <= p.in_w && p.x_len % 4 == 0 &&
             p.in_w % 4 == 0;  // and, per call, x 16-byte aligned (run())
-  p.z_stride = (p.out_w + 3 + 3) / 4 * 4;
+  p.z_stride = (kZMargin<kSw> + p.out_w + kSw + 2 + 3) / 4 * 4;
   p.row_taps = static_cast<int>(max_taps_per_phase(g.kernel[1], g.stride[1], g.dilation[1]));
+  if (p.stride_h > kRowMaxPhases || p.row_taps > kRowMaxTaps)
+    return no("too many row phases or taps");
+  // Kernel row th lands on phase r = (th d) mod s and reads input row q - (th d - r) / s.
+  for (int th = 0; th < p.k_h; ++th) {
+    const int td = th * p.dil_h, r = td % p.stride_h;
+    const int i = p.tap_count[r]++;
+    p.tap_th[r][i] = static_cast<int8_t>(th);
+    p.tap_back[r][i] = (td - r) / p.stride_h;
+  }
   const int64_t floats = int64_t{p.row_taps} * p.cin_g * kKw * p.co_block +
                          (int64_t{p.row_taps} * p.cin_g * p.x_len + 3) / 4 * 4 +
                          int64_t{pass_co} * p.z_stride;
@@ -602,8 +643,10 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   if (floats * static_cast<int64_t>(sizeof(float)) > max_smem_bytes) {
     return no("staged rows exceed shared memory");
   }
-  plan.blocks = g.batch * p.out_h * p.groups * p.co_blocks_per_group;
-  if (plan.blocks >= limit) return no("too many blocks");
+  const int64_t co_blocks = int64_t{p.groups} * p.co_blocks_per_group;
+  if (co_blocks >= limit || p.out_h > 65535 || g.batch > 65535) return no("grid too large");
+  plan.grid = dim3(static_cast<unsigned>(co_blocks), static_cast<unsigned>(p.out_h),
+                   static_cast<unsigned>(g.batch));
   plan.weight_floats = int64_t{p.groups} * p.k_h * p.cin_g * kKw * p.co_pad;
   if (plan.weight_floats >= limit) return no("too many weights");
   return plan;
@@ -658,9 +701,10 @@ class RowGatherConvTranspose : public Implementation {
     p.x = x, p.w = prepared_w_, p.y = args.output.data;
     p.x_vec = p.x_vec && reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const int64_t prep_blocks = (plan_.weight_floats + kGenericThreads - 1) / kGenericThreads;
-    KB_TRY(launch(prepare_row_weights_kernel<kKw>, std::min(prep_blocks, kGenericMaxBlocks),
+    KB_TRY(launch(prepare_row_weights_kernel<kKw>,
+                  dim3(static_cast<unsigned>(std::min(prep_blocks, kGenericMaxBlocks))),
                   kGenericThreads, 0, stream, w, prepared_w_, p));
-    return launch(row_gather_kernel<kKw, kSw, kDw, RowThreadTile>, plan_.blocks, kRowThreads,
+    return launch(row_gather_kernel<kKw, kSw, kDw, RowThreadTile>, plan_.grid, kRowThreads,
                   plan_.smem_bytes, stream, p);
   }
 
