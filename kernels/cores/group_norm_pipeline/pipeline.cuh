@@ -64,6 +64,22 @@ __device__ inline float2 group_norm_coefficients(double2 sums, double count, flo
 // coefficients_kernel then folds a group's parts in a fixed order (deterministic) and writes
 // coef[n * channels + o] = (scale, shift) for the normalize launch.
 
+// Entries first, first + step, ... of (sample n, group grp)'s parts x width partials, summed in
+// a fixed order.
+__device__ __forceinline__ double2 group_partial_sum(const double2* partials, int64_t n,
+                                                     int64_t parts, int64_t groups, int64_t grp,
+                                                     int64_t width, int64_t first, int64_t step) {
+  double2 sum = make_double2(0.0, 0.0);
+#pragma unroll 4
+  for (int64_t e = first; e < parts * width; e += step) {
+    const int64_t p = e / width, c = e % width;
+    const double2 v = partials[((n * parts + p) * groups + grp) * width + c];
+    sum.x += v.x;
+    sum.y += v.y;
+  }
+  return sum;
+}
+
 // One warp per (n, group); blockDim.x == kThreads. width: entries per (part, group), 1 or cpg.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
@@ -75,26 +91,41 @@ __global__ void __launch_bounds__(kThreads)
   if (pair >= samples * groups) return;  // warp-uniform
   const int64_t n = pair / groups, grp = pair % groups;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
-  double2 sum = make_double2(0.0, 0.0);
-#pragma unroll 4
-  for (int64_t e = lane; e < parts * width; e += kWarp) {
-    const int64_t p = e / width, c = e % width;
-    const double2 v = partials[((n * parts + p) * groups + grp) * width + c];
-    sum.x += v.x;
-    sum.y += v.y;
-  }
-  sum = cores::warp_sum(sum);
+  const double2 sum =
+      cores::warp_sum(group_partial_sum(partials, n, parts, groups, grp, width, lane, kWarp));
   for (int64_t o = grp * cpg + lane; o < (grp + 1) * cpg; o += kWarp)
     coef[n * groups * cpg + o] = group_norm_coefficients(sum, count, gamma[o], beta[o], eps);
 }
 
-// Launches coefficients_kernel on `stream` (width: see above); the caller checks
-// cudaGetLastError().
+// One block per (n, group), for many partials per group (L2_021's tensor path: 4,064): a warp
+// each was latency-bound there (86 us for 66 MB under ncu).
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    coefficients_block_kernel(const double2* partials, int64_t parts, int64_t groups, int64_t cpg,
+                              int64_t width, double count, const float* gamma, const float* beta,
+                              float eps, float2* coef) {
+  const int64_t n = blockIdx.x / groups, grp = blockIdx.x % groups;
+  const double2 sum = cores::block_sum<kThreads, cores::Fold::kWarp>(
+      group_partial_sum(partials, n, parts, groups, grp, width, threadIdx.x, kThreads));
+  if (threadIdx.x >= kWarp) return;  // warp 0 holds the total
+  for (int64_t o = grp * cpg + threadIdx.x; o < (grp + 1) * cpg; o += kWarp)
+    coef[n * groups * cpg + o] = group_norm_coefficients(sum, count, gamma[o], beta[o], eps);
+}
+
+// Launches the fold on `stream` (width: see above): a warp per (n, group), or a block per
+// (n, group) from kBlockFoldEntries partials each; the caller checks cudaGetLastError().
+constexpr int64_t kBlockFoldEntries = 2048;
 inline void launch_coefficients(const double2* partials, int64_t samples, int64_t parts,
                                 int64_t groups, int64_t cpg, double count, const float* gamma,
                                 const float* beta, float eps, float2* coef, cudaStream_t stream,
                                 int64_t width = 1) {
   constexpr int kThreads = 256;
+  if (parts * width >= kBlockFoldEntries) {
+    coefficients_block_kernel<kThreads>
+        <<<static_cast<unsigned>(samples * groups), kThreads, 0, stream>>>(
+            partials, parts, groups, cpg, width, count, gamma, beta, eps, coef);
+    return;
+  }
   const int64_t warps = kThreads / kWarp;
   const auto blocks = static_cast<unsigned>((samples * groups + warps - 1) / warps);
   coefficients_kernel<kThreads><<<blocks, kThreads, 0, stream>>>(
