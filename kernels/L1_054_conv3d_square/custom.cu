@@ -28,6 +28,11 @@
 // not less); rejected. v4 (session 6) K = 81 as 80 on the tensor cores + 1 on FMAs (a padded k8
 // step was 1/11 of the MMAs): predicted ~0.92-0.95 ms, measured 0.954 ms (kb bench
 // L1_054,L1_060,L2_007 --time-cap 3 --seed 7; 1.97x), 1.5% from the goal; sweep worst 1.13x.
+// v5 (session 8) the tile's patch as separate big / small arrays (no register moves per A
+// fragment), 16-byte patch staging, 32-bit tile index (ncu source counters, docs/kernels.md):
+// measured 0.82 ms (kb bench L1_054,L1_060 --time-cap 2 --seed 7, twice), 0.826 ms in kb bench
+// kernelbench22 (docs/bench-h200-2026-12-02-s8.json): goal met, 1.69x the 1.40 ms peer.
+// C_out 1 runs the generic kernel (direct.cuh; sweep 0.52x -> 0.82-0.98x at that shape).
 //
 // Accuracy: 3xTF32 (tf32x3_tile.cuh: small x small dropped, 11 k8 steps of MMA truncation) or
 // strict fp32 FMA on the FMA tile; no fast intrinsics; each output one fp32 accumulator over its

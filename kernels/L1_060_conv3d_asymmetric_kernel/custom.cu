@@ -23,7 +23,9 @@
 // issue; 3.726 ms in docs/bench-h200-2026-12-02b.json). v2 3xTF32 tile (session 5), predicted
 // 1.4-3.0 ms (mma.sync at 35-60% of the TF32 peak), measured 2.952 ms (kb bench
 // L1_054,L1_060,L2_007 --time-cap 2 --seed 7; 3.44x the cuDNN reference): meets the 3.32 ms goal.
-// Shape sweep (4 shapes, seed 2026): worst 1.54x.
+// Shape sweep (4 shapes, seed 2026): worst 1.54x. v3 (session 8) the tile's operand layout and
+// staging (L1_054's v5): measured 2.434 ms (kb bench L1_054,L1_060 --time-cap 2 --seed 7), 2.429
+// in kernelbench22 (docs/bench-h200-2026-12-02-s8.json); sweep (6 shapes) worst 1.33x.
 //
 // Accuracy: 3xTF32 (tf32x3_tile.cuh: small x small dropped, 40 k8 steps of MMA truncation) or
 // strict fp32 FMA on the FMA tile; no fast intrinsics; each output one fp32 accumulator over its

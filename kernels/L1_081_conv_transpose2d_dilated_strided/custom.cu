@@ -61,6 +61,12 @@
 //      instead of 1 x 8: 5 shared loads per 24 FMA instead of 7 -> predicted -3 to -5% ->
 //      measured 0.341 / 0.340 ms against 1 x 8's 0.343 / 0.344 on the same machine (device call
 //      7, A/B in alternation): -1%.
+//   v7 (session 8, this code) ncu source counters: 42% of the instructions outside the K loop.
+//      The row taps of each output row from a per-phase table in the params, a (channel block,
+//      row, sample) grid, z rows with margins (no bounds check per output), staging without a
+//      division per element -> predicted "fewer instructions" (213 -> 196 M counted) -> measured
+//      0.328 then 0.312 ms (kb bench L1_075,L1_081 --time-cap 3 / 2 --seed 7, device calls 5, 6),
+//      0.297 ms in kernelbench22 (docs/bench-h200-2026-12-02-s8.json): the 0.32 ms goal is met.
 //   Next: a persistent, double-buffered row pipeline (stage row r+1 while computing row r), or a
 //      TMA bulk-store pipeline (docs/kernels.md).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"

@@ -56,7 +56,11 @@
 // allowed. Robustness trials (small preset, seed 7, vs the golden model; C_out 16 x Wo 17 keeps
 // < 1/4 of a block busy, so the generic path ran): shift (x + 100) 0.024x the tolerance
 // (reference 0.024x), scale (x 1000) 0.080x (0.081x), centered 0.032x (0.044x), random_affine
-// (gamma, beta) 0.049x (0.043x). The fast path under those trials is not measured separately.
+// (gamma, beta) 0.049x (0.043x). On the tensor path (the robust preset, N 2 x 8 -> 32 x 11 x 71,
+// kernelbench22 in docs/bench-h200-2026-12-02-s8.json): shift 0.057x (0.042x), centered 0.030x
+// (0.030x), random_affine 0.024x (0.015x), and scale 1.35x (0.69x): `marginal`, the MMA's
+// truncating accumulation at the magnitude of the cancelling partial sums (tf32x3_tile.cuh),
+// divided by a small group std. The FMA tile matched the reference there (0.685x).
 //
 // Ladder (H200, full preset; fp32 floor 0.62 ms):
 //   v1 one-launch ticket pipeline, S (conv) and N (normalize) tasks interleaved, lag 3 phases
@@ -77,7 +81,8 @@
 //      staging (4-byte copies, ~515), register moves packing float2 A pairs into MMA operands (26
 //      per k step) and the epilogue (~1,200: expf + IEEE division ~23 per output). The tile now
 //      stages by 16-byte copies and keeps big / small in separate arrays: 2,818 per (tile, warp),
-//      **2.115 ms** (L1_054 0.948 -> 0.82 ms, L1_060 2.90 -> 2.43 ms from the same tile change).
+//      **2.115 ms** (L1_054 0.948 -> 0.82 ms, L1_060 2.90 -> 2.43 ms from the same tile change);
+//      with a block per (sample, group) folding the 66 MB of partials, 2.064 ms (kernelbench22).
 //   next (for <= 1.0): the epilogue is ~46% of the conv's instructions: row sums kept in
 //      registers across a block's tiles of one sample (contiguous tile order) instead of shuffled
 //      per tile; then the pre-norm tensor's DRAM round trip (chunks of samples kept in L2).
