@@ -63,8 +63,8 @@
 //      alternation; that machine ran 1 x 8 at 0.494 where call 6's ran 0.457): -4%.
 //   v7 (session 8, this code) the row gather's overhead (L1_081's v7: row-tap table, 3-D grid,
 //      z margins, staging without divisions) -> measured 0.422 ms with the table and grid alone
-//      (device call 5), 0.440 / 0.442 ms with all of it (calls 6, 7; the margins and staging
-//      cost L1_075 ~4% while L1_081 gained 5%, not isolated yet): -7% over v6 on one machine.
+//      (device call 5), 0.440 / 0.442 ms with all of it (calls 6, 7; an A/B in call 8 found the
+//      margins neutral here, so the ~4% is in the staging loops or the registers): -7% over v6.
 //   Next: isolate that 4%; the K loop is ~60% FFMA (10 other instructions per 24 FFMA per row).
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/implementation.h"
