@@ -579,7 +579,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
     fast_ = unit && smem_ <= 100 * 1024 && busy >= 0.25;
     KB_TRY(setup_tensor(unit));
     int64_t parts = g_.s_tasks;
-    if (tensor_) parts = std::max(parts, g_.ho * tensor_.params.col_tiles * g_.c_out / g_.groups);
+    if (tensor_) parts = std::max(parts, g_.ho * tensor_->params.col_tiles * g_.c_out / g_.groups);
     if (fast_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
@@ -614,11 +614,11 @@ class ConvSigmoidGroupNorm final : public Implementation {
                     partials,
                     coef};
     if (tensor_) {
-      tc::Params p = tensor_.params;
+      tc::Params p = tensor_->params;
       p.x = b.x, p.w = b.w, p.y = b.out;
       const TensorEpilogue epilogue{b.b_conv, b.bias, b.scale, partials};
       tc::conv3d_tf32x3_kernel<1, 3, 3, kTensorChannels, TensorEpilogue>
-          <<<tensor_.launch.grid, tc::kThreads, tensor_.launch.smem, stream>>>(p, epilogue);
+          <<<tensor_->launch.grid, tc::kThreads, tensor_->launch.smem, stream>>>(p, epilogue);
       KB_CUDA_TRY(cudaGetLastError());
       sp::launch_coefficients(partials, g_.batch, g_.ho * p.col_tiles, g_.groups, g_.cpg,
                               static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
@@ -663,8 +663,13 @@ class ConvSigmoidGroupNorm final : public Implementation {
   // block) and rows of at least 48 columns (64-column tiles), and the patch fits in shared memory.
   // Narrower shapes keep the FMA tile or the generic kernels.
   Status setup_tensor(bool unit) {
-    tensor_ = {};
+    tensor_.reset();
     if (!unit || g_.c_out < 16 || g_.wo < 48) return Status::ok();
+    const int64_t limit = int64_t{1} << 30;  // the tile's sizes are int
+    if (g_.batch >= limit || g_.c_in * 9 >= limit || g_.c_out >= limit || g_.h >= limit ||
+        g_.w >= limit) {
+      return Status::ok();
+    }
     tc::Params p = {};
     p.batch = static_cast<int>(g_.batch), p.cin = static_cast<int>(g_.c_in);
     p.cout = static_cast<int>(g_.c_out);
@@ -673,11 +678,11 @@ class ConvSigmoidGroupNorm final : public Implementation {
     tc::derive_params<1, 3, 3>(p);
     KB_ASSIGN_OR_RETURN(const std::optional<tc::Launch> launch,
                         (tc::plan_launch<1, 3, 3, kTensorChannels, TensorEpilogue>(p)));
-    if (launch) tensor_ = TensorPlan{true, p, *launch};
+    if (launch) tensor_ = TensorPlan{p, *launch};
     return Status::ok();
   }
 
-  // Normalizes `out` in place with coef (any path whose `out` rows are 8-byte aligned).
+  // Normalizes `out` in place with coef (float4 where the plane and `out` allow, else scalar).
   void launch_normalize(const Buffers& b, cudaStream_t stream) const {
     const int64_t tasks = g_.batch * g_.c_out * g_.parts;
     normalize_kernel<<<static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, int64_t{1} << 20)),
@@ -685,10 +690,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
   }
 
   struct TensorPlan {
-    bool on = false;
     tc::Params params = {};  // sizes; tensors set per run
     tc::Launch launch = {};
-    explicit operator bool() const { return on; }
   };
 
   static int64_t attr_or(const ProblemInstance& p, const char* attr, int a, int64_t fill) {
@@ -699,7 +702,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
   Geometry g_{};
   ConvGeom cv_{};
   bool fast_ = false;
-  TensorPlan tensor_;
+  std::optional<TensorPlan> tensor_;  // set when the tensor path runs
   size_t smem_ = 0;
   int conv_blocks_ = 1;
   int64_t generic_parts_ = 1;  // generic path: statistics blocks per (n, group)
