@@ -441,6 +441,7 @@ struct Launch {
 template <int KD, int KH, int KW, int kBN, class Epilogue, int kMinBlocks = 2>
 Result<std::optional<Launch>> plan_launch(const Params& p) {
   const size_t smem = Layout<KD, KH, KW, kBN>::smem_bytes(p);
+  // The kernel's tile index is an int, and tile + gridDim.x (a few hundred blocks) must not wrap.
   if (p.tiles > std::numeric_limits<int>::max() - 65536) return std::optional<Launch>();
   KB_ASSIGN_OR_RETURN(const int optin,
                       cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
