@@ -28,10 +28,11 @@
 // (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
 // weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
 // Stores are scalar, the warp's even and odd columns filling the same 256 bytes.
-// Fallback: any other geometry (C_in != 3, other kernel/stride/padding/dilation, huge C_out)
-// runs the generic path: s = swish(y) materialized by a one-thread-per-output gather
-// (kernels/cores/conv_transpose_gather/gather.cuh), then parallel statistics and an elementwise
-// normalize (see "Generic path" below).
+// Materialized paths: C_in != 3 (or a C_out too large for the fast path's shared memory) runs
+// unit_swish_kernel, s = swish(y) materialized with the same parity taps; any other geometry
+// (not reachable from the spec, whose graph fixes k 3, s 2, p 1) runs a one-thread-per-output
+// gather (kernels/cores/conv_transpose_gather/gather.cuh) instead. Both are followed by parallel
+// statistics and an elementwise normalize (see "Materialized paths" below).
 //
 // Predicted / measured (H200, full preset): see the ladder; v2 (this code) predicted 0.43-0.48
 // ms, measured 0.824 ms (docs/kernels.md) and 0.837 ms in docs/bench-h200-2026-12-02b.json (3.5x
@@ -336,17 +337,104 @@ __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geome
   }
 }
 
-// ---- Generic path (any conv_transpose geometry, any C_in) ----
+// ---- Materialized paths (C_in != 3, or any other geometry) ----
 //
-// Three passes over a materialized s = swish(y), all of them fully parallel (the old generic
+// Three passes over a materialized s = swish(y), all of them fully parallel (the first generic
 // path recomputed the convolution inside one block per (n, group) and took 3.0 ms where the
 // reference takes 0.14 ms at odd channel counts):
-//   generic_swish_kernel:     one thread per output, the transposed convolution by gather
-//                             (cores/conv_transpose_gather/gather.cuh), bias, swish -> s;
+//   unit_swish_kernel (k 3, stride 2, padding 1: the spec's geometry, any C_in) or
+//   generic_swish_kernel (any other geometry): bias, swish -> s;
 //   sp::launch_group_partials: `parts` blocks per (n, group), each summing a contiguous chunk
 //                             of the group's s and s^2 in double -> partials (two-launch form);
 //   coefficients + generic_normalize_kernel: hardswish(s * scale + shift), float4 when aligned.
 // No library call: the work is this pack's own.
+
+// The unit geometry's swish pass. A warp item is (n, od, oh parity ph, 32 consecutive (row r,
+// column q) pairs with oh = 2 r + ph); a block is 8 warp items of one block of kUnitCo output
+// channels (blockIdx.y), whose weights it stages as float4 (kw 0, 1, 2, 0) per (c, kd, kh, co):
+// one broadcast LDS.128 per 3 FMA. Each lane sums the column pair ow = 2q, 2q + 1 of kUnitCo
+// channels over every input channel and the 1 or 2 taps of d and h (warp-uniform: od and ph are),
+// from 2 loads of x (q, q + 1) per (c, tap). The gather it replaces evaluated all 27 taps per
+// output with lanes of alternating column parity diverging: 0.589 ms against the reference's
+// 0.306 at N 82, C_in 13, C_out 4, D 5, H 17, W 27 (H200, seed 2026); this path takes 0.109 ms
+// there (2.8x the reference), 0.028 ms at N 39, C_in 1 (4.0x; the gather 0.115 ms, 0.96x), and
+// 2.94 ms at the full preset with C_in 5 (4.7x; the C_in 3 fast path takes 0.83 ms).
+constexpr int kUnitCo = 4;  // output channels per lane
+
+__host__ __device__ inline int64_t unit_lane_chunks(const Geometry& g) {
+  return (g.in_h * g.in_w + kWarp - 1) / kWarp;  // rows of parity 0 (H of them) and 1 (H - 1)
+}
+
+inline size_t unit_smem_bytes(const Geometry& g) {
+  return sizeof(float4) * static_cast<size_t>(g.c_in) * 9 * kUnitCo;
+}
+
+template <int kTd, int kTh>
+__device__ void unit_item(const Buffers& b, const Geometry& g, const float4* w, int64_t n,
+                          int64_t od, int64_t oh, int64_t q, int64_t co0) {
+  const int64_t vol = g.in_d * g.in_h * g.in_w;
+  const int in_w = static_cast<int>(g.in_w), in_hw = static_cast<int>(g.in_h * g.in_w);
+  // x[n, c, od / 2 + td, oh / 2 + th, q + e]: taps td, th of the odd axes read the next plane/row
+  const float* xc = b.x + n * g.c_in * vol + (od / 2 * g.in_h + oh / 2) * g.in_w + q;
+  const bool right = q + 1 < g.in_w;  // else ow = 2q + 1 is past the row and x[q + 1] unused
+  const int c_in = static_cast<int>(g.c_in);
+  float acc[kUnitCo][2] = {};
+#pragma unroll 1
+  for (int c = 0; c < c_in; ++c, xc += vol) {
+#pragma unroll
+    for (int td = 0; td < kTd; ++td)
+#pragma unroll
+      for (int th = 0; th < kTh; ++th) {
+        const float* xp = xc + td * in_hw + th * in_w;
+        const float x0 = __ldg(xp), x1 = right ? __ldg(xp + 1) : 0.0f;
+        const float4* wt = w + ((c * 3 + tap_k<kTd>(td)) * 3 + tap_k<kTh>(th)) * kUnitCo;
+#pragma unroll
+        for (int j = 0; j < kUnitCo; ++j) {
+          const float4 v = wt[j];
+          acc[j][0] = fmaf(x0, v.y, acc[j][0]);
+          acc[j][1] = fmaf(x1, v.x, fmaf(x0, v.z, acc[j][1]));
+        }
+      }
+  }
+  float* dst =
+      b.s + ((n * g.c_out + co0) * g.out_d + od) * g.out_h * g.out_w + oh * g.out_w + 2 * q;
+#pragma unroll
+  for (int j = 0; j < kUnitCo; ++j, dst += g.plane()) {
+    if (co0 + j >= g.c_out) break;
+    const float bias = __ldg(&b.bias[co0 + j]);
+    dst[0] = swish(acc[j][0] + bias);
+    if (right) dst[1] = swish(acc[j][1] + bias);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 2) unit_swish_kernel(Buffers b, Geometry g) {
+  extern __shared__ float4 unit_w[];  // [C_in][kd][kh][kUnitCo]
+  const int64_t co0 = int64_t{blockIdx.y} * kUnitCo;
+  for (int64_t e = threadIdx.x; e < g.c_in * 9 * kUnitCo; e += kThreads) {
+    const int64_t j = e % kUnitCo, tap = e / kUnitCo % 9, c = e / (9 * kUnitCo);
+    const float* src = b.w + ((c * g.c_out + co0 + j) * 9 + tap) * 3;
+    unit_w[e] = co0 + j < g.c_out ? make_float4(__ldg(src), __ldg(src + 1), __ldg(src + 2), 0.0f)
+                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  __syncthreads();
+  const int64_t chunks = unit_lane_chunks(g);
+  int64_t item = int64_t{blockIdx.x} * kWarps + threadIdx.x / kWarp;
+  if (item >= g.batch * g.out_d * 2 * chunks) return;
+  const int64_t flat = item % chunks * kWarp + threadIdx.x % kWarp;
+  item /= chunks;
+  const int ph = static_cast<int>(item % 2);
+  item /= 2;
+  const int64_t od = item % g.out_d, n = item / g.out_d;
+  const int64_t r = flat / g.in_w, q = flat % g.in_w, oh = 2 * r + ph;
+  if (oh >= g.out_h) return;  // past the last row of this parity
+  if (od % 2 == 0) {
+    ph ? unit_item<1, 2>(b, g, unit_w, n, od, oh, q, co0)
+       : unit_item<1, 1>(b, g, unit_w, n, od, oh, q, co0);
+  } else {
+    ph ? unit_item<2, 2>(b, g, unit_w, n, od, oh, q, co0)
+       : unit_item<2, 1>(b, g, unit_w, n, od, oh, q, co0);
+  }
+}
 
 // s = swish(conv_transpose(x) + bias), one thread per output (gather::gather_one: any geometry).
 __global__ void __launch_bounds__(kThreads)
@@ -418,11 +506,17 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
     g_.tasks = (g_.items + kWarps - 1) / kWarps;
     smem_ = smem_bytes(g_);
     fast_ = unit && g_.c_in == kCin && smem_ <= 96 * 1024;
+    unit_ = unit && !fast_ && unit_smem_bytes(g_) <= 96 * 1024;
     int64_t parts = g_.tasks;
     size_t s_bytes = 0;
     if (fast_) {
       KB_TRY(plan_fast());
     } else {
+      if (unit_) {
+        KB_CUDA_TRY(cudaFuncSetAttribute(unit_swish_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(unit_smem_bytes(g_))));
+      }
       KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
       parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
       parts = parts_;
@@ -464,7 +558,14 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
         return static_cast<unsigned>(
             std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 20));
       };
-      generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, cg_);
+      if (unit_) {
+        const int64_t items = g_.batch * g_.out_d * 2 * unit_lane_chunks(g_);
+        const dim3 blocks(static_cast<unsigned>((items + kWarps - 1) / kWarps),
+                          static_cast<unsigned>((g_.c_out + kUnitCo - 1) / kUnitCo));
+        unit_swish_kernel<<<blocks, kThreads, unit_smem_bytes(g_), stream>>>(b, g_);
+      } else {
+        generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, cg_);
+      }
       KB_CUDA_TRY(cudaGetLastError());
       sp::launch_group_partials(s, g_.batch, g_.groups, g_.cpg * g_.plane(), parts_, partials,
                                 stream);
@@ -498,7 +599,8 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
   size_t x_ = 0, w_ = 0, bias_ = 0, gamma_ = 0, beta_ = 0;
   Geometry g_{};
   gather::ConvTransposeGeometry cg_{};
-  bool fast_ = false;
+  bool fast_ = false;  // the recomputing fast path (C_in 3)
+  bool unit_ = false;  // else the unit geometry's swish pass, else the gather
   size_t smem_ = 0;
   int stats_blocks_ = 1, normalize_blocks_ = 1;
   int64_t parts_ = 1;  // generic path: statistics blocks per (n, group)
