@@ -22,7 +22,12 @@
 // in order (deterministic).
 // Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
 // 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math; any
-// shape runs one of the two.
+// shape runs one of the two. The scalar path ran 1.6x the vector path's time at the sweep's
+// 84 x 459 x 655 x 1637 (2.32 against 1.45 ms at K 656, N 1640): ncu counted 1.11 G
+// instructions against 0.57 G, the copy slots' index arithmetic per copy. With the copy offsets
+// as constants, pointer steps, and unpredicated copies in interior stages
+// (cores/tf32x3/dense_loader.cuh): 0.63 G instructions, 1.91 ms (0.87x -> 1.06x the
+// reference); the rest is the 4-byte copies themselves (4x the LDGSTS of the vector path).
 //
 // Predicted on the H200: 403M m16n8k8 MMAs = 763k per SM sub-partition; mma.sync TF32 on Hopper
 // reaches roughly 50-60% of the dense peak (~6.5-8 clk per MMA per sub-partition vs 4 at peak)
@@ -33,10 +38,10 @@
 // Measured: 3.98 ms (2026-11-30, docs/kernels.md; 69 TFLOP/s effective), 4.008 ms in
 // docs/bench-h200-2026-12-02b.json (0.98x the fp32 floor): under the 4.47 ms goal. Slower than
 // predicted: ~4 instructions per MMA put the issue limit near the MMA limit. Shape sweep
-// (docs/kernels.md): odd K or N (scalar path) 0.90x the reference at 30% of the preset's FLOPs,
-// and a grid of 18 CTAs on 132 SMs 0.35x, 0.73x with split-K (session 6): still misses. Next:
-// predicated 16-byte loads for odd K or N; for the full preset, the split on the FP32 pipe,
-// 128 x 256 tiles or wgmma on sm_90a.
+// (docs/kernels.md): odd K or N (scalar path) 0.90x the reference at 30% of the preset's FLOPs
+// (1.06x in session 9, above), and a grid of 18 CTAs on 132 SMs 0.35x, 0.73x with split-K
+// (session 6): still misses. Next: for the full preset, the split on the FP32 pipe, 128 x 256
+// tiles or wgmma on sm_90a; for odd shapes, operands padded to a multiple of 4 in a copy.
 //
 // Accuracy: ~fp32 level (estimate and derivation in kernels/cores/tf32x3/gemm128.cuh): x = big +
 // small + r with |r|

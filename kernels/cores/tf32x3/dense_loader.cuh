@@ -57,7 +57,7 @@ struct DenseLoader {
   int a_smem, b_smem;  // element index of copy 0 in a stage
   int a_col, b_row;    // k of A copy 0 within the k-tile; k row of B copy 0
   uint32_t a_rows_ok;  // bit j: A copy j's row < M
-  uint32_t b_cols_ok;  // bit j: B copy j's column < N (vector path: one bit for all)
+  uint32_t b_cols_ok;  // bit j: B copy j's column < N (every copy of a thread has the same column)
 };
 
 template <bool kVec, DenseGemmArgs Args>
@@ -106,17 +106,35 @@ __device__ __forceinline__ void load_dense_stage(const Args& p, DenseLoader<kVec
       cp_async_16(sb + (b_copy_vec_fast(0, j) * 4), ok ? l.b + int64_t{8 * j} * p.n : p.b, ok);
     }
   } else {
-    const int tid = threadIdx.x;
-#pragma unroll 4
-    for (int j = 0; j < 16; ++j) {
-      const bool ok = ((l.a_rows_ok >> j) & 1u) && l.a_col < k_left;
-      cp_async_4(sa + (a_copy_scalar_fast(0, j) * 4), ok ? l.a + int64_t{8 * j} * p.k : p.a, ok);
-    }
-#pragma unroll 4
-    for (int j = 0; j < 16; ++j) {
-      const CopySlot s = b_copy_scalar(tid, j);  // the B swizzle changes with j here
-      const bool ok = ((l.b_cols_ok >> j) & 1u) && s.row < k_left;
-      cp_async_4(stage + (kStageFloatsA + s.smem) * 4, ok ? l.b + int64_t{2 * j} * p.n : p.b, ok);
+    // Per copy: a pointer step, a predicate and the copy; the smem offsets are constants after
+    // unrolling (the index maps' per-j arithmetic cost ~700 instructions per warp and k-tile,
+    // nearly doubling the kernel's instructions: L1_003 at K 655, N 1637, ncu). A stage with
+    // every row, column and k in range (all but the edge tiles' and the last k-tile's) copies
+    // without predicates.
+    const int64_t a_step = int64_t{8} * p.k, b_step = int64_t{2} * p.n;
+    const bool a_k_ok = l.a_col < k_left, b_col_ok = (l.b_cols_ok & 1u) != 0u;
+    const bool interior = l.a_rows_ok == 0xffffu && b_col_ok && k_left >= kBK;
+    const float* a_src = l.a;
+    const float* b_src = l.b;
+    if (interior) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j, a_src += a_step)
+        cp_async_4(sa + (a_copy_scalar_fast(0, j) * 4), a_src, true);
+#pragma unroll
+      for (int j = 0; j < 16; ++j, b_src += b_step)
+        cp_async_4(stage + (kStageFloatsA + b_copy_scalar_fast(l.b_smem, j)) * 4, b_src, true);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; ++j, a_src += a_step) {
+        const bool ok = ((l.a_rows_ok >> j) & 1u) && a_k_ok;
+        cp_async_4(sa + (a_copy_scalar_fast(0, j) * 4), ok ? a_src : p.a, ok);
+      }
+#pragma unroll
+      for (int j = 0; j < 16; ++j, b_src += b_step) {
+        const bool ok = b_col_ok && l.b_row + 2 * j < k_left;
+        cp_async_4(stage + (kStageFloatsA + b_copy_scalar_fast(l.b_smem, j)) * 4, ok ? b_src : p.b,
+                   ok);
+      }
     }
   }
   l.a += kBK;

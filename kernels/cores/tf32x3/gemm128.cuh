@@ -146,6 +146,10 @@ __host__ __device__ constexpr int b_copy_vec_fast(int base, int j) {
 __host__ __device__ constexpr int a_copy_scalar_fast(int base, int j) {
   return base + 8 * j * kBK;
 }
+// Copy j's row 2j + (tid >> 7) has (k >> 1) & 3 == j & 3: its swizzle flips bits 3-4 by j & 3.
+__host__ __device__ constexpr int b_copy_scalar_fast(int base, int j) {
+  return (base ^ ((j & 3) << 3)) + 2 * j * kBN;
+}
 
 constexpr bool fast_maps_match() {
   for (int lane = 0; lane < 32; ++lane)
@@ -166,7 +170,8 @@ constexpr bool fast_maps_match() {
           b_copy_vec_fast(b_copy_vec(tid, 0).smem, j) != b_copy_vec(tid, j).smem)
         return false;
     for (int j = 0; j < 16; ++j)
-      if (a_copy_scalar_fast(a_copy_scalar(tid, 0).smem, j) != a_copy_scalar(tid, j).smem)
+      if (a_copy_scalar_fast(a_copy_scalar(tid, 0).smem, j) != a_copy_scalar(tid, j).smem ||
+          b_copy_scalar_fast(b_copy_scalar(tid, 0).smem, j) != b_copy_scalar(tid, j).smem)
         return false;
   }
   return true;
