@@ -8,7 +8,7 @@
 // docs/baselines.md), goal <= 0.67 ms (peer / 1.2).
 //
 // Design: one streaming pass and one tiny fixed-order combine, no atomics.
-//  1. kl_partials_kernel: a persistent grid (SMs x resident blocks); block b owns a contiguous,
+//  1. kl_partials_kernel: one block per ~16K elements (kElemsPerBlock); block b owns a contiguous,
 //     balanced range of the float4s of both tensors (16-byte evict-first loads, kUnroll loads per
 //     tensor in flight per thread). Per element q * log2(q / p) (MUFU rcp + lg2; ratio near 1, so
 //     the abs error of the log is ~2^-22); q == 0 gives 0, like xlogy. fp32 sum over the
@@ -17,12 +17,13 @@
 //     pointer is not 16-byte aligned) take a scalar loop over the same balanced split: any shape
 //     and alignment runs this design.
 //  2. kl_finish_kernel: one block sums the block partials in a fixed order in double and writes
-//     ln 2 * sum / N as the 0-d output. Deterministic for a given device (grid from setup()).
+//     ln 2 * sum / N as the 0-d output. Deterministic (the grid depends on the shape only).
 //
 // Predicted on the H200: ~0.53 ms (2.15 GB at ~4.1 TB/s) + ~3 us for the combine launch.
 // Measured: 0.554 ms (v1, docs/kernels.md ladder; 3.88 TB/s, 90% of the measured copy rate),
 // 0.567 ms in the table of docs/kernels.md and in docs/bench-h200-2026-12-02b.json (1.14x the
-// floor): under the 0.67 ms goal.
+// floor): under the 0.67 ms goal. v2 (session 9): a block per 16K elements instead of the
+// persistent grid, 0.522 ms (4.1 TB/s, 1.05x the floor, 1.53x the peer).
 //
 // Accuracy: fast intrinsics per element (__fdividef, __log2f: MUFU rcp and lg2, relative error
 // ~2^-22 each); q / p stays near 1 for these softmax inputs, so the log's absolute error is
@@ -40,7 +41,6 @@
 #include <cstdint>
 
 #include "common/cuda/cuda_check.h"
-#include "common/cuda/device_query.h"
 #include "kernels/cores/block_reduce.cuh"
 #include "kernels/implementation.h"
 
@@ -48,8 +48,12 @@ namespace kb::custom::L1_098 {
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;  // float4 loads per tensor in flight per thread
-// Below this many elements per block a block is not worth launching (small presets).
-constexpr int64_t kMinElemsPerBlock = int64_t{kThreads} * 4 * kUnroll * 4;
+// Elements per block: four unrolled steps per thread. The grid is every such chunk at once, not
+// a persistent grid of the resident blocks: shorter ranges leave a shorter tail (H200, full
+// preset: 0.567 ms with the 1,056 resident blocks, 0.543 with 4x, 0.528 with 8x, 0.522 ms with
+// 16,384 blocks of 16,384 elements, 4.1 TB/s).
+constexpr int64_t kElemsPerBlock = int64_t{kThreads} * 4 * kUnroll * 4;
+constexpr int64_t kMaxBlocks = 0x7fffffff;
 constexpr int kFinishThreads = 256;
 constexpr double kLn2 = 0.69314718055994530942;
 
@@ -131,11 +135,8 @@ class KlDivBatchmean final : public Implementation {
       return Status::failed_precondition("L1_098 custom: predictions and targets must match");
     rows_ = static_cast<double>(shape[0]);
     numel_ = element_count(shape);
-    KB_ASSIGN_OR_RETURN(
-        const int64_t resident,
-        cuda::resident_blocks(reinterpret_cast<const void*>(kl_partials_kernel), kThreads, 0));
-    const int64_t wanted = (numel_ + kMinElemsPerBlock - 1) / kMinElemsPerBlock;
-    blocks_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, resident));
+    const int64_t wanted = (numel_ + kElemsPerBlock - 1) / kElemsPerBlock;
+    blocks_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, kMaxBlocks));
     KB_CUDA_TRY(cudaMalloc(&partials_, blocks_ * sizeof(double)));
     return Status::ok();
   }
