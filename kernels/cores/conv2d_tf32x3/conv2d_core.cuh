@@ -10,7 +10,8 @@
 // IMAD.WIDE, a predicate and the cp.async.
 //
 // Owns: the im2col gather (its index map, checked by static_assert), the weight loader, the
-// epilogues' contract and statistics, the kernel, and Conv2dTf32x3 (geometry, tap table, launch).
+// epilogues' contract and statistics, the kernel, the narrow fp32 kernel for small layers (same
+// epilogues and statistics layout), and Conv2dTf32x3 (geometry, tap table, the choice, launch).
 // Tile, index maps, mma_stage and precision: the gemm128 tile of L1_003
 // (kernels/cores/tf32x3/gemm128.cuh), pipelined by kernels/cores/tf32x3/mainloop.cuh: CTA tile
 // 128 (C_out) x 128 (pixels of ONE image) x 32 (k), 3-stage cp.async pipeline, 8 warps of
@@ -357,6 +358,116 @@ __global__ void __launch_bounds__(kThreads, 2)
     reduce_stats(p, smem, tc, co0, rows, cols, warp_m, warp_n, lane, means, m2s);
 }
 
+// ---- the narrow kernel (small layers) ----
+//
+// One block per (n, pixel tile, co) of kBN threads, strict fp32 FMA, then the epilogue and, with
+// kStats, the tile's (mean, M2) in the layout the 3xTF32 kernel writes. kSplitK false: a thread
+// per pixel sums all of K, the in-range taps clamped once per pixel; true (long K over few
+// pixels): a warp per pixel, lanes striding over k through the tap table, a shuffle sum. For
+// layers whose 128 x 128 tiles would be mostly padding, or whose work cannot fill the machine
+// through the tile's K loop.
+constexpr int kNarrowThreads = kBN;
+constexpr int kNarrowWarps = kNarrowThreads / 32;
+static_assert(kNarrowThreads % 32 == 0 && kNarrowThreads <= 1024, "whole warps");
+
+// conv(x, w) at `pixel` of image n, channel co, by one thread.
+__device__ __forceinline__ float narrow_pixel(const ConvArgs& p, int n, int co, int pixel, int kh_n,
+                                              int kw_n, int dh, int dw) {
+  const int oh = pixel / p.wo, ow = pixel % p.wo;
+  const int ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
+  // taps kh in [a_lo, a_hi) and kw in [b_lo, b_hi) land inside x
+  const int a_lo = ih0 >= 0 ? 0 : (-ih0 + dh - 1) / dh;
+  const int a_hi = min(kh_n, ih0 < p.h ? (p.h - ih0 + dh - 1) / dh : 0);
+  const int b_lo = iw0 >= 0 ? 0 : (-iw0 + dw - 1) / dw;
+  const int b_hi = min(kw_n, iw0 < p.w_in ? (p.w_in - iw0 + dw - 1) / dw : 0);
+  const int64_t hw_in = int64_t{p.h} * p.w_in;
+  const float* xc = p.x + n * p.x_image + int64_t{ih0} * p.w_in + iw0;
+  const float* wc = p.w + int64_t{co} * p.k;
+  float acc = 0.0f;
+  for (int ci = 0; ci < p.k / (kh_n * kw_n); ++ci, xc += hw_in, wc += kh_n * kw_n) {
+    for (int a = a_lo; a < a_hi; ++a) {
+      const float* xr = xc + int64_t{a} * dh * p.w_in;
+      float row = 0.0f;  // rows are independent chains
+      for (int b = b_lo; b < b_hi; ++b)
+        row = fmaf(__ldg(wc + a * kw_n + b), __ldg(xr + b * dw), row);
+      acc += row;
+    }
+  }
+  return acc;
+}
+
+// conv(x, w) at `pixel` of image n, channel co, by the calling warp (the sum in every lane).
+__device__ __forceinline__ float narrow_pixel_warp(const ConvArgs& p, int n, int co, int pixel,
+                                                   int lane) {
+  const int oh = pixel / p.wo, ow = pixel % p.wo;
+  const int ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
+  const float* x0 = p.x + n * p.x_image + int64_t{ih0} * p.w_in + iw0;
+  const float* wc = p.w + int64_t{co} * p.k;
+  float acc = 0.0f;
+  for (int k = lane; k < p.k; k += 32) {
+    const int2 hw = __ldg(p.tap_hw + k);
+    if (static_cast<unsigned>(ih0 + hw.x) < static_cast<unsigned>(p.h) &&
+        static_cast<unsigned>(iw0 + hw.y) < static_cast<unsigned>(p.w_in))
+      acc = fmaf(__ldg(wc + k), __ldg(x0 + __ldg(p.tap_off + k)), acc);
+  }
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  return acc;
+}
+
+template <bool kSplitK, class Epi>
+__global__ void __launch_bounds__(kNarrowThreads, 8)
+    conv2d_narrow_kernel(const ConvArgs p, const int kh_n, const int kw_n, const int dh,
+                         const int dw, const Epi epi) {
+  __shared__ float conv[kNarrowThreads];
+  const int co = static_cast<int>(blockIdx.x % p.c_out);
+  const int r = static_cast<int>(blockIdx.x / p.c_out);
+  const int pt = r % p.pix_tiles, n = r / p.pix_tiles;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int p0 = pt * kBN, pixels = min(kBN, p.hw_out - p0);
+  if constexpr (kSplitK) {
+    for (int i = warp; i < pixels; i += kNarrowWarps) {
+      const float acc = narrow_pixel_warp(p, n, co, p0 + i, lane);
+      if (lane == 0) conv[i] = acc;
+    }
+    __syncthreads();
+  }
+  const int i = static_cast<int>(threadIdx.x);
+  const bool ok = i < pixels;
+  float v = 0.0f;
+  if (ok) {
+    const float acc = kSplitK ? conv[i] : narrow_pixel(p, n, co, p0 + i, kh_n, kw_n, dh, dw);
+    v = epi(epi.row(co), acc);
+    p.y[(int64_t{n} * p.c_out + co) * p.hw_out + p0 + i] = v;
+  }
+  if constexpr (Epi::kStats) {
+    // (count, mean, M2) of the tile's pixels: pilot-shifted per warp, Chan merges across warps
+    __shared__ float2 warp_m[kNarrowWarps];
+    __shared__ float warp_n[kNarrowWarps];
+    const float pilot = __shfl_sync(0xffffffffu, v, 0);
+    float cnt = ok ? 1.0f : 0.0f, s = ok ? v - pilot : 0.0f, q = s * s;
+    for (int off = 16; off > 0; off /= 2) {
+      cnt += __shfl_xor_sync(0xffffffffu, cnt, off);
+      s += __shfl_xor_sync(0xffffffffu, s, off);
+      q += __shfl_xor_sync(0xffffffffu, q, off);
+    }
+    if (lane == 0) {
+      const float mean_d = cnt > 0.0f ? s / cnt : 0.0f;
+      warp_m[warp] = make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f));
+      warp_n[warp] = cnt;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float nt = 0.0f;
+      float2 m = make_float2(0.0f, 0.0f);
+      for (int w = 0; w < kNarrowWarps; ++w) {
+        m = merge_moments(nt, m, warp_n[w], warp_m[w]);
+        nt += warp_n[w];
+      }
+      p.stats[(int64_t{n} * p.c_out + co) * p.pix_tiles + pt] = m;
+    }
+  }
+}
+
 // ---- host side ----
 
 // A conv graph node's sizes, checked to fit the kernel's int arithmetic.
@@ -432,6 +543,7 @@ class Conv2dTf32x3 {
   template <class Epi>
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
+    narrow_ = narrow_is_faster(g_);
     KB_TRY(upload_taps());
     for (auto kernel :
          {&conv2d_tf32x3_kernel<true, false, Epi>, &conv2d_tf32x3_kernel<false, false, Epi>,
@@ -465,6 +577,17 @@ class Conv2dTf32x3 {
     a.co_tiles = g_.co_tiles(), a.pix_tiles = g_.pix_tiles();
     a.vec_y = g_.hw_out() % 4 == 0 && aligned16(y);
     const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
+    if (narrow_) {
+      const unsigned blocks = static_cast<unsigned>(int64_t{g_.n} * a.pix_tiles * g_.c_out);
+      if (g_.k() >= kNarrowSplitK)
+        conv2d_narrow_kernel<true, Epi>
+            <<<blocks, kNarrowThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+      else
+        conv2d_narrow_kernel<false, Epi>
+            <<<blocks, kNarrowThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+      KB_CUDA_TRY(cudaGetLastError());
+      return Status::ok();
+    }
     const unsigned grid = static_cast<unsigned>(g_.n * a.pix_tiles * a.co_tiles);
     if (vec_w && !padded)
       conv2d_tf32x3_kernel<true, false, Epi><<<grid, kThreads, smem_bytes, stream>>>(a, epi);
@@ -490,7 +613,27 @@ class Conv2dTf32x3 {
     return Status::ok();
   }
 
+  // Layers conv2d_narrow_kernel runs, and how. Measured on the H200 (session 9; thread per
+  // pixel, warp per pixel and the tile at 64 sweep shapes of L2_001 / L2_017 / L2_031):
+  //  - a thread per pixel won where K <= 36 (N 3, C_in 2, C_out 43, 7 x 95: 7.2 against 11.6 us
+  //    on the tile) and lost where K >= 108 (N 89, C_in 47, C_out 3, 3 x 7: 59.9 against 49.6);
+  //  - a warp per pixel won where K is long and the planes small (that shape: 5 pixels; N 1,
+  //    C_in 37, C_out 7: 231; N 9, C_in 19, C_out 1: 343 pixels) and lost with more pixels (N 2,
+  //    C_in 23, C_out 2, 729 pixels: 63 against 32 us on the tile);
+  //  - the tile won from ~10 M multiply-adds with C_out > 16 (N 61, C_in 12, C_out 35: 17.7
+  //    against 39.6 us) and by 10-17x at the large shapes.
+  // Long K over planes above kNarrowSplitMaxPixels stays on the tile.
+  static constexpr int kNarrowSplitK = 64;
+  static constexpr int kNarrowSplitMaxPixels = 512;
+  static bool narrow_is_faster(const ConvGeometry& g) {
+    const int64_t macs = int64_t{g.n} * g.c_out * g.hw_out() * g.k();
+    const bool small =
+        macs <= (int64_t{4} << 20) || (g.c_out <= 16 && macs <= (int64_t{128} << 20));
+    return small && (g.k() < kNarrowSplitK || g.hw_out() <= kNarrowSplitMaxPixels);
+  }
+
   ConvGeometry g_;
+  bool narrow_ = false;  // conv2d_narrow_kernel runs
   int* taps_ = nullptr;  // tap_off (K_pad ints), then tap_hw (K_pad int2)
 };
 

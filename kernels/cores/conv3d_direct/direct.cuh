@@ -5,8 +5,10 @@
 //   y[n,o,d,h,v] = epilogue_o( sum_{c,a,b,e} w[o,c,a,b,e] * x[n,c,d+a-pd, h+b-ph, v+e-pw] ).
 //
 // Owns: Conv3dGeometry (read from the ProblemInstance), the tile kernel (stride 1, dilation 1,
-// groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the generic
-// kernel (one thread per output, any geometry: the fallback) and Conv3d, the plan that picks one.
+// groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the narrow
+// kernel (the tile's geometries, one thread per output: small layers and one output channel), the
+// generic kernel (one thread per output, any geometry: the fallback) and Conv3d, the plan that
+// picks one.
 //
 // Tile kernel. A block (256 threads, two per multiprocessor) owns one output plane d of one
 // sample, 4*row_groups output rows h, 64 output columns and 8*co_groups channels. It stages, once,
@@ -364,6 +366,70 @@ __global__ void conv3d_generic_kernel(GenericParams p, Epilogue epilogue) {
   }
 }
 
+// ---- Narrow kernel (small layers) ----
+//
+// One thread per output like the generic kernel, for the geometries the tile takes (stride 1,
+// dilation 1, kernel KD x KH x KW fixed): the output index decodes in 32-bit, the in-range taps
+// of each axis are clamped once per output instead of tested per tap, and full rows of KW taps
+// are unrolled. For layers whose tile would be mostly padding (64 columns for a W' of 5, 8
+// channels for a C_out of 1) or whose work is too small to fill the machine.
+struct NarrowParams {
+  const float* x;
+  const float* w;
+  float* y;
+  int batch, cin, cout, in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
+};
+
+template <int KD, int KH, int KW, class Epilogue>
+__global__ void __launch_bounds__(kThreads, 4)
+    conv3d_narrow_kernel(NarrowParams p, Epilogue epilogue) {
+  const int64_t in_vol = int64_t{p.in_d} * p.in_h * p.in_w;
+  const int64_t total = int64_t{p.batch} * p.cout * p.out_d * p.out_h * p.out_w;
+  for (int64_t e = blockIdx.x * int64_t{kThreads} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * kThreads) {
+    int ow, oh, od, co;
+    int64_t n;
+    if (total <= 0x7fffffff) {  // 32-bit divisions
+      unsigned r = static_cast<unsigned>(e);
+      ow = static_cast<int>(r % p.out_w), r /= p.out_w;
+      oh = static_cast<int>(r % p.out_h), r /= p.out_h;
+      od = static_cast<int>(r % p.out_d), r /= p.out_d;
+      co = static_cast<int>(r % p.cout), n = r / p.cout;
+    } else {
+      int64_t r = e;
+      ow = static_cast<int>(r % p.out_w), r /= p.out_w;
+      oh = static_cast<int>(r % p.out_h), r /= p.out_h;
+      od = static_cast<int>(r % p.out_d), r /= p.out_d;
+      co = static_cast<int>(r % p.cout), n = r / p.cout;
+    }
+    const int d0 = od - p.pad_d, h0 = oh - p.pad_h, w0 = ow - p.pad_w;
+    const int a_lo = max(0, -d0), a_hi = min(KD, p.in_d - d0);
+    const int b_lo = max(0, -h0), b_hi = min(KH, p.in_h - h0);
+    const int k_lo = max(0, -w0), k_hi = min(KW, p.in_w - w0);
+    const bool full_row = k_lo == 0 && k_hi == KW;
+    const float* xc = p.x + n * p.cin * in_vol + (d0 * p.in_h + h0) * p.in_w + w0;
+    const float* wc = p.w + int64_t{co} * p.cin * (KD * KH * KW);
+    float acc = 0.0f;  // the sum of per-row sums: rows are independent chains of KW FMAs
+    for (int c = 0; c < p.cin; ++c, xc += in_vol, wc += KD * KH * KW) {
+      for (int a = a_lo; a < a_hi; ++a) {
+        for (int b = b_lo; b < b_hi; ++b) {
+          const float* xr = xc + (a * p.in_h + b) * p.in_w;
+          const float* wr = wc + (a * KH + b) * KW;
+          float row = 0.0f;
+          if (full_row) {
+#pragma unroll
+            for (int k = 0; k < KW; ++k) row = fmaf(__ldg(wr + k), __ldg(xr + k), row);
+          } else {
+            for (int k = k_lo; k < k_hi; ++k) row = fmaf(__ldg(wr + k), __ldg(xr + k), row);
+          }
+          acc += row;
+        }
+      }
+    }
+    p.y[e] = epilogue.channel(co)(acc);
+  }
+}
+
 // ---- Epilogues ----
 
 // epilogue.channel(co) returns the per-element function of channel co (loads its constants once).
@@ -452,7 +518,9 @@ class Conv3d {
     // One output channel leaves 7 of the tile's 8 channels per task idle: the generic kernel is
     // faster there (H200, L1_054 at N 8, C_in 10, D 41, H 23, W 17: 0.184 -> 0.122 ms; at 2 to 8
     // channels the tile stays faster, e.g. C_out 2: 0.052 against 0.086 ms).
-    tiled_ = fits_tile<KD, KH, KW>(geometry_) && geometry_.cout > 1;
+    const bool fits = fits_tile<KD, KH, KW>(geometry_);
+    narrow_ = fits && narrow_is_faster(geometry_);
+    tiled_ = fits && !narrow_;
     if (!tiled_) return Status::ok();
     Result<bool> tensor_cores = setup_tf32x3();
     if (!tensor_cores.is_ok()) return tensor_cores.status();
@@ -472,7 +540,29 @@ class Conv3d {
   // x: (N, C_in, D, H, W), w: (C_out, C_in/groups, KD, KH, KW) -> y: (N, C_out, D', H', W').
   Status run(const float* x, const float* w, float* y, const Epilogue& epilogue,
              cudaStream_t stream) const {
-    if (tf32x3_) {
+    if (narrow_) {
+      const Conv3dGeometry& g = geometry_;
+      const NarrowParams p{x,
+                           w,
+                           y,
+                           static_cast<int>(g.batch),
+                           static_cast<int>(g.cin),
+                           static_cast<int>(g.cout),
+                           static_cast<int>(g.in[0]),
+                           static_cast<int>(g.in[1]),
+                           static_cast<int>(g.in[2]),
+                           static_cast<int>(g.out[0]),
+                           static_cast<int>(g.out[1]),
+                           static_cast<int>(g.out[2]),
+                           static_cast<int>(g.padding[0]),
+                           static_cast<int>(g.padding[1]),
+                           static_cast<int>(g.padding[2])};
+      const int64_t total = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2];
+      const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
+      conv3d_narrow_kernel<KD, KH, KW, Epilogue>
+          <<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, stream>>>(p,
+                                                                                         epilogue);
+    } else if (tf32x3_) {
       tf32::Params p = tf32_;
       p.x = x, p.w = w, p.y = y;
       tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32Channels, Epilogue>
@@ -530,7 +620,18 @@ class Conv3d {
     return true;
   }
 
+  // Layers the narrow kernel runs: one output channel, or few multiply-adds. Measured on the
+  // H200 (session 9, narrow against tile at 30 sweep shapes of L1_054 / L1_060 / L2_007): the
+  // narrow kernel won up to ~33 M multiply-adds (L2_007 at N 16, C_in 13, C_out 5, W' 5: 35
+  // against 128 us; at N 8, C_in 1, C_out 18: 15 against 44 us) and lost 4-9x at every shape
+  // of >= 14% of the preset's FLOPs.
+  static bool narrow_is_faster(const Conv3dGeometry& g) {
+    const int64_t macs = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2] * g.cin * KD * KH * KW;
+    return g.cout == 1 || macs <= int64_t{32} << 20;
+  }
+
   Conv3dGeometry geometry_;
+  bool narrow_ = false;  // conv3d_narrow_kernel runs (tiled_ is then false)
   bool tiled_ = false;
   bool tf32x3_ = false;  // the 3xTF32 tile runs (tiled_ is then true too)
   tf32::Params tf32_ = {};
