@@ -16,6 +16,9 @@
 //    of shared memory, two blocks per SM.
 //  - C_out <= 32: the FMA tile: a block stages its 3 x 3 input planes and its channels' weights,
 //    each warp runs tasks of 8 channels x 4 rows x 64 columns, a lane 64 accumulators.
+// Small layers (C_out 1, or <= 32 M multiply-adds) take the core's narrow kernel: one thread per
+// output, the taps clamped once (direct.cuh; session 9 sweep: L1_054 0.37x -> 1.3x, L1_060 0.62x
+// -> 1.75x, L2_007 0.31x -> 1.09x the reference at their worst shapes, docs/kernels.md).
 // Fallback: other strides, dilations, groups or kernel sizes take the core's generic
 // one-thread-per-output kernel (any geometry, same fp32 math).
 //
@@ -32,7 +35,6 @@
 // fragment), 16-byte patch staging, 32-bit tile index (ncu source counters, docs/kernels.md):
 // measured 0.82 ms (kb bench L1_054,L1_060 --time-cap 2 --seed 7, twice), 0.826 ms in kb bench
 // kernelbench22 (docs/bench-h200-2026-12-02-s8.json): goal met, 1.69x the 1.40 ms peer.
-// C_out 1 runs the generic kernel (direct.cuh; sweep 0.52x -> 0.82-0.98x at that shape).
 //
 // Accuracy: 3xTF32 (tf32x3_tile.cuh: small x small dropped, 11 k8 steps of MMA truncation) or
 // strict fp32 FMA on the FMA tile; no fast intrinsics; each output one fp32 accumulator over its

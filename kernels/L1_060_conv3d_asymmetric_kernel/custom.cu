@@ -16,6 +16,9 @@
 //    of shared memory: one block of 8 warps per SM. Lanes doing useful work: 58/64 columns.
 //  - C_out <= 32: the FMA tile (a block stages 3 x 3 input planes and all weights, each warp 8
 //    channels x 4 rows x 64 columns, a lane 64 accumulators).
+// Small layers (C_out 1, or <= 32 M multiply-adds) take the core's narrow kernel: one thread per
+// output, the taps clamped once (direct.cuh; session 9 sweep: L1_054 0.37x -> 1.3x, L1_060 0.62x
+// -> 1.75x, L2_007 0.31x -> 1.09x the reference at their worst shapes, docs/kernels.md).
 // Fallback: other strides, dilations, groups or kernel sizes take the core's generic
 // one-thread-per-output kernel (any geometry, same fp32 math).
 //

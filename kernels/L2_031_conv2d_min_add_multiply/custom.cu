@@ -14,7 +14,10 @@
 // applied in registers before the single (float4) store. The x2 is not folded into the weights:
 // in the epilogue it costs one multiply per output and gives the same bits (the reference's op
 // order: conv + b, min, + bias, * s). The core takes any groups-1 conv2d (stride, padding,
-// dilation, sizes); there is no other path (groups != 1 fails setup).
+// dilation, sizes); groups != 1 fails setup.
+// Small layers (<= 4 M multiply-adds, or C_out <= 16 and <= 128 M) take the core's narrow fp32
+// kernel, a thread or a warp per pixel (conv2d_core.cuh; session 9 sweep: L2_001 0.63x -> 1.38x,
+// L2_017 0.84x -> 1.17x, L2_031 0.78x -> 1.24x the reference at their worst shapes).
 //
 // Predicted on the H200: as L2_001, ~4.6 ms (1.9x over the peer). Measured: 5.13 ms
 // (2026-11-30, docs/kernels.md; 58.6 TFLOP/s), 5.157 ms in docs/bench-h200-2026-12-02b.json
