@@ -506,7 +506,10 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
     g_.tasks = (g_.items + kWarps - 1) / kWarps;
     smem_ = smem_bytes(g_);
     fast_ = unit && g_.c_in == kCin && smem_ <= 96 * 1024;
-    unit_ = unit && !fast_ && unit_smem_bytes(g_) <= 96 * 1024;
+    const int64_t unit_blocks =
+        (g_.batch * g_.out_d * 2 * unit_lane_chunks(g_) + kWarps - 1) / kWarps;
+    unit_ = unit && !fast_ && unit_smem_bytes(g_) <= 96 * 1024 && unit_blocks <= 0x7fffffff &&
+            (g_.c_out + kUnitCo - 1) / kUnitCo <= 65535;
     int64_t parts = g_.tasks;
     size_t s_bytes = 0;
     if (fast_) {

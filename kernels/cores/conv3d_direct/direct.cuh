@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     const int b_lo = max(0, -h0), b_hi = min(KH, p.in_h - h0);
     const int k_lo = max(0, -w0), k_hi = min(KW, p.in_w - w0);
     const bool full_row = k_lo == 0 && k_hi == KW;
-    const float* xc = p.x + n * p.cin * in_vol + (d0 * p.in_h + h0) * p.in_w + w0;
+    const float* xc = p.x + n * p.cin * in_vol + (int64_t{d0} * p.in_h + h0) * p.in_w + w0;
     const float* wc = p.w + int64_t{co} * p.cin * (KD * KH * KW);
     float acc = 0.0f;  // the sum of per-row sums: rows are independent chains of KW FMAs
     for (int c = 0; c < p.cin; ++c, xc += in_vol, wc += KD * KH * KW) {
@@ -515,9 +515,8 @@ class Conv3d {
     Result<Conv3dGeometry> g = read_conv3d(problem, node);
     if (!g.is_ok()) return g.status();
     geometry_ = g.value();
-    // One output channel leaves 7 of the tile's 8 channels per task idle: the generic kernel is
-    // faster there (H200, L1_054 at N 8, C_in 10, D 41, H 23, W 17: 0.184 -> 0.122 ms; at 2 to 8
-    // channels the tile stays faster, e.g. C_out 2: 0.052 against 0.086 ms).
+    // Small layers and one output channel (7 of the tile's 8 channels per task idle) run the
+    // narrow kernel (narrow_is_faster).
     const bool fits = fits_tile<KD, KH, KW>(geometry_);
     narrow_ = fits && narrow_is_faster(geometry_);
     tiled_ = fits && !narrow_;
