@@ -6,7 +6,8 @@
 //   - the gather form of one axis: output o receives kernel tap t from input i = (o + p - t*d) / s
 //     when s divides o + p - t*d and 0 <= i < in. Writing o + p = q*s + r (the "phase" r), tap t
 //     lands on phase (t*d) mod s at input q - floor(t*d / s): each phase is a dense correlation;
-//   - gather_generic_kernel: one thread per output, any geometry (the fast paths' fallback);
+//   - gather_generic_kernel: one thread (a few lanes for layers of few outputs) per output, any
+//     geometry (the fast paths' fallback);
 //   - row_gather_kernel: the 2-D fast path, one block per (n, output row, block of channels),
 //     its column taps fixed at compile time (K_w, s_w, d_w), everything else at run time;
 //   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic);
@@ -197,12 +198,13 @@ __device__ __forceinline__ int axis_input32(int o, int t, int stride, int pad, i
   return i * stride == u && i < in ? i : -1;
 }
 
-// y[n, co, o] by gather: every kernel tap that lands on o, every input channel of co's group.
+// y[n, co, o] by gather: every kernel tap that lands on o, the input channels c_begin, c_begin +
+// c_step, ... of co's group (all of them by default).
 // (The 64-bit form of v1, a 64-bit division per tap and index products per channel, ran 2.7x
 // slower: L2_060's generic path at N 39, C_in 1, 0.209 against 0.076 ms.)
 __device__ inline float gather_one(const float* __restrict__ x, const float* __restrict__ w,
                                    const ConvTransposeGeometry& g, int64_t n, int64_t co,
-                                   const int64_t (&o)[kSpatial]) {
+                                   const int64_t (&o)[kSpatial], int c_begin = 0, int c_step = 1) {
   const int64_t cin_g = g.in_per_group(), cout_g = g.out_per_group();
   const int64_t c_first = co / cout_g * cin_g, co_local = co % cout_g;
   const int64_t x_plane = g.in[0] * g.in[1] * g.in[2];
@@ -224,9 +226,11 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
       for (int t2 = 0; i1 >= 0 && t2 < k[2]; ++t2) {
         const int i2 = axis_input32(oo[2], t2, s[2], p[2], d[2], in[2]);
         if (i2 < 0) continue;
-        const float* xp = x_base + (int64_t{i0} * in[1] + i1) * in[2] + i2;
-        const float* wp = w_base + (t0 * k[1] + t1) * k[2] + t2;
-        for (int64_t c = 0; c < cin_g; ++c, xp += x_plane, wp += w_step)
+        const float* xp = x_base + (int64_t{i0} * in[1] + i1) * in[2] + i2 + c_begin * x_plane;
+        const float* wp = w_base + (t0 * k[1] + t1) * k[2] + t2 + c_begin * w_step;
+#pragma unroll 4
+        for (int64_t c = c_begin; c < cin_g;
+             c += c_step, xp += c_step * x_plane, wp += c_step * w_step)
           acc = fmaf(__ldg(xp), __ldg(wp), acc);
       }
     }
@@ -234,34 +238,44 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
   return acc;
 }
 
-// y: (N, C_out, *S_out), one thread per element (grid-stride). A template so that each including
-// file may instantiate it without a duplicate host stub. The index of an element below 2^31
-// decodes in 32-bit.
+// Element e of y (N, C_out, *S_out) as (n * C_out + co, o): below 2^31 it decodes in 32-bit.
+__device__ __forceinline__ int64_t decode_output(int64_t e, const ConvTransposeGeometry& g,
+                                                 int64_t (&o)[kSpatial]) {
+  if (e <= 0x7fffffff) {
+    unsigned r = static_cast<unsigned>(e);
+    for (int a = kSpatial - 1; a >= 0; --a) {
+      const unsigned extent = static_cast<unsigned>(g.out[a]);
+      o[a] = r % extent;
+      r /= extent;
+    }
+    return r;
+  }
+  for (int a = kSpatial - 1; a >= 0; --a) {
+    o[a] = e % g.out[a];
+    e /= g.out[a];
+  }
+  return e;
+}
+
+// y: (N, C_out, *S_out): `split` consecutive lanes per element (a power of two <= 32), lane r of
+// the group summing the input channels c = r, r + split, ... (gather_one), the group's lanes added
+// by shuffles; grid-stride over the elements. A template so that each including file may
+// instantiate it without a duplicate host stub.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     gather_generic_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                          float* __restrict__ y, ConvTransposeGeometry g) {
+                          float* __restrict__ y, ConvTransposeGeometry g, int split) {
   const int64_t total = g.output_numel();
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
-  const bool narrow = total <= 0x7fffffff;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < total;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / split);
+  const int lane = static_cast<int>(threadIdx.x) % kWarp, r = lane & (split - 1);
+  const unsigned group = (split == kWarp ? 0xffffffffu : (1u << split) - 1u) << (lane - r);
+  for (int64_t e = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / split; e < total;
        e += step) {
-    int64_t o[kSpatial], rest = e;
-    if (narrow) {
-      unsigned r = static_cast<unsigned>(e);
-      for (int a = kSpatial - 1; a >= 0; --a) {
-        const unsigned extent = static_cast<unsigned>(g.out[a]);
-        o[a] = r % extent;
-        r /= extent;
-      }
-      rest = r;
-    } else {
-      for (int a = kSpatial - 1; a >= 0; --a) {
-        o[a] = rest % g.out[a];
-        rest /= g.out[a];
-      }
-    }
-    y[e] = gather_one(x, w, g, rest / g.out_channels, rest % g.out_channels, o);
+    int64_t o[kSpatial];
+    const int64_t rest = decode_output(e, g, o);
+    float v = gather_one(x, w, g, rest / g.out_channels, rest % g.out_channels, o, r, split);
+    for (int off = split / 2; off > 0; off /= 2) v += __shfl_xor_sync(group, v, off);
+    if (r == 0) y[e] = v;
   }
 }
 
@@ -281,12 +295,25 @@ inline bool generic_is_faster(const ConvTransposeGeometry& g) {
   return layer_macs(g) <= kGenericMaxMacs;
 }
 
+// Lanes per output for gather_generic_kernel: doubled (up to a warp, at most the group's input
+// channels) while the layer's outputs times the lanes stay under ~half the H200's resident
+// threads. A layer of few outputs with long channel sums otherwise leaves most SMs idle behind
+// one chain of dependent loads per thread (L1_070 at C_out 1, 9,471 outputs of 297 products).
+constexpr int64_t kBusyThreads = int64_t{1} << 17;
+inline int channel_split(const ConvTransposeGeometry& g) {
+  int split = 1;
+  while (split < kWarp && 2 * split <= g.in_per_group() && g.output_numel() * split < kBusyThreads)
+    split *= 2;
+  return split;
+}
+
 inline Status launch_generic(const float* x, const float* w, float* y,
                              const ConvTransposeGeometry& g, cudaStream_t stream) {
-  const int64_t blocks = (g.output_numel() + kGenericThreads - 1) / kGenericThreads;
+  const int split = channel_split(g);
+  const int64_t blocks = (g.output_numel() * split + kGenericThreads - 1) / kGenericThreads;
   return launch(gather_generic_kernel<kGenericThreads>,
                 dim3(static_cast<unsigned>(std::min(blocks, kGenericMaxBlocks))), kGenericThreads,
-                0, stream, x, w, y, g);
+                0, stream, x, w, y, g, split);
 }
 
 // ---- The 2-D row gather (fast path) ----
