@@ -617,14 +617,16 @@ class Conv2dTf32x3 {
   // pixel, warp per pixel and the tile at 64 sweep shapes of L2_001 / L2_017 / L2_031):
   //  - a thread per pixel won where K <= 36 (N 3, C_in 2, C_out 43, 7 x 95: 7.2 against 11.6 us
   //    on the tile) and lost where K >= 108 (N 89, C_in 47, C_out 3, 3 x 7: 59.9 against 49.6);
-  //  - a warp per pixel won where K is long and the planes small (that shape: 5 pixels; N 1,
-  //    C_in 37, C_out 7: 231; N 9, C_in 19, C_out 1: 343 pixels) and lost with more pixels (N 2,
-  //    C_in 23, C_out 2, 729 pixels: 63 against 32 us on the tile);
+  //  - a warp per pixel won where K is long and the planes tiny (that shape: 5 pixels) and lost
+  //    with more pixels (N 2, C_in 23, C_out 2, 729 pixels: 63 against 32 us on the tile; session
+  //    10: N 1, C_in 37, C_out 7, 231 pixels: 84.5 us against ~40 on the tile and 52 for the
+  //    reference; N 9, C_in 19, C_out 1, 343 pixels: 57 against ~29 and 35): each warp walks its
+  //    block's pixels one after another, and a few blocks cannot fill the machine;
   //  - the tile won from ~10 M multiply-adds with C_out > 16 (N 61, C_in 12, C_out 35: 17.7
   //    against 39.6 us) and by 10-17x at the large shapes.
   // Long K over planes above kNarrowSplitMaxPixels stays on the tile.
   static constexpr int kNarrowSplitK = 64;
-  static constexpr int kNarrowSplitMaxPixels = 512;
+  static constexpr int kNarrowSplitMaxPixels = 64;  // 8 pixels per warp at most
   static bool narrow_is_faster(const ConvGeometry& g) {
     const int64_t macs = int64_t{g.n} * g.c_out * g.hw_out() * g.k();
     const bool small =
