@@ -9,32 +9,25 @@
 // floor 1.98 ms strict fp32 FMA; 3xTF32 ~0.81 ms. Reference 25.2-25.6 ms, best strict-fp32 peer
 // 22.24 ms (torch.compile, docs/baselines.md), goal <= 3.17 ms (1.6 x the floor).
 //
-// Design, fast path (W = 32, C_out <= 64, x 16-byte aligned; the full preset), the fast-path
-// section below (its tiles use kernels/cores/tf32x3/mma.cuh): per output parity (pd, ph, pw) the
-// conv is a dense implicit GEMM, K = 8 C_in = 256 (2 taps per axis); 3xTF32 on mma.sync
-// m16n8k8. A CTA owns 4 output rows x both W parities x all 64 channels (M = 256, N = 64), so
-// each LayerNorm row (n, co, od, oh: 64 columns) is reduced on the accumulators (shuffles + one
-// shared exchange between the two W-parity warps, two passes), then gamma/beta, gelu and scale,
-// one store. A is read straight from an x slab in shared memory (16-byte copies of whole x rows,
-// no im2col duplication); B (weights re-packed per call, 512 KB) streams through a 4-stage
-// cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh). 16,384 CTAs of 12,288 MMAs, 2 per SM.
+// Design (row_ln below; its tiles use kernels/cores/tf32x3/mma.cuh and mainloop.cuh): per output
+// parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in (2 taps per axis); 3xTF32 on
+// mma.sync m16n8k8. A CTA owns 128 / kW output rows x both W parities x 64 channels (M = 256,
+// N = 64), kW = W rounded up to 8, 16, 32 or 64 (every W the layer allows up to 64: C_out = 2W,
+// so C_out <= 128, in channel blocks of 64), so each LayerNorm row (n, co, od, oh) is reduced on
+// the accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
+// then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
+// (no im2col duplication): 16-byte copies of whole x rows when W % 4 == 0 and x is 16-byte
+// aligned, else 4-byte copies; B (weights re-packed per call) streams through the cp.async
+// pipeline. Full preset: 16,384 CTAs of 12,288 MMAs, 2 per SM.
+// (Until 2026-12-03 the kernel took W = 32 only, and every other shape ran a strict-fp32 FMA
+// kernel, 2.2x slower at the full preset: 6.03 against 2.79 ms.)
 //
-// Generic path (any other shape the layer allows: the small / odd presets, W <= 64), strict
-// fp32 FMA, one fused kernel + a per-call weight reorder: kernel stride 2, pad 1,
-// k 4: output o = 2m + p gets exactly 2 taps per dim, s in {0, 1}: i = m + p - s, t = 2s + 1 - p.
-// One CTA per (n, od, oh, 64-channel block): the x slab x[n][:, 2 d taps, 2 h taps, :] goes to
-// shared memory with a zero halo; thread (co, w group) computes 16 consecutive outputs of its
-// channel's row (8 input columns x both W parities): per (ci, sd, sh) one float4 of weights (4 kw)
-// and 4 broadcast float4 of x feed 32 FMAs. The row's LayerNorm (two-pass mean / variance over
-// the w groups through shared memory), gamma/beta, gelu and scale run in registers; one store.
-//
-// Predicted on the H200, fast path: 201M MMAs per call, the same CTA shape and MMA count per CTA
+// Predicted on the H200 (W = 32): 201M MMAs per call, the same CTA shape and MMA count per CTA
 // as the L2_091 / L2_093 parity core (49 TFLOP/s effective on L2_093 incl. its erff epilogue):
-// ~2.6-2.9 ms. Its A fragments are 16 scalar shared loads per k8 step and warp (the 2D core:
-// 4 LDS.128 + 16 four-byte gathers per stage), its gathers 5 sixteen-byte copies per thread
-// and stage: about a wash. Measured: 2.79 ms (2026-11-30, docs/kernels.md; 47.6 TFLOP/s),
-// 2.786 ms in docs/bench-h200-2026-12-02b.json (1.41x the floor): under the 3.17 ms goal. The FMA
-// path (v1, now the generic path) measured 6.03 ms (22 TFLOP/s) at the full preset.
+// ~2.6-2.9 ms. Measured: 2.79 ms (2026-11-30, docs/kernels.md; 47.6 TFLOP/s),
+// 2.786 ms in docs/bench-h200-2026-12-02b.json (1.41x the floor): under the 3.17 ms goal.
+// Rows shorter than kW waste GEMM rows (W = 9 computes 16 columns), and C_out < 64 wastes
+// channels: those shapes run at a fraction of the tile's rate, still on the tensor cores.
 //
 // Accuracy: 3xTF32 ~ fp32 products, K = 256 summed in the MMA accumulator. LayerNorm divides the
 // conv's error by the row's sigma (amplification ~12; host emulation of the index maps: <= 1.2%
@@ -42,12 +35,13 @@
 // of squares over 64 values): no E[y^2] - mean^2 cancellation, so a shifted input costs no
 // digits. rsqrtf (~2 ulp) for 1/sigma; erff and the multiplications as the reference. Measured
 // max |err| 1.5e-5 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
-// Robustness trials (small preset, seed 7, vs the golden model; W = 5 runs the generic path, so
-// the fast path under shift/scale is not measured separately):
+// Robustness trials (small preset, seed 7, vs the golden model; measured on the FMA kernel this
+// kernel replaced at W = 5; the robust preset's trials run W = 32):
 // shift (x + 100) 0.011x the tolerance (reference 0.007x), scale (x 1000) 0.006x (0.004x),
 // centered 0.004x (0.003x), random_affine (gamma, beta) 0.008x (0.006x).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -59,12 +53,12 @@
 
 namespace kb::custom::L2_034 {
 
-// ==== The fast path: ConvTranspose3d(k 4, s 2, p 1) + bias + LayerNorm over the 64 output
-// columns of each row (W = 32 -> 2W = 64) + gelu_erf + scale, as one implicit GEMM per output
-// parity in error-compensated TF32 (3xTF32, mma.sync m16n8k8) with the row LayerNorm fused.
+// ==== row_ln: ConvTranspose3d(k 4, s 2, p 1) + bias + LayerNorm over the 2W output columns of
+// each row + gelu_erf + scale, as one implicit GEMM per output parity in error-compensated TF32
+// (3xTF32, mma.sync m16n8k8) with the row LayerNorm fused.
 //
-// Owns: the geometry check (row_ln_takes), the weight pack kernel and the fused kernel. The FMA
-// kernel below is the generic fallback.
+// Owns: the CTA geometry per row length (Geometry<kW>), the weight pack kernel and the fused
+// kernel; the class below checks the layer and launches them.
 //
 // Math: output o = 2m + p (parity p) gets 2 taps per axis, s in {0, 1}: input i = m + p - s,
 // kernel t = 2s + 1 - p. For parity (pd, ph, pw), with k = (ci, sd, sh, sw) (K = 8 C_in):
@@ -72,25 +66,26 @@ namespace kb::custom::L2_034 {
 //   A = x[n, ci, md + pd - sd, mh + ph - sh, mw + pw - sw] (0 outside x),
 //   B_p = w[ci, co, 2sd + 1 - pd, 2sh + 1 - ph, 2sw + 1 - pw] (packed per call, zero padded).
 //
-// CTA: (n, pd, ph, md, 4 rows mh0..mh0 + 3) x all 64 channels x both W parities: M = 2 pw x 4
-// rows x 32 mw = 256, N = 64, so every output row (n, co, od, oh) of 64 columns lies in one CTA
-// and the LayerNorm runs on the accumulators. 8 warps: warp_m (0..3) = (pw, row pair), warp_n
-// (0..1) = 32 channels; warp tile 64 x 32 (4 m-tiles of 16 mw x 4 n-tiles of 8 channels).
-// Stages of 4 input channels (k = 32, 4 k8 steps: one channel each, k8 column t + 4 sw with
-// t = 2 sd + sh), 4-stage cp.async pipeline:
-//   A: the x slab of the CTA: [ci 4][ih 5][id 2][kSlabStride] with x column iw at iw + kHalo,
-//      16-byte copies of whole 32-float rows (zero fill outside x), zero halo columns iw = -1
-//      and 32 written once. Fragments are scalar loads straight from the slab (no im2col: x is
-//      read once per CTA); row stride 40 = 8 mod 32 makes them conflict-free.
+// CTA: (n, pd, ph, md, kRows = 128 / kW rows mh0.., channel block cb) x 64 channels x both W
+// parities: M = 2 pw x kRows x kW = 256, N = 64, so every output row (n, co, od, oh) lies in one
+// CTA and the LayerNorm runs on the accumulators. 8 warps: warp_m (0..3) = (pw, half of the
+// parity's 128 GEMM rows), warp_n (0..1) = 32 channels; warp tile 64 x 32 (4 m-tiles x 4 n-tiles
+// of 8 channels); GEMM row m of a parity is output row m / kW, column m % kW (columns >= W are
+// computed on zeros and dropped). Stages of 4 input channels (k = 32, 4 k8 steps: one channel
+// each, k8 column t + 4 sw with t = 2 sd + sh), 3-4 stage cp.async pipeline:
+//   A: the x slab of the CTA: [ci 4][ih kRows + 1][id 2][kSlabStride] with x column iw at
+//      iw + kHalo (zero fill outside x; the halo columns iw = -1 and iw >= W zeroed once).
+//      Fragments are scalar loads straight from the slab (no im2col: x is read once per CTA);
+//      row strides of 8 or 24 mod 32 make them conflict-free (maps_ok checks every kW).
 //   B: [pw 2][k 32][n 64], 16-byte copies, chunks XOR-swizzled by k / 2 (L1_003's layout).
-// Epilogue: + b, row sums over 4 values per thread -> shuffles over the 8 mw lanes -> the two
-// W-parity warps through shared memory; mean first, then the centered sum of squares (two
-// passes, as the FMA path), then (v - mean) rstd gamma[w] + beta[w], gelu_erf, scale, stored from
-// registers (stride-2 runs; the other parity's warp fills the other half of each sector).
+// Epilogue: + b, per row the thread's values -> shuffles over the 8 mw lanes -> the two W-parity
+// warps through shared memory; mean first, then the centered sum of squares (two passes), then
+// (v - mean) rstd gamma[w] + beta[w], gelu_erf, scale, stored from registers (stride-2 runs; the
+// other parity's warp fills the other half of each sector).
 //
 // Thread safety: stateless.
 
-// gelu, erf form (F.gelu's default), shared by both paths.
+// gelu, erf form (F.gelu's default).
 __device__ __forceinline__ float gelu_erf(float v) {
   return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
 }
@@ -98,76 +93,96 @@ __device__ __forceinline__ float gelu_erf(float v) {
 namespace row_ln {
 
 using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::mma3_k8;
-using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::split_tf32_frag;
 using ::kb::tf32x3::SplitTf32;
 
-constexpr int kW = 32;              // input W the fast path takes (output rows of 2W = 64)
-constexpr int kRowOut = 2 * kW;     // LayerNorm length
-constexpr int kN = 64;              // channels per CTA (C_out <= 64, zero padded)
-constexpr int kRows = 4;            // mh rows per CTA
-constexpr int kM = 2 * kRows * kW;  // 256 GEMM rows per CTA
+constexpr int kMaxW = 64;                 // input W the kernel takes (rows of 2W <= 128)
+constexpr int kN = 64;                    // channels per CTA (blocks of 64, zero padded)
 constexpr int kThreads = 256;
 constexpr int kWarpsN = 2;
 constexpr int kWarpTileN = kN / kWarpsN;  // 32
 constexpr int kTaps = 8;                  // (sd, sh, sw)
 constexpr int kCiPerStage = 4;
 constexpr int kBK = kCiPerStage * kTaps;  // 32
-constexpr int kStages = 4;
-constexpr int kHalo = 4;         // slab column of iw = 0 (16-byte aligned); iw = -1 at 3
-constexpr int kSlabStride = 40;  // >= kHalo + kW + 1, = 8 mod 32 banks
-constexpr int kSlabRowsPerCi = (kRows + 1) * 2;  // ih: kRows + 1, id: 2
-constexpr int kSlabCiStride = kSlabRowsPerCi * kSlabStride;
-constexpr int kAStageFloats = kCiPerStage * kSlabCiStride;  // 1600
-constexpr int kBStageFloats = 2 * kBK * kN;                 // 4096 (both W parities)
-constexpr int kStageFloats = kAStageFloats + kBStageFloats;
-constexpr int kRedFloats = 2 * kRows * kN;                                 // [pw][row][co]
-constexpr int kSmemBytes = (kStages * kStageFloats + 2 * kRedFloats) * 4;  // 95,232
-constexpr int kAChunks = kCiPerStage * kSlabRowsPerCi * kW / 4;            // 320 copies of 16 B
-constexpr int kBCopies = kBStageFloats / 4 / kThreads;                     // 4 per thread
-static_assert(kSlabStride % 32 == 8, "A fragment rows (sd, sh) land on distinct bank octets");
-static_assert(kSlabStride >= kHalo + kW + 1 && kHalo >= 1 && kHalo % 4 == 0, "halo columns");
-static_assert(kAStageFloats % 4 == 0 && kStageFloats % 4 == 0, "16-byte aligned stages");
-static_assert(kAChunks <= 2 * kThreads && kBCopies * 4 * kThreads == kBStageFloats, "copy split");
-static_assert(kSmemBytes * 2 <= 227 * 1024, "two CTAs per SM");
-static_assert(kM == 4 * 64 && kN == kWarpsN * kWarpTileN, "8 warps of 64 x 32");
+constexpr int kHalo = 4;                  // slab column of iw = 0 (16-byte aligned); iw = -1 at 3
+constexpr int kMParity = 128;             // GEMM rows per W parity and CTA: kRows x kW
+constexpr int kBStageFloats = 2 * kBK * kN;             // 4096 (both W parities)
+constexpr int kBCopies = kBStageFloats / 4 / kThreads;  // 4 per thread
+static_assert(kBCopies * 4 * kThreads == kBStageFloats, "copy split");
 
-struct Params {
-  const float* x;      // (N, C_in, D, H, 32)
-  const float* b_pk;   // (4 (pd, ph), 2 pw, k_pad, 64) packed weights
-  const float* bias;   // (C_out)
-  const float* gamma;  // (64)
-  const float* beta;   // (64)
-  float* out;          // (N, C_out, 2D, 2H, 64)
-  int n, c_in, c_out, d, h, k_tiles, h_tiles;
-  float eps, scale;
-  __host__ __device__ int k_pad() const { return k_tiles * kBK; }
-  __host__ __device__ int64_t blocks() const { return int64_t{n} * d * 4 * h_tiles; }
+// The CTA geometry for rows of kW input columns (W rounded up to 8, 16, 32 or 64): kRows =
+// 128 / kW output rows per W parity, so M = 2 pw x kRows x kW = 256 whatever W is.
+template <int kWPad>
+struct Geometry {
+  static constexpr int kW = kWPad;
+  static constexpr int kRows = kMParity / kW;
+  static constexpr int kRowsPerWarp = 64 / kW;  // rows in a warp's 64 GEMM rows
+  // = 8 or 24 mod 32: the 4 (sd, sh) lane groups of a fragment load land on distinct bank octets
+  static constexpr int kSlabStride = kW <= 16 ? 24 : kW == 32 ? 40 : 72;
+  static constexpr int kStages = kW == 8 ? 3 : 4;  // 17 slab rows per channel: 3 fit twice per SM
+  static constexpr int kSlabRowsPerCi = (kRows + 1) * 2;  // ih: kRows + 1, id: 2
+  static constexpr int kSlabCiStride = kSlabRowsPerCi * kSlabStride;
+  static constexpr int kAStageFloats = kCiPerStage * kSlabCiStride;
+  static constexpr int kStageFloats = kAStageFloats + kBStageFloats;
+  static constexpr int kRedFloats = 2 * kRows * kN;  // [pw][row][co]
+  static constexpr int kSmemBytes = (kStages * kStageFloats + 2 * kRedFloats) * 4;
+  static constexpr int kAChunks = kCiPerStage * kSlabRowsPerCi * kW / 4;  // 16-byte copies
+  static constexpr int kAScalars = kCiPerStage * kSlabRowsPerCi * kW;     // 4-byte copies
+  // a1 - a0 (GEMM row m + 8): 8 columns right, or for rows of 8 the next input row (2 slab rows)
+  static constexpr int kA1 = kW >= 16 ? 8 : 2 * kSlabStride;
+
+  static_assert(kW == 8 || kW == 16 || kW == 32 || kW == 64, "row lengths of the kernel");
+  static_assert(kSlabStride >= kHalo + kW + 1 && kSlabStride % 4 == 0, "halo columns, alignment");
+  static_assert(kAStageFloats % 4 == 0 && kStageFloats % 4 == 0, "16-byte aligned stages");
+  static_assert(kAChunks <= 2 * kThreads, "at most two 16-byte A copies per thread");
+  static_assert(kSmemBytes + 1024 <= 227 * 1024 / 2, "two CTAs per SM");
+
+  __host__ __device__ static constexpr int slab_row(int ci, int ihl, int idl) {
+    return (ci * (kRows + 1) + ihl) * 2 + idl;
+  }
 };
 
-// ---- packed B: b_pk[pp][pw][k][n], k = 8 ci + 2 t + sw, t = 2 sd + sh ----
+struct Params {
+  const float* x;      // (N, C_in, D, H, W)
+  const float* b_pk;   // (co_blocks, 4 (pd, ph), 2 pw, k_pad, 64) packed weights
+  const float* bias;   // (C_out)
+  const float* gamma;  // (2W)
+  const float* beta;   // (2W)
+  float* out;          // (N, C_out, 2D, 2H, 2W)
+  int n, c_in, c_out, d, h, w, k_tiles, h_tiles, co_blocks;
+  float eps, scale;
+  __host__ __device__ int k_pad() const { return k_tiles * kBK; }
+  __host__ __device__ int64_t blocks() const {
+    return int64_t{n} * d * 4 * h_tiles * co_blocks;
+  }
+};
 
-__host__ __device__ inline int64_t packed_weight_source(const Params& p, int pp, int pw, int k,
-                                                        int n) {
-  const int ci = k / kTaps, t = k % kTaps / 2, sw = k % 2;
+// ---- packed B: b_pk[cb][pp][pw][k][n], k = 8 ci + 2 t + sw, t = 2 sd + sh, co = 64 cb + n ----
+
+__host__ __device__ inline int64_t packed_weight_source(const Params& p, int cb, int pp, int pw,
+                                                        int k, int n) {
+  const int ci = k / kTaps, t = k % kTaps / 2, sw = k % 2, co = cb * kN + n;
   const int sd = t / 2, sh = t % 2, pd = pp / 2, ph = pp % 2;
-  if (ci >= p.c_in || n >= p.c_out) return -1;
+  if (ci >= p.c_in || co >= p.c_out) return -1;
   const int kd = 2 * sd + 1 - pd, kh = 2 * sh + 1 - ph, kw = 2 * sw + 1 - pw;
-  return ((int64_t{ci} * p.c_out + n) * 4 + kd) * 16 + kh * 4 + kw;
+  return ((int64_t{ci} * p.c_out + co) * 4 + kd) * 16 + kh * 4 + kw;
 }
 
 __global__ void __launch_bounds__(256)
     pack_weights_kernel(const float* __restrict__ w, float* __restrict__ b_pk, const Params p) {
-  const int64_t total = int64_t{8} * p.k_pad() * kN;
+  const int64_t total = int64_t{p.co_blocks} * 8 * p.k_pad() * kN;
   for (int64_t e = int64_t{blockIdx.x} * 256 + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * 256) {
     const int n = static_cast<int>(e % kN);
-    const int k = static_cast<int>(e / kN % p.k_pad());
-    const int pw = static_cast<int>(e / kN / p.k_pad() % 2),
-              pp = static_cast<int>(e / kN / p.k_pad() / 2);
-    const int64_t src = packed_weight_source(p, pp, pw, k, n);
+    int64_t rest = e / kN;
+    const int k = static_cast<int>(rest % p.k_pad());
+    rest /= p.k_pad();
+    const int pw = static_cast<int>(rest % 2), pp = static_cast<int>(rest / 2 % 4),
+              cb = static_cast<int>(rest / 8);
+    const int64_t src = packed_weight_source(p, cb, pp, pw, k, n);
     b_pk[e] = src < 0 ? 0.0f : w[src];
   }
 }
@@ -179,53 +194,61 @@ __global__ void __launch_bounds__(256)
 __host__ __device__ constexpr int b_smem_index(int k, int n) {
   return k * kN + (((n >> 2) ^ (((k >> 1) & 3) << 1)) << 2) + (n & 3);
 }
-// Slab row of (ci, ih - ih0, id - id0).
-__host__ __device__ constexpr int slab_row(int ci, int ihl, int idl) {
-  return (ci * (kRows + 1) + ihl) * 2 + idl;
-}
 
-// What one CTA computes. Block order: parity fastest (4 CTAs on the same x rows run together).
+// What one CTA computes. Block order: parity, then channel block fastest (the CTAs on the same
+// x rows run together).
 struct Tile {
-  int n, pd, ph, md, mh0;
+  int n, pd, ph, cb, md, mh0;
 };
+template <class G>
 __host__ __device__ inline Tile tile_of(const Params& p, int block) {
   Tile t;
   const int pp = block % 4;
   int rest = block / 4;
   t.pd = pp / 2, t.ph = pp % 2;
-  t.mh0 = rest % p.h_tiles * kRows;
+  t.cb = rest % p.co_blocks;
+  rest /= p.co_blocks;
+  t.mh0 = rest % p.h_tiles * G::kRows;
   rest /= p.h_tiles;
   t.md = rest % p.d;
   t.n = rest / p.d;
   return t;
 }
 
-// ---- the loader: A slab rows (1 or 2 copies per thread) and B chunks (4 per thread) ----
+// ---- the loader: A slab rows, B chunks (4 per thread) ----
+// A: the x slab of the CTA: [ci 4][ih kRows + 1][id 2][kSlabStride], x column iw at iw + kHalo.
+// kVec (W a multiple of 4, x 16-byte aligned): 16-byte copies of whole rows, 1-2 per thread at
+// slots fixed for the CTA; else 4-byte copies. Rows outside x are zero-filled by the copies;
+// the columns no copy writes (halo, w >= W) are zeroed once (zero_margins).
 
 struct Loader {
-  const float* a[2];  // x row of copy j at the current stage's first channel, or nullptr: zero
-  int a_ci[2];        // channel offset of copy j in the stage
-  int a_smem[2];      // float offset of copy j in the A stage, -1: no copy
+  const float* a[2];  // kVec: x row of copy j at the current stage's first channel, or nullptr
+  int a_ci[2];        // kVec: channel offset of copy j in the stage
+  int a_smem[2];      // kVec: float offset of copy j in the A stage, -1: no copy
+  const float* x_n;   // x[n]
+  int id0, ih0;       // x plane / row of slab row (ci, 0, 0)
   int c_next;         // first channel of the next stage to load
   const float* b;     // packed B of copy 0 at the next stage
 };
 
+template <class G>
 __device__ __forceinline__ Loader make_loader(const Params& p, const Tile& t) {
   Loader l;
+  l.x_n = p.x + int64_t{t.n} * p.c_in * p.d * p.h * p.w;
+  l.id0 = t.md + t.pd - 1, l.ih0 = t.mh0 + t.ph - 1;
   for (int j = 0; j < 2; ++j) {
     const int c = threadIdx.x + kThreads * j;  // chunk: (row, 4-float column)
-    const int col4 = c % (kW / 4), row = c / (kW / 4);
-    const int ci = row / kSlabRowsPerCi, ihl = row % kSlabRowsPerCi / 2, idl = row % 2;
-    const int id = t.md + t.pd - 1 + idl, ih = t.mh0 + t.ph - 1 + ihl;
-    const bool inside = c < kAChunks && id >= 0 && id < p.d && ih >= 0 && ih < p.h;
-    l.a[j] = inside ? p.x + (((int64_t{t.n} * p.c_in + ci) * p.d + id) * p.h + ih) * kW + 4 * col4
-                    : nullptr;
+    const int col4 = c % (G::kW / 4), row = c / (G::kW / 4);
+    const int ci = row / G::kSlabRowsPerCi, ihl = row % G::kSlabRowsPerCi / 2, idl = row % 2;
+    const int id = l.id0 + idl, ih = l.ih0 + ihl;
+    const bool copy = c < G::kAChunks && 4 * col4 < p.w;
+    const bool inside = copy && id >= 0 && id < p.d && ih >= 0 && ih < p.h;
+    l.a[j] = inside ? l.x_n + ((int64_t{ci} * p.d + id) * p.h + ih) * p.w + 4 * col4 : nullptr;
     l.a_ci[j] = ci;
-    l.a_smem[j] = c < kAChunks ? slab_row(ci, ihl, idl) * kSlabStride + kHalo + 4 * col4 : -1;
+    l.a_smem[j] = copy ? G::slab_row(ci, ihl, idl) * G::kSlabStride + kHalo + 4 * col4 : -1;
   }
   l.c_next = 0;
-  const int pp = t.pd * 2 + t.ph;
-  l.b = p.b_pk + int64_t{pp} * 2 * p.k_pad() * kN;
+  l.b = p.b_pk + (int64_t{t.cb} * 4 + t.pd * 2 + t.ph) * 2 * p.k_pad() * kN;
   return l;
 }
 
@@ -240,54 +263,80 @@ __host__ __device__ constexpr int b_copy_n(int tid, int j) {
   return (tid + kThreads * j) % (kN / 4) * 4;
 }
 
+template <class G, bool kVec>
 __device__ __forceinline__ void load_stage(const Params& p, Loader& l, uint32_t stage) {
-  const int64_t ci_stride = int64_t{p.d} * p.h * kW;
+  const int64_t ci_stride = int64_t{p.d} * p.h * p.w;
+  if constexpr (kVec) {
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    if (l.a_smem[j] < 0) continue;
-    const bool ok = l.a[j] != nullptr && l.c_next + l.a_ci[j] < p.c_in;
-    cp_async_16(stage + l.a_smem[j] * 4, ok ? l.a[j] + l.c_next * ci_stride : p.x, ok);
+    for (int j = 0; j < 2; ++j) {
+      if (l.a_smem[j] < 0) continue;
+      const bool ok = l.a[j] != nullptr && l.c_next + l.a_ci[j] < p.c_in;
+      cp_async_16(stage + l.a_smem[j] * 4, ok ? l.a[j] + l.c_next * ci_stride : p.x, ok);
+    }
+  } else {
+    for (int c = threadIdx.x; c < G::kAScalars; c += kThreads) {
+      const int col = c % G::kW, row = c / G::kW;
+      if (col >= p.w) continue;
+      const int ci = row / G::kSlabRowsPerCi, ihl = row % G::kSlabRowsPerCi / 2, idl = row % 2;
+      const int id = l.id0 + idl, ih = l.ih0 + ihl, cg = l.c_next + ci;
+      const bool ok = id >= 0 && id < p.d && ih >= 0 && ih < p.h && cg < p.c_in;
+      const float* src = l.x_n + ((cg * ci_stride + int64_t{id} * p.h * p.w) + ih * p.w + col);
+      cp_async_4(stage + (G::slab_row(ci, ihl, idl) * G::kSlabStride + kHalo + col) * 4,
+                 ok ? src : p.x, ok);
+    }
   }
 #pragma unroll
   for (int j = 0; j < kBCopies; ++j) {
     const int tid = threadIdx.x, pw = b_copy_pw(tid, j), k = b_copy_k(tid, j);
     const int n = b_copy_n(tid, j);
-    cp_async_16(stage + (kAStageFloats + pw * kBK * kN + b_smem_index(k, n)) * 4,
+    cp_async_16(stage + (G::kAStageFloats + pw * kBK * kN + b_smem_index(k, n)) * 4,
                 l.b + (int64_t{pw} * p.k_pad() + k) * kN + n);
   }
   l.c_next += kCiPerStage;
   l.b += kBK * kN;
 }
 
-// Zero halo columns (iw = -1 and iw = 32, and the unused padding) of every slab row of every
-// stage; the copies never write them.
-__device__ __forceinline__ void zero_halos(float* smem) {
-  constexpr int kRowsAll = kStages * kCiPerStage * kSlabRowsPerCi;
-  for (int r = threadIdx.x; r < 2 * kRowsAll; r += kThreads) {
-    const int row = r / 2, stage = row / (kCiPerStage * kSlabRowsPerCi);
-    float* base = smem + stage * kStageFloats + row % (kCiPerStage * kSlabRowsPerCi) * kSlabStride;
-    float4* at = reinterpret_cast<float4*>(base + (r % 2 == 0 ? 0 : kHalo + kW));
-    *at = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+// Zeroes the slab columns no copy writes (iw < 0 and iw >= W) in every row of every stage: with
+// kVec (W % 4 == 0) the margins are whole float4s, else one float at a time.
+template <class G, bool kVec>
+__device__ __forceinline__ void zero_margins(float* smem, int w) {
+  constexpr int kRowsPerStage = kCiPerStage * G::kSlabRowsPerCi;
+  constexpr int kRowsAll = G::kStages * kRowsPerStage;
+  const int per_row = (G::kSlabStride - w) / (kVec ? 4 : 1);  // margin pieces per row
+  for (int i = threadIdx.x; i < kRowsAll * per_row; i += kThreads) {
+    const int row = i / per_row, piece = i % per_row;
+    float* base = smem + row / kRowsPerStage * G::kStageFloats + row % kRowsPerStage * G::kSlabStride;
+    if constexpr (kVec) {
+      const int col = piece == 0 ? 0 : kHalo + w + 4 * (piece - 1);
+      *reinterpret_cast<float4*>(base + col) = make_float4(0.f, 0.f, 0.f, 0.f);
+    } else {
+      base[piece < kHalo ? piece : piece + w] = 0.f;
+    }
   }
 }
 
 // ---- fragments ----
-// Lane (g, t): k8 column t is (sw 0, sd = t / 2, sh = t % 2), t + 4 is sw 1. m-tile i of warp
-// (pw, row pair rp): row r = 2 rp + i / 2, mw = 16 (i % 2) + g (+ 8 for a1, a3).
-// a0 = slab(ci, r + 1 - sh, 1 - sd)[mw + pw + kHalo], a2 one column left (sw = 1).
+// Lane (g, t): k8 column t is (sw 0, sd = t / 2, sh = t % 2), t + 4 is sw 1. Warp (pw, rp) owns
+// GEMM rows m = 64 rp .. 64 rp + 63 of parity pw, row m = output row m / kW, column mw = m % kW;
+// m-tile i: m = 64 rp + 16 i + g (+ 8 for a1, a3).
+// a0 = slab(ci, row + 1 - sh, 1 - sd)[mw + pw + kHalo], a2 one column left (sw = 1).
+template <class G>
 __host__ __device__ constexpr int a_frag_base(int pw, int rp, int lane) {
-  return slab_row(0, 2 * rp + 1 - ((lane & 3) & 1), 1 - ((lane & 3) >> 1)) * kSlabStride +
+  return G::slab_row(0, 64 * rp / G::kW + 1 - ((lane & 3) & 1), 1 - ((lane & 3) >> 1)) *
+             G::kSlabStride +
          (lane >> 2) + pw + kHalo;
 }
+template <class G>
 __host__ __device__ constexpr int a_frag_offset(int s, int i) {
-  return s * kSlabCiStride + (i / 2) * 2 * kSlabStride + 16 * (i % 2);
+  return s * G::kSlabCiStride + 16 * i / G::kW * 2 * G::kSlabStride + 16 * i % G::kW;
 }
 // B: the float4 at physical row k = 8 s + 2 t + sw, columns 32 warp_n + 4 g + nt.
+template <class G>
 __host__ __device__ constexpr int b_frag_index(int pw, int warp_n, int lane, int s, int sw) {
-  return kAStageFloats + pw * kBK * kN +
+  return G::kAStageFloats + pw * kBK * kN +
          b_smem_index(8 * s + 2 * (lane & 3) + sw, warp_n * kWarpTileN + 4 * (lane >> 2));
 }
-// Channel of accumulator column 2 t + e of n-tile nt: physical column 4 (2 t + e) + nt.
+// Channel (in the CTA's block) of accumulator column 2 t + e of n-tile nt: 4 (2 t + e) + nt.
 __host__ __device__ constexpr int acc_channel(int warp_n, int lane, int nt, int e) {
   return warp_n * kWarpTileN + 8 * (lane & 3) + 4 * e + nt;
 }
@@ -307,37 +356,42 @@ constexpr bool conflict_free_128(Index index) {  // float4: each quarter warp, 8
   }
   return true;
 }
+template <class G>
 constexpr bool maps_ok() {
   for (int pw = 0; pw < 2; ++pw)
     for (int rp = 0; rp < 2; ++rp)
       for (int s = 0; s < kCiPerStage; ++s)
         for (int i = 0; i < 4; ++i)
-          for (int d : {0, 8, -1, 7}) {  // a0, a1, a2, a3
+          for (int d : {0, G::kA1, -1, G::kA1 - 1}) {  // a0, a1, a2, a3
             const auto a = [&](int lane) {
-              return a_frag_base(pw, rp, lane) + a_frag_offset(s, i) + d;
+              return a_frag_base<G>(pw, rp, lane) + a_frag_offset<G>(s, i) + d;
             };
             if (!conflict_free_32(a)) return false;
             for (int lane = 0; lane < 32; ++lane) {
-              const int col = a(lane) % kSlabStride;
-              if (col < kHalo - 1 || col > kHalo + kW) return false;
+              const int col = a(lane) % G::kSlabStride, row = a(lane) / G::kSlabStride;
+              if (col < kHalo - 1 || col > kHalo + G::kW) return false;
+              if (row < 0 || row >= kCiPerStage * G::kSlabRowsPerCi) return false;
             }
           }
   for (int pw = 0; pw < 2; ++pw)
     for (int wn = 0; wn < kWarpsN; ++wn)
       for (int s = 0; s < kCiPerStage; ++s)
         for (int sw = 0; sw < 2; ++sw) {
-          const auto b = [&](int lane) { return b_frag_index(pw, wn, lane, s, sw); };
+          const auto b = [&](int lane) { return b_frag_index<G>(pw, wn, lane, s, sw); };
           if (!conflict_free_128(b)) return false;
           for (int lane = 0; lane < 32; ++lane)
-            if (b(lane) - b_frag_index(pw, wn, lane, 0, 0) != (8 * s + sw) * kN) return false;
+            if (b(lane) - b_frag_index<G>(pw, wn, lane, 0, 0) != (8 * s + sw) * kN) return false;
         }
   return true;
 }
-static_assert(maps_ok(), "fragment loads conflict-free, inside the slab, base + constant forms");
+static_assert(maps_ok<Geometry<8>>() && maps_ok<Geometry<16>>() && maps_ok<Geometry<32>>() &&
+                  maps_ok<Geometry<64>>(),
+              "fragment loads conflict-free, inside the slab, base + constant forms");
 
 // ---- main loop ----
 
 // acc += the 3xTF32 product of one stage (4 k8 steps, one input channel each).
+template <class G>
 __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
                                           float (&acc)[4][4][4]) {
 #pragma unroll 1
@@ -353,12 +407,12 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         b_big[nt][sw] = x.big, b_small[nt][sw] = x.small;
       }
     }
-    const float* a = stage + a_base + s * kSlabCiStride;
+    const float* a = stage + a_base + s * G::kSlabCiStride;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float* ai = a + (i / 2) * 2 * kSlabStride + 16 * (i % 2);
+      const float* ai = a + a_frag_offset<G>(0, i);
       // a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4: one column left), a3 (g + 8, t + 4)
-      const float src[4] = {ai[0], ai[8], ai[-1], ai[7]};
+      const float src[4] = {ai[0], ai[G::kA1], ai[-1], ai[G::kA1 - 1]};
       uint32_t a_big[4], a_small[4];
       split_tf32_frag(src, a_big, a_small);
       mma3_k8(acc[i], a_big, a_small, b_big, b_small);  // small terms first
@@ -367,336 +421,224 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
 }
 
 // ---- epilogue ----
+// Accumulator (i, nt, c): GEMM row m = 64 rp + 16 i + 8 h + g (h = c / 2), channel
+// acc_channel(nt, e = c % 2). Its row in the warp is (16 i + 8 h) / kW, its column
+// (16 i + 8 h) % kW + g.
 
-// Per (row half rl, n-tile nt, column e): the thread's 4 values (m-tiles 2 rl, 2 rl + 1; rows g,
-// g + 8), squared when kSquares, summed, then over the warp's 8 mw lanes g: the sum over the
-// row's 32 values of parity pw.
-template <bool kSquares>
-__device__ __forceinline__ void row_sums(const float (&v)[4][4][4], float (&sum)[2][4][2]) {
-  const auto f = [](float a) { return kSquares ? a * a : a; };
+template <class G>
+__host__ __device__ constexpr int warp_row(int i, int h) {
+  return (16 * i + 8 * h) / G::kW;
+}
+template <class G>
+__host__ __device__ constexpr int first_column(int i, int h) {
+  return (16 * i + 8 * h) % G::kW;
+}
+
+// red[pw][row][co] = this W parity's sum over the row's columns mw < W of v (squared when
+// kSquares): per (row, nt, e) the thread's values of that row, then the 8 lanes g by shuffles.
+template <class G, bool kSquares>
+__device__ __forceinline__ void row_partials(const float (&v)[4][4][4], int w, float* red, int pw,
+                                             int row0, int warp_n, int lane) {
+  const int g = lane >> 2;
 #pragma unroll
-  for (int rl = 0; rl < 2; ++rl)
+  for (int rw = 0; rw < G::kRowsPerWarp; ++rw)
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        float s = (f(v[2 * rl][nt][e]) + f(v[2 * rl][nt][2 + e])) +
-                  (f(v[2 * rl + 1][nt][e]) + f(v[2 * rl + 1][nt][2 + e]));
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            if (warp_row<G>(i, h) != rw || first_column<G>(i, h) + g >= w) continue;
+            const float a = v[i][nt][2 * h + e];
+            s += kSquares ? a * a : a;
+          }
 #pragma unroll
         for (int off = 4; off < 32; off *= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-        sum[rl][nt][e] = s;
+        if (lane < 4) red[(pw * G::kRows + row0 + rw) * kN + acc_channel(warp_n, lane, nt, e)] = s;
       }
 }
 
-// Both W parities' partial sums through red ([pw][row][co]); returns the full row sums.
-__device__ __forceinline__ void exchange(float* red, int pw, int rp, int warp_n, int lane,
-                                         float (&sum)[2][4][2]) {
-  if (lane < 4)
-#pragma unroll
-    for (int rl = 0; rl < 2; ++rl)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          red[(pw * kRows + 2 * rp + rl) * kN + acc_channel(warp_n, lane, nt, e)] = sum[rl][nt][e];
-  __syncthreads();
-#pragma unroll
-  for (int rl = 0; rl < 2; ++rl)
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int at = (2 * rp + rl) * kN + acc_channel(warp_n, lane, nt, e);
-        sum[rl][nt][e] = red[at] + red[kRows * kN + at];
-      }
+// Both W parities' partial sums of (row0 + rw, channel (nt, e)).
+template <class G>
+__device__ __forceinline__ float row_total(const float* red, int row, int channel) {
+  return red[row * kN + channel] + red[(G::kRows + row) * kN + channel];
 }
 
+template <class G>
 __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* red,
                                          float (&acc)[4][4][4]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warp_n = warp % kWarpsN, warp_m = warp / kWarpsN;
-  const int pw = warp_m / 2, rp = warp_m % 2, g = lane >> 2;
+  const int pw = warp_m / 2, row0 = 64 * (warp_m % 2) / G::kW, g = lane >> 2;
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int co = acc_channel(warp_n, lane, nt, e);
+      const int co = t.cb * kN + acc_channel(warp_n, lane, nt, e);
       const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[i][nt][e] += b, acc[i][nt][2 + e] += b;
     }
-  constexpr float kInvLen = 1.0f / kRowOut;  // a power of two: sum * kInvLen is exact
-  float stat[2][4][2];  // row sums, then sums of squares, then rstd, per (rl, nt, e)
-  row_sums<false>(acc, stat);
-  exchange(red, pw, rp, warp_n, lane, stat);
+  const float inv_len = 1.0f / static_cast<float>(2 * p.w);
+  row_partials<G, false>(acc, p.w, red, pw, row0, warp_n, lane);
+  __syncthreads();
 #pragma unroll
-  for (int i = 0; i < 4; ++i)  // two-pass variance: center first
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][nt][c] -= stat[i / 2][nt][c % 2] * kInvLen;
-  row_sums<true>(acc, stat);
-  exchange(red + kRedFloats, pw, rp, warp_n, lane, stat);
-#pragma unroll
-  for (int rl = 0; rl < 2; ++rl)
+  for (int rw = 0; rw < G::kRowsPerWarp; ++rw)  // two-pass variance: center first
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) stat[rl][nt][e] = rsqrtf(stat[rl][nt][e] * kInvLen + p.eps);
+      for (int e = 0; e < 2; ++e) {
+        const float mean =
+            row_total<G>(red, row0 + rw, acc_channel(warp_n, lane, nt, e)) * inv_len;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            if (warp_row<G>(i, h) == rw) acc[i][nt][2 * h + e] -= mean;
+      }
+  float* red_sq = red + G::kRedFloats;
+  row_partials<G, true>(acc, p.w, red_sq, pw, row0, warp_n, lane);
+  __syncthreads();
 
-  // out[n, co, od, oh, w]: w = 2 mw + pw, mw = 16 (i % 2) + g + 8 h (h: accumulator row half).
-  const int od = 2 * t.md + t.pd;
-  float gam[4], bet[4];
+  // out[n, co, od, oh, w]: w = 2 mw + pw.
+  const int od = 2 * t.md + t.pd, row_len = 2 * p.w;
 #pragma unroll
-  for (int q = 0; q < 4; ++q) {  // q = 2 (i % 2) + h
-    const int w = 2 * (16 * (q / 2) + g + 8 * (q % 2)) + pw;
-    gam[q] = __ldg(p.gamma + w), bet[q] = __ldg(p.beta + w);
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int mh = t.mh0 + 2 * rp + i / 2;
+  for (int rw = 0; rw < G::kRowsPerWarp; ++rw) {
+    const int mh = t.mh0 + row0 + rw;
     if (mh >= p.h) continue;
     const int64_t row = (int64_t{t.n} * p.c_out * 2 * p.d + od) * 2 * p.h + 2 * mh + t.ph;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int co = acc_channel(warp_n, lane, nt, c % 2), q = 2 * (i % 2) + c / 2;
+      for (int e = 0; e < 2; ++e) {
+        const int cl = acc_channel(warp_n, lane, nt, e), co = t.cb * kN + cl;
+        const float rstd = rsqrtf(row_total<G>(red_sq, row0 + rw, cl) * inv_len + p.eps);
         if (co >= p.c_out) continue;
-        const float z = acc[i][nt][c] * stat[i / 2][nt][c % 2] * gam[q] + bet[q];
-        const int w = 2 * (16 * (i % 2) + g + 8 * (c / 2)) + pw;
-        p.out[(row + int64_t{co} * 4 * p.d * p.h) * kRowOut + w] = gelu_erf(z) * p.scale;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int mw = first_column<G>(i, h) + g;
+            if (warp_row<G>(i, h) != rw || mw >= p.w) continue;
+            const int w = 2 * mw + pw;
+            const float z =
+                acc[i][nt][2 * h + e] * rstd * __ldg(p.gamma + w) + __ldg(p.beta + w);
+            p.out[(row + int64_t{co} * 4 * p.d * p.h) * row_len + w] = gelu_erf(z) * p.scale;
+          }
       }
   }
 }
 
+template <int kW, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
+  using G = Geometry<kW>;
   extern __shared__ __align__(128) float smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warp_n = warp % kWarpsN, warp_m = warp / kWarpsN;
   const int pw = warp_m / 2, rp = warp_m % 2;
-  const Tile tile = tile_of(p, blockIdx.x);
-  Loader loader = make_loader(p, tile);
-  zero_halos(smem);
-  const int a_base = a_frag_base(pw, rp, lane), b_base = b_frag_index(pw, warp_n, lane, 0, 0);
+  const Tile tile = tile_of<G>(p, blockIdx.x);
+  Loader loader = make_loader<G>(p, tile);
+  zero_margins<G, kVec>(smem, p.w);
+  const int a_base = a_frag_base<G>(pw, rp, lane), b_base = b_frag_index<G>(pw, warp_n, lane, 0, 0);
   float acc[4][4][4];
-  tf32x3::mainloop<kStages, kStageFloats>(
-      smem, p.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
-      [&](const float* stage, float(&c)[4][4][4]) { mma_stage(stage, a_base, b_base, c); });
-  epilogue(p, tile, smem + kStages * kStageFloats, acc);
+  tf32x3::mainloop<G::kStages, G::kStageFloats>(
+      smem, p.k_tiles, acc, [&](uint32_t stage, int) { load_stage<G, kVec>(p, loader, stage); },
+      [&](const float* stage, float(&c)[4][4][4]) { mma_stage<G>(stage, a_base, b_base, c); });
+  epilogue<G>(p, tile, smem + G::kStages * G::kStageFloats, acc);
 }
+
+// The padded row length of input width w (<= kMaxW).
+inline int padded_width(int w) { return w <= 8 ? 8 : w <= 16 ? 16 : w <= 32 ? 32 : 64; }
+
+// Lets both variants of the kernel for rows of kW take their shared memory.
+template <int kW>
+Status allow_kernels() {
+  for (auto kernel : {row_ln_kernel<kW, true>, row_ln_kernel<kW, false>}) {
+    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     Geometry<kW>::kSmemBytes));
+    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     cudaSharedmemCarveoutMaxShared));
+  }
+  return Status::ok();
+}
+inline Status allow(int w_pad) {
+  switch (w_pad) {
+    case 8: return allow_kernels<8>();
+    case 16: return allow_kernels<16>();
+    case 32: return allow_kernels<32>();
+    default: return allow_kernels<64>();
+  }
+}
+
+template <int kW>
+Status launch_kernel(const Params& p, bool vec, cudaStream_t stream) {
+  const auto kernel = vec ? row_ln_kernel<kW, true> : row_ln_kernel<kW, false>;
+  kernel<<<static_cast<unsigned>(p.blocks()), kThreads, Geometry<kW>::kSmemBytes, stream>>>(p);
+  KB_CUDA_TRY(cudaGetLastError());
+  return Status::ok();
+}
+inline Status launch(const Params& p, int w_pad, bool vec, cudaStream_t stream) {
+  switch (w_pad) {
+    case 8: return launch_kernel<8>(p, vec, stream);
+    case 16: return launch_kernel<16>(p, vec, stream);
+    case 32: return launch_kernel<32>(p, vec, stream);
+    default: return launch_kernel<64>(p, vec, stream);
+  }
+}
+
+// CTA rows for input width w.
+inline int rows_per_cta(int w_pad) { return kMParity / w_pad; }
 
 }  // namespace row_ln
 
-// ==== The launcher and the generic FMA path ====
-
-constexpr int kCoPerCta = 64;     // two warps' worth of channels per w group
-constexpr int kMPerThread = 8;    // input columns per thread -> 16 outputs
-constexpr int kHalo = 4;          // zero columns left of x in the slab (aligned float4 loads)
-constexpr int kMaxWGroups = 8;    // 64 x 8 = 512 threads; W <= 64
-static_assert(kCoPerCta == 64, "thread -> (lane, half, w group) mapping below");
-static_assert(kHalo == 4 && kMPerThread == 8, "the four float4 x loads cover m-4 .. m+11");
-
-struct Args {
-  const float* x;      // (N, C_in, D, H, W)
-  const float* w_r;    // (2 pd, 2 ph, C_in, 2 sd, 2 sh, co_pad, 4 kw): reordered weight
-  const float* bias;   // (C_out)
-  const float* gamma;  // (2W)
-  const float* beta;   // (2W)
-  float* out;          // (N, C_out, 2D, 2H, 2W)
-  int c_in, c_out, co_pad, d, h, w, w_groups, w_pad;  // w_pad: slab row length
-  float eps, scale;
-};
-
-// w_r[pd][ph][ci][sd][sh][co][kw] = weight[ci][co][2sd+1-pd][2sh+1-ph][kw], 0 for co >= C_out.
-__global__ void reorder_weight_kernel(const float* __restrict__ weight, float* __restrict__ w_r,
-                                      int c_in, int c_out, int co_pad) {
-  const int total = 16 * c_in * co_pad * 4;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int kw = i % 4, co = i / 4 % co_pad, r = i / (4 * co_pad);
-    const int sh = r % 2, sd = r / 2 % 2, ci = r / 4 % c_in, ph = r / (4 * c_in) % 2,
-              pd = r / (8 * c_in);
-    const int kd = 2 * sd + 1 - pd, kh = 2 * sh + 1 - ph;
-    w_r[i] = co < c_out ? weight[((int64_t{ci} * c_out + co) * 4 + kd) * 16 + kh * 4 + kw] : 0.0f;
-  }
-}
-
-// Fills slab[ci][sd][sh][w_pad] with x[n][ci][md+pd-sd][mh+ph-sh][col - kHalo], zero outside x.
-__device__ __forceinline__ void load_slab(const Args& p, float* slab, int n, int md, int pd, int mh,
-                                          int ph) {
-  const int total = p.c_in * 4 * p.w_pad;
-  for (int i = threadIdx.x; i < total; i += blockDim.x) {
-    const int col = i % p.w_pad, r = i / p.w_pad;
-    const int sh = r % 2, sd = r / 2 % 2, ci = r / 4;
-    const int id = md + pd - sd, ih = mh + ph - sh, iw = col - kHalo;
-    const bool ok = id >= 0 && id < p.d && ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
-    slab[i] = ok ? __ldg(p.x + ((((int64_t{n} * p.c_in + ci) * p.d + id) * p.h + ih) * p.w + iw))
-                 : 0.0f;
-  }
-}
-
-// Block: 64 * w_groups threads; grid: (2H * 2D, N, co tiles). Thread (lane, half, w group g):
-// channel co0 + 32 half + lane, outputs w = 16 g .. 16 g + 15 of row (n, co, od, oh).
-__global__ void __launch_bounds__(kCoPerCta * kMaxWGroups)
-    convt_ln_gelu_kernel(const Args p) {
-  extern __shared__ __align__(16) float smem[];  // slab, then red (w_groups x 64)
-  const int oh = blockIdx.x % (2 * p.h), od = blockIdx.x / (2 * p.h), n = blockIdx.y;
-  const int pd = od & 1, md = od >> 1, ph = oh & 1, mh = oh >> 1;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = warp % p.w_groups, cl = (warp / p.w_groups) * 32 + lane;  // cl < 64
-  const int co = blockIdx.z * kCoPerCta + cl, mb = g * kMPerThread;
-  float* slab = smem;
-  float* red = smem + p.c_in * 4 * p.w_pad;
-  load_slab(p, slab, n, md, pd, mh, ph);
-  __syncthreads();
-
-  float acc[2 * kMPerThread] = {};
-  const float4* wq = reinterpret_cast<const float4*>(p.w_r) +
-                     int64_t{(pd * 2 + ph) * p.c_in} * 4 * p.co_pad + co;
-  for (int ci = 0; ci < p.c_in; ++ci)
-#pragma unroll
-    for (int sds = 0; sds < 4; ++sds) {  // (sd, sh)
-      const float4 wv = __ldg(wq + (ci * 4 + sds) * p.co_pad);
-      const float wk[4] = {wv.x, wv.y, wv.z, wv.w};
-      // xv[c] = x at input column mb - 4 + c
-      const float4* row = reinterpret_cast<const float4*>(slab + (ci * 4 + sds) * p.w_pad + mb);
-      float xv[16];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float4 v = row[q];
-        xv[4 * q] = v.x, xv[4 * q + 1] = v.y, xv[4 * q + 2] = v.z, xv[4 * q + 3] = v.w;
-      }
-#pragma unroll
-      for (int j = 0; j < 2 * kMPerThread; ++j)  // w = 2 (mb + j/2) + pw
-#pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          const int pw = j & 1, iw = j / 2 + pw - s;  // input column - mb
-          acc[j] = fmaf(xv[iw + kHalo], wk[2 * s + 1 - pw], acc[j]);
-        }
-    }
-
-  // LayerNorm over the row's 2W outputs: the 16 of each of the w_groups threads of channel cl.
-  const int w_out = 2 * p.w, w0 = 2 * mb;
-  const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
-  float s = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 2 * kMPerThread; ++j) {
-    acc[j] += b;
-    if (w0 + j < w_out) s += acc[j];
-  }
-  red[g * kCoPerCta + cl] = s;
-  __syncthreads();
-  float mean = 0.0f;
-  for (int k = 0; k < p.w_groups; ++k) mean += red[k * kCoPerCta + cl];
-  mean /= static_cast<float>(w_out);
-  float q = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 2 * kMPerThread; ++j)
-    if (w0 + j < w_out) q += (acc[j] - mean) * (acc[j] - mean);
-  __syncthreads();  // everyone has read the sums
-  red[g * kCoPerCta + cl] = q;
-  __syncthreads();
-  float var = 0.0f;
-  for (int k = 0; k < p.w_groups; ++k) var += red[k * kCoPerCta + cl];
-  const float rstd = rsqrtf(var / static_cast<float>(w_out) + p.eps);
-  if (co >= p.c_out) return;
-  float* out = p.out + (((int64_t{n} * p.c_out + co) * 2 * p.d + od) * 2 * p.h + oh) * w_out;
-#pragma unroll
-  for (int j = 0; j < 2 * kMPerThread; ++j)
-    if (w0 + j < w_out) {
-      const float z = (acc[j] - mean) * rstd * __ldg(p.gamma + w0 + j) + __ldg(p.beta + w0 + j);
-      out[w0 + j] = gelu_erf(z) * p.scale;
-    }
-}
-
-// ---- host side ----
+// ==== host side ====
 
 class ConvTLayerNormGelu final : public Implementation {
  public:
-  ~ConvTLayerNormGelu() override {
-    KB_CUDA_WARN(cudaFree(w_r_));
-    KB_CUDA_WARN(cudaFree(b_pk_));
-  }
+  ~ConvTLayerNormGelu() override { KB_CUDA_WARN(cudaFree(b_pk_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
+    namespace rl = row_ln;
     x_ = input_index(p, "x");
     weight_ = param_index(p, "conv_transpose.weight");
     bias_ = param_index(p, "conv_transpose.bias");
     gamma_ = param_index(p, "layer_norm.weight");
     beta_ = param_index(p, "layer_norm.bias");
     KB_TRY(read_geometry(p));
-    a_.eps = static_cast<float>(p.number("layer_norm", "eps"));
-    a_.scale = static_cast<float>(p.number("scale", "value"));
-    KB_CUDA_TRY(cudaMalloc(&w_r_, size_t(16) * a_.c_in * a_.co_pad * 4 * sizeof(float)));
-    KB_CUDA_TRY(cudaFuncSetAttribute(convt_ln_gelu_kernel,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_));
-    return setup_fast_path();
+    params_.eps = static_cast<float>(p.number("layer_norm", "eps"));
+    params_.scale = static_cast<float>(p.number("scale", "value"));
+    w_pad_ = rl::padded_width(params_.w);
+    params_.k_tiles = (params_.c_in + rl::kCiPerStage - 1) / rl::kCiPerStage;
+    params_.h_tiles = (params_.h + rl::rows_per_cta(w_pad_) - 1) / rl::rows_per_cta(w_pad_);
+    params_.co_blocks = (params_.c_out + rl::kN - 1) / rl::kN;
+    if (params_.blocks() >= 0x7fffffff)
+      return Status::failed_precondition("L2_034 custom: more than 2^31 CTAs");
+    KB_CUDA_TRY(cudaMalloc(&b_pk_, size_t(8) * params_.co_blocks * params_.k_pad() * rl::kN *
+                                       sizeof(float)));
+    return rl::allow(w_pad_);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    if (fast_ && reinterpret_cast<uintptr_t>(x) % 16 == 0) return run_fast(args, stream);
-    Args a = a_;
-    a.x = x;
-    a.w_r = w_r_;
-    a.bias = args.params[bias_].data;
-    a.gamma = args.params[gamma_].data;
-    a.beta = args.params[beta_].data;
-    a.out = args.output.data;
-    const int w_floats = 16 * a.c_in * a.co_pad * 4;
-    reorder_weight_kernel<<<(w_floats + 255) / 256, 256, 0, stream>>>(
-        args.params[weight_].data, w_r_, a.c_in, a.c_out, a.co_pad);
-    KB_CUDA_TRY(cudaGetLastError());
-    const dim3 grid(static_cast<unsigned>(4 * a.d * a.h), static_cast<unsigned>(n_),
-                    static_cast<unsigned>(a.co_pad / kCoPerCta));
-    convt_ln_gelu_kernel<<<grid, kCoPerCta * a.w_groups, smem_bytes_, stream>>>(a);
-    KB_CUDA_TRY(cudaGetLastError());
-    return Status::ok();
-  }
-
- private:
-  // The 3xTF32 path (the fast-path section below) takes W = 32 and C_out <= 64; x must also be
-  // 16-byte aligned, checked per call.
-  Status setup_fast_path() {
     namespace rl = row_ln;
-    fast_ = a_.w == rl::kW && a_.c_out <= rl::kN && a_.c_in >= 1;
-    if (!fast_) return Status::ok();
-    fp_ = {};
-    fp_.n = n_, fp_.c_in = a_.c_in, fp_.c_out = a_.c_out, fp_.d = a_.d, fp_.h = a_.h;
-    fp_.k_tiles = (a_.c_in + rl::kCiPerStage - 1) / rl::kCiPerStage;
-    fp_.h_tiles = (a_.h + rl::kRows - 1) / rl::kRows;
-    fp_.eps = a_.eps, fp_.scale = a_.scale;
-    if (fp_.blocks() >= 0x7fffffff) {
-      fast_ = false;
-      return Status::ok();
-    }
-    KB_CUDA_TRY(cudaMalloc(&b_pk_, size_t(8) * fp_.k_pad() * rl::kN * sizeof(float)));
-    KB_CUDA_TRY(cudaFuncSetAttribute(rl::row_ln_kernel,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, rl::kSmemBytes));
-    KB_CUDA_TRY(cudaFuncSetAttribute(rl::row_ln_kernel,
-                                     cudaFuncAttributePreferredSharedMemoryCarveout,
-                                     cudaSharedmemCarveoutMaxShared));
-    return Status::ok();
-  }
-
-  Status run_fast(const ImplArgs& args, cudaStream_t stream) {
-    namespace rl = row_ln;
-    rl::Params p = fp_;
+    rl::Params p = params_;
     p.x = args.inputs[x_].data;
     p.b_pk = b_pk_;
     p.bias = args.params[bias_].data;
     p.gamma = args.params[gamma_].data;
     p.beta = args.params[beta_].data;
     p.out = args.output.data;
-    const int pack_blocks = (8 * p.k_pad() * rl::kN + 255) / 256;
-    rl::pack_weights_kernel<<<pack_blocks, 256, 0, stream>>>(args.params[weight_].data, b_pk_, p);
+    const int64_t packed = int64_t{8} * p.co_blocks * p.k_pad() * rl::kN;
+    rl::pack_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>((packed + 255) / 256, 65535)),
+                              256, 0, stream>>>(args.params[weight_].data, b_pk_, p);
     KB_CUDA_TRY(cudaGetLastError());
-    rl::row_ln_kernel<<<static_cast<unsigned>(p.blocks()), rl::kThreads, rl::kSmemBytes, stream>>>(
-        p);
-    KB_CUDA_TRY(cudaGetLastError());
-    return Status::ok();
+    const bool vec = p.w % 4 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+    return rl::launch(p, w_pad_, vec, stream);
   }
 
+ private:
   static std::vector<int64_t> ints_or(const ProblemInstance& p, const char* attr, int64_t fill) {
     return p.has_attr("conv_transpose", attr) ? p.ints("conv_transpose", attr)
                                               : std::vector<int64_t>(3, fill);
@@ -719,29 +661,23 @@ class ConvTLayerNormGelu final : public Implementation {
     for (int i = 0; ok && i < 3; ++i)
       ok = ws[2 + i] == 4 && st[i] == 2 && pad[i] == 1 && opad[i] == 0 && dil[i] == 1 &&
            ys[2 + i] == 2 * xs[2 + i];
-    if (!ok || xs[4] > kMPerThread * kMaxWGroups || 4 * xs[2] * xs[3] > 0x7fffffff ||
-        xs[0] > 65535 || xs[1] * ws[1] > (1 << 24))
+    if (!ok || xs[4] > row_ln::kMaxW || xs[0] * xs[1] * xs[2] * xs[3] * xs[4] > 0x7fffffff ||
+        xs[0] * ws[1] * ys[2] * ys[3] > 0x7fffffff)
       return Status::failed_precondition(
-          "L2_034 custom: needs ConvTranspose3d(k 4, s 2, p 1), W <= 64, LayerNorm over 2W");
-    n_ = static_cast<int>(xs[0]);
-    a_.c_in = static_cast<int>(xs[1]), a_.c_out = static_cast<int>(ws[1]);
-    a_.co_pad = (a_.c_out + kCoPerCta - 1) / kCoPerCta * kCoPerCta;
-    a_.d = static_cast<int>(xs[2]), a_.h = static_cast<int>(xs[3]), a_.w = static_cast<int>(xs[4]);
-    a_.w_groups = (a_.w + kMPerThread - 1) / kMPerThread;
-    a_.w_pad = kMPerThread * a_.w_groups + 2 * kHalo;  // covers columns mb - 4 .. mb + 11
-    smem_bytes_ = (a_.c_in * 4 * a_.w_pad + a_.w_groups * kCoPerCta) * int(sizeof(float));
-    if (smem_bytes_ > 227 * 1024)
-      return Status::failed_precondition("L2_034 custom: the x slab exceeds shared memory");
+          "L2_034 custom: needs ConvTranspose3d(k 4, s 2, p 1), W <= 64, LayerNorm over 2W, "
+          "fewer than 2^31 input elements and output rows");
+    params_ = {};
+    params_.n = static_cast<int>(xs[0]);
+    params_.c_in = static_cast<int>(xs[1]), params_.c_out = static_cast<int>(ws[1]);
+    params_.d = static_cast<int>(xs[2]), params_.h = static_cast<int>(xs[3]);
+    params_.w = static_cast<int>(xs[4]);
     return Status::ok();
   }
 
   size_t x_ = 0, weight_ = 0, bias_ = 0, gamma_ = 0, beta_ = 0;
-  int n_ = 0, smem_bytes_ = 0;
-  Args a_{};                // sizes; pointers are filled per call
-  float* w_r_ = nullptr;    // reordered weight, rewritten every call
-  bool fast_ = false;       // the 3xTF32 row-LayerNorm path applies
-  row_ln::Params fp_{};     // its sizes; pointers are filled per call
-  float* b_pk_ = nullptr;   // its packed weight, rewritten every call
+  row_ln::Params params_{};  // sizes; pointers are filled per call
+  int w_pad_ = 0;            // the kernel's row length: W rounded up to 8, 16, 32 or 64
+  float* b_pk_ = nullptr;    // packed weight, rewritten every call
 };
 
 }  // namespace kb::custom::L2_034
