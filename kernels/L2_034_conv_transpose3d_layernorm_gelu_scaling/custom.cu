@@ -18,7 +18,8 @@
 // then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
 // (no im2col duplication): 16-byte copies of whole x rows when W % 4 == 0 and x is 16-byte
 // aligned, else 4-byte copies; B (weights re-packed per call) streams through the cp.async
-// pipeline. Full preset: 16,384 CTAs of 12,288 MMAs, 2 per SM.
+// pipeline. Full preset: 16,384 CTAs of 12,288 MMAs, 2 per SM. Layers of <= 32 M multiply-adds
+// run a strict-fp32 FMA kernel instead (fma below: a CTA per output row and channel block).
 // (Until 2026-12-03 the kernel took W = 32 only, and every other shape ran a strict-fp32 FMA
 // kernel, 2.2x slower at the full preset: 6.03 against 2.79 ms.)
 //
@@ -28,11 +29,13 @@
 // 2.786 ms in docs/bench-h200-2026-12-02b.json (1.41x the floor): under the 3.17 ms goal.
 // Rows shorter than kW waste GEMM rows (W = 9 computes 16 columns), and C_out < 64 wastes
 // channels: those shapes run at a fraction of the tile's rate, still on the tensor cores.
-// Session 10 (every W, `kb bench L2_034 --time-cap 2 --seed 7`): full preset 2.863 ms (2.786
-// before, +2.8%: the general epilogue reads the row statistics back from shared memory);
-// sweep seed 2026 worst 1.61x the reference (FMA kernel: 2.8x at the same tiny shape), seed 99
-// tiny shapes 0.81x (N 13, C_in 14, C_out 6, D 7, H 9, W 3: 41 against 33 us) and 0.98x: the
-// kernel has a ~30 us floor at tiny shapes that is not yet explained (left in docs/kernels.md).
+// Session 10 (every W; `kb bench L2_034 --time-cap 3 --seed 7`, seeds 7 and 8): full preset
+// 2.857 / 2.855 ms against 2.766 in session 9 (+3.3%, not located: the hot loop is the same code;
+// the W = 32 path has no column masks and no spills). Small layers: ncu of the part8 preset (W 5,
+// 144 CTAs of 8 k-tiles) shows 13.2 K instructions per warp at 5.4 cycles each with 8-16 warps
+// per SM: one CTA's serial k-loop sets the time (70 us against the reference's 38), hence the
+// FMA kernel below 32 M multiply-adds. Sweeps (`--sweep 8`): seed 2026 worst 2.42x the
+// reference; seed 99 worst 0.89x (N 1, C_in 26, C_out 18, D 5, H 31, W 9: 48 against 43 us).
 //
 // Accuracy: 3xTF32 ~ fp32 products, K = 256 summed in the MMA accumulator. LayerNorm divides the
 // conv's error by the row's sigma (amplification ~12; host emulation of the index maps: <= 1.2%
@@ -220,14 +223,14 @@ __host__ __device__ inline Tile tile_of(const Params& p, int block) {
 
 // ---- the loader: A slab rows, B chunks (4 per thread) ----
 // A: the x slab of the CTA: [ci 4][ih kRows + 1][id 2][kSlabStride], x column iw at iw + kHalo.
-// kVec (W a multiple of 4, x 16-byte aligned): 16-byte copies of whole rows, 1-2 per thread at
-// slots fixed for the CTA; else 4-byte copies. Rows outside x are zero-filled by the copies;
-// the columns no copy writes (halo, w >= W) are zeroed once (zero_margins).
+// kFull (W == kW, x 16-byte aligned): 16-byte copies of whole rows and no column masks, 1-2 per
+// thread at slots fixed for the CTA; else 4-byte copies. Rows outside x are zero-filled by the
+// copies; the columns no copy writes (halo, w >= W) are zeroed once (zero_margins).
 
 struct Loader {
-  const float* a[2];  // kVec: x row of copy j at the current stage's first channel, or nullptr
-  int a_ci[2];        // kVec: channel offset of copy j in the stage
-  int a_smem[2];      // kVec: float offset of copy j in the A stage, -1: no copy
+  const float* a[2];  // kFull: x row of copy j at the current stage's first channel, or nullptr
+  int a_ci[2];        // kFull: channel offset of copy j in the stage
+  int a_smem[2];      // kFull: float offset of copy j in the A stage, -1: no copy
   const float* x_n;   // x[n]
   int id0, ih0;       // x plane / row of slab row (ci, 0, 0)
   int c_next;         // first channel of the next stage to load
@@ -266,10 +269,10 @@ __host__ __device__ constexpr int b_copy_n(int tid, int j) {
   return (tid + kThreads * j) % (kN / 4) * 4;
 }
 
-template <class G, bool kVec>
+template <class G, bool kFull>
 __device__ __forceinline__ void load_stage(const Params& p, Loader& l, uint32_t stage) {
   const int64_t ci_stride = int64_t{p.d} * p.h * p.w;
-  if constexpr (kVec) {
+  if constexpr (kFull) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       if (l.a_smem[j] < 0) continue;
@@ -300,17 +303,17 @@ __device__ __forceinline__ void load_stage(const Params& p, Loader& l, uint32_t 
 }
 
 // Zeroes the slab columns no copy writes (iw < 0 and iw >= W) in every row of every stage: with
-// kVec (W % 4 == 0) the margins are whole float4s, else one float at a time.
-template <class G, bool kVec>
+// kFull (W == kW) the margins are whole float4s, else one float at a time.
+template <class G, bool kFull>
 __device__ __forceinline__ void zero_margins(float* smem, int w) {
   constexpr int kRowsPerStage = kCiPerStage * G::kSlabRowsPerCi;
   constexpr int kRowsAll = G::kStages * kRowsPerStage;
-  const int per_row = (G::kSlabStride - w) / (kVec ? 4 : 1);  // margin pieces per row
+  const int per_row = kFull ? (G::kSlabStride - G::kW) / 4 : G::kSlabStride - w;  // pieces
   for (int i = threadIdx.x; i < kRowsAll * per_row; i += kThreads) {
     const int row = i / per_row, piece = i % per_row;
     float* base =
         smem + row / kRowsPerStage * G::kStageFloats + row % kRowsPerStage * G::kSlabStride;
-    if constexpr (kVec) {
+    if constexpr (kFull) {
       const int col = piece == 0 ? 0 : kHalo + w + 4 * (piece - 1);
       *reinterpret_cast<float4*>(base + col) = make_float4(0.f, 0.f, 0.f, 0.f);
     } else {
@@ -440,7 +443,7 @@ __host__ __device__ constexpr int first_column(int i, int h) {
 
 // red[pw][row][co] = this W parity's sum over the row's columns mw < W of v (squared when
 // kSquares): per (row, nt, e) the thread's values of that row, then the 8 lanes g by shuffles.
-template <class G, bool kSquares>
+template <class G, bool kFull, bool kSquares>
 __device__ __forceinline__ void row_partials(const float (&v)[4][4][4], int w, float* red, int pw,
                                              int row0, int warp_n, int lane) {
   const int g = lane >> 2;
@@ -455,7 +458,7 @@ __device__ __forceinline__ void row_partials(const float (&v)[4][4][4], int w, f
         for (int i = 0; i < 4; ++i)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            if (warp_row<G>(i, h) != rw || first_column<G>(i, h) + g >= w) continue;
+            if (warp_row<G>(i, h) != rw || (!kFull && first_column<G>(i, h) + g >= w)) continue;
             const float a = v[i][nt][2 * h + e];
             s += kSquares ? a * a : a;
           }
@@ -471,7 +474,7 @@ __device__ __forceinline__ float row_total(const float* red, int row, int channe
   return red[row * kN + channel] + red[(G::kRows + row) * kN + channel];
 }
 
-template <class G>
+template <class G, bool kFull>
 __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* red,
                                          float (&acc)[4][4][4]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -487,7 +490,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* 
       for (int i = 0; i < 4; ++i) acc[i][nt][e] += b, acc[i][nt][2 + e] += b;
     }
   const float inv_len = 1.0f / static_cast<float>(2 * p.w);
-  row_partials<G, false>(acc, p.w, red, pw, row0, warp_n, lane);
+  row_partials<G, kFull, false>(acc, p.w, red, pw, row0, warp_n, lane);
   __syncthreads();
 #pragma unroll
   for (int rw = 0; rw < G::kRowsPerWarp; ++rw)  // two-pass variance: center first
@@ -503,38 +506,48 @@ __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* 
             if (warp_row<G>(i, h) == rw) acc[i][nt][2 * h + e] -= mean;
       }
   float* red_sq = red + G::kRedFloats;
-  row_partials<G, true>(acc, p.w, red_sq, pw, row0, warp_n, lane);
+  row_partials<G, kFull, true>(acc, p.w, red_sq, pw, row0, warp_n, lane);
   __syncthreads();
 
-  // out[n, co, od, oh, w]: w = 2 mw + pw.
+  // out[n, co, od, oh, w]: w = 2 mw + pw. Columns outermost: gamma and beta are read once per
+  // column (the stores may alias them for the compiler, which would reload them per store).
   const int od = 2 * t.md + t.pd, row_len = 2 * p.w;
+  const int64_t co_stride = int64_t{4} * p.d * p.h * row_len;
 #pragma unroll
   for (int rw = 0; rw < G::kRowsPerWarp; ++rw) {
-    const int mh = t.mh0 + row0 + rw;
-    if (mh >= p.h) continue;
-    const int64_t row = (int64_t{t.n} * p.c_out * 2 * p.d + od) * 2 * p.h + 2 * mh + t.ph;
+    float rstd[4][2];
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int cl = acc_channel(warp_n, lane, nt, e), co = t.cb * kN + cl;
-        const float rstd = rsqrtf(row_total<G>(red_sq, row0 + rw, cl) * inv_len + p.eps);
-        if (co >= p.c_out) continue;
+      for (int e = 0; e < 2; ++e)
+        rstd[nt][e] = rsqrtf(
+            row_total<G>(red_sq, row0 + rw, acc_channel(warp_n, lane, nt, e)) * inv_len + p.eps);
+    const int mh = t.mh0 + row0 + rw;
+    if (mh >= p.h) continue;
+    const int64_t row = (int64_t{t.n} * p.c_out * 2 * p.d + od) * 2 * p.h + 2 * mh + t.ph;
+    float* out_row = p.out + (row + int64_t{t.cb} * kN * 4 * p.d * p.h) * row_len;
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int mw = first_column<G>(i, h) + g;
-            if (warp_row<G>(i, h) != rw || mw >= p.w) continue;
-            const int w = 2 * mw + pw;
-            const float z = acc[i][nt][2 * h + e] * rstd * __ldg(p.gamma + w) + __ldg(p.beta + w);
-            p.out[(row + int64_t{co} * 4 * p.d * p.h) * row_len + w] = gelu_erf(z) * p.scale;
+      for (int h = 0; h < 2; ++h) {
+        const int mw = first_column<G>(i, h) + g;
+        if (warp_row<G>(i, h) != rw || (!kFull && mw >= p.w)) continue;
+        const int w = 2 * mw + pw;
+        const float gam = __ldg(p.gamma + w), bet = __ldg(p.beta + w);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int cl = acc_channel(warp_n, lane, nt, e);
+            if (t.cb * kN + cl >= p.c_out) continue;
+            const float z = acc[i][nt][2 * h + e] * rstd[nt][e] * gam + bet;
+            out_row[cl * co_stride + w] = gelu_erf(z) * p.scale;
           }
       }
   }
 }
 
-template <int kW, bool kVec>
+template <int kW, bool kFull>
 __global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
   using G = Geometry<kW>;
   extern __shared__ __align__(128) float smem[];
@@ -543,13 +556,13 @@ __global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
   const int pw = warp_m / 2, rp = warp_m % 2;
   const Tile tile = tile_of<G>(p, blockIdx.x);
   Loader loader = make_loader<G>(p, tile);
-  zero_margins<G, kVec>(smem, p.w);
+  zero_margins<G, kFull>(smem, p.w);
   const int a_base = a_frag_base<G>(pw, rp, lane), b_base = b_frag_index<G>(pw, warp_n, lane, 0, 0);
   float acc[4][4][4];
   tf32x3::mainloop<G::kStages, G::kStageFloats>(
-      smem, p.k_tiles, acc, [&](uint32_t stage, int) { load_stage<G, kVec>(p, loader, stage); },
+      smem, p.k_tiles, acc, [&](uint32_t stage, int) { load_stage<G, kFull>(p, loader, stage); },
       [&](const float* stage, float(&c)[4][4][4]) { mma_stage<G>(stage, a_base, b_base, c); });
-  epilogue<G>(p, tile, smem + G::kStages * G::kStageFloats, acc);
+  epilogue<G, kFull>(p, tile, smem + G::kStages * G::kStageFloats, acc);
 }
 
 // The padded row length of input width w (<= kMaxW).
@@ -582,22 +595,22 @@ inline Status allow(int w_pad) {
 }
 
 template <int kW>
-Status launch_kernel(const Params& p, bool vec, cudaStream_t stream) {
-  const auto kernel = vec ? row_ln_kernel<kW, true> : row_ln_kernel<kW, false>;
+Status launch_kernel(const Params& p, bool full, cudaStream_t stream) {
+  const auto kernel = full ? row_ln_kernel<kW, true> : row_ln_kernel<kW, false>;
   kernel<<<static_cast<unsigned>(p.blocks()), kThreads, Geometry<kW>::kSmemBytes, stream>>>(p);
   KB_CUDA_TRY(cudaGetLastError());
   return Status::ok();
 }
-inline Status launch(const Params& p, int w_pad, bool vec, cudaStream_t stream) {
+inline Status launch(const Params& p, int w_pad, bool full, cudaStream_t stream) {
   switch (w_pad) {
     case 8:
-      return launch_kernel<8>(p, vec, stream);
+      return launch_kernel<8>(p, full, stream);
     case 16:
-      return launch_kernel<16>(p, vec, stream);
+      return launch_kernel<16>(p, full, stream);
     case 32:
-      return launch_kernel<32>(p, vec, stream);
+      return launch_kernel<32>(p, full, stream);
     default:
-      return launch_kernel<64>(p, vec, stream);
+      return launch_kernel<64>(p, full, stream);
   }
 }
 
@@ -608,11 +621,146 @@ inline int rows_per_cta(int w_pad) {
 
 }  // namespace row_ln
 
+// ==== fma: the strict-fp32 kernel for small layers ====
+// A CTA per (n, od, oh, 64-channel block): the x slab x[n][:, 2 d taps, 2 h taps, :] in shared
+// memory with a zero halo; thread (co, w group) computes 16 consecutive outputs of its channel's
+// row (8 input columns x both W parities): per (ci, sd, sh) one float4 of weights (4 kw) and 4
+// broadcast float4 of x feed 32 FMAs; the row's LayerNorm (two-pass mean / variance over the w
+// groups through shared memory), gamma/beta, gelu and scale in registers, one store. Short
+// serial work per CTA: below kFmaMaxMacs it beats row_ln's 256 x 64 tiles (see the class).
+
+namespace fma {
+
+constexpr int kCoPerCta = 64;     // two warps' worth of channels per w group
+constexpr int kMPerThread = 8;    // input columns per thread -> 16 outputs
+constexpr int kHalo = 4;          // zero columns left of x in the slab (aligned float4 loads)
+constexpr int kMaxWGroups = 8;    // 64 x 8 = 512 threads; W <= 64
+static_assert(kCoPerCta == 64, "thread -> (lane, half, w group) mapping below");
+static_assert(kHalo == 4 && kMPerThread == 8, "the four float4 x loads cover m-4 .. m+11");
+
+struct Args {
+  const float* x;      // (N, C_in, D, H, W)
+  const float* w_r;    // (2 pd, 2 ph, C_in, 2 sd, 2 sh, co_pad, 4 kw): reordered weight
+  const float* bias;   // (C_out)
+  const float* gamma;  // (2W)
+  const float* beta;   // (2W)
+  float* out;          // (N, C_out, 2D, 2H, 2W)
+  int c_in, c_out, co_pad, d, h, w, w_groups, w_pad;  // w_pad: slab row length
+  float eps, scale;
+};
+
+// w_r[pd][ph][ci][sd][sh][co][kw] = weight[ci][co][2sd+1-pd][2sh+1-ph][kw], 0 for co >= C_out.
+__global__ void reorder_weight_kernel(const float* __restrict__ weight, float* __restrict__ w_r,
+                                      int c_in, int c_out, int co_pad) {
+  const int total = 16 * c_in * co_pad * 4;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int kw = i % 4, co = i / 4 % co_pad, r = i / (4 * co_pad);
+    const int sh = r % 2, sd = r / 2 % 2, ci = r / 4 % c_in, ph = r / (4 * c_in) % 2,
+              pd = r / (8 * c_in);
+    const int kd = 2 * sd + 1 - pd, kh = 2 * sh + 1 - ph;
+    w_r[i] = co < c_out ? weight[((int64_t{ci} * c_out + co) * 4 + kd) * 16 + kh * 4 + kw] : 0.0f;
+  }
+}
+
+// Fills slab[ci][sd][sh][w_pad] with x[n][ci][md+pd-sd][mh+ph-sh][col - kHalo], zero outside x.
+__device__ __forceinline__ void load_slab(const Args& p, float* slab, int n, int md, int pd, int mh,
+                                          int ph) {
+  const int total = p.c_in * 4 * p.w_pad;
+  for (int i = threadIdx.x; i < total; i += blockDim.x) {
+    const int col = i % p.w_pad, r = i / p.w_pad;
+    const int sh = r % 2, sd = r / 2 % 2, ci = r / 4;
+    const int id = md + pd - sd, ih = mh + ph - sh, iw = col - kHalo;
+    const bool ok = id >= 0 && id < p.d && ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
+    slab[i] = ok ? __ldg(p.x + ((((int64_t{n} * p.c_in + ci) * p.d + id) * p.h + ih) * p.w + iw))
+                 : 0.0f;
+  }
+}
+
+// Block: 64 * w_groups threads (32 * w_groups when C_out <= 32: half 0 only); grid: (2H * 2D, N,
+// co tiles). Thread (lane, half, w group g): channel co0 + 32 half + lane, outputs w = 16 g ..
+// 16 g + 15 of row (n, co, od, oh).
+__global__ void __launch_bounds__(kCoPerCta * kMaxWGroups)
+    convt_ln_gelu_kernel(const Args p) {
+  extern __shared__ __align__(16) float smem[];  // slab, then red (w_groups x 64)
+  const int oh = blockIdx.x % (2 * p.h), od = blockIdx.x / (2 * p.h), n = blockIdx.y;
+  const int pd = od & 1, md = od >> 1, ph = oh & 1, mh = oh >> 1;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = warp % p.w_groups, cl = (warp / p.w_groups) * 32 + lane;  // cl < 64
+  const int co = blockIdx.z * kCoPerCta + cl, mb = g * kMPerThread;
+  float* slab = smem;
+  float* red = smem + p.c_in * 4 * p.w_pad;
+  load_slab(p, slab, n, md, pd, mh, ph);
+  __syncthreads();
+
+  float acc[2 * kMPerThread] = {};
+  const float4* wq = reinterpret_cast<const float4*>(p.w_r) +
+                     int64_t{(pd * 2 + ph) * p.c_in} * 4 * p.co_pad + co;
+  for (int ci = 0; ci < p.c_in; ++ci)
+#pragma unroll
+    for (int sds = 0; sds < 4; ++sds) {  // (sd, sh)
+      const float4 wv = __ldg(wq + (ci * 4 + sds) * p.co_pad);
+      const float wk[4] = {wv.x, wv.y, wv.z, wv.w};
+      // xv[c] = x at input column mb - 4 + c
+      const float4* row = reinterpret_cast<const float4*>(slab + (ci * 4 + sds) * p.w_pad + mb);
+      float xv[16];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float4 v = row[q];
+        xv[4 * q] = v.x, xv[4 * q + 1] = v.y, xv[4 * q + 2] = v.z, xv[4 * q + 3] = v.w;
+      }
+#pragma unroll
+      for (int j = 0; j < 2 * kMPerThread; ++j)  // w = 2 (mb + j/2) + pw
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          const int pw = j & 1, iw = j / 2 + pw - s;  // input column - mb
+          acc[j] = fmaf(xv[iw + kHalo], wk[2 * s + 1 - pw], acc[j]);
+        }
+    }
+
+  // LayerNorm over the row's 2W outputs: the 16 of each of the w_groups threads of channel cl.
+  const int w_out = 2 * p.w, w0 = 2 * mb;
+  const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 2 * kMPerThread; ++j) {
+    acc[j] += b;
+    if (w0 + j < w_out) s += acc[j];
+  }
+  red[g * kCoPerCta + cl] = s;
+  __syncthreads();
+  float mean = 0.0f;
+  for (int k = 0; k < p.w_groups; ++k) mean += red[k * kCoPerCta + cl];
+  mean /= static_cast<float>(w_out);
+  float q = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 2 * kMPerThread; ++j)
+    if (w0 + j < w_out) q += (acc[j] - mean) * (acc[j] - mean);
+  __syncthreads();  // everyone has read the sums
+  red[g * kCoPerCta + cl] = q;
+  __syncthreads();
+  float var = 0.0f;
+  for (int k = 0; k < p.w_groups; ++k) var += red[k * kCoPerCta + cl];
+  const float rstd = rsqrtf(var / static_cast<float>(w_out) + p.eps);
+  if (co >= p.c_out) return;
+  float* out = p.out + (((int64_t{n} * p.c_out + co) * 2 * p.d + od) * 2 * p.h + oh) * w_out;
+#pragma unroll
+  for (int j = 0; j < 2 * kMPerThread; ++j)
+    if (w0 + j < w_out) {
+      const float z = (acc[j] - mean) * rstd * __ldg(p.gamma + w0 + j) + __ldg(p.beta + w0 + j);
+      out[w0 + j] = gelu_erf(z) * p.scale;
+    }
+}
+
+}  // namespace fma
+
 // ==== host side ====
 
 class ConvTLayerNormGelu final : public Implementation {
  public:
-  ~ConvTLayerNormGelu() override { KB_CUDA_WARN(cudaFree(b_pk_)); }
+  ~ConvTLayerNormGelu() override {
+    KB_CUDA_WARN(cudaFree(b_pk_));
+    KB_CUDA_WARN(cudaFree(w_r_));
+  }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
     namespace rl = row_ln;
@@ -624,6 +772,13 @@ class ConvTLayerNormGelu final : public Implementation {
     KB_TRY(read_geometry(p));
     params_.eps = static_cast<float>(p.number("layer_norm", "eps"));
     params_.scale = static_cast<float>(p.number("scale", "value"));
+    use_fma_ = setup_fma();
+    if (use_fma_) {
+      KB_CUDA_TRY(cudaMalloc(&w_r_, size_t(16) * fma_.c_in * fma_.co_pad * 4 * sizeof(float)));
+      KB_CUDA_TRY(cudaFuncSetAttribute(fma::convt_ln_gelu_kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, fma_smem_));
+      return Status::ok();
+    }
     w_pad_ = rl::padded_width(params_.w);
     params_.k_tiles = (params_.c_in + rl::kCiPerStage - 1) / rl::kCiPerStage;
     params_.h_tiles = (params_.h + rl::rows_per_cta(w_pad_) - 1) / rl::rows_per_cta(w_pad_);
@@ -637,6 +792,7 @@ class ConvTLayerNormGelu final : public Implementation {
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     namespace rl = row_ln;
+    if (use_fma_) return run_fma(args, stream);
     rl::Params p = params_;
     p.x = args.inputs[x_].data;
     p.b_pk = b_pk_;
@@ -648,11 +804,55 @@ class ConvTLayerNormGelu final : public Implementation {
     rl::pack_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>((packed + 255) / 256, 65535)),
                               256, 0, stream>>>(args.params[weight_].data, b_pk_, p);
     KB_CUDA_TRY(cudaGetLastError());
-    const bool vec = p.w % 4 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
-    return rl::launch(p, w_pad_, vec, stream);
+    const bool full = p.w == w_pad_ && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
+    return rl::launch(p, w_pad_, full, stream);
   }
 
  private:
+  // Layers of at most this many multiply-adds run the FMA kernel: row_ln's CTAs (M 256 x N 64,
+  // a 3-4 stage pipeline, two barriers in the epilogue) take ~30 us at the sweep's tiny shapes
+  // (N 3, C_in 1, C_out 6: 31 us against the FMA kernel's 10.5; N 13, C_in 14, C_out 6, 7 x 9 x
+  // 3: 41 us, the FMA kernel 37, the reference 38). Above it the GPU tests' row-kernel presets
+  // (robust, full8 .. part64: 33-44 M, within the golden model's budget) keep every kW tested.
+  static constexpr double kFmaMaxMacs = 32e6;
+
+  // The FMA kernel's sizes; false when the layer is above kFmaMaxMacs or outside its limits
+  // (grid y = N <= 65535, the x slab in shared memory).
+  bool setup_fma() {
+    const double macs =
+        64.0 * params_.n * params_.c_in * params_.c_out * params_.d * params_.h * params_.w;
+    if (macs > kFmaMaxMacs || params_.n > 65535) return false;
+    fma_ = {};
+    fma_.c_in = params_.c_in, fma_.c_out = params_.c_out;
+    fma_.co_pad = (fma_.c_out + fma::kCoPerCta - 1) / fma::kCoPerCta * fma::kCoPerCta;
+    fma_.d = params_.d, fma_.h = params_.h, fma_.w = params_.w;
+    fma_.w_groups = (fma_.w + fma::kMPerThread - 1) / fma::kMPerThread;
+    fma_.w_pad = fma::kMPerThread * fma_.w_groups + 2 * fma::kHalo;  // columns mb - 4 .. mb + 11
+    fma_.eps = params_.eps, fma_.scale = params_.scale;
+    fma_smem_ = (fma_.c_in * 4 * fma_.w_pad + fma_.w_groups * fma::kCoPerCta) * int(sizeof(float));
+    return fma_smem_ <= 227 * 1024;
+  }
+
+  Status run_fma(const ImplArgs& args, cudaStream_t stream) {
+    fma::Args a = fma_;
+    a.x = args.inputs[x_].data;
+    a.w_r = w_r_;
+    a.bias = args.params[bias_].data;
+    a.gamma = args.params[gamma_].data;
+    a.beta = args.params[beta_].data;
+    a.out = args.output.data;
+    const int w_floats = 16 * a.c_in * a.co_pad * 4;
+    fma::reorder_weight_kernel<<<(w_floats + 255) / 256, 256, 0, stream>>>(
+        args.params[weight_].data, w_r_, a.c_in, a.c_out, a.co_pad);
+    KB_CUDA_TRY(cudaGetLastError());
+    const dim3 grid(static_cast<unsigned>(4 * a.d * a.h), static_cast<unsigned>(params_.n),
+                    static_cast<unsigned>(a.co_pad / fma::kCoPerCta));
+    const int channel_lanes = a.c_out <= 32 ? 32 : fma::kCoPerCta;  // no idle warp at C_out <= 32
+    fma::convt_ln_gelu_kernel<<<grid, channel_lanes * a.w_groups, fma_smem_, stream>>>(a);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
   static std::vector<int64_t> ints_or(const ProblemInstance& p, const char* attr, int64_t fill) {
     return p.has_attr("conv_transpose", attr) ? p.ints("conv_transpose", attr)
                                               : std::vector<int64_t>(3, fill);
@@ -692,6 +892,10 @@ class ConvTLayerNormGelu final : public Implementation {
   row_ln::Params params_{};  // sizes; pointers are filled per call
   int w_pad_ = 0;            // the kernel's row length: W rounded up to 8, 16, 32 or 64
   float* b_pk_ = nullptr;    // packed weight, rewritten every call
+  bool use_fma_ = false;     // a small layer: the FMA kernel runs
+  fma::Args fma_{};          // its sizes; pointers are filled per call
+  int fma_smem_ = 0;
+  float* w_r_ = nullptr;  // its reordered weight, rewritten every call
 };
 
 }  // namespace kb::custom::L2_034
