@@ -20,7 +20,7 @@
 // Persistent CTAs (1 per SM, 208 KB: two stages of patch + 27 taps' weights) walk (tile, chunk)
 // items double-buffered, as L2_010's patch kernel. v1 (per-tap 4-byte gathers, split per MMA):
 // 14.2 ms. Fallback: layers of <= 8 M MACs (gather::generic_is_faster) and geometries the plan
-// or the shared memory cannot take run the one-thread-per-output gather of
+// or the shared memory cannot take run the generic gather (a thread or a few lanes per output) of
 // kernels/cores/conv_transpose_gather/gather.cuh (fp32 FMA).
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =

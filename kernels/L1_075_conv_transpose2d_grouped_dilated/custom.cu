@@ -25,7 +25,8 @@
 // launch per call), so that a block stages them with 16-byte copies (v5, below: 0.464 ms).
 // Any N, channels, groups, sizes, row taps, padding and output_padding run the fast path as long
 // as the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows fit shared memory;
-// anything else runs the generic one-thread-per-output gather of gather.cuh (correct, slow).
+// anything else runs the generic gather (a thread or a few lanes per output) of gather.cuh
+// (correct, slow).
 //
 // Predicted: ~0.27 ms (the stores near the copy bandwidth, with ~150 us of FMA and shared loads
 // overlapping them). Measured (H200, full preset): 0.508 ms (2026-11-30, docs/kernels.md),

@@ -20,8 +20,8 @@
 // and writes whole output runs (y and the interleaved zeros) with 16-byte stores, scalar stores
 // at the run ends (rows are 262,145 floats: every row has its own 16-byte phase).
 // The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
-// padding and output_padding. Anything else runs the generic one-thread-per-output gather of
-// kernels/cores/conv_transpose_gather/gather.cuh (correct, slow).
+// padding and output_padding. Anything else runs the generic gather (a thread or a few lanes per
+// output) of kernels/cores/conv_transpose_gather/gather.cuh (correct, slow).
 //
 // Predicted: ~0.47 ms (FMA issue ~85% of peak; stores overlap the FMA of the other block).
 // Measured (H200, full preset): 0.783 / 0.781 ms (docs/kernels.md), 0.782 ms in
