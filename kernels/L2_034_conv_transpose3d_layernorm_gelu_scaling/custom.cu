@@ -30,8 +30,9 @@
 // Rows shorter than kW waste GEMM rows (W = 9 computes 16 columns), and C_out < 64 wastes
 // channels: those shapes run at a fraction of the tile's rate, still on the tensor cores.
 // Session 10 (every W; `kb bench L2_034 --time-cap 3 --seed 7`, seeds 7 and 8): full preset
-// 2.857 / 2.855 ms against 2.766 in session 9 (+3.3%, not located: the hot loop is the same code;
-// the W = 32 path has no column masks and no spills). Small layers: ncu of the part8 preset (W 5,
+// 2.857 / 2.855 ms against 2.766 in session 9 (+3.3%; an A/B with session 9's pack and ncu: the
+// same mainloop, +332 instructions per warp in the epilogue's 64-bit store addresses, see
+// docs/kernels.md). Small layers: ncu of the part8 preset (W 5,
 // 144 CTAs of 8 k-tiles) shows 13.2 K instructions per warp at 5.4 cycles each with 8-16 warps
 // per SM: one CTA's serial k-loop sets the time (70 us against the reference's 38), hence the
 // FMA kernel below 32 M multiply-adds. Sweeps (`--sweep 8`): seed 2026 worst 2.42x the
