@@ -794,13 +794,8 @@ class ConvTLayerNormGelu final : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     namespace rl = row_ln;
     if (use_fma_) return run_fma(args, stream);
-    rl::Params p = params_;
-    p.x = args.inputs[x_].data;
+    rl::Params p = with_tensors(params_, args);
     p.b_pk = b_pk_;
-    p.bias = args.params[bias_].data;
-    p.gamma = args.params[gamma_].data;
-    p.beta = args.params[beta_].data;
-    p.out = args.output.data;
     const int64_t packed = int64_t{8} * p.co_blocks * p.k_pad() * rl::kN;
     rl::pack_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>((packed + 255) / 256, 65535)),
                               256, 0, stream>>>(args.params[weight_].data, b_pk_, p);
@@ -810,6 +805,17 @@ class ConvTLayerNormGelu final : public Implementation {
   }
 
  private:
+  // `sizes` (either kernel's parameters) with this call's tensors.
+  template <class KernelParams>
+  KernelParams with_tensors(KernelParams sizes, const ImplArgs& args) const {
+    sizes.x = args.inputs[x_].data;
+    sizes.bias = args.params[bias_].data;
+    sizes.gamma = args.params[gamma_].data;
+    sizes.beta = args.params[beta_].data;
+    sizes.out = args.output.data;
+    return sizes;
+  }
+
   // Layers of at most this many multiply-adds run the FMA kernel: row_ln's CTAs (M 256 x N 64,
   // a 3-4 stage pipeline, two barriers in the epilogue) take ~30 us at the sweep's tiny shapes
   // (N 3, C_in 1, C_out 6: 31 us against the FMA kernel's 10.5; N 13, C_in 14, C_out 6, 7 x 9 x
@@ -835,13 +841,8 @@ class ConvTLayerNormGelu final : public Implementation {
   }
 
   Status run_fma(const ImplArgs& args, cudaStream_t stream) {
-    fma::Args a = fma_;
-    a.x = args.inputs[x_].data;
+    fma::Args a = with_tensors(fma_, args);
     a.w_r = w_r_;
-    a.bias = args.params[bias_].data;
-    a.gamma = args.params[gamma_].data;
-    a.beta = args.params[beta_].data;
-    a.out = args.output.data;
     const int w_floats = 16 * a.c_in * a.co_pad * 4;
     fma::reorder_weight_kernel<<<(w_floats + 255) / 256, 256, 0, stream>>>(
         args.params[weight_].data, w_r_, a.c_in, a.c_out, a.co_pad);
