@@ -53,6 +53,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
@@ -571,48 +572,41 @@ inline int padded_width(int w) {
   return w <= 8 ? 8 : w <= 16 ? 16 : w <= 32 ? 32 : 64;
 }
 
-// Lets both variants of the kernel for rows of kW take their shared memory.
-template <int kW>
-Status allow_kernels() {
-  for (auto kernel : {row_ln_kernel<kW, true>, row_ln_kernel<kW, false>}) {
-    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     Geometry<kW>::kSmemBytes));
-    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                     cudaSharedmemCarveoutMaxShared));
-  }
-  return Status::ok();
-}
-inline Status allow(int w_pad) {
+// f(std::integral_constant<int, kW>) for the kernel's row length w_pad (8, 16, 32 or 64).
+template <class F>
+Status with_row_length(int w_pad, F&& f) {
   switch (w_pad) {
     case 8:
-      return allow_kernels<8>();
+      return f(std::integral_constant<int, 8>{});
     case 16:
-      return allow_kernels<16>();
+      return f(std::integral_constant<int, 16>{});
     case 32:
-      return allow_kernels<32>();
+      return f(std::integral_constant<int, 32>{});
     default:
-      return allow_kernels<64>();
+      return f(std::integral_constant<int, 64>{});
   }
 }
 
-template <int kW>
-Status launch_kernel(const Params& p, bool full, cudaStream_t stream) {
-  const auto kernel = full ? row_ln_kernel<kW, true> : row_ln_kernel<kW, false>;
-  kernel<<<static_cast<unsigned>(p.blocks()), kThreads, Geometry<kW>::kSmemBytes, stream>>>(p);
-  KB_CUDA_TRY(cudaGetLastError());
-  return Status::ok();
+// Lets both variants of the kernel for rows of w_pad take their shared memory.
+inline Status allow(int w_pad) {
+  return with_row_length(w_pad, [](auto kw) -> Status {
+    for (auto kernel : {row_ln_kernel<kw(), true>, row_ln_kernel<kw(), false>}) {
+      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       Geometry<kw()>::kSmemBytes));
+      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    }
+    return Status::ok();
+  });
 }
+
 inline Status launch(const Params& p, int w_pad, bool full, cudaStream_t stream) {
-  switch (w_pad) {
-    case 8:
-      return launch_kernel<8>(p, full, stream);
-    case 16:
-      return launch_kernel<16>(p, full, stream);
-    case 32:
-      return launch_kernel<32>(p, full, stream);
-    default:
-      return launch_kernel<64>(p, full, stream);
-  }
+  return with_row_length(w_pad, [&](auto kw) -> Status {
+    const auto kernel = full ? row_ln_kernel<kw(), true> : row_ln_kernel<kw(), false>;
+    kernel<<<static_cast<unsigned>(p.blocks()), kThreads, Geometry<kw()>::kSmemBytes, stream>>>(p);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  });
 }
 
 // CTA rows for input width w.
