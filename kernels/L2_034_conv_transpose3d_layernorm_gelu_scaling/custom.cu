@@ -32,8 +32,9 @@
 // Session 10 (every W; `kb bench L2_034 --time-cap 3 --seed 7`, seeds 7 and 8): full preset
 // 2.857 / 2.855 ms against 2.766 in session 9 (+3.3%; an A/B with session 9's pack and ncu: the
 // same mainloop, +332 instructions per warp in the epilogue's 64-bit store addresses, see
-// docs/kernels.md). Small layers: ncu of the part8 preset (W 5,
-// 144 CTAs of 8 k-tiles) shows 13.2 K instructions per warp at 5.4 cycles each with 8-16 warps
+// docs/kernels.md). With 32-bit offsets within a channel block (session 11, `kb bench L2_034
+// --time-cap 2 --seed 7` / `--seed 8`): 2.622 / 2.601 ms. Small layers: ncu of the part8 preset (W
+// 5, 144 CTAs of 8 k-tiles) shows 13.2 K instructions per warp at 5.4 cycles each with 8-16 warps
 // per SM: one CTA's serial k-loop sets the time (70 us against the reference's 38), hence the
 // FMA kernel below 32 M multiply-adds. Sweeps (`--sweep 8`): seed 2026 worst 2.42x the
 // reference; seed 99 worst 0.89x (N 1, C_in 26, C_out 18, D 5, H 31, W 9: 48 against 43 us).
@@ -514,7 +515,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* 
   // out[n, co, od, oh, w]: w = 2 mw + pw. Columns outermost: gamma and beta are read once per
   // column (the stores may alias them for the compiler, which would reload them per store).
   const int od = 2 * t.md + t.pd, row_len = 2 * p.w;
-  const int64_t co_stride = int64_t{4} * p.d * p.h * row_len;
+  const int co_stride = 4 * p.d * p.h * row_len;  // kN * co_stride < 2^31 (row_ln_fits)
 #pragma unroll
   for (int rw = 0; rw < G::kRowsPerWarp; ++rw) {
     float rstd[4][2];
@@ -527,7 +528,9 @@ __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* 
     const int mh = t.mh0 + row0 + rw;
     if (mh >= p.h) continue;
     const int64_t row = (int64_t{t.n} * p.c_out * 2 * p.d + od) * 2 * p.h + 2 * mh + t.ph;
-    float* out_row = p.out + (row + int64_t{t.cb} * kN * 4 * p.d * p.h) * row_len;
+    // channel (nt, e) of the thread at out_row[(4 e + nt) * co_stride]: 32-bit offsets
+    float* out_row = p.out + (row + int64_t{t.cb} * kN * 4 * p.d * p.h) * row_len +
+                     acc_channel(warp_n, lane, 0, 0) * co_stride;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -543,7 +546,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* 
             const int cl = acc_channel(warp_n, lane, nt, e);
             if (t.cb * kN + cl >= p.c_out) continue;
             const float z = acc[i][nt][2 * h + e] * rstd[nt][e] * gam + bet;
-            out_row[cl * co_stride + w] = gelu_erf(z) * p.scale;
+            out_row[(4 * e + nt) * co_stride + w] = gelu_erf(z) * p.scale;
           }
       }
   }
@@ -767,13 +770,17 @@ class ConvTLayerNormGelu final : public Implementation {
     KB_TRY(read_geometry(p));
     params_.eps = static_cast<float>(p.number("layer_norm", "eps"));
     params_.scale = static_cast<float>(p.number("scale", "value"));
-    use_fma_ = setup_fma();
+    use_fma_ = setup_fma(!row_ln_fits());
     if (use_fma_) {
       KB_CUDA_TRY(cudaMalloc(&w_r_, size_t(16) * fma_.c_in * fma_.co_pad * 4 * sizeof(float)));
       KB_CUDA_TRY(cudaFuncSetAttribute(fma::convt_ln_gelu_kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, fma_smem_));
       return Status::ok();
     }
+    if (!row_ln_fits())
+      return Status::failed_precondition(
+          "L2_034 custom: neither kernel takes this layer (a sample's channel block >= 2^31 "
+          "outputs, N > 65535)");
     w_pad_ = rl::padded_width(params_.w);
     params_.k_tiles = (params_.c_in + rl::kCiPerStage - 1) / rl::kCiPerStage;
     params_.h_tiles = (params_.h + rl::rows_per_cta(w_pad_) - 1) / rl::rows_per_cta(w_pad_);
@@ -817,12 +824,17 @@ class ConvTLayerNormGelu final : public Implementation {
   // (robust, full8 .. part64: 33-44 M, within the golden model's budget) keep every kW tested.
   static constexpr double kFmaMaxMacs = 32e6;
 
-  // The FMA kernel's sizes; false when the layer is above kFmaMaxMacs or outside its limits
-  // (grid y = N <= 65535, the x slab in shared memory).
-  bool setup_fma() {
+  // The FMA kernel's sizes; false when the layer is above kFmaMaxMacs (unless `required`: row_ln
+  // cannot take it) or outside its limits (grid y = N <= 65535, the x slab in shared memory).
+  // row_ln addresses a channel block's outputs with 32-bit offsets.
+  bool row_ln_fits() const {
+    return int64_t{row_ln::kN} * 8 * params_.d * params_.h * params_.w < 0x7fffffff;
+  }
+
+  bool setup_fma(bool required) {
     const double macs =
         64.0 * params_.n * params_.c_in * params_.c_out * params_.d * params_.h * params_.w;
-    if (macs > kFmaMaxMacs || params_.n > 65535) return false;
+    if ((macs > kFmaMaxMacs && !required) || params_.n > 65535) return false;
     fma_ = {};
     fma_.c_in = params_.c_in, fma_.c_out = params_.c_out;
     fma_.co_pad = (fma_.c_out + fma::kCoPerCta - 1) / fma::kCoPerCta * fma::kCoPerCta;
