@@ -1,5 +1,6 @@
-// Output-stationary ("gather") transposed convolutions: the pieces that L1_075, L1_079 and L1_081
-// share. Included by those custom.cu files only.
+// Output-stationary ("gather") transposed convolutions: the row gather of L1_075 and L1_081, and
+// the geometry and generic kernel that every transposed-conv custom (and the tensor-core cores
+// under kernels/cores/conv_transpose*) fall back on. Included by .cu files and device headers.
 //
 //   - ConvTransposeGeometry: a conv_transpose graph node's sizes and attributes, read from the
 //     ProblemInstance and padded to 3 spatial dims (unit dims first);
