@@ -146,6 +146,111 @@ __global__ void split_k_sum_kernel(const float* partials, float* c, int64_t coun
   }
 }
 
+// ---- the small-grid path: a plain fp32 FMA tile ----
+//
+// For tiny products the tensor path's fixed cost (pipeline fill, three MMAs per product) sets the
+// time: the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201. This kernel takes 64 x
+// 64 tiles (4x the CTAs), 16 threads x 16 threads of 4 x 4 outputs, K in steps of 16 through two
+// shared-memory buffers, the next step's loads held in registers during the current step's FMAs.
+// Strict fp32 (one FMA chain per output, k ascending): no accuracy caveat.
+
+namespace small {
+
+constexpr int kTile = 64;      // CTA tile rows and columns
+constexpr int kStep = 16;      // K per shared-memory buffer
+constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
+constexpr int kPer = 4;
+constexpr int kPad = 4;  // a_s rows padded to 68 floats: float4-aligned, fewer conflicts
+constexpr int kLoads = kTile * kStep / kThreads;  // floats of A (and of B) per thread per step
+static_assert(kTile == 16 * kPer && kLoads == 4, "thread -> tile maps below");
+
+struct Buffers {
+  float a[2][kStep][kTile + kPad];  // A transposed: a[k][row]
+  float b[2][kStep][kTile];         // b[k][col]
+};
+
+// A(row, k) of this CTA's tile: thread t loads rows t / 16 + 16 i, k = t % 16 (64 bytes per row).
+__device__ __forceinline__ void load_a(const GemmArgs& p, const float* a, int rows, int k0,
+                                       float (&r)[kLoads]) {
+  const int k = k0 + static_cast<int>(threadIdx.x) % kStep;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int row = static_cast<int>(threadIdx.x) / kStep + 16 * i;
+    r[i] = row < rows && k < p.k ? __ldg(a + int64_t{row} * p.k + k) : 0.0f;
+  }
+}
+
+// B(k, col): thread t loads k = t / 64 + 4 i, col = t % 64 (256 bytes per k).
+__device__ __forceinline__ void load_b(const GemmArgs& p, const float* b, int cols, int k0,
+                                       float (&r)[kLoads]) {
+  const int col = static_cast<int>(threadIdx.x) % kTile;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int k = k0 + static_cast<int>(threadIdx.x) / kTile + 4 * i;
+    r[i] = col < cols && k < p.k ? __ldg(b + int64_t{k} * p.n + col) : 0.0f;
+  }
+}
+
+__device__ __forceinline__ void stash(Buffers& s, int buf, const float (&ra)[kLoads],
+                                      const float (&rb)[kLoads]) {
+  const int t = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    s.a[buf][t % kStep][t / kStep + 16 * i] = ra[i];
+    s.b[buf][t / kTile + 4 * i][t % kTile] = rb[i];
+  }
+}
+
+// grid: (N tiles, M tiles, batch entries); C straight from the accumulators, guarded.
+__global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
+  __shared__ __align__(16) Buffers s;
+  const int m0 = static_cast<int>(blockIdx.y) * kTile, n0 = static_cast<int>(blockIdx.x) * kTile;
+  const int64_t bi = blockIdx.z;
+  const float* a = p.a + (bi * p.m + m0) * p.k;
+  const float* b = p.b + bi * p.k * p.n + n0;
+  const int rows = p.m - m0, cols = p.n - n0;
+  const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
+
+  float ra[kLoads], rb[kLoads];
+  load_a(p, a, rows, 0, ra);
+  load_b(p, b, cols, 0, rb);
+  stash(s, 0, ra, rb);
+  __syncthreads();
+  float acc[kPer][kPer] = {};
+  const int steps = (p.k + kStep - 1) / kStep;
+  for (int step = 0; step < steps; ++step) {
+    const int buf = step & 1;
+    const bool more = step + 1 < steps;
+    if (more) {
+      load_a(p, a, rows, (step + 1) * kStep, ra);
+      load_b(p, b, cols, (step + 1) * kStep, rb);
+    }
+#pragma unroll
+    for (int k = 0; k < kStep; ++k) {
+      const float4 av = *reinterpret_cast<const float4*>(&s.a[buf][k][ty * kPer]);
+      const float4 bv = *reinterpret_cast<const float4*>(&s.b[buf][k][tx * kPer]);
+      const float ar[kPer] = {av.x, av.y, av.z, av.w}, br[kPer] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+    }
+    if (more) stash(s, buf ^ 1, ra, rb);  // the other buffer: last read before the previous barrier
+    __syncthreads();
+  }
+  float* c = p.c + (bi * p.m + m0) * p.n + n0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int row = ty * kPer + i;
+    if (row >= rows) continue;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j)
+      if (tx * kPer + j < cols) c[int64_t{row} * p.n + tx * kPer + j] = acc[i][j];
+  }
+}
+
+}  // namespace small
+
 // ---- the implementation ----
 
 class Tf32x3Bmm final : public Implementation {
@@ -161,7 +266,10 @@ class Tf32x3Bmm final : public Implementation {
     if (a[1] > kIntMax - kBM || a[2] > kIntMax - kBK || b[2] > kIntMax - kBN)
       return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
     shape_ = {a[0], a[1], a[2], b[2]};
-    KB_TRY(plan_split_k());
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    small_grid_ = takes_small_grid(sms);
+    if (small_grid_) return Status::ok();
+    KB_TRY(plan_split_k(sms));
     // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
     for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -193,14 +301,22 @@ class Tf32x3Bmm final : public Implementation {
     if (tiles > 0x7fffffff) return Status::failed_precondition("L1_003 custom: too many tiles");
     const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) &&
                      aligned16(p.c);
-    // grid.y is the batch entry; more than 65,535 entries take several launches.
-    constexpr int64_t kMaxGridY = 65535;
-    for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridY) {
+    // A grid dimension is the batch entry: more than 65,535 entries take several launches.
+    constexpr int64_t kMaxGridBatch = 65535;
+    for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridBatch) {
       GemmArgs chunk = p;
       chunk.a += b0 * m * k;
       chunk.b += b0 * k * n;
       chunk.c += b0 * m * n;
-      const int64_t chunk_batch = std::min(batch - b0, kMaxGridY);
+      const int64_t chunk_batch = std::min(batch - b0, kMaxGridBatch);
+      if (small_grid_) {
+        const dim3 grid(static_cast<unsigned>((n + small::kTile - 1) / small::kTile),
+                        static_cast<unsigned>((m + small::kTile - 1) / small::kTile),
+                        static_cast<unsigned>(chunk_batch));
+        small::fma_bmm_kernel<<<grid, small::kThreads, 0, stream>>>(chunk);
+        KB_CUDA_TRY(cudaGetLastError());
+        continue;
+      }
       const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
                       static_cast<unsigned>(splits_));
       if (vec)
@@ -226,19 +342,29 @@ class Tf32x3Bmm final : public Implementation {
   };
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
+  // The FMA tile (namespace small) for tiny products under one wave of 128 x 128 tiles. H200,
+  // session 11 (`kb bench L1_003 --dims ...`, both paths forced in one call): 7 against 9 us at
+  // 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100 (the reference 7); equal at 0.5-9.6 M MACs; slower
+  // above (41 against 31 us at 3 x 379 x 459 x 189, 98 against 54 at 1 x 1024^3).
+  static constexpr double kSmallGridMaxMacs = 4e6;
+  bool takes_small_grid(int sms) const {
+    const auto [batch, m, k, n] = shape_;
+    const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
+    return tiles < sms && double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
+  }
+
   // Split-K when the grid is under two CTAs per SM (the resident count): the shape sweep's
   // 3 x 379 x 459 x 189 filled 18 CTAs of 264 slots and ran at 0.35x the reference. K splits
   // into ranges of whole k-tiles, at least kMinSplitTiles each, toward two CTAs per SM, with the
   // partial products' workspace under kMaxPartialFloats. Measured there (H200, `kb bench L1_003
   // --dims batch=3,M=379,K=459,N=189`): 0.065 ms unsplit, 0.032 ms in 5 splits of 3 k-tiles
   // (this rule; 0.73x the reference's 0.023 ms), 0.046 ms in 15 splits of one k-tile.
-  Status plan_split_k() {
+  Status plan_split_k(int sms) {
     constexpr int64_t kMinSplitTiles = 2;
     constexpr int64_t kMaxPartialFloats = int64_t{1} << 24;  // 64 MB
     const auto [batch, m, k, n] = shape_;
     const int64_t ctas = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
     const int64_t k_tiles = (k + kBK - 1) / kBK;
-    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     const int64_t slots = 2 * int64_t{sms};
     int64_t splits = 1;
     if (ctas > 0 && ctas < slots && batch <= 65535) {
@@ -261,6 +387,7 @@ class Tf32x3Bmm final : public Implementation {
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
+  bool small_grid_ = false;  // the FMA tile instead of the tensor path
   int splits_ = 1;
   int64_t k_split_ = 0;        // K per split (a multiple of kBK when splits_ > 1)
   float* partials_ = nullptr;  // owned: (splits_, batch, M, N) when splits_ > 1
