@@ -47,6 +47,9 @@
 //   ncu (session 2, docs/profiles/ncu-h200-2026-11-30-L1_079.txt): issue slots 73% busy, 5.2
 //      cycles per issued instruction, 25% occupancy (127 registers, 2 blocks/SM), DRAM 35%: the
 //      FMA path is issue-bound at low occupancy; the shared-operand loads per FMA are the lever.
+//   v3 (session 11, docs/kernels.md) each (value, zero) pair one 8-byte store from the
+//      accumulators, no staging -> predicted ~0.64 -> measured 1.652 ms (a warp's store touches
+//      32 sectors 64 bytes apart, half-written). Rejected; the staged 16-byte runs stay.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 

@@ -70,6 +70,8 @@
 //   v3, v4 (session 2, docs/kernels.md): a persistent warp-ticket pipeline (4.38 ms: N warps
 //      spun on S stragglers) and two plain launches with 8-byte stores (1.30 ms): rejected;
 //      __launch_bounds__(256, 3 / 4) spilled (0.99 / 1.15 ms): reverted.
+//   session 11: kRows 2 at __launch_bounds__(256, 3) (80 registers, 20 / 44 bytes spilled):
+//      0.895 against 0.835 ms in one call. Rejected (the registers are the weight prefetch).
 //   next: 8-byte stores (a row pair per lane is contiguous; odd rows shift by one lane) to halve
 //      store sectors; a stats pass with fewer instructions (sums only over the S tile); fewer
 //      live values per thread for occupancy.
