@@ -20,12 +20,15 @@
 //     straight into `out`, the conv1 rows into c1; the epilogue reduces each row's moments ->
 //     BN_sc and BN1 coefficients. (conv1 as dense rows wastes 2/3 of its 4.8 GMAC, ~10% more
 //     tensor work, and spares a second pass over x.)
-//  C. dw3x3: d2 = dwconv(relu(BN1(c1))) (zero padding after the ReLU), + its moments -> BN2.
+//  C. dw3x3: d2 = dwconv(relu(BN1(c1))) (zero padding after the ReLU), + its moments -> BN2;
+//     a thread walks a column with the 3 x 3 window in registers.
 //  D. Gram: per conv3 group, G_g = sum_pixels z z^T over the group's cg shuffled channels,
 //     z = BN2(d2), with a constant-1 channel appended (gives sum z). BN3's mean and variance of
-//     conv3 = W3 z follow exactly: E[y] = w.E[z], E[y^2] = w^T E[zz^T] w (2.4 GMAC, not 9.6).
+//     conv3 = W3 z follow exactly: E[y] = w.E[z], E[y^2] = w^T E[zz^T] w (2.4 GMAC, 1.6 by
+//     symmetry, not 9.6).
 //  E. final: per group and 128-pixel tile, conv3 in fp32 FMA from shared memory (8 x 4 outputs
-//     per thread), out = relu(BN3(acc)) + BN_sc(out) (out holds the raw shortcut conv).
+//     per thread), out = relu(BN3(acc)) + BN_sc(out) (out holds the raw shortcut conv); D and E
+//     copy each tile's d2 by cp.async while the previous tile computes.
 // Any geometry of the unit runs this plan (C_in, C_out, mid, G divisible as the layer requires,
 // a 3x3 depthwise conv); where shared memory is too small for E, final_generic_kernel (one
 // thread per output, same math) replaces it. Other layer attributes fail setup.
@@ -33,9 +36,13 @@
 // Predicted on the H200: B ~2.2 ms (72 GMAC of 3xTF32 at ~65 TFLOP/s), C ~0.15 ms (0.5 GB),
 // D ~0.2 ms, E ~0.55 ms (2.2 GB + 9.6 GMAC fp32), ~0.05 ms small kernels: ~3.2 ms (3.3-3.8 ms in
 // docs/kernels.md). Measured: 5.19 ms (v1, 2026-11-30, docs/kernels.md), 5.218 ms in
-// docs/bench-h200-2026-12-02b.json (2.3x the floor, 1.45x the goal). Next (docs/kernels.md):
-// profile the GEMM (K = 240: 8 k-steps per tile, short) and E's dependent read-modify-write of
-// `out`.
+// docs/bench-h200-2026-12-02b.json (2.3x the floor, 1.45x the goal). Session 12 (ncu durations
+// at the bench's clock, docs/kernels.md): A 99 us, B 2.55 ms, C 473 us, D 646 us + 136 us of
+// BN3 coefficients, E 1.33 ms: every stage but B waited on memory one load at a time (64-bit
+// division per staged element, a K-long chain per thread, an `out` round trip per channel).
+// Now A 11 us, C 250 us, D 232 us + 21 us, E 770 us (cp.async one tile ahead): 3.83 ms
+// (docs/bench-h200-2026-12-03-s12.json; 1.07x the goal). Next: B, conv1's zero rows (a fifth
+// m-tile for 120 rows) or wgmma.
 //
 // Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):
 // every BatchNorm's moments are formed about a value near the data, never as raw fp32 sums of y
@@ -84,25 +91,33 @@ constexpr int kSmallThreads = 256;
 constexpr int kWarpSize = 32;
 
 // ---- A: Wcat (M, C_in) = [W_sc (C_out, C_in); W1 dense (mid, C_in)], shift[r] = Y[0, r, 0] ----
+__device__ __forceinline__ float wcat_entry(const float* w_sc, const float* w1, const Geometry& g,
+                                            int64_t r, int64_t c) {
+  if (r < g.c_out) return w_sc[r * g.c_in + c];
+  const int64_t cin_pg = g.c_in / g.groups, mid_pg = g.mid / g.groups;
+  const int64_t o = r - g.c_out, lo = (o / mid_pg) * cin_pg;  // conv1 output o's group
+  return c >= lo && c < lo + cin_pg ? w1[o * cin_pg + (c - lo)] : 0.0f;
+}
+
+// Every thread fills Wcat; every warp then forms shift rows (lanes split K, one warp sum): the
+// first version gave each row's K-long dependent chain to one thread (99 us of 5.2 ms).
 __global__ void __launch_bounds__(kSmallThreads)
     prep_kernel(const float* __restrict__ w_sc, const float* __restrict__ w1,
                 const float* __restrict__ x, Geometry g, float* __restrict__ wcat,
                 float* __restrict__ shift) {
-  const int64_t m = g.c_out + g.mid, k = g.c_in, cin_pg = g.c_in / g.groups;
-  const int64_t mid_pg = g.mid / g.groups;
-  auto weight = [&](int64_t r, int64_t c) -> float {
-    if (r < g.c_out) return w_sc[r * k + c];
-    const int64_t o = r - g.c_out, lo = (o / mid_pg) * cin_pg;  // conv1 output o's group
-    return c >= lo && c < lo + cin_pg ? w1[o * cin_pg + (c - lo)] : 0.0f;
-  };
+  const int64_t m = g.c_out + g.mid, k = g.c_in;
   for (int64_t e = int64_t{blockIdx.x} * kSmallThreads + threadIdx.x; e < m * k;
-       e += int64_t{gridDim.x} * kSmallThreads) {
-    wcat[e] = weight(e / k, e % k);
-    if (e < m) {
-      float y = 0.0f;
-      for (int64_t c = 0; c < k; ++c) y = fmaf(weight(e, c), x[c * g.plane], y);
-      shift[e] = y;
-    }
+       e += int64_t{gridDim.x} * kSmallThreads)
+    wcat[e] = wcat_entry(w_sc, w1, g, e / k, e % k);
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t warps = int64_t{gridDim.x} * (kSmallThreads / kWarpSize);
+  for (int64_t r = (int64_t{blockIdx.x} * kSmallThreads + threadIdx.x) / kWarpSize; r < m;
+       r += warps) {  // warp-uniform
+    float y = 0.0f;
+    for (int64_t c = lane; c < k; c += kWarpSize)
+      y = fmaf(wcat_entry(w_sc, w1, g, r, c), x[c * g.plane], y);
+    y = cores::warp_sum(y);
+    if (lane == 0) shift[r] = y;
   }
 }
 
@@ -123,46 +138,83 @@ __global__ void __launch_bounds__(kSmallThreads)
 }
 
 // ---- C: d2 = dw3x3(relu(BN1(c1))) and its per-channel moments ----
-constexpr int64_t kDwChunk = 8192;  // pixels of one (n, c) plane per block
+constexpr int kDwRows = 32;  // output rows of one (n, c) plane per block
+constexpr int kDwAhead = 4;  // rows loaded ahead of the window in one batch (8, at 80 registers
+                             // and 3 blocks per SM: 296 against 250 us)
 
-// c1, d2: (N, mid, H, W); w2: (mid, 1, 3, 3); block b: plane b / chunks, chunk b % chunks.
-__global__ void __launch_bounds__(kSmallThreads)
+// relu(BN1(c1)) at (i, j) of a plane, 0 outside it (the zero padding comes after the ReLU).
+__device__ __forceinline__ float bn1_relu(const float* plane, int i, int j, int h, int w,
+                                          float2 ss) {
+  return i >= 0 && i < h && j >= 0 && j < w
+             ? fmaxf(fmaf(__ldg(plane + i * w + j), ss.x, ss.y), 0.0f)
+             : 0.0f;
+}
+
+// c1, d2: (N, mid, H, W); w2: (mid, 1, 3, 3). Block b: plane b / bands, rows [r0, r0 + kDwRows)
+// of it, r0 = (b % bands) kDwRows. Thread t: column t % lanes (and those `lanes` apart when W >
+// kSmallThreads) of row segment t / lanes, lanes = min(W, kSmallThreads); it walks down the
+// column with the 3 x 3 window of relu(BN1(c1)) in registers: one new row of 3 values per output.
+// (The first version re-derived (i, j) per element with 64-bit division and loaded all 9 taps:
+// 473 us, issue-bound.)
+__global__ void __launch_bounds__(kSmallThreads, 4)
     dwconv_moments_kernel(const float* __restrict__ c1, const float2* __restrict__ ss1,
-                          const float* __restrict__ w2, Geometry g, int64_t chunks,
+                          const float* __restrict__ w2, Geometry g, int bands,
                           float* __restrict__ d2, double2* __restrict__ moments2) {
-  const int64_t b = blockIdx.x, plane_idx = b / chunks;
+  const int64_t plane_idx = blockIdx.x / bands;
   const int c = static_cast<int>(plane_idx % g.mid);
-  const int64_t lo = (b % chunks) * kDwChunk, hi = min(g.plane, lo + kDwChunk);
+  const int h = static_cast<int>(g.h), w = static_cast<int>(g.w);
+  const int lanes = min(w, kSmallThreads), segs = kSmallThreads / lanes;
+  const int seg = threadIdx.x / lanes, col0 = threadIdx.x % lanes;  // seg == segs: no rows
+  const int band0 = static_cast<int>(blockIdx.x % bands) * kDwRows;
+  const int band_rows = min(kDwRows, h - band0), per_seg = (band_rows + segs - 1) / segs;
+  const int r_lo = band0 + min(band_rows, seg * per_seg);
+  const int r_hi = band0 + min(band_rows, (seg + 1) * per_seg);
   const float* src = c1 + plane_idx * g.plane;
+  float* dst = d2 + plane_idx * g.plane;
   float wk[9];
 #pragma unroll
   for (int t = 0; t < 9; ++t) wk[t] = w2[c * 9 + t];
   const float2 ss = ss1[c];
-  const int h = static_cast<int>(g.h), w = static_cast<int>(g.w);
   // Sums of d - pilot and (d - pilot)^2, pilot = the thread's first value: no fp32 cancellation
   // whatever the channel's mean; the raw sums are rebuilt in double before the block sum.
-  float s1 = 0.0f, s2 = 0.0f, pilot = 0.0f;  // <= kDwChunk / kSmallThreads values per thread
+  float s1 = 0.0f, s2 = 0.0f, pilot = 0.0f;  // <= kDwRows values per column
   int count = 0;
-  for (int64_t e = lo + threadIdx.x; e < hi; e += kSmallThreads) {
-    const int i = static_cast<int>(e / w), j = static_cast<int>(e % w);
-    float acc = 0.0f;
+  for (int j = col0; j < w && r_lo < r_hi; j += lanes) {
+    float win[2][3];  // rows r - 1, r x columns j - 1, j, j + 1 (row r + 1 in `next`)
 #pragma unroll
-    for (int di = 0; di < 3; ++di) {
-      const int ii = i + di - 1;
-      if (ii < 0 || ii >= h) continue;
+    for (int di = 0; di < 2; ++di)
 #pragma unroll
-      for (int dj = 0; dj < 3; ++dj) {
-        const int jj = j + dj - 1;
-        if (jj < 0 || jj >= w) continue;
-        const float a = fmaxf(fmaf(__ldg(src + int64_t{ii} * w + jj), ss.x, ss.y), 0.0f);
-        acc = fmaf(wk[di * 3 + dj], a, acc);
+      for (int dj = 0; dj < 3; ++dj)
+        win[di][dj] = bn1_relu(src, r_lo - 1 + di, j - 1 + dj, h, w, ss);
+    for (int r0 = r_lo; r0 < r_hi; r0 += kDwAhead) {
+      float next[kDwAhead][3];  // rows r0 + 1 + u, loaded together (all in flight at once)
+#pragma unroll
+      for (int u = 0; u < kDwAhead; ++u)
+#pragma unroll
+        for (int dj = 0; dj < 3; ++dj)
+          next[u][dj] = bn1_relu(src, r0 + 1 + u, j - 1 + dj, h, w, ss);
+#pragma unroll
+      for (int u = 0; u < kDwAhead; ++u) {
+        const int r = r0 + u;
+        if (r >= r_hi) break;
+        float acc = 0.0f;  // a tap outside the plane adds w * 0: the sum of the in-range taps
+#pragma unroll
+        for (int di = 0; di < 3; ++di)
+#pragma unroll
+          for (int dj = 0; dj < 3; ++dj)
+            acc = fmaf(wk[di * 3 + dj], di < 2 ? win[di][dj] : next[u][dj], acc);
+        dst[r * w + j] = acc;
+        if (count++ == 0) pilot = acc;
+        const float d = acc - pilot;
+        s1 += d;
+        s2 = fmaf(d, d, s2);
+#pragma unroll
+        for (int dj = 0; dj < 3; ++dj) {
+          win[0][dj] = win[1][dj];
+          win[1][dj] = next[u][dj];
+        }
       }
     }
-    d2[plane_idx * g.plane + e] = acc;
-    if (count++ == 0) pilot = acc;
-    const float d = acc - pilot;
-    s1 += d;
-    s2 = fmaf(d, d, s2);
   }
   const double p = pilot, d1 = s1, n = count;
   const double2 m = cores::block_sum<kSmallThreads>(  // in thread 0, fixed order
@@ -179,86 +231,195 @@ __device__ __forceinline__ int64_t shuffle_source(int64_t j, const Geometry& g) 
 }
 
 // ---- D: per-group Gram of (z, 1), z = BN2(d2) over the group's shuffled channels ----
-constexpr int kGramTile = 64;            // pixels per shared tile
-constexpr int kGramStride = kGramTile + 1;  // odd stride: rows fall in different banks
-constexpr int64_t kGramChunk = 2048;     // pixels per block: fp32 partial sums, then double
+constexpr int kGramTile = 128;  // pixels per tile
+constexpr int kGramFold = 16;   // tiles per fp32 partial sum (2,048 pixels), then double
 
-// zs[k][j] for k < rows4 (zero rows past cg, ones at row cg), pixels [p0, p0 + kGramTile).
-__device__ void load_gram_tile(const float* d2, const float2* ss2, const Geometry& g, int grp,
-                               int64_t n, int64_t p0, int64_t hi, int rows4, float* zs) {
-  for (int e = threadIdx.x; e < rows4 * kGramTile; e += kSmallThreads) {
-    const int k = e / kGramTile, j = e % kGramTile;
+// Columns of the transformed tile: cg values of z, the constant 1, zeros up to a multiple of 4.
+__host__ __device__ constexpr int gram_kpad(int cg) {
+  return (cg + 1 + 3) / 4 * 4;
+}
+
+struct GramSmem {  // gram_kernel's dynamic shared memory
+  float* raw;      // [2][cg][kGramTile]: d2 of the next two tiles (cp.async)
+  float* zs;       // [kGramTile][kpad]: the current tile's (z, 1, 0...) per pixel
+  int64_t* off;    // [cg]: shuffled input k's channel * plane
+  float2* zss;     // [cg]: its BN2 (scale, shift)
+  double* red;     // [splits - 1][tiles][16] after the last tile (over raw and zs)
+};
+
+__host__ __device__ constexpr size_t gram_smem_bytes(int cg) {
+  const int kb = gram_kpad(cg) / 4, tiles = kb * (kb + 1) / 2;
+  const int splits = tiles < kSmallThreads ? kSmallThreads / tiles : 1;
+  const size_t staged = sizeof(float) * kGramTile * (2 * cg + gram_kpad(cg));
+  const size_t tables = (sizeof(int64_t) + sizeof(float2)) * cg;
+  const size_t red = sizeof(double) * 16 * static_cast<size_t>(splits - 1) * tiles;
+  return (staged > red ? staged : red) + tables;
+}
+
+__device__ GramSmem carve_gram(unsigned char* base, int cg) {
+  GramSmem m;
+  m.raw = reinterpret_cast<float*>(base);
+  m.zs = m.raw + 2 * cg * kGramTile;
+  m.red = reinterpret_cast<double*>(base);
+  const size_t body = gram_smem_bytes(cg) - (sizeof(int64_t) + sizeof(float2)) * cg;
+  m.off = reinterpret_cast<int64_t*>(base + body);  // body: a multiple of 8 bytes
+  m.zss = reinterpret_cast<float2*>(m.off + cg);
+  return m;
+}
+
+// Starts the copies of tile t of a group's shuffled inputs (image t / tiles_per_image, kGramTile
+// pixels from p0) into dst[cg][kGramTile]: row k is d2's channel off[k] / plane. vec: 16-byte
+// copies (plane % 4 == 0), else 4-byte ones; pixels past the plane are zero-filled. Thread u of
+// kThreads copies the quads u, u + kThreads, ... (its own, for final_kernel's in-place transform).
+template <int kThreads>
+__device__ __forceinline__ void issue_group_tile(const float* d2, const Geometry& g,
+                                                 const int64_t* off, float* dst,
+                                                 int64_t tiles_per_image, int64_t t, bool vec) {
+  const int64_t n = t / tiles_per_image, p0 = (t % tiles_per_image) * kGramTile;
+  const float* img = d2 + n * g.mid * g.plane;
+  constexpr int kQuadsPerRow = kGramTile / 4;
+  for (int q = threadIdx.x; q < g.cg * kQuadsPerRow; q += kThreads) {
+    const int k = q / kQuadsPerRow, j = 4 * (q % kQuadsPerRow);
     const int64_t p = p0 + j;
-    float v = 0.0f;
-    if (p < hi && k < g.cg) {
-      const int64_t ch = shuffle_source(int64_t{grp} * g.cg + k, g);
-      const float2 ss = ss2[ch];
-      v = fmaf(d2[(n * g.mid + ch) * g.plane + p], ss.x, ss.y);
-    } else if (p < hi && k == g.cg) {
-      v = 1.0f;
+    const uint32_t sm = static_cast<uint32_t>(__cvta_generic_to_shared(dst + k * kGramTile + j));
+    const float* src = img + off[k];
+    if (vec) {
+      tf32x3::cp_async_16(sm, src + (p < g.plane ? p : 0), p < g.plane);
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        tf32x3::cp_async_4(sm + 4 * u, src + (p + u < g.plane ? p + u : 0), p + u < g.plane);
     }
-    zs[k * kGramStride + j] = v;
   }
 }
 
-// gram[grp][k][l] += sum_p z_k z_l, k, l <= cg (z_cg = 1). Block: (image n, chunk), y = group.
-// Thread item = (4x4 tile of (k, l), pixel split); items past the block size run in rounds.
-__global__ void __launch_bounds__(kSmallThreads)
+// gram[grp][k][l] += sum_p z_k z_l, k, l <= cg (z_cg = 1); blockIdx.y = grp, blockIdx.x a
+// contiguous range of the batch's pixel tiles. Each tile's d2 is copied by cp.async one tile
+// ahead, then transformed into zs (BN2, the constant 1, pixel-major). Thread item = (4 x 4 block
+// (a, b) of (k, l) with a <= b: the Gram is symmetric, pixel split): per pixel two LDS.128 and 16
+// FMA; fp32 over kGramFold tiles, double across them in registers; splits fold through shared
+// memory and each Gram entry gets one double atomicAdd per block (its mirror too when a != b).
+// (v1: a block per 2,048-pixel chunk, all 11 x 11 blocks, scalar shared loads, 64-bit division
+// per staged element, an atomicAdd per entry, split and chunk: 646 us. v2, the same with
+// symmetric float4 blocks and batched register staging: 382 us, waiting on each tile's loads.)
+__global__ void __launch_bounds__(kSmallThreads, 2)
     gram_kernel(const float* __restrict__ d2, const float2* __restrict__ ss2, Geometry g,
-                int64_t chunks, double* __restrict__ gram) {
-  extern __shared__ float zs[];
-  const int grp = blockIdx.y, dim = g.cg + 1, nkb = (dim + 3) / 4, tiles = nkb * nkb;
+                int64_t tiles_per_image, bool vec, double* __restrict__ gram) {
+  extern __shared__ __align__(16) unsigned char gram_smem[];
+  const int grp = blockIdx.y, cg = g.cg, dim = cg + 1, kpad = gram_kpad(cg), nkb = kpad / 4;
+  const int tiles = nkb * (nkb + 1) / 2;
   const int splits = max(1, kSmallThreads / tiles), items = tiles * splits;
-  const int64_t n = blockIdx.x / chunks, lo = (blockIdx.x % chunks) * kGramChunk;
-  const int64_t hi = min(g.plane, lo + kGramChunk);
+  const GramSmem m = carve_gram(gram_smem, cg);
+  for (int k = threadIdx.x; k < cg; k += kSmallThreads) {
+    const int64_t ch = shuffle_source(int64_t{grp} * cg + k, g);
+    m.off[k] = ch * g.plane;
+    m.zss[k] = ss2[ch];
+  }
+  __syncthreads();
+  const int64_t total = g.batch * tiles_per_image;
+  const int64_t t_begin = total * blockIdx.x / gridDim.x;
+  const int64_t t_end = total * (blockIdx.x + 1) / gridDim.x;
   double* gm = gram + int64_t{grp} * dim * dim;
-  for (int base = 0; base < items; base += kSmallThreads) {
+  for (int base = 0; base < items; base += kSmallThreads) {  // one round unless tiles > threads
     const int item = base + threadIdx.x, tile = item % tiles, split = item / tiles;
-    const int kb = 4 * (tile / nkb), lb = 4 * (tile % nkb);
+    int a = 0, b = tile;  // tile = (a, b), a <= b, enumerated row by row
+    while (b >= nkb - a) b -= nkb - a++;
+    b += a;
+    double dacc[4][4] = {};
     float acc[4][4] = {};
-    for (int64_t p0 = lo; p0 < hi; p0 += kGramTile) {
-      __syncthreads();
-      load_gram_tile(d2, ss2, g, grp, n, p0, hi, 4 * nkb, zs);
-      __syncthreads();
-      if (item >= items) continue;
-      for (int j = split; j < kGramTile; j += splits) {
-        float za[4], zb[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          za[i] = zs[(kb + i) * kGramStride + j];
-          zb[i] = zs[(lb + i) * kGramStride + j];
+    const int count = static_cast<int>(t_end - t_begin);
+    if (count > 0)
+      issue_group_tile<kSmallThreads>(d2, g, m.off, m.raw, tiles_per_image, t_begin, vec);
+    tf32x3::cp_async_commit();
+    for (int lt = 0; lt < count; ++lt) {
+      const int buf = lt & 1;
+      if (lt + 1 < count)
+        issue_group_tile<kSmallThreads>(d2, g, m.off, m.raw + (buf ^ 1) * cg * kGramTile,
+                                        tiles_per_image, t_begin + lt + 1, vec);
+      tf32x3::cp_async_commit();
+      tf32x3::cp_async_wait<1>();
+      __syncthreads();  // tile lt has landed; zs is no longer read
+      const int64_t p0 = ((t_begin + lt) % tiles_per_image) * kGramTile;
+      const int valid = static_cast<int>(g.plane - p0 < kGramTile ? g.plane - p0 : kGramTile);
+      const float* raw = m.raw + buf * cg * kGramTile;
+      for (int e = threadIdx.x; e < kpad * kGramTile; e += kSmallThreads) {
+        const int k = e / kGramTile, j = e % kGramTile;
+        float v = 0.0f;
+        if (j < valid && k < cg) {
+          v = fmaf(raw[k * kGramTile + j], m.zss[k].x, m.zss[k].y);
+        } else if (j < valid && k == cg) {
+          v = 1.0f;
         }
+        m.zs[j * kpad + k] = v;
+      }
+      __syncthreads();
+      if (item < items) {
+        for (int j = split; j < valid; j += splits) {
+          const float4 za = *reinterpret_cast<const float4*>(m.zs + j * kpad + 4 * a);
+          const float4 zb = *reinterpret_cast<const float4*>(m.zs + j * kpad + 4 * b);
+          const float va[4] = {za.x, za.y, za.z, za.w}, vb[4] = {zb.x, zb.y, zb.z, zb.w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int u = 0; u < 4; ++u) acc[i][u] = fmaf(va[i], vb[u], acc[i][u]);
+        }
+      }
+      if ((lt + 1) % kGramFold == 0 || lt + 1 == count) {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int t = 0; t < 4; ++t) acc[i][t] = fmaf(za[i], zb[t], acc[i][t]);
+          for (int u = 0; u < 4; ++u) {
+            dacc[i][u] += acc[i][u];
+            acc[i][u] = 0.0f;
+          }
       }
     }
-    if (item >= items) continue;
-    for (int i = 0; i < 4; ++i)
-      for (int t = 0; t < 4; ++t)
-        if (kb + i < dim && lb + t < dim) atomicAdd(&gm[(kb + i) * dim + lb + t], double{acc[i][t]});
+    __syncthreads();  // the tiles are consumed: red reuses them
+    if (item < items && split > 0)
+#pragma unroll
+      for (int q = 0; q < 16; ++q)
+        m.red[((split - 1) * tiles + tile) * 16 + q] = dacc[q / 4][q % 4];
+    __syncthreads();
+    if (item < items && split == 0) {
+      for (int v = 1; v < splits; ++v)
+#pragma unroll
+        for (int q = 0; q < 16; ++q) dacc[q / 4][q % 4] += m.red[((v - 1) * tiles + tile) * 16 + q];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int k = 4 * a + i, l = 4 * b + u;
+          if (k >= dim || l >= dim) continue;
+          atomicAdd(&gm[k * dim + l], dacc[i][u]);
+          if (a != b) atomicAdd(&gm[l * dim + k], dacc[i][u]);
+        }
+    }
+    __syncthreads();  // red is read before the next round copies tiles over it
   }
 }
 
-// BN3 coefficients of conv3 output o = thread: y = w.z, w = W3[o, :] (cg), over its group's Gram.
+// BN3 coefficients of conv3 output o = global warp: y = w.z, w = W3[o, :] (cg), over its
+// group's Gram; the lanes split the cg^2 terms of w^T G w and the cg of w.E[z] (a thread per
+// output walked them in one dependent chain: 136 us).
 __global__ void __launch_bounds__(kSmallThreads)
     bn3_coefficients_kernel(const double* __restrict__ gram, const float* __restrict__ w3,
                             Geometry g, BnParams bn, double count, float2* __restrict__ ss3) {
-  const int o = blockIdx.x * kSmallThreads + threadIdx.x;
+  const int o = (blockIdx.x * kSmallThreads + threadIdx.x) / kWarpSize;  // warp-uniform
+  const int lane = threadIdx.x % kWarpSize;
   if (o >= g.c_out) return;
   const int dim = g.cg + 1;
   const double* gm = gram + (o / g.opg) * int64_t{dim} * dim;
   const float* w = w3 + int64_t{o} * g.cg;
-  double mean = 0.0, ey2 = 0.0;
-  for (int k = 0; k < g.cg; ++k) {
-    double row = 0.0;
-    for (int l = 0; l < g.cg; ++l) row += gm[k * dim + l] * w[l];
-    ey2 += w[k] * row;
-    mean += w[k] * gm[k * dim + g.cg];
+  double2 part = make_double2(0.0, 0.0);  // (w.E[z] n, w^T G w) over the lane's terms
+  for (int k = lane; k < g.cg; k += kWarpSize) part.x += w[k] * gm[k * dim + g.cg];
+  for (int e = lane; e < g.cg * g.cg; e += kWarpSize) {  // independent terms: loads overlap
+    const int k = e / g.cg, l = e % g.cg;
+    part.y += double{w[k]} * gm[k * dim + l] * w[l];
   }
-  mean /= count;
-  const double var = fmax(ey2 / count - mean * mean, 0.0);
+  part = cores::warp_sum(part);
+  if (lane != 0) return;
+  const double mean = part.x / count;
+  const double var = fmax(part.y / count - mean * mean, 0.0);
   const double s = bn.gamma[o] / sqrt(var + static_cast<double>(bn.eps));
   ss3[o] = make_float2(static_cast<float>(s), static_cast<float>(bn.beta[o] - mean * s));
 }
@@ -266,6 +427,7 @@ __global__ void __launch_bounds__(kSmallThreads)
 // ---- E: conv3 (fp32 FMA) + BN3 + ReLU + BN_sc(out) + add, in place on out ----
 constexpr int kFinalThreads = 320;
 constexpr int kFinalTile = 128;  // pixels per tile, one image
+static_assert(kFinalTile == kGramTile, "gram_kernel and final_kernel share tiles_per_image");
 constexpr int kOutsO = 8, kOutsP = 4;  // outputs per thread item: 8 channels x 4 pixels
 constexpr int kQuads = kFinalTile / kOutsP;
 static_assert(kFinalThreads % kWarpSize == 0 && kFinalTile % kOutsP == 0, "whole warps, quads");
@@ -278,31 +440,50 @@ __device__ __forceinline__ float finish(float acc, float2 s3, float raw_sc, floa
 }
 
 // out[n, grp * opg + o, p], p in [p0 + 4q, + 4): reads the raw shortcut conv, writes the result.
+// The vector path loads all of the item's raw values before its first store (a store to `out`
+// would otherwise order each channel's load behind the previous channel's store: one DRAM round
+// trip per channel).
 __device__ __forceinline__ void finish_item(float* out, const Geometry& g, int64_t n, int grp,
                                             int o0, int64_t p, bool vec, const float2* ss3,
                                             const float2* ss_sc, const float (&acc)[kOutsO][kOutsP]) {
+  float* base = out + (n * g.c_out + int64_t{grp} * g.opg + o0) * g.plane + p;
+  if (vec) {  // plane % 4 == 0: the quad is all in range or all past the plane
+    if (p >= g.plane) return;
+    float4 raw[kOutsO];
+#pragma unroll
+    for (int i = 0; i < kOutsO; ++i)
+      raw[i] = o0 + i < g.opg ? *reinterpret_cast<const float4*>(base + i * g.plane)
+                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int i = 0; i < kOutsO; ++i) {
+      if (o0 + i >= g.opg) break;
+      const int64_t oc = int64_t{grp} * g.opg + o0 + i;
+      const float2 s3 = ss3[oc], ssc = ss_sc[oc];
+      const float4 r = raw[i];
+      *reinterpret_cast<float4*>(base + i * g.plane) =
+          make_float4(finish(acc[i][0], s3, r.x, ssc), finish(acc[i][1], s3, r.y, ssc),
+                      finish(acc[i][2], s3, r.z, ssc), finish(acc[i][3], s3, r.w, ssc));
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < kOutsO; ++i) {
     if (o0 + i >= g.opg) break;
     const int64_t oc = int64_t{grp} * g.opg + o0 + i;
     const float2 s3 = ss3[oc], ssc = ss_sc[oc];
-    float* dst = out + (n * g.c_out + oc) * g.plane + p;
-    if (vec) {  // plane % 4 == 0: the quad is all in range
-      if (p >= g.plane) continue;
-      const float4 r = *reinterpret_cast<const float4*>(dst);
-      *reinterpret_cast<float4*>(dst) =
-          make_float4(finish(acc[i][0], s3, r.x, ssc), finish(acc[i][1], s3, r.y, ssc),
-                      finish(acc[i][2], s3, r.z, ssc), finish(acc[i][3], s3, r.w, ssc));
-    } else {
+    float* dst = base + i * g.plane;
 #pragma unroll
-      for (int u = 0; u < kOutsP; ++u)
-        if (p + u < g.plane) dst[u] = finish(acc[i][u], s3, dst[u], ssc);
-    }
+    for (int u = 0; u < kOutsP; ++u)
+      if (p + u < g.plane) dst[u] = finish(acc[i][u], s3, dst[u], ssc);
   }
 }
 
 // Persistent over the pixel tiles (n, tile) of group y = grp. Shared: ws[cg][opad] = W3 of
-// the group transposed and zero-padded to opad = round_up8(opg), zs[cg][kFinalTile] = BN2(d2).
+// the group transposed and zero-padded to opad = round_up8(opg), zs[2][cg][kFinalTile]: the
+// tile's BN2(d2) and the next tile's d2 in flight (cp.async), off[cg] and zss[cg]: each shuffled
+// input's channel offset and BN2 coefficients. Each thread applies BN2 in place to the quads it
+// copied. (v1 re-derived the channel per staged element with 64-bit division and waited on each
+// tile's loads and on one `out` round trip per channel: 1.33 ms; v2, batched loads: 0.84 ms.)
 __global__ void __launch_bounds__(kFinalThreads, 2)
     final_kernel(const float* __restrict__ d2, const float2* __restrict__ ss2,
                  const float* __restrict__ w3, const float2* __restrict__ ss3,
@@ -311,20 +492,44 @@ __global__ void __launch_bounds__(kFinalThreads, 2)
   extern __shared__ float4 smem4[];
   const int grp = blockIdx.y, opad = round_up8(g.opg), cg = g.cg;
   float* ws = reinterpret_cast<float*>(smem4);
-  float* zs = ws + cg * opad;  // cg * opad is a multiple of 8: float4-aligned
+  float* zbuf = ws + cg * opad;  // cg * opad is a multiple of 8: float4-aligned
+  int64_t* off = reinterpret_cast<int64_t*>(zbuf + 2 * cg * kFinalTile);
+  float2* zss = reinterpret_cast<float2*>(off + cg);
   for (int e = threadIdx.x; e < cg * opad; e += kFinalThreads) {
     const int k = e / opad, o = e % opad;
     ws[e] = o < g.opg ? w3[(int64_t{grp} * g.opg + o) * cg + k] : 0.0f;
   }
+  for (int k = threadIdx.x; k < cg; k += kFinalThreads) {
+    const int64_t ch = shuffle_source(int64_t{grp} * cg + k, g);
+    off[k] = ch * g.plane;
+    zss[k] = ss2[ch];
+  }
+  __syncthreads();
   const int items = (opad / kOutsO) * kQuads;
-  for (int64_t t = blockIdx.x; t < g.batch * tiles_per_image; t += gridDim.x) {
+  const int64_t total = g.batch * tiles_per_image;
+  if (blockIdx.x < total)
+    issue_group_tile<kFinalThreads>(d2, g, off, zbuf, tiles_per_image, blockIdx.x, vec);
+  tf32x3::cp_async_commit();
+  int buf = 0;
+  for (int64_t t = blockIdx.x; t < total; t += gridDim.x, buf ^= 1) {
     const int64_t n = t / tiles_per_image, p0 = (t % tiles_per_image) * kFinalTile;
-    __syncthreads();  // ws staged / the previous tile's zs consumed
-    for (int e = threadIdx.x; e < cg * kFinalTile; e += kFinalThreads) {
-      const int k = e / kFinalTile, j = e % kFinalTile;
-      const int64_t ch = shuffle_source(int64_t{grp} * cg + k, g), p = p0 + j;
-      const float2 ss = ss2[ch];
-      zs[e] = p < g.plane ? fmaf(d2[(n * g.mid + ch) * g.plane + p], ss.x, ss.y) : 0.0f;
+    float* zs = zbuf + buf * cg * kFinalTile;
+    __syncthreads();  // the previous tile's readers are done with the other buffer
+    if (t + gridDim.x < total)
+      issue_group_tile<kFinalThreads>(d2, g, off, zbuf + (buf ^ 1) * cg * kFinalTile,
+                                      tiles_per_image, t + gridDim.x, vec);
+    tf32x3::cp_async_commit();
+    tf32x3::cp_async_wait<1>();  // this thread's copies of tile t have landed
+    constexpr int kQuadsPerRow = kFinalTile / 4;
+    for (int q = threadIdx.x; q < cg * kQuadsPerRow; q += kFinalThreads) {
+      const int64_t p = p0 + 4 * (q % kQuadsPerRow);
+      const float2 ss = zss[q / kQuadsPerRow];
+      float4* z4 = reinterpret_cast<float4*>(zs) + q;
+      const float4 v = *z4;
+      *z4 = make_float4(p < g.plane ? fmaf(v.x, ss.x, ss.y) : 0.0f,
+                        p + 1 < g.plane ? fmaf(v.y, ss.x, ss.y) : 0.0f,
+                        p + 2 < g.plane ? fmaf(v.z, ss.x, ss.y) : 0.0f,
+                        p + 3 < g.plane ? fmaf(v.w, ss.x, ss.y) : 0.0f);
     }
     __syncthreads();
     for (int item = threadIdx.x; item < items; item += kFinalThreads) {
@@ -410,16 +615,16 @@ class ShuffleNetUnit final : public Implementation {
         count, ss_cat_);
     KB_CUDA_TRY(cudaGetLastError());
     dwconv_moments_kernel<<<dw_blocks_, kSmallThreads, 0, stream>>>(
-        c1_, ss_cat_ + g.c_out, param(args, w2_), g, dw_chunks_, d2_, moments2_);
+        c1_, ss_cat_ + g.c_out, param(args, w2_), g, dw_bands_, d2_, moments2_);
     KB_CUDA_TRY(cudaGetLastError());
     const int mid = static_cast<int>(g.mid);
     bn_coefficients_kernel<<<blocks_for(mid), kSmallThreads, 0, stream>>>(
         moments2_, nullptr, mid, mid, bn(args, kBn2), bn(args, kBn2), count, ss2_);
     KB_CUDA_TRY(cudaGetLastError());
-    gram_kernel<<<dim3(gram_blocks_, static_cast<unsigned>(g.groups)), kSmallThreads, gram_smem_, stream>>>(
-        d2_, ss2_, g, gram_chunks_, gram_);
+    gram_kernel<<<dim3(gram_blocks_, static_cast<unsigned>(g.groups)), kSmallThreads, gram_smem_,
+                  stream>>>(d2_, ss2_, g, tiles_per_image_, g.plane % 4 == 0, gram_);
     KB_CUDA_TRY(cudaGetLastError());
-    bn3_coefficients_kernel<<<blocks_for(static_cast<int>(g.c_out)), kSmallThreads, 0, stream>>>(
+    bn3_coefficients_kernel<<<blocks_for(g.c_out * kWarpSize), kSmallThreads, 0, stream>>>(
         gram_, param(args, w3_), g, bn(args, kBn3), count, ss3_);
     KB_CUDA_TRY(cudaGetLastError());
     return launch_final(args, out, stream);
@@ -492,20 +697,25 @@ class ShuffleNetUnit final : public Implementation {
     tiles_m_ = (m_ + kBM - 1) / kBM;
     const int64_t gemm_x = tiles_m_ * ((g_.plane + kBN - 1) / kBN);
     prep_blocks_ = static_cast<int>(std::clamp<int64_t>((m_ * g_.c_in + 255) / 256, 1, sms * 8));
-    dw_chunks_ = (g_.plane + kDwChunk - 1) / kDwChunk;
-    gram_chunks_ = (g_.plane + kGramChunk - 1) / kGramChunk;
-    const int64_t dw_blocks = g_.batch * g_.mid * dw_chunks_, gram_x = g_.batch * gram_chunks_;
-    const int nkb = (g_.cg + 1 + 3) / 4;
-    gram_smem_ = static_cast<size_t>(4 * nkb) * kGramStride * sizeof(float);
-    if (gemm_x > INT_MAX || dw_blocks > INT_MAX || gram_x > INT_MAX || g_.groups > 65535 ||
+    dw_bands_ = static_cast<int>((g_.h + kDwRows - 1) / kDwRows);
+    const int64_t dw_blocks = g_.batch * g_.mid * dw_bands_;
+    gram_smem_ = gram_smem_bytes(g_.cg);
+    if (gemm_x > INT_MAX || dw_blocks > INT_MAX || g_.groups > 65535 ||
         gram_smem_ > static_cast<size_t>(optin))
       return Status::failed_precondition("L3_025 custom: problem too large for the grids");
     gemm_blocks_ = static_cast<unsigned>(gemm_x);
     dw_blocks_ = static_cast<unsigned>(dw_blocks);
-    gram_blocks_ = static_cast<unsigned>(gram_x);
     KB_CUDA_TRY(cudaFuncSetAttribute(gram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(gram_smem_)));
-    final_smem_ = static_cast<size_t>(g_.cg) * (round_up8(g_.opg) + kFinalTile) * sizeof(float);
+    int gram_per_sm = 0;
+    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&gram_per_sm, gram_kernel,
+                                                              kSmallThreads, gram_smem_));
+    tiles_per_image_ = (g_.plane + kFinalTile - 1) / kFinalTile;  // the Gram's tiles too
+    gram_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
+        int64_t{sms} * std::max(gram_per_sm, 1) / g_.groups, 1, g_.batch * tiles_per_image_));
+    final_smem_ =
+        static_cast<size_t>(g_.cg) *
+        ((round_up8(g_.opg) + 2 * kFinalTile) * sizeof(float) + sizeof(int64_t) + sizeof(float2));
     final_fast_ = final_smem_ <= static_cast<size_t>(optin);
     if (final_fast_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(final_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -513,7 +723,6 @@ class ShuffleNetUnit final : public Implementation {
       KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, final_kernel,
                                                                 kFinalThreads, final_smem_));
     }
-    tiles_per_image_ = (g_.plane + kFinalTile - 1) / kFinalTile;
     const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
     final_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
         g_.batch * tiles_per_image_, 1, std::max<int64_t>(1, resident / g_.groups)));
@@ -554,7 +763,8 @@ class ShuffleNetUnit final : public Implementation {
   size_t x_ = 0, w1_ = 0, w2_ = 0, w3_ = 0, w_sc_ = 0;
   size_t gamma_[kNorms] = {}, beta_[kNorms] = {};
   float eps_[kNorms] = {};
-  int64_t dw_chunks_ = 1, gram_chunks_ = 1, tiles_per_image_ = 1, acc_doubles_ = 0;
+  int dw_bands_ = 1;
+  int64_t tiles_per_image_ = 1, acc_doubles_ = 0;
   unsigned gemm_blocks_ = 1, dw_blocks_ = 1, gram_blocks_ = 1, final_blocks_ = 1,
            generic_blocks_ = 1;
   size_t gram_smem_ = 0, final_smem_ = 0;
