@@ -40,9 +40,10 @@
 // at the bench's clock, docs/kernels.md): A 99 us, B 2.55 ms, C 473 us, D 646 us + 136 us of
 // BN3 coefficients, E 1.33 ms: every stage but B waited on memory one load at a time (64-bit
 // division per staged element, a K-long chain per thread, an `out` round trip per channel).
-// Now A 11 us, C 250 us, D 232 us + 21 us, E 770 us (cp.async one tile ahead): 3.83 ms
-// (docs/bench-h200-2026-12-03-s12.json; 1.07x the goal). Next: B, conv1's zero rows (a fifth
-// m-tile for 120 rows) or wgmma.
+// Now A 11 us, C 250 us, D 215 us + 21 us, E 770 us (cp.async one tile ahead): 3.83 ms
+// (docs/bench-h200-2026-12-03-s12.json, D at 232 us then; 1.07x the goal). Next: B. conv1's
+// dense rows are a fifth m-tile for 120 rows; without them B took 2.03 ms and a grouped fp32
+// conv1 kernel 413 us (3.75 ms in all; branch l3025-conv1, docs/kernels.md), or wgmma.
 //
 // Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):
 // every BatchNorm's moments are formed about a value near the data, never as raw fp32 sums of y
