@@ -241,7 +241,7 @@ __host__ __device__ constexpr int gram_kpad(int cg) {
 }
 
 struct GramSmem {  // gram_kernel's dynamic shared memory
-  float* raw;      // [2][cg][kGramTile]: d2 of the next two tiles (cp.async)
+  float* raw;      // [2][cg][kGramTile]: d2 of the current tile and the next (cp.async)
   float* zs;       // [kGramTile][kpad]: the current tile's (z, 1, 0...) per pixel
   int64_t* off;    // [cg]: shuffled input k's channel * plane
   float2* zss;     // [cg]: its BN2 (scale, shift)
