@@ -231,6 +231,18 @@ __device__ __forceinline__ int64_t shuffle_source(int64_t j, const Geometry& g) 
   return (j % g.groups) * g.cg + j / g.groups;
 }
 
+// The shuffled inputs of conv3 group grp, for the tile copies: off[k] = channel * plane of
+// shuffled input k < cg, zss[k] its BN2 (scale, shift). The caller synchronizes.
+template <int kThreads>
+__device__ __forceinline__ void stage_group_inputs(const Geometry& g, int grp, const float2* ss2,
+                                                   int64_t* off, float2* zss) {
+  for (int k = threadIdx.x; k < g.cg; k += kThreads) {
+    const int64_t ch = shuffle_source(int64_t{grp} * g.cg + k, g);
+    off[k] = ch * g.plane;
+    zss[k] = ss2[ch];
+  }
+}
+
 // ---- D: per-group Gram of (z, 1), z = BN2(d2) over the group's shuffled channels ----
 constexpr int kGramTile = 128;  // pixels per tile
 constexpr int kGramFold = 16;   // tiles per fp32 partial sum (2,048 pixels), then double
@@ -311,11 +323,7 @@ __global__ void __launch_bounds__(kSmallThreads, 2)
   const int tiles = nkb * (nkb + 1) / 2;
   const int splits = max(1, kSmallThreads / tiles), items = tiles * splits;
   const GramSmem m = carve_gram(gram_smem, cg);
-  for (int k = threadIdx.x; k < cg; k += kSmallThreads) {
-    const int64_t ch = shuffle_source(int64_t{grp} * cg + k, g);
-    m.off[k] = ch * g.plane;
-    m.zss[k] = ss2[ch];
-  }
+  stage_group_inputs<kSmallThreads>(g, grp, ss2, m.off, m.zss);
   __syncthreads();
   const int64_t total = g.batch * tiles_per_image;
   const int64_t t_begin = total * blockIdx.x / gridDim.x;
@@ -508,11 +516,7 @@ __global__ void __launch_bounds__(kFinalThreads, 2)
     const int k = e / opad, o = e % opad;
     ws[e] = o < g.opg ? w3[(int64_t{grp} * g.opg + o) * cg + k] : 0.0f;
   }
-  for (int k = threadIdx.x; k < cg; k += kFinalThreads) {
-    const int64_t ch = shuffle_source(int64_t{grp} * cg + k, g);
-    off[k] = ch * g.plane;
-    zss[k] = ss2[ch];
-  }
+  stage_group_inputs<kFinalThreads>(g, grp, ss2, off, zss);
   __syncthreads();
   const int items = (opad / kOutsO) * kQuads;
   const int64_t total = g.batch * tiles_per_image;
