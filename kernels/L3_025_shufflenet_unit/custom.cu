@@ -16,10 +16,12 @@
 //  A. prep: Wcat = [W_sc; W1 as a dense (mid, C_in) block-diagonal] (M = C_out + mid rows), and
 //     shift[r] = (Wcat x)[r] at pixel (0, 0) (moments of Y - shift: no cancellation).
 //  B. one 3xTF32 GEMM per image (kernels/cores/shufflenet_tf32x3/gemm_stats.cuh, tiles of
-//     kernels/cores/tf32x3/gemm128.cuh): Y = Wcat @ x; rows < C_out (the raw shortcut conv) go
-//     straight into `out`, the conv1 rows into c1; the epilogue reduces each row's moments ->
-//     BN_sc and BN1 coefficients. (conv1 as dense rows wastes 2/3 of its 4.8 GMAC, ~10% more
-//     tensor work, and spares a second pass over x.)
+//     kernels/cores/tf32x3/gemm128.cuh): Y = W_sc @ x, the raw shortcut conv, straight into
+//     `out`; the epilogue reduces each row's moments -> BN_sc coefficients.
+//  B'. conv1 (grouped 1x1) in fp32 FMA from shared tiles of x, into c1, with its moments -> BN1.
+//     (Its dense rows in B's Wcat were a fifth m-tile for 120 rows, two thirds zeros: 0.52 ms of
+//     B's 2.55. Groups B' does not take, fewer than 21 or more than 40 outputs, stay as rows
+//     C_out.. of Wcat in B.)
 //  C. dw3x3: d2 = dwconv(relu(BN1(c1))) (zero padding after the ReLU), + its moments -> BN2;
 //     a thread walks a column with the 3 x 3 window in registers.
 //  D. Gram: per conv3 group, G_g = sum_pixels z z^T over the group's cg shuffled channels,
@@ -41,9 +43,9 @@
 // BN3 coefficients, E 1.33 ms: every stage but B waited on memory one load at a time (64-bit
 // division per staged element, a K-long chain per thread, an `out` round trip per channel).
 // Now A 11 us, C 250 us, D 215 us + 21 us, E 770 us (cp.async one tile ahead): 3.83 ms
-// (docs/bench-h200-2026-12-03-s12.json, D at 232 us then; 1.07x the goal). Next: B. conv1's
-// dense rows are a fifth m-tile for 120 rows; without them B took 2.03 ms and a grouped fp32
-// conv1 kernel 413 us (3.75 ms in all; branch l3025-conv1, docs/kernels.md), or wgmma.
+// (docs/bench-h200-2026-12-03-s12.json, D at 232 us then; 1.07x the goal). Session 13: conv1
+// out of B (B' below): B 2.55 -> 2.04 ms, B' 356 us (75% issue, 40% of DRAM): 3.648-3.657 ms
+// (1.02x the goal; docs/kernels.md). Next: B on wgmma (it is 56% of the time at 46% issue).
 //
 // Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):
 // every BatchNorm's moments are formed about a value near the data, never as raw fp32 sums of y
@@ -280,28 +282,171 @@ __device__ GramSmem carve_gram(unsigned char* base, int cg) {
   return m;
 }
 
-// Starts the copies of tile t of a group's shuffled inputs (image t / tiles_per_image, kGramTile
-// pixels from p0) into dst[cg][kGramTile]: row k is d2's channel off[k] / plane. vec: 16-byte
-// copies (plane % 4 == 0), else 4-byte ones; pixels past the plane are zero-filled. Thread u of
-// kThreads copies the quads u, u + kThreads, ... (its own, for final_kernel's in-place transform).
+// Starts the copies of a tile of `rows` channel rows (kGramTile pixels from p0 of one image)
+// into dst[rows][kGramTile]: row k is img + row_offset(k). vec: 16-byte copies (plane % 4 == 0),
+// else 4-byte ones; pixels past the plane are zero-filled. Thread u of kThreads copies the quads
+// u, u + kThreads, ... (its own, for final_kernel's in-place transform).
+template <int kThreads, class RowOffset>
+__device__ __forceinline__ void issue_rows_tile(const float* img, int rows, RowOffset row_offset,
+                                                int64_t plane, int64_t p0, float* dst, bool vec) {
+  constexpr int kQuadsPerRow = kGramTile / 4;
+  for (int q = threadIdx.x; q < rows * kQuadsPerRow; q += kThreads) {
+    const int k = q / kQuadsPerRow, j = 4 * (q % kQuadsPerRow);
+    const int64_t p = p0 + j;
+    const uint32_t sm = static_cast<uint32_t>(__cvta_generic_to_shared(dst + k * kGramTile + j));
+    const float* src = img + row_offset(k);
+    if (vec) {
+      tf32x3::cp_async_16(sm, src + (p < plane ? p : 0), p < plane);
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        tf32x3::cp_async_4(sm + 4 * u, src + (p + u < plane ? p + u : 0), p + u < plane);
+    }
+  }
+}
+
+// Tile t of a group's shuffled inputs (image t / tiles_per_image) into dst[cg][kGramTile]: row k
+// is d2's channel off[k] / plane.
 template <int kThreads>
 __device__ __forceinline__ void issue_group_tile(const float* d2, const Geometry& g,
                                                  const int64_t* off, float* dst,
                                                  int64_t tiles_per_image, int64_t t, bool vec) {
   const int64_t n = t / tiles_per_image, p0 = (t % tiles_per_image) * kGramTile;
-  const float* img = d2 + n * g.mid * g.plane;
-  constexpr int kQuadsPerRow = kGramTile / 4;
-  for (int q = threadIdx.x; q < g.cg * kQuadsPerRow; q += kThreads) {
-    const int k = q / kQuadsPerRow, j = 4 * (q % kQuadsPerRow);
-    const int64_t p = p0 + j;
-    const uint32_t sm = static_cast<uint32_t>(__cvta_generic_to_shared(dst + k * kGramTile + j));
-    const float* src = img + off[k];
-    if (vec) {
-      tf32x3::cp_async_16(sm, src + (p < g.plane ? p : 0), p < g.plane);
-    } else {
+  issue_rows_tile<kThreads>(
+      d2 + n * g.mid * g.plane, g.cg, [off](int k) { return off[k]; }, g.plane, p0, dst, vec);
+}
+
+// ---- B': conv1 (grouped 1x1) in fp32 FMA with its moments, when the GEMM leaves it out ----
+// conv1's dense rows in the GEMM were a fifth m-tile for 120 rows, two thirds of them zeros
+// (session 12: the GEMM 2.55 -> 2.03 ms without them).
+constexpr int kC1Outs = 5;                           // conv1 outputs per thread (a warp's chunk)
+constexpr int kC1WStride = 8;                        // floats per (chunk, k) weight row: 5 used
+constexpr int kC1Warps = kSmallThreads / kWarpSize;  // one chunk per warp
+constexpr int kC1Tile = kGramTile;                   // pixels per tile: 4 per lane
+
+// conv1_moments_kernel's shared memory: ws[kC1Warps][cin_pg][kC1WStride] (W1 of the group, chunk
+// by chunk), xs[2][cin_pg][kC1Tile] (the tile and the next).
+__host__ __device__ constexpr size_t conv1_smem_bytes(int64_t cin_pg) {
+  return sizeof(float) * static_cast<size_t>(cin_pg) * (kC1Warps * kC1WStride + 2 * kC1Tile);
+}
+
+// The fast conv1 takes groups of 21..40 outputs: 5..8 of the 8 warps busy, one chunk each.
+__host__ __device__ constexpr bool conv1_fits_warps(int64_t mid_pg) {
+  return mid_pg > (kC1Warps - 4) * kC1Outs && mid_pg <= kC1Warps * kC1Outs;
+}
+
+// c1[n, grp * cg + o, p] = sum_k w1[grp * cg + o, k] x[n, grp * cin_pg + k, p], and moments1[o']
+// += (sum d, sum d^2), d = c1 - shift1[o'] (o' = grp * cg + o). blockIdx.y = grp, blockIdx.x a
+// contiguous range of the batch's pixel tiles, each tile's x copied by cp.async one tile ahead.
+// Warp w owns outputs [5 w, 5 w + 5) of the group, lane l the tile's pixels [4 l, 4 l + 4): per
+// k one LDS.128 of x, a float4 and a float of weights (broadcast), 20 FMA. Moments: fp32 over a
+// tile's 4 pixels, double across tiles in registers, one warp sum and atomicAdd per output.
+__global__ void __launch_bounds__(kSmallThreads, 2)
+    conv1_moments_kernel(const float* __restrict__ x, const float* __restrict__ w1,
+                         const float* __restrict__ shift1, Geometry g, int64_t tiles_per_image,
+                         bool vec, float* __restrict__ c1, double2* __restrict__ moments1) {
+  extern __shared__ float4 c1_smem4[];
+  const int grp = blockIdx.y, cg = g.cg;
+  const int cin_pg = static_cast<int>(g.c_in / g.groups);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  float* ws = reinterpret_cast<float*>(c1_smem4);
+  float* xs = ws + kC1Warps * cin_pg * kC1WStride;  // a multiple of 8 floats: float4-aligned
+  for (int e = threadIdx.x; e < kC1Warps * cin_pg * kC1WStride; e += kSmallThreads) {
+    const int i = e % kC1WStride, k = (e / kC1WStride) % cin_pg;
+    const int o = e / (kC1WStride * cin_pg) * kC1Outs + i;
+    ws[e] = i < kC1Outs && o < cg ? w1[(int64_t{grp} * cg + o) * cin_pg + k] : 0.0f;
+  }
+  const int64_t total = g.batch * tiles_per_image;
+  const int64_t t_begin = total * blockIdx.x / gridDim.x;
+  const int64_t t_end = total * (blockIdx.x + 1) / gridDim.x;
+  const int64_t c0 = int64_t{grp} * cin_pg;
+  const auto issue = [&](int64_t t, float* dst) {
+    const int64_t n = t / tiles_per_image;
+    issue_rows_tile<kSmallThreads>(
+        x + (n * g.c_in + c0) * g.plane, cin_pg, [&](int k) { return k * g.plane; }, g.plane,
+        (t % tiles_per_image) * kC1Tile, dst, vec);
+  };
+  if (t_begin < t_end) issue(t_begin, xs);
+  tf32x3::cp_async_commit();
+
+  const int o0 = warp * kC1Outs;  // the warp's first output in the group
+  const bool owns = o0 < cg;
+  float sh[kC1Outs];
+  double m1[kC1Outs], m2[kC1Outs];
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
-        tf32x3::cp_async_4(sm + 4 * u, src + (p + u < g.plane ? p + u : 0), p + u < g.plane);
+  for (int i = 0; i < kC1Outs; ++i) {
+    sh[i] = o0 + i < cg ? shift1[int64_t{grp} * cg + o0 + i] : 0.0f;
+    m1[i] = m2[i] = 0.0;
+  }
+  const float* wt = ws + warp * cin_pg * kC1WStride;
+  int buf = 0;
+  for (int64_t t = t_begin; t < t_end; ++t, buf ^= 1) {
+    __syncthreads();  // every warp is done with the other buffer (and ws is written)
+    if (t + 1 < t_end) issue(t + 1, xs + (buf ^ 1) * cin_pg * kC1Tile);
+    tf32x3::cp_async_commit();
+    tf32x3::cp_async_wait<1>();  // this thread's copies of tile t have landed
+    __syncthreads();             // and everyone's
+    if (!owns) continue;
+    const float* xt = xs + buf * cin_pg * kC1Tile + 4 * lane;
+    float acc[kC1Outs][4];
+#pragma unroll
+    for (int i = 0; i < kC1Outs; ++i)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) acc[i][u] = 0.0f;
+    const auto step = [&](int k) {
+      const float4 xv = *reinterpret_cast<const float4*>(xt + k * kC1Tile);
+      const float4 wa = *reinterpret_cast<const float4*>(wt + k * kC1WStride);
+      const float wv[kC1Outs] = {wa.x, wa.y, wa.z, wa.w, wt[k * kC1WStride + 4]};
+      const float xu[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int i = 0; i < kC1Outs; ++i)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc[i][u] = fmaf(wv[i], xu[u], acc[i][u]);
+    };
+    int k = 0;
+#pragma unroll 1
+    for (; k + 8 <= cin_pg; k += 8)  // whole blocks of 8 fully unrolled: no per-k loop control
+#pragma unroll
+      for (int u = 0; u < 8; ++u) step(k + u);
+#pragma unroll 1
+    for (; k < cin_pg; ++k) step(k);
+    const int64_t n = t / tiles_per_image, p = (t % tiles_per_image) * kC1Tile + 4 * lane;
+    const int in_range = g.plane - p < 4 ? static_cast<int>(g.plane - p) : 4;  // <= 0: none
+    float* dst = c1 + (n * g.mid + int64_t{grp} * cg + o0) * g.plane + p;
+#pragma unroll
+    for (int i = 0; i < kC1Outs; ++i, dst += g.plane) {
+      if (o0 + i >= cg) break;
+      float s1 = 0.0f, s2 = 0.0f;
+      if (vec && in_range == 4) {  // plane % 4 == 0: the quad is all in range or all past it
+        *reinterpret_cast<float4*>(dst) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const float d = acc[i][u] - sh[i];
+          s1 += d;
+          s2 = fmaf(d, d, s2);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          if (u >= in_range) break;
+          const float d = acc[i][u] - sh[i];
+          s1 += d;
+          s2 = fmaf(d, d, s2);
+          dst[u] = acc[i][u];
+        }
+      }
+      m1[i] += s1;
+      m2[i] += s2;
+    }
+  }
+  tf32x3::cp_async_wait<0>();  // nothing in flight at exit
+  if (!owns) return;
+#pragma unroll
+  for (int i = 0; i < kC1Outs; ++i) {
+    const double a = cores::warp_sum(m1[i]), b = cores::warp_sum(m2[i]);
+    if (lane == 0 && o0 + i < cg) {
+      atomicAdd(&moments1[int64_t{grp} * cg + o0 + i].x, a);
+      atomicAdd(&moments1[int64_t{grp} * cg + o0 + i].y, b);
     }
   }
 }
@@ -623,6 +768,13 @@ class ShuffleNetUnit final : public Implementation {
                                                             x, g, wcat_, shift_);
     KB_CUDA_TRY(cudaGetLastError());
     KB_TRY(launch_gemm(x, out, stream));
+    if (conv1_fast_) {
+      conv1_moments_kernel<<<dim3(conv1_blocks_, static_cast<unsigned>(g.groups)), kSmallThreads,
+                             conv1_smem_, stream>>>(
+          x, param(args, w1_), shift_ + g.c_out, g, tiles_per_image_,
+          g.plane % 4 == 0 && is_aligned16(x), c1_, moments_ + g.c_out);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
     bn_coefficients_kernel<<<blocks_for(m_), kSmallThreads, 0, stream>>>(
         moments_, shift_, m_, static_cast<int>(g.c_out), bn(args, kShortcut), bn(args, kBn1),
         count, ss_cat_);
@@ -707,7 +859,12 @@ class ShuffleNetUnit final : public Implementation {
     for (auto kernel : {tf32x3_conv1x1_moments_kernel<true>, tf32x3_conv1x1_moments_kernel<false>})
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        kSmemBytes));
-    tiles_m_ = (m_ + kBM - 1) / kBM;
+    // conv1 on its own kernel when a group's outputs fill its warps and the tiles fit; else as
+    // dense rows of the GEMM.
+    conv1_smem_ = conv1_smem_bytes(g_.c_in / g_.groups);
+    conv1_fast_ = conv1_fits_warps(g_.cg) && conv1_smem_ <= static_cast<size_t>(optin);
+    gemm_m_ = conv1_fast_ ? static_cast<int>(g_.c_out) : m_;
+    tiles_m_ = (gemm_m_ + kBM - 1) / kBM;
     const int64_t gemm_x = tiles_m_ * ((g_.plane + kBN - 1) / kBN);
     prep_blocks_ = static_cast<int>(std::clamp<int64_t>((m_ * g_.c_in + 255) / 256, 1, sms * 8));
     dw_bands_ = static_cast<int>((g_.h + kDwRows - 1) / kDwRows);
@@ -723,7 +880,17 @@ class ShuffleNetUnit final : public Implementation {
     int gram_per_sm = 0;
     KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&gram_per_sm, gram_kernel,
                                                               kSmallThreads, gram_smem_));
-    tiles_per_image_ = (g_.plane + kFinalTile - 1) / kFinalTile;  // the Gram's tiles too
+    tiles_per_image_ = (g_.plane + kFinalTile - 1) / kFinalTile;  // the Gram's and conv1's too
+    if (conv1_fast_) {
+      KB_CUDA_TRY(cudaFuncSetAttribute(conv1_moments_kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(conv1_smem_)));
+      int conv1_per_sm = 0;
+      KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&conv1_per_sm, conv1_moments_kernel,
+                                                                kSmallThreads, conv1_smem_));
+      conv1_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
+          int64_t{sms} * std::max(conv1_per_sm, 1) / g_.groups, 1, g_.batch * tiles_per_image_));
+    }
     gram_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
         int64_t{sms} * std::max(gram_per_sm, 1) / g_.groups, 1, g_.batch * tiles_per_image_));
     final_smem_ =
@@ -744,8 +911,17 @@ class ShuffleNetUnit final : public Implementation {
   }
 
   Status launch_gemm(const float* x, float* out, cudaStream_t stream) {
-    const GemmArgs a{wcat_, x, out, c1_, shift_, moments_, m_, static_cast<int>(g_.plane),
-                     static_cast<int>(g_.c_in), static_cast<int>(g_.c_out), tiles_m_};
+    const GemmArgs a{wcat_,
+                     x,
+                     out,
+                     c1_,
+                     shift_,
+                     moments_,
+                     gemm_m_,
+                     static_cast<int>(g_.plane),
+                     static_cast<int>(g_.c_in),
+                     static_cast<int>(g_.c_out),
+                     tiles_m_};
     const dim3 grid(gemm_blocks_, static_cast<unsigned>(g_.batch));
     const bool vec = g_.c_in % 4 == 0 && g_.plane % 4 == 0 && is_aligned16(x) && is_aligned16(out);
     if (vec) {
@@ -773,6 +949,10 @@ class ShuffleNetUnit final : public Implementation {
 
   Geometry g_{};
   int m_ = 0, tiles_m_ = 1, prep_blocks_ = 1;  // m_: Wcat rows = C_out + mid
+  int gemm_m_ = 0;                             // the GEMM's rows: C_out, or m_ when conv1 is in it
+  bool conv1_fast_ = false;                    // conv1_moments_kernel runs conv1
+  size_t conv1_smem_ = 0;
+  unsigned conv1_blocks_ = 1;
   size_t x_ = 0, w1_ = 0, w2_ = 0, w3_ = 0, w_sc_ = 0;
   size_t gamma_[kNorms] = {}, beta_[kNorms] = {};
   float eps_[kNorms] = {};
