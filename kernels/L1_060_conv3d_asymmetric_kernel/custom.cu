@@ -14,7 +14,9 @@
 //    its weights (80 KB) staged once, the input patch (9 planes x 8 rows x 71 columns) read as
 //    pre-split (big, small) TF32 pairs, the next tile's patch streaming in by cp.async; 160 KB
 //    of shared memory: one block of 8 warps per SM. Lanes doing useful work: 58/64 columns.
-//  - C_out <= 32: the FMA tile (a block stages 3 x 3 input planes and all weights, each warp 8
+//  - 16 < C_out <= 32: the same tile with a 32-channel block (in channel chunks when a block's
+//    shared memory would otherwise keep two from one SM).
+//  - C_out <= 16: the FMA tile (a block stages 3 x 3 input planes and all weights, each warp 8
 //    channels x 4 rows x 64 columns, a lane 64 accumulators).
 // Small layers (C_out 1, or <= 32 M multiply-adds) take the core's narrow kernel: one thread per
 // output, the taps clamped once (direct.cuh; session 9 sweep: L1_054 0.37x -> 1.3x, L1_060 0.62x

@@ -7,37 +7,46 @@
 //   chain is sigmoid(gelu(0)) + bias = 0.5 + bias exactly (no erff/expf there, ~half the
 //   outputs). Elsewhere gelu(r) = r/2 (1 + erf(r / sqrt 2)) and sigmoid(g) = 1 / (1 + exp(-g)).
 //
-// Cost (docs/problems.md#l2_007, full preset): 51.0 G MAC = 105 GFLOP -> t_fp32 1.57 ms (TF32 is
-// borderline: not used); 1,213 MB -> t_mem 282 us. Floor 1.57 ms, FMA-bound. Reference (cuDNN +
-// 5 eager kernels) 7.38-7.48 ms over the runs; best strict-fp32 peer 6.48 ms (torch.compile,
-// docs/baselines.md); goal <= 2.51 ms (1.6 x the floor).
+// Cost (docs/problems.md#l2_007, full preset): 51.0 G MAC = 105 GFLOP -> t_fp32 1.57 ms (plain TF32
+// is borderline: not used; 3xTF32 is ~fp32 per product); 1,213 MB -> t_mem 282 us. Floor 1.57 ms,
+// FMA-bound. Reference (cuDNN + 5 eager kernels) 7.38-7.48 ms over the runs; best strict-fp32
+// peer 6.48 ms (torch.compile, docs/baselines.md); goal <= 2.51 ms (1.6 x the floor).
 //
-// Design: one launch of the direct tile kernel of kernels/cores/conv3d_direct/direct.cuh (3x3x3
-// taps at compile time) with the whole chain fused into its store: a block stages 8 channels x 3
-// planes x 10 rows x 66 columns of x (63 KB) and all 32 channels' weights (27 KB), 91 KB, two
-// blocks per multiprocessor; each warp owns one task: 8 channels x 4 rows x 64 columns, a lane 64
-// accumulators, 576 FFMA per 54 shared loads per (c, kd). Useful lanes 62/64 x 62/64 = 94%.
-// 125 registers, no spills.
+// Design: one launch of kernels/cores/conv3d_direct/direct.cuh's Conv3d (3x3x3 taps at compile
+// time) with the whole chain fused into its store:
+//  - 16 < C_out <= 32 (the full preset): the 3xTF32 implicit-GEMM tile (tf32x3_tile.cuh) with a
+//    32-channel block: a persistent block owns 4 output rows x 64 columns x 32 channels per tile;
+//    K = 216 runs as two channel chunks of 4 (K 108 padded to 112 each), so that the patch of
+//    one chunk (12 planes x 6 rows x 67 columns, split into TF32 big / small), the next stage's
+//    raw patch and all weights take 98 KB and two blocks share an SM (155 KB whole: one).
+//    107 registers, no spills.
+//  - C_out <= 16: the FMA tile: a block stages 8 channels x 3 planes x 10 rows x 66 columns of x
+//    and its channels' weights; each warp owns 8 channels x 4 rows x 64 columns, a lane 64
+//    accumulators, 576 FFMA per 54 shared loads per (c, kd).
 // Small layers (C_out 1, or <= 32 M multiply-adds) take the core's narrow kernel: one thread per
 // output, the taps clamped once (direct.cuh; session 9 sweep: L1_054 0.37x -> 1.3x, L1_060 0.62x
 // -> 1.75x, L2_007 0.31x -> 1.09x the reference at their worst shapes, docs/kernels.md).
 // Fallback: other strides, dilations, groups or kernel sizes take the core's generic
 // one-thread-per-output kernel with the same epilogue.
 //
-// Predicted: 1.57 ms / (0.94 x ~0.9) + epilogue ~0.1 ms + staging/tail ~5% ~ 2.0 ms.
-// Measured (H200, full preset): 4.27-4.28 ms on 2026-11-30 (docs/kernels.md), 4.283 ms in
-// docs/bench-h200-2026-12-02b.json: 25 TFLOP/s of the 67, 2.7x the floor. The accumulator tiles
-// hold ~50% issue efficiency (2 blocks per SM, kw loop rolled) and the erf/exp epilogue on half
-// the elements costs more than estimated. Next (docs/kernels.md): the 3xTF32 implicit GEMM
-// (K = 216), predicted ~0.7 ms.
+// Ladder (H200, full preset): v1 the FMA tile, predicted ~2.0 ms, measured 4.27-4.28 ms
+// (docs/bench-h200-2026-12-02b.json: 25 TFLOP/s of the 67, 2.7x the floor; ~50% issue at 2
+// blocks per SM, the erf/exp epilogue on half the elements). v2 (session 5) the 3xTF32 tile with
+// a 64-channel block: 5.12 ms (half the warps idle at C_out 32, 155 KB: one block per SM). v3
+// (session 13) the 32-channel block and channel chunks: predicted 2.2-2.6 ms, measured 3.03 ms
+// (kb bench L2_007 --time-cap 2 --seed 7; 2.39x the reference; ncu: 56% issue, 15 warps per
+// SM, latency-bound), 1.2x from the 2.51 ms goal. Rejected: loading the next k8 step's offsets
+// and B one step ahead, 3.12 ms. Next: a warp per row with all 32 channels (twice the MMAs per
+// A fragment load) at three blocks per SM.
 //
-// Accuracy: strict fp32 FMA conv (216 products per output in one accumulator, the conv bias
-// added after the sum as the reference does), then the accurate erff and expf (no fast
-// intrinsics) and an IEEE division. The chain damps errors: sigmoid' <= 1/4 and the output lies
-// in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full preset (bench 2026-12-02b) vs 1e-4 +
-// 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden model): shift
-// (x + 100) 0.014x the tolerance (reference 0.012x), scale (x 1000) 0.045x (0.039x), centered
-// 0.0006x (0.0006x). No statistics.
+// Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
+// accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
+// after the sum as the reference does, then the accurate erff and expf (no fast intrinsics) and
+// an IEEE division. The chain damps errors: sigmoid' <= 1/4 and the output lies
+// in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full preset (bench 2026-12-02b; 1.1e-6
+// on the 3xTF32 tile, session 13) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed
+// 7, vs the golden model): shift (x + 100) 0.014x the tolerance (reference 0.012x), scale (x 1000)
+// 0.045x (0.039x), centered 0.0006x (0.0006x). No statistics.
 #include <cuda_runtime.h>
 
 #include <cmath>

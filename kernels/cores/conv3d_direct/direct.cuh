@@ -564,8 +564,14 @@ class Conv3d {
     } else if (tf32x3_) {
       tf32::Params p = tf32_;
       p.x = x, p.w = w, p.y = y;
-      tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32Channels, Epilogue>
-          <<<tf32_grid_, tf32::kThreads, smem_bytes_, stream>>>(p, epilogue);
+      const tf32::Launch& l = tf32_launch_;
+      if (tf32_narrow_block_) {
+        tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32NarrowChannels, Epilogue>
+            <<<l.grid, tf32::kThreads, l.smem, stream>>>(p, epilogue);
+      } else {
+        tf32::conv3d_tf32x3_kernel<KD, KH, KW, kTf32Channels, Epilogue>
+            <<<l.grid, tf32::kThreads, l.smem, stream>>>(p, epilogue);
+      }
     } else if (tiled_) {
       const int wt_size = ctaps_ * tile_.cout_pad;
       transpose_weights_kernel<<<(wt_size + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
@@ -591,15 +597,18 @@ class Conv3d {
   bool tensor_cores() const { return tf32x3_; }
 
  private:
-  static constexpr int kTf32Channels = 64;  // the 3xTF32 tile's channel block
-  // The 3xTF32 tile (tf32x3_tile.cuh) for a geometry the FMA tile also takes, when C_out > 32
-  // and its shared memory fits; channel blocks of 64, persistent blocks. Measured on the H200
-  // (docs/kernels.md): L1_054 1.24 -> 0.99 ms and L1_060 3.73 -> 2.95 ms, but L2_007 (C_out 32,
-  // C_in 8: a 32-channel block and one block per SM) 4.28 -> 5.12 ms, and 0.79x the reference at
-  // a 5-channel sweep shape, so 32 channels or fewer stay on the FMA tile.
+  static constexpr int kTf32Channels = 64;        // the 3xTF32 tile's channel block
+  static constexpr int kTf32NarrowChannels = 32;  // its block for 16 < C_out <= 32
+  // The 3xTF32 tile (tf32x3_tile.cuh) for a geometry the FMA tile also takes, when C_out > 16
+  // and its shared memory fits; channel blocks of 64 (32 for C_out <= 32), persistent blocks.
+  // Measured on the H200 (docs/kernels.md): L1_054 1.24 -> 0.99 ms and L1_060 3.73 -> 2.95 ms.
+  // L2_007 (C_out 32, C_in 8) ran 4.28 -> 5.12 ms in session 5 with a 64-channel block (half its
+  // warps idle, one block per SM); with the 32-channel block and the tile's channel chunks (two
+  // blocks per SM) 4.28 -> 3.03 ms (session 13). A 5-channel sweep shape ran at 0.79x the
+  // reference on the 64-channel block: C_out 16 or fewer stay on the FMA tile.
   Result<bool> setup_tf32x3() {
     const Conv3dGeometry& g = geometry_;
-    if (g.cout <= 32) return false;
+    if (g.cout <= 16) return false;
     tf32::Params p = {};
     p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
     p.cout = static_cast<int>(g.cout);
@@ -610,11 +619,13 @@ class Conv3d {
     p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
     p.pad_w = static_cast<int>(g.padding[2]);
     tf32::derive_params<KD, KH, KW>(p);
-    KB_ASSIGN_OR_RETURN(const std::optional<tf32::Launch> launch,
-                        (tf32::plan_launch<KD, KH, KW, kTf32Channels, Epilogue>(p)));
+    tf32_narrow_block_ = g.cout <= kTf32NarrowChannels;
+    KB_ASSIGN_OR_RETURN(
+        const std::optional<tf32::Launch> launch,
+        (tf32_narrow_block_ ? tf32::plan_launch<KD, KH, KW, kTf32NarrowChannels, Epilogue>(p)
+                            : tf32::plan_launch<KD, KH, KW, kTf32Channels, Epilogue>(p)));
     if (!launch) return false;
-    tf32_grid_ = launch->grid;
-    smem_bytes_ = launch->smem;
+    tf32_launch_ = *launch;
     tf32_ = p;
     return true;
   }
@@ -634,7 +645,8 @@ class Conv3d {
   bool tiled_ = false;
   bool tf32x3_ = false;  // the 3xTF32 tile runs (tiled_ is then true too)
   tf32::Params tf32_ = {};
-  dim3 tf32_grid_;
+  bool tf32_narrow_block_ = false;  // the tile runs with kTf32NarrowChannels
+  tf32::Launch tf32_launch_ = {};
   TileParams tile_ = {};
   size_t smem_bytes_ = 0;
   int64_t blocks_ = 0;

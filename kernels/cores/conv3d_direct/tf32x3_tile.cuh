@@ -4,25 +4,34 @@
 //
 //   y[n, co, d, h, w] = sum_k A[(n, d, h, w), k] B[k, co],  k = ((c KD + kd) KH + kh) KW + kw,
 //   A = x[n, c, d + kd - pd, h + kh - ph, w + kw - pw] (0 outside x), B = w[co, k];
-//   K = C_in KD KH KW (81 / 315 / 216 for L1_054 / L1_060 / L2_007), padded to Kp = 8 ceil(K/8).
-//   A tail of 1 or 2 k past a multiple of 8 (k_mma) runs on FMAs instead of a padded k8 step
-//   (L1_054: 80 on the tensor cores, 1 on FMAs; a padded step would be 1/11 of its MMAs).
+//   K = C_in KD KH KW (81 / 315 / 216 for L1_054 / L1_060 / L2_007).
+//   Channel chunks: K runs in chunks of cin_chunk input channels, one patch of the tile per chunk
+//   (plan_launch picks the largest chunk that lets kMinBlocks blocks share a multiprocessor:
+//   L2_007's C_in 8 as two chunks of 4, 98 KB of shared memory, against 155 KB whole and one block
+//   per SM; L1_054, L1_060 and L2_021's preset run whole). A chunk's k (cin_chunk KD KH KW of them)
+//   is padded to Kp = 8 ceil(k/8); a tail of 1 or 2 k past a multiple of 8 (k_mma) runs on FMAs
+//   instead of a padded k8 step (L1_054: 80 on the tensor cores, 1 on FMAs; a padded step would
+//   be 1/11 of its MMAs).
 //
-// Tile: 4 output rows x 64 output columns of one (n, d) x kBN channels (Conv3d instantiates kBN =
-// 64 and takes this tile only for C_out > 32; L2_021 kBN = 32). 8 warps = 4 rows x 2 channel
-// halves; a warp owns one output row (4 m16 tiles) x kBN / 2 channels. Persistent blocks: grid.y =
-// the channel block, grid.x strides over the spatial tiles.
+// Tile: 4 output rows x 64 output columns of one (n, d) x kBN channels (Conv3d: kBN = 64 for
+// C_out > 32, 32 for 16 < C_out <= 32; L2_021 kBN = 32). 8 warps = 4 rows x 2 channel halves; a
+// warp owns one output row (4 m16 tiles) x kBN / 2 channels. Persistent blocks: grid.y = the
+// channel block, grid.x strides over the spatial tiles.
 //
 // Shared memory, per block:
-//   bs    [Kp][kBN + 8] fp32 weights of the channel block, staged once (0 past K and C_out); the
-//         row stride is 8 mod 32 banks, so a B fragment load (lanes: 4 k rows x 8 columns) is
-//         conflict-free. B is split into TF32 big + small at each fragment load.
-//   koff  [Kp] int: the patch offset of k, (c KD + kd) kPlane + kh kRowStride + kw; k >= K points
-//         at an all-zero plane (a padded k then multiplies 0 by 0, never by a stray inf or NaN).
-//   raw   the next tile's input patch as fp32, filled by cp.async (zeros outside x) while this
-//         tile computes: planes (c, kd) of kRowsIn rows x (64 + KW - 1) columns, rows padded to
-//         16 bytes (kRawStride) so that aligned rows copy 16 bytes at a time.
-//   patch the current tile's patch split once into TF32 big and small halves, two arrays of
+//   bs    [chunks][Kp][kBN + 8] fp32 weights of the channel block, staged once (0 past a chunk's
+//         k, C_in and C_out); the row stride is 8 mod 32 banks, so a B fragment load (lanes: 4 k
+//         rows x 8 columns) is conflict-free. B is split into TF32 big + small at each fragment
+//         load.
+//   koff  [Kp] int: the patch offset of a chunk's k, (c KD + kd) kPlane + kh kRowStride + kw (c
+//         counted in the chunk; the same for every chunk); k >= the chunk's k points at an
+//         all-zero plane (a padded k then multiplies 0 by 0, never by a stray inf or NaN).
+//   raw   the next stage's input patch (this tile's next chunk, or the next tile's first) as
+//         fp32, filled by cp.async (zeros outside x) while this stage computes: planes (c, kd)
+//         of kRowsIn rows x (64 + KW - 1) columns, rows padded to 16 bytes (kRawStride) so that
+//         aligned rows copy 16 bytes at a time.
+//   patch the current stage's patch split once into TF32 big and small halves (planes of
+//         channels past C_in zero), two arrays of
 //         (planes + the zero plane) x kPlane: an A fragment is 4 loads from each straight into
 //         the registers the MMA takes (float2 pairs cost 8 register moves per fragment: ncu,
 //         L2_021's tile), with no conversion in the K loop.
@@ -93,7 +102,8 @@ struct Params {
   float* y;        // (N, C_out, D', H', W')
   int batch, cin, cout;
   int in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
-  int k, kp;                 // K and K padded to a multiple of 8
+  int cin_chunk, chunks;     // input channels per chunk (the last may hold fewer), chunks
+  int k, kp;                 // k of one chunk (cin_chunk KD KH KW), padded to a multiple of 8
   int k_mma;                 // k below k_mma go to the tensor cores, the rest (<= 2) to FMAs
   int row_tiles, col_tiles;  // ceil(H' / 4), ceil(W' / 64)
   int64_t tiles;             // N D' row_tiles col_tiles
@@ -103,9 +113,9 @@ template <int KD, int KH, int KW, int kBN>
 struct Layout {
   using P = Patch<KD, KH, KW>;
   static constexpr int kBStride = kBN + 8;
-  static __host__ __device__ int planes(const Params& p) { return p.cin * KD; }
+  static __host__ __device__ int planes(const Params& p) { return p.cin_chunk * KD; }
   static __host__ __device__ size_t b_bytes(const Params& p) {
-    return sizeof(float) * size_t(p.kp) * kBStride;
+    return sizeof(float) * size_t(p.chunks) * p.kp * kBStride;
   }
   static __host__ __device__ size_t koff_bytes(const Params& p) { return sizeof(int) * p.kp; }
   static __host__ __device__ size_t raw_bytes(const Params& p) {
@@ -140,17 +150,19 @@ __device__ __forceinline__ Tile tile_at(const Params& p, int t) {
   return r;
 }
 
-// raw[plane][r][col] = x[n, c, d + kd - pd, h0 + r - ph, w0 + col - pw] (zero outside x), by
-// cp.async. vec (W % 4 == 0, pad_w % 4 == 0, x 16-byte aligned: every 16-byte chunk of a row is
-// wholly inside or outside x): 16-byte copies, the block's threads over (row, chunk); else 4-byte
-// copies, a warp per staged row, lanes along the columns.
+// raw[plane][r][col] = x[n, c0 + c, d + kd - pd, h0 + r - ph, w0 + col - pw] (zero outside x) for
+// the channels of chunk `chunk` (c0 = chunk cin_chunk, plane = c KD + kd), by cp.async. vec (W % 4
+// == 0, pad_w % 4 == 0, x 16-byte aligned: every 16-byte chunk of a row is wholly inside or outside
+// x): 16-byte copies, the block's threads over (row, chunk); else 4-byte copies, a warp per staged
+// row, lanes along the columns.
 template <int KD, int KH, int KW>
-__device__ void stage_patch(const Params& p, const Tile& t, uint32_t raw, bool vec, int warp,
-                            int lane) {
+__device__ void stage_patch(const Params& p, const Tile& t, int chunk, uint32_t raw, bool vec,
+                            int warp, int lane) {
   using P = Patch<KD, KH, KW>;
-  const int rows = p.cin * KD * P::kRowsIn;
+  const int c0 = chunk * p.cin_chunk;
+  const int rows = min(p.cin_chunk, p.cin - c0) * KD * P::kRowsIn;
   const auto row_source = [&](int r, bool* row_in) {
-    const int row = r % P::kRowsIn, plane = r / P::kRowsIn, c = plane / KD, kd = plane % KD;
+    const int row = r % P::kRowsIn, plane = r / P::kRowsIn, c = c0 + plane / KD, kd = plane % KD;
     const int gd = t.d + kd - p.pad_d, gh = t.h0 + row - p.pad_h;
     *row_in = gd >= 0 && gd < p.in_d && gh >= 0 && gh < p.in_h;
     return *row_in ? p.x + ((int64_t{t.n} * p.cin + c) * p.in_d + gd) * int64_t{p.in_h} * p.in_w +
@@ -183,11 +195,11 @@ __device__ void stage_patch(const Params& p, const Tile& t, uint32_t raw, bool v
 
 // One k8 step's B fragments of the warp's kNT n8 tiles, split into big and small TF32.
 template <int kNT, int kBStride>
-__device__ __forceinline__ void load_b(const float* bs, int s, int t, int col0,
-                                       uint32_t (&big)[kNT][2], uint32_t (&small)[kNT][2]) {
+__device__ __forceinline__ void load_b(const float* bs, int s, int t, uint32_t (&big)[kNT][2],
+                                       uint32_t (&small)[kNT][2]) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const float* row = bs + (8 * s + t + 4 * i) * kBStride + col0;
+    const float* row = bs + (8 * s + t + 4 * i) * kBStride;
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
       const tf32x3::SplitTf32 v = tf32x3::split_tf32(row[8 * nt]);
@@ -295,15 +307,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const bool vec = p.in_w % 4 == 0 && p.pad_w % 4 == 0 &&
                    (reinterpret_cast<uintptr_t>(p.x) & 15) == 0;  // tile w0 % 64 == 0
 
+  // The block's stages: (tile, chunk), chunk fastest; raw is filled one stage ahead.
   const int tiles = static_cast<int>(p.tiles);
-  int tile = static_cast<int>(blockIdx.x);
-  if (tile < tiles) stage_patch<KD, KH, KW>(p, tile_at(p, tile), raw_addr, vec, warp, lane);
+  int tile = static_cast<int>(blockIdx.x), chunk = 0;
+  if (tile < tiles) stage_patch<KD, KH, KW>(p, tile_at(p, tile), 0, raw_addr, vec, warp, lane);
   tf32x3::cp_async_commit();
 
-  // Once per block: the weights of the channel block, the k offsets, the zero plane.
-  for (int e = tid; e < p.kp * kBN; e += kThreads) {
-    const int k = e % p.kp, n = e / p.kp, co = co0 + n;  // k fastest: coalesced reads of w
-    bs[k * L::kBStride + n] = k < p.k && co < p.cout ? p.w[int64_t{co} * p.k + k] : 0.0f;
+  // Once per block: the weights of the channel block (every chunk), the k offsets, the zero plane.
+  const int k_total = p.cin * KD * KH * KW, kp_all = p.chunks * p.kp;
+  for (int e = tid; e < kp_all * kBN; e += kThreads) {
+    const int ka = e % kp_all, n = e / kp_all, co = co0 + n;  // k fastest: coalesced reads of w
+    const int kk = ka % p.kp, kx = ka / p.kp * p.k + kk;      // kx: the k of w
+    bs[ka * L::kBStride + n] =
+        kk < p.k && kx < k_total && co < p.cout ? p.w[int64_t{co} * k_total + kx] : 0.0f;
   }
   for (int k = tid; k < p.kp; k += kThreads) {
     int off = planes * P::kPlane;  // the zero plane
@@ -316,15 +332,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int e = tid; e < P::kPlane; e += kThreads)
     big[planes * P::kPlane + e] = small[planes * P::kPlane + e] = 0.0f;
 
-  const float* b_warp = bs + wn * (kBN / kWarpsN) + g;
   const int a_base = wr * P::kRowStride + 4 * g;
-  for (; tile < tiles; tile += static_cast<int>(gridDim.x)) {
+  float acc[4][kNT][4];  // the tile's sums, over its chunks
+  while (tile < tiles) {
     tf32x3::cp_async_wait<0>();
-    __syncthreads();  // raw holds this tile; every warp is done with the previous patch
-    // raw (rows of kRawStride) -> big / small (rows of kRowStride), a 16-byte chunk per step.
+    __syncthreads();  // raw holds this stage; every warp is done with the previous patch
+    // raw (rows of kRawStride) -> big / small (rows of kRowStride), a 16-byte chunk per step;
+    // the planes of channels past C_in (a short last chunk) are zeros, never stale values.
+    const int staged_rows = min(p.cin_chunk, p.cin - chunk * p.cin_chunk) * KD * P::kRowsIn;
     for (int e = tid; e < planes * P::kRowsIn * P::kRawChunks; e += kThreads) {
       const int r = e / P::kRawChunks, col = 4 * (e % P::kRawChunks);  // r = plane kRowsIn + row
-      const float4 v = reinterpret_cast<const float4*>(raw)[e];
+      const float4 v = r < staged_rows ? reinterpret_cast<const float4*>(raw)[e]
+                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       const float vals[4] = {v.x, v.y, v.z, v.w};
       const int dst = (r / P::kRowsIn) * P::kPlane + (r % P::kRowsIn) * P::kRowStride + col;
 #pragma unroll
@@ -336,29 +355,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     }
     __syncthreads();  // patch is ready and raw is free
-    const int next = tile + static_cast<int>(gridDim.x);
-    if (next < tiles) stage_patch<KD, KH, KW>(p, tile_at(p, next), raw_addr, vec, warp, lane);
+    const int this_tile = tile, this_chunk = chunk;
+    if (++chunk == p.chunks) chunk = 0, tile += static_cast<int>(gridDim.x);
+    if (tile < tiles)
+      stage_patch<KD, KH, KW>(p, tile_at(p, tile), chunk, raw_addr, vec, warp, lane);
     tf32x3::cp_async_commit();
 
     // A warp whose output row is past H' (the last row tile of L1_054's 62 rows) or whose
-    // channels are past C_out has nothing to store: it skips to the next tile's barrier and leaves
-    // the tensor cores to the other warps (no barrier until then).
-    const Tile tl = tile_at(p, tile);
+    // channels are past C_out has nothing to store: it skips to the next stage's barrier and
+    // leaves the tensor cores to the other warps (no barrier until then).
+    const Tile tl = tile_at(p, this_tile);
     const int h = tl.h0 + wr;
     if (h >= p.out_h || co0 + wn * (kBN / kWarpsN) >= p.cout) continue;
 
-    float acc[4][kNT][4];
+    if (this_chunk == 0) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
+        for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][nt][e] = 0.0f;
+          for (int e = 0; e < 4; ++e) acc[j][nt][e] = 0.0f;
+    }
 
+    const float* bs_chunk = bs + this_chunk * p.kp * L::kBStride;
+    const float* b_warp = bs_chunk + wn * (kBN / kWarpsN) + g;
+    // (Loading the next step's k offsets and B values one step ahead measured slower: L2_007
+    // 3.03 -> 3.12 ms, L1_060 2.43 -> 2.57 ms, session 13.)
 #pragma unroll 1
     for (int s = 0; s < p.k_mma / 8; ++s) {
       uint32_t b_big[kNT][2], b_small[kNT][2];
-      load_b<kNT, L::kBStride>(b_warp, s, t, 0, b_big, b_small);
+      load_b<kNT, L::kBStride>(b_warp, s, t, b_big, b_small);
       const int lo = a_base + koff[8 * s + t];      // k = t
       const int hi = a_base + koff[8 * s + t + 4];  // k = t + 4
 #pragma unroll
@@ -381,13 +407,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     }
 
-    // The K tail on the FMA pipe (K = 8 q + 1 or 2: L1_054's 81): a padded k8 step would be
-    // 48 MMAs per warp for one or two real k; these are 64 FMAs per k with the accumulator
-    // layout's own operands: rows g / g + 8 of m16 tile j (patch, big + small, which is what
-    // 3xTF32 multiplies) and columns 2 t, 2 t + 1 of each n8 tile (the fp32 weights).
+    // The K tail on the FMA pipe (a chunk's k = 8 q + 1 or 2: L1_054's 81): a padded k8 step
+    // would be 48 MMAs per warp for one or two real k; these are 64 FMAs per k with the
+    // accumulator layout's own operands: rows g / g + 8 of m16 tile j (patch, big + small, which
+    // is what 3xTF32 multiplies) and columns 2 t, 2 t + 1 of each n8 tile (the fp32 weights).
     for (int k = p.k_mma; k < p.k; ++k) {
       const int a_k = a_base + koff[k];
-      const float* b_k = bs + k * L::kBStride + wn * (kBN / kWarpsN) + 2 * t;
+      const float* b_k = bs_chunk + k * L::kBStride + wn * (kBN / kWarpsN) + 2 * t;
       float a[4][2], b[kNT][2];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -404,6 +430,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           for (int e = 0; e < 4; ++e)
             acc[j][nt][e] = fmaf(a[j][e >> 1], b[nt][e & 1], acc[j][nt][e]);
     }
+    if (this_chunk != p.chunks - 1) continue;
 
     const WarpFragment frag{tl, h, co0 + wn * (kBN / kWarpsN), g, t};
     if constexpr (FragmentEpilogue<Epilogue>) {
@@ -417,13 +444,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 // ---- Host side: the launch of a geometry ----
 
-// Fills p's derived fields (k, kp, k_mma, row_tiles, col_tiles, tiles) from its sizes.
+// Sets p's channel chunks to `cin_chunk` input channels each, with their k, kp and k_mma.
+template <int KD, int KH, int KW>
+void set_chunks(Params& p, int cin_chunk) {
+  p.cin_chunk = cin_chunk;
+  p.chunks = (p.cin + cin_chunk - 1) / cin_chunk;
+  p.k = cin_chunk * KD * KH * KW;
+  p.kp = (p.k + 7) / 8 * 8;
+  // A tail of 1 or 2 runs on FMAs; a longer one as a padded k8 step.
+  p.k_mma = p.k % 8 <= 2 ? p.k / 8 * 8 : p.kp;
+}
+
+// Fills p's derived fields (one chunk of all C_in, row_tiles, col_tiles, tiles) from its sizes;
+// plan_launch may split C_in into chunks.
 template <int KD, int KH, int KW>
 void derive_params(Params& p) {
-  p.k = p.cin * KD * KH * KW;
-  p.kp = (p.k + 7) / 8 * 8;
-  // A K tail of 1 or 2 runs on FMAs; a longer one as a padded k8 step.
-  p.k_mma = p.k % 8 <= 2 ? p.k / 8 * 8 : p.kp;
+  set_chunks<KD, KH, KW>(p, p.cin);
   p.row_tiles = (p.out_h + kTileRows - 1) / kTileRows;
   p.col_tiles = (p.out_w + kTileCols - 1) / kTileCols;
   p.tiles = int64_t{p.batch} * p.out_d * p.row_tiles * p.col_tiles;
@@ -436,15 +472,27 @@ struct Launch {
 
 // The persistent launch of conv3d_tf32x3_kernel<KD, KH, KW, kBN, Epilogue, kMinBlocks> for p
 // (derive_params done): every block resident at once, the kernel's shared-memory limit raised.
-// nullopt when the patch and weights do not fit in one block's shared memory, or past INT_MAX
-// tiles.
+// Chunks C_in (p's chunk fields) when the whole patch would keep kMinBlocks blocks from sharing a
+// multiprocessor and a smaller chunk lets them. nullopt when the patch and weights do not fit in
+// one block's shared memory, or past INT_MAX tiles.
 template <int KD, int KH, int KW, int kBN, class Epilogue, int kMinBlocks = 2>
-Result<std::optional<Launch>> plan_launch(const Params& p) {
-  const size_t smem = Layout<KD, KH, KW, kBN>::smem_bytes(p);
+Result<std::optional<Launch>> plan_launch(Params& p) {
+  using L = Layout<KD, KH, KW, kBN>;
   // The kernel's tile index is an int, and tile + gridDim.x (a few hundred blocks) must not wrap.
   if (p.tiles > std::numeric_limits<int>::max() - 65536) return std::optional<Launch>();
   KB_ASSIGN_OR_RETURN(const int optin,
                       cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+  KB_ASSIGN_OR_RETURN(const int per_sm,
+                      cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
+  KB_ASSIGN_OR_RETURN(const int reserved,
+                      cuda::device_attribute(cudaDevAttrReservedSharedMemoryPerBlock));
+  const size_t shared_budget = static_cast<size_t>(per_sm / kMinBlocks - reserved);
+  for (int c = p.cin; L::smem_bytes(p) > shared_budget && c > 1;) {
+    Params chunked = p;
+    set_chunks<KD, KH, KW>(chunked, --c);
+    if (L::smem_bytes(chunked) <= shared_budget) p = chunked;
+  }
+  const size_t smem = L::smem_bytes(p);
   if (smem > static_cast<size_t>(optin)) return std::optional<Launch>();
   const void* kernel =
       reinterpret_cast<const void*>(conv3d_tf32x3_kernel<KD, KH, KW, kBN, Epilogue, kMinBlocks>);
