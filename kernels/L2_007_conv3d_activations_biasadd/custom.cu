@@ -36,8 +36,9 @@
 // (session 13) the 32-channel block and channel chunks: predicted 2.2-2.6 ms, measured 3.03 ms
 // (kb bench L2_007 --time-cap 2 --seed 7; 2.39x the reference; ncu: 56% issue, 15 warps per
 // SM, latency-bound), 1.2x from the 2.51 ms goal. Rejected: loading the next k8 step's offsets
-// and B one step ahead, 3.12 ms. Next: a warp per row with all 32 channels (twice the MMAs per
-// A fragment load) at three blocks per SM.
+// and B one step ahead (3.12 ms); a warp per row with all 32 channels in 4-warp blocks (3.14 ms
+// at three blocks per SM, 3.69 at two). Next: the epilogue (erff, expf and an IEEE division on
+// half the outputs) and the patch split between barriers, both outside the MMA stream.
 //
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
