@@ -855,7 +855,6 @@ class ShuffleNetUnit final : public Implementation {
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     KB_ASSIGN_OR_RETURN(const int optin,
                         cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
-    int per_sm = 0;
     for (auto kernel : {tf32x3_conv1x1_moments_kernel<true>, tf32x3_conv1x1_moments_kernel<false>})
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        kSmemBytes));
@@ -875,39 +874,37 @@ class ShuffleNetUnit final : public Implementation {
       return Status::failed_precondition("L3_025 custom: problem too large for the grids");
     gemm_blocks_ = static_cast<unsigned>(gemm_x);
     dw_blocks_ = static_cast<unsigned>(dw_blocks);
-    KB_CUDA_TRY(cudaFuncSetAttribute(gram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(gram_smem_)));
-    int gram_per_sm = 0;
-    KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&gram_per_sm, gram_kernel,
-                                                              kSmallThreads, gram_smem_));
     tiles_per_image_ = (g_.plane + kFinalTile - 1) / kFinalTile;  // the Gram's and conv1's too
+    KB_ASSIGN_OR_RETURN(
+        gram_blocks_,
+        group_column_blocks(reinterpret_cast<const void*>(gram_kernel), kSmallThreads, gram_smem_));
     if (conv1_fast_) {
-      KB_CUDA_TRY(cudaFuncSetAttribute(conv1_moments_kernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(conv1_smem_)));
-      int conv1_per_sm = 0;
-      KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&conv1_per_sm, conv1_moments_kernel,
-                                                                kSmallThreads, conv1_smem_));
-      conv1_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
-          int64_t{sms} * std::max(conv1_per_sm, 1) / g_.groups, 1, g_.batch * tiles_per_image_));
+      KB_ASSIGN_OR_RETURN(conv1_blocks_,
+                          group_column_blocks(reinterpret_cast<const void*>(conv1_moments_kernel),
+                                              kSmallThreads, conv1_smem_));
     }
-    gram_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
-        int64_t{sms} * std::max(gram_per_sm, 1) / g_.groups, 1, g_.batch * tiles_per_image_));
     final_smem_ =
         static_cast<size_t>(g_.cg) *
         ((round_up8(g_.opg) + 2 * kFinalTile) * sizeof(float) + sizeof(int64_t) + sizeof(float2));
     final_fast_ = final_smem_ <= static_cast<size_t>(optin);
     if (final_fast_) {
-      KB_CUDA_TRY(cudaFuncSetAttribute(final_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(final_smem_)));
-      KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, final_kernel,
-                                                                kFinalThreads, final_smem_));
+      KB_ASSIGN_OR_RETURN(final_blocks_,
+                          group_column_blocks(reinterpret_cast<const void*>(final_kernel),
+                                              kFinalThreads, final_smem_));
     }
-    const int64_t resident = int64_t{sms} * std::max(per_sm, 1);
-    final_blocks_ = static_cast<unsigned>(std::clamp<int64_t>(
-        g_.batch * tiles_per_image_, 1, std::max<int64_t>(1, resident / g_.groups)));
     generic_blocks_ = static_cast<unsigned>(sms * 8);
     return Status::ok();
+  }
+
+  // Blocks per group of a persistent kernel whose grid is (blocks, G) over the batch's pixel tiles
+  // (tiles_per_image_ set): as many as are resident at once, at most one per tile. Raises the
+  // kernel's shared-memory limit to `smem`.
+  Result<unsigned> group_column_blocks(const void* kernel, int threads, size_t smem) const {
+    KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)));
+    KB_ASSIGN_OR_RETURN(const int64_t resident, cuda::resident_blocks(kernel, threads, smem));
+    return static_cast<unsigned>(
+        std::clamp<int64_t>(resident / g_.groups, 1, g_.batch * tiles_per_image_));
   }
 
   Status launch_gemm(const float* x, float* out, cudaStream_t stream) {

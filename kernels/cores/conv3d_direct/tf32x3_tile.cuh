@@ -487,10 +487,15 @@ Result<std::optional<Launch>> plan_launch(Params& p) {
   KB_ASSIGN_OR_RETURN(const int reserved,
                       cuda::device_attribute(cudaDevAttrReservedSharedMemoryPerBlock));
   const size_t shared_budget = static_cast<size_t>(per_sm / kMinBlocks - reserved);
-  for (int c = p.cin; L::smem_bytes(p) > shared_budget && c > 1;) {
-    Params chunked = p;
-    set_chunks<KD, KH, KW>(chunked, --c);
-    if (L::smem_bytes(chunked) <= shared_budget) p = chunked;
+  if (L::smem_bytes(p) > shared_budget) {
+    for (int c = p.cin - 1; c >= 1; --c) {  // the largest chunk that fits, if any
+      Params chunked = p;
+      set_chunks<KD, KH, KW>(chunked, c);
+      if (L::smem_bytes(chunked) <= shared_budget) {
+        p = chunked;
+        break;
+      }
+    }
   }
   const size_t smem = L::smem_bytes(p);
   if (smem > static_cast<size_t>(optin)) return std::optional<Launch>();
