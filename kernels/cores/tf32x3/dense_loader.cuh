@@ -151,10 +151,14 @@ __device__ __forceinline__ void dense_mainloop(const Args& p, float* smem, const
   DenseLoader<kVec> loader = make_dense_loader<kVec>(p, a_tile, b_tile, rows, cols);
   const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
   const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
+  int k_left = k_extent(p);  // K not yet multiplied: the last stage may hold fewer k8 steps
   tf32x3::mainloop<kStages, kStageFloatsA + kStageFloatsB>(
       smem, (k_extent(p) + kBK - 1) / kBK, acc,
       [&](uint32_t stage, int kt) { load_dense_stage<kVec>(p, loader, stage, kt * kBK); },
-      [&](const float* stage, auto& c) { mma_stage(stage, a_base, b_base, c); });
+      [&](const float* stage, auto& c) {
+        mma_stage(stage, a_base, b_base, c, k_left >= kBK ? kKSteps : (k_left + 7) / 8);
+        k_left -= kBK;
+      });
 }
 
 }  // namespace kb::custom::gemm128

@@ -200,14 +200,16 @@ using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::tf32_rna_bits;
 
-// acc += the 3xTF32 product of one shared stage (4 k8 steps). B is split once per k8 step and
-// kept; A is split one m-tile at a time (register pressure: two CTAs per SM leave 128 per thread).
-// a_base = a_frag_index(warp_m, lane, 0, 0, 0); b_base = (floats of the A stage) +
+// acc += the 3xTF32 product of one shared stage (its first k_steps k8 steps, at most 4: a K
+// that ends inside the stage skips the zero-filled steps past it). B is split once per k8 step
+// and kept; A is split one m-tile at a time (register pressure: two CTAs per SM leave 128 per
+// thread). a_base = a_frag_index(warp_m, lane, 0, 0, 0); b_base = (floats of the A stage) +
 // b_frag_index(warp_n, lane, 0, 0): nothing here depends on the CTA's row count.
 __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
-                                          float (&acc)[kMmaTilesM][kMmaTilesN][4]) {
+                                          float (&acc)[kMmaTilesM][kMmaTilesN][4],
+                                          int k_steps = kKSteps) {
 #pragma unroll 1  // unrolled, ptxas hoists the next step's loads and exceeds 128 registers
-  for (int s = 0; s < kKSteps; ++s) {
+  for (int s = 0; s < k_steps; ++s) {
     uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
