@@ -45,7 +45,11 @@
 // Now A 11 us, C 250 us, D 215 us + 21 us, E 770 us (cp.async one tile ahead): 3.83 ms
 // (docs/bench-h200-2026-12-03-s12.json, D at 232 us then; 1.07x the goal). Session 13: conv1
 // out of B (B' below): B 2.55 -> 2.04 ms, B' 356 us (75% issue, 40% of DRAM): 3.648-3.657 ms
-// (1.02x the goal; docs/kernels.md). Next: B on wgmma (it is 56% of the time at 46% issue).
+// (1.02x the goal; docs/kernels.md). Session 14: B skips the last stage's zero-filled k8 steps
+// (K = 240 is 7.5 stages of 32: 2.05 -> 1.90 ms); the tile copies work out each thread's column
+// once (B' 354 -> 328 us: its copy loop was 14% of its instructions, ~40 per 16-byte copy); E's
+// conv3 loop unrolled by 8 (760 -> 731 us): 3.436-3.449 ms, under the 3.59 ms goal. Next: B on
+// wgmma (55% of the time at 47% issue).
 //
 // Accuracy of the statistics (why inputs in [100, 101) or x 1000 do not cost the custom digits):
 // every BatchNorm's moments are formed about a value near the data, never as raw fp32 sums of y
@@ -285,24 +289,31 @@ __device__ GramSmem carve_gram(unsigned char* base, int cg) {
 // Starts the copies of a tile of `rows` channel rows (kGramTile pixels from p0 of one image)
 // into dst[rows][kGramTile]: row k is img + row_offset(k). vec: 16-byte copies (plane % 4 == 0),
 // else 4-byte ones; pixels past the plane are zero-filled. Thread u of kThreads copies the quads
-// u, u + kThreads, ... (its own, for final_kernel's in-place transform).
+// u, u + kThreads, ... (its own, for final_kernel's in-place transform): since kThreads is a
+// multiple of a row's quads, that is one column quad of rows u / kQuadsPerRow + i kRowStep, so the
+// column, its range check and its shared address are worked out once.
 template <int kThreads, class RowOffset>
 __device__ __forceinline__ void issue_rows_tile(const float* img, int rows, RowOffset row_offset,
                                                 int64_t plane, int64_t p0, float* dst, bool vec) {
   constexpr int kQuadsPerRow = kGramTile / 4;
-  for (int q = threadIdx.x; q < rows * kQuadsPerRow; q += kThreads) {
-    const int k = q / kQuadsPerRow, j = 4 * (q % kQuadsPerRow);
-    const int64_t p = p0 + j;
-    const uint32_t sm = static_cast<uint32_t>(__cvta_generic_to_shared(dst + k * kGramTile + j));
-    const float* src = img + row_offset(k);
-    if (vec) {
-      tf32x3::cp_async_16(sm, src + (p < plane ? p : 0), p < plane);
-    } else {
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        tf32x3::cp_async_4(sm + 4 * u, src + (p + u < plane ? p + u : 0), p + u < plane);
-    }
+  static_assert(kThreads % kQuadsPerRow == 0, "a thread keeps one column quad");
+  constexpr int kRowStep = kThreads / kQuadsPerRow;
+  const int j = 4 * (static_cast<int>(threadIdx.x) % kQuadsPerRow);
+  const int64_t p = p0 + j;
+  const uint32_t sm = static_cast<uint32_t>(__cvta_generic_to_shared(dst + j));
+  const int k0 = static_cast<int>(threadIdx.x) / kQuadsPerRow;
+  if (vec) {
+    const bool in = p < plane;
+    const float* src = img + (in ? p : 0);
+    for (int k = k0; k < rows; k += kRowStep)
+      tf32x3::cp_async_16(sm + 4u * k * kGramTile, src + row_offset(k), in);
+    return;
   }
+  for (int k = k0; k < rows; k += kRowStep)
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      tf32x3::cp_async_4(sm + 4u * (k * kGramTile + u),
+                         img + row_offset(k) + (p + u < plane ? p + u : 0), p + u < plane);
 }
 
 // Tile t of a group's shuffled inputs (image t / tiles_per_image) into dst[cg][kGramTile]: row k
@@ -693,7 +704,7 @@ __global__ void __launch_bounds__(kFinalThreads, 2)
     for (int item = threadIdx.x; item < items; item += kFinalThreads) {
       const int o0 = (item / kQuads) * kOutsO, q = item % kQuads;
       float acc[kOutsO][kOutsP] = {};
-      for (int k = 0; k < cg; ++k) {
+      const auto step = [&](int k) {
         const float4 z = *reinterpret_cast<const float4*>(zs + k * kFinalTile + kOutsP * q);
         const float4 wa = *reinterpret_cast<const float4*>(ws + k * opad + o0);
         const float4 wb = *reinterpret_cast<const float4*>(ws + k * opad + o0 + 4);
@@ -703,7 +714,14 @@ __global__ void __launch_bounds__(kFinalThreads, 2)
         for (int i = 0; i < kOutsO; ++i)
 #pragma unroll
           for (int u = 0; u < kOutsP; ++u) acc[i][u] = fmaf(wv[i], zv[u], acc[i][u]);
-      }
+      };
+      int k = 0;
+#pragma unroll 1
+      for (; k + 8 <= cg; k += 8)  // blocks of 8 unrolled: less loop control per FMA
+#pragma unroll
+        for (int u = 0; u < 8; ++u) step(k + u);
+#pragma unroll 1
+      for (; k < cg; ++k) step(k);
       finish_item(out, g, n, grp, o0, p0 + kOutsP * q, vec, ss3, ss_sc, acc);
     }
   }
