@@ -39,17 +39,14 @@
 // 22%: latency-bound, the risk named above. Next: two CTAs per SM (weights out of shared memory).
 //
 // Accuracy: 3xTF32 (operands split at the fragment load, big = tf32_rna(v), small =
-// tf32_rna(v - big); acc += a_s b_b + a_b b_s + a_b b_b) ~ fp32 products; no fast intrinsics, no
-// statistics, no norm. The sum of a class (up to 8 taps x 32 channels = 32 k8 steps) stays in the
-// MMA accumulator, which truncates toward zero each step: the error grows with |y| faster than
-// the fp32 reference's. Promoting it per tap as L1_070 does spilled and cost 24-44% (branch
-// accum-promote): not taken. Measured: max |err| 2.4e-6 at the full preset (bench 2026-12-02b)
-// vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, vs the golden model): before
-// 2026-12-02 they ran this kernel and put L1_073 and L2_093 at 1.5-3.9x the tolerance
-// under scale in some seeds, some `fragile` (docs/kernels.md, docs/problems.md#l1_073). Now the
-// small preset's layer (6.6 M MACs <= 8 M) runs the fp32 gather: seed 7 (bench 2026-12-02b)
-// shift (x + 100) 0.15x (reference 0.04x), scale (x 1000) 0.75x (0.34x), centered 0.0015x:
-// pass. This kernel under shift/scale is not measured separately since.
+// tf32_rna(v - big); a_s b_b + a_b b_s + a_b b_b) ~ fp32 products; no fast intrinsics, no
+// statistics, no norm. Each tap's 4 k8 steps sum in a fresh MMA accumulator, added to the class's
+// sum by FADD (all_classes3d.cuh: the MMA accumulator truncates toward zero, so a class's up to
+// 96 MMAs kept there put the robustness trials' scaled inputs at 2.7-4x the tolerance, where the
+// reference is at 0.4-0.6x). Measured (session 14, `kb bench L1_073 --time-cap 1 --seed S`, the
+// `robust` preset against the golden model): scale (x 1000) 0.48-0.79x the tolerance over seeds
+// 7-10 (reference 0.34-0.58x), shift (x + 100) 0.07-0.13x, centered 0.00x: pass; max |err|
+// 4.8e-7 at the full preset (2.3e-6 before); 1.962 ms (1.888 ms unpromoted, same call).
 #include <algorithm>
 
 #include "common/cuda/device_query.h"

@@ -22,7 +22,13 @@
 // {0, 1, 7} (8 + 4 + 1 = 13 taps) or {2, 3, 4, 5, 6} (4 + 2 + 4 + 2 + 2 = 14 taps), one class
 // at a time with 2 x 4 x 4 accumulators, stored straight to y at the class's end. Operands are
 // split at the fragment load (big = tf32_rna(v), small = tf32_rna(v - big));
-// acc += a_s b_b + a_b b_s + a_b b_b.
+// part = a_s b_b + a_b b_s + a_b b_b over one tap's 4 k8 steps, from zero, then acc += part by
+// FADD: the MMA accumulator truncates toward zero against the running sum (mma.cuh), so a class
+// kept there for all its taps (up to 96 MMAs) was 2.7-4x the tolerance under the robustness
+// trials' scaled inputs (x 1000) where the fp32 reference is at 0.4-0.6x; promoted per tap (12
+// MMAs per period) 0.48-0.79x, for 32 FADD per tap and 224 registers (176), no spills: 1.888 ->
+// 1.962 ms at L1_073's full preset (session 14, docs/kernels.md). Per pair of w taps: 2.01-2.03
+// ms and 0.75-0.99x (212 registers): not taken.
 //
 // Thread safety: stateless kernels; one AllClassesConvTranspose3d per thread at a time.
 #pragma once
@@ -40,6 +46,7 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::mma3_k8;
+using ::kb::tf32x3::mma3_k8_from_zero;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::split_tf32_frag;
@@ -150,7 +157,6 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
   const int tq = lane % 4;
   Acc acc;
   tf32x3::zero_accumulators(acc);
-
 #pragma unroll 1  // bounds the live registers: 2 taps x 4 k8 steps unrolled at most
   for (int id = 0; id < axis_taps(rd); ++id)
 #pragma unroll 1
@@ -162,6 +168,7 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
             (axis_off(rd, id) * kPatchH + axis_off(rh, ih)) * kPatchW + axis_off(rw, iw);
         const float* a_tap = patch + tq * kPatchStride + off;
         const float* b_tap = wsm + tap * (kK8 * kNT * 64) + 2 * lane;
+        Acc part;  // the tap's sum, promoted into acc at its end
 #pragma unroll
         for (int k8 = 0; k8 < kK8; ++k8) {
           uint32_t b_big[kNT][2], b_small[kNT][2];
@@ -181,9 +188,18 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
                                   a_k[4 * kPatchStride + rows.pos[mt][1]]};
             uint32_t a_big[4], a_small[4];
             split_tf32_frag(src, a_big, a_small);
-            mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
+            if (k8 == 0)  // small terms first
+              mma3_k8_from_zero(part[mt], a_big, a_small, b_big, b_small);
+            else
+              mma3_k8(part[mt], a_big, a_small, b_big, b_small);
           }
         }
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mt][nt][e] += part[mt][nt][e];
       }
 
   // c0 (row g, n 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
