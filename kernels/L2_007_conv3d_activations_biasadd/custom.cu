@@ -37,17 +37,21 @@
 // (kb bench L2_007 --time-cap 2 --seed 7; 2.39x the reference; ncu: 56% issue, 15 warps per
 // SM, latency-bound), 1.2x from the 2.51 ms goal. Rejected: loading the next k8 step's offsets
 // and B one step ahead (3.12 ms); a warp per row with all 32 channels in 4-warp blocks (3.14 ms
-// at three blocks per SM, 3.69 at two). Next: the epilogue (erff, expf and an IEEE division on
-// half the outputs) and the patch split between barriers, both outside the MMA stream.
+// at three blocks per SM, 3.69 at two). v4 (session 14): __expf and __fdividef in the epilogue
+// (accuracy below): 3.024 -> 2.890-2.900 ms, 1.15x from the goal. Next: the patch split between
+// barriers, outside the MMA stream.
 //
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
-// after the sum as the reference does, then the accurate erff and expf (no fast intrinsics) and
-// an IEEE division. The chain damps errors: sigmoid' <= 1/4 and the output lies
-// in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full preset (bench 2026-12-02b; 1.1e-6
-// on the 3xTF32 tile, session 13) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed
-// 7, vs the golden model): shift (x + 100) 0.014x the tolerance (reference 0.012x), scale (x 1000)
-// 0.045x (0.039x), centered 0.0006x (0.0006x). No statistics.
+// after the sum as the reference does, then the accurate erff, and __expf with __fdividef for
+// the sigmoid (g >= 0, so e^-g is in (0, 1] and 1 + e^-g in (1, 2]: each a few ulp, ~1e-7 on an
+// output of ~0.5-1; session 14: 3.024 -> 2.900 ms, the same 1.07e-6 max |err|, the epilogue is
+// per output and ran expf and an IEEE division on half of them). The chain damps errors:
+// sigmoid' <= 1/4 and the output lies in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full
+// preset (bench 2026-12-02b; 1.1e-6 on the 3xTF32 tile, session 13) vs 1e-4 + 1e-4 |r| allowed.
+// Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.014x the
+// tolerance (reference 0.012x), scale (x 1000) 0.045x (0.039x), centered 0.0006x (0.0006x). No
+// statistics.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -69,7 +73,11 @@ struct Activations {
       const float r = fmaxf(acc + conv_bias, 0.f);
       if (r == 0.f) return 0.5f + bias;  // sigmoid(gelu(0)) = 0.5
       const float g = r * 0.5f * (1.0f + erff(r * 0.70710678118654752f));
+#ifdef __CUDA_ARCH__
+      return __fdividef(1.0f, 1.0f + __expf(-g)) + bias;  // 1 + e^-g in (1, 2]: both in range
+#else
       return 1.0f / (1.0f + expf(-g)) + bias;
+#endif
     }
   };
   __host__ __device__ Channel channel(int co) const { return {conv_bias[co], bias[co]}; }
