@@ -156,7 +156,7 @@ __device__ __forceinline__ void dense_mainloop(const Args& p, float* smem, const
       smem, (k_extent(p) + kBK - 1) / kBK, acc,
       [&](uint32_t stage, int kt) { load_dense_stage<kVec>(p, loader, stage, kt * kBK); },
       [&](const float* stage, auto& c) {
-        mma_stage(stage, a_base, b_base, c, k_left >= kBK ? kKSteps : (k_left + 7) / 8);
+        mma_stage(stage, a_base, b_base, c, stage_k_steps(k_left));
         k_left -= kBK;
       });
 }

@@ -200,6 +200,15 @@ using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::SplitTf32;
 using ::kb::tf32x3::tf32_rna_bits;
 
+// The k8 steps of a stage that hold any of the k_left multiplications still to do: 4, or fewer
+// in the stage where K ends (the steps past it are zero-filled, their products zero).
+__host__ __device__ constexpr int stage_k_steps(int k_left) {
+  return k_left >= kBK ? kKSteps : (k_left + 7) / 8;
+}
+static_assert(stage_k_steps(240 - 7 * kBK) == 2 && stage_k_steps(33) == kKSteps &&
+                  stage_k_steps(1) == 1,
+              "K = 240 ends after 2 k8 steps of its eighth stage");
+
 // acc += the 3xTF32 product of one shared stage (its first k_steps k8 steps, at most 4: a K
 // that ends inside the stage skips the zero-filled steps past it). B is split once per k8 step
 // and kept; A is split one m-tile at a time (register pressure: two CTAs per SM leave 128 per
