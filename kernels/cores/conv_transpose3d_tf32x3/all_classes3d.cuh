@@ -46,7 +46,6 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::mma3_k8;
-using ::kb::tf32x3::mma3_k8_from_zero;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::split_tf32_frag;
@@ -189,7 +188,7 @@ __device__ __forceinline__ void run_class(const Params& p, const Box& bx, const 
             uint32_t a_big[4], a_small[4];
             split_tf32_frag(src, a_big, a_small);
             if (k8 == 0)  // small terms first
-              mma3_k8_from_zero(part[mt], a_big, a_small, b_big, b_small);
+              mma3_k8<kNT, true>(part[mt], a_big, a_small, b_big, b_small);
             else
               mma3_k8(part[mt], a_big, a_small, b_big, b_small);
           }

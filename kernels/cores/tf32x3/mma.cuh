@@ -68,33 +68,23 @@ __device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const uint32_t (&a)
 
 // acc[nt] += the 3xTF32 product of one k8 step (one m16 tile x kNT n8 tiles), summed in the MMA
 // accumulators: the two small products first, then big * big, with kNT independent tiles between
-// two MMAs on the same accumulator.
-template <int kNT>
+// two MMAs on the same accumulator. kFromZero: acc's input is taken as zero (acc = the product),
+// the first step of a promotion period that spans several k8 steps.
+template <int kNT, bool kFromZero = false>
 __device__ __forceinline__ void mma3_k8(float (&acc)[kNT][4], const uint32_t (&a_big)[4],
                                         const uint32_t (&a_small)[4],
                                         const uint32_t (&b_big)[kNT][2],
                                         const uint32_t (&b_small)[kNT][2]) {
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[nt], a_small, b_big[nt][0], b_big[nt][1]);
+  for (int nt = 0; nt < kNT; ++nt)
+    if constexpr (kFromZero)
+      mma_tf32_zero(acc[nt], a_small, b_big[nt][0], b_big[nt][1]);
+    else
+      mma_tf32(acc[nt], a_small, b_big[nt][0], b_big[nt][1]);
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[nt], a_big, b_small[nt][0], b_small[nt][1]);
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) mma_tf32(acc[nt], a_big, b_big[nt][0], b_big[nt][1]);
-}
-
-// d = the 3xTF32 product of one k8 step (one m16 tile x kNT n8 tiles), the accumulators' input
-// zero: the first step of a promotion period that spans several k8 steps (mma3_k8 continues it).
-template <int kNT>
-__device__ __forceinline__ void mma3_k8_from_zero(float (&d)[kNT][4], const uint32_t (&a_big)[4],
-                                                  const uint32_t (&a_small)[4],
-                                                  const uint32_t (&b_big)[kNT][2],
-                                                  const uint32_t (&b_small)[kNT][2]) {
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) mma_tf32_zero(d[nt], a_small, b_big[nt][0], b_big[nt][1]);
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) mma_tf32(d[nt], a_big, b_small[nt][0], b_small[nt][1]);
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) mma_tf32(d[nt], a_big, b_big[nt][0], b_big[nt][1]);
 }
 
 // acc[nt] += the 3xTF32 product of one k8 step (one m16 tile x kNT n8 tiles), with the
