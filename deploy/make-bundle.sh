@@ -86,6 +86,11 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu \
 done
 export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KB_PROBLEMS_DIR="${KB_PROBLEMS_DIR:-$here/problems}"
+# The packs the GPU tests open by their build-tree paths, when the bundle carries them.
+for pack in REF:libkbref.so BAD:libkbpack_bad_variants.so; do
+  var=KB_${pack%%:*}_PACK file=$here/lib/${pack#*:}
+  if [[ -z ${!var} && -f $file ]]; then export "$var=$file"; fi
+done
 prog=${1:?usage: run PROGRAM ARGS... (a program of bin/, or local-stack)}; shift
 [[ $prog == local-stack ]] && exec "$here/local-stack.sh" "$@"
 exec "$here/bin/$prog" "$@"

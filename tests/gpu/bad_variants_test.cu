@@ -21,11 +21,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -234,8 +234,8 @@ struct BadCase {
   std::string id;
   JobStatus expected;
   void (*expect_details)(const JobResult&);
-  // A second verdict that also catches the trick, where which check fires first is a race.
-  std::optional<JobStatus> or_else = std::nullopt;
+  // Other verdicts that also catch the trick, where which check fires first is a race.
+  std::vector<JobStatus> or_else = {};
 };
 
 std::vector<BadCase> bad_cases() {
@@ -243,8 +243,10 @@ std::vector<BadCase> bad_cases() {
       // Session-1 variants built on the reference's cuDNN work: library_dominated comes first now.
       {"writes_its_input", "L2_031", JobStatus::kLibraryDominated, &expect_library_dominated_first},
       {"skips_last_row", "L2_001", JobStatus::kLibraryDominated, &expect_library_dominated_first},
-      {"returns_first_output", "L2_021", JobStatus::kLibraryDominated, &expect_library_dominated_first},
-      {"caches_by_input_pointer", "L1_054", JobStatus::kLibraryDominated, &expect_library_dominated_first},
+      {"returns_first_output", "L2_021", JobStatus::kLibraryDominated,
+       &expect_library_dominated_first},
+      {"caches_by_input_pointer", "L1_054", JobStatus::kLibraryDominated,
+       &expect_library_dominated_first},
       {"cublas_only", "L1_003", JobStatus::kNoCustomKernel, &expect_library_kernels_only},
       {"side_stream", "L1_075", JobStatus::kForeignStream, &expect_own_kernel_elsewhere},
       {"tf32_conv", "L2_017", JobStatus::kMismatch, &expect_tf32_sized_errors},
@@ -253,19 +255,31 @@ std::vector<BadCase> bad_cases() {
       // Issue 12: tricks against the old executor's blind spots, and two honest controls.
       {"memo_by_sampled_values", "L2_093", JobStatus::kOk, &expect_memo_never_hit},
       {"skips_repeated_input", "L2_091", JobStatus::kNonFinite, &expect_poison_left_in_timing},
-      {"private_stream_after_trials", "L2_060", JobStatus::kForeignStream, &expect_caught_after_the_trials},
-      {"legacy_stream_after_trials", "L2_034", JobStatus::kForeignStream, &expect_caught_after_the_trials},
+      {"private_stream_after_trials", "L2_060", JobStatus::kForeignStream,
+       &expect_caught_after_the_trials},
+      {"legacy_stream_after_trials", "L2_034", JobStatus::kForeignStream,
+       &expect_caught_after_the_trials},
       // A race on the H200: the trace sees the other thread's launch (foreign_stream), or the
-      // per-call check runs first and finds the output still poisoned (non_finite).
-      {"host_thread_launch", "L3_013", JobStatus::kForeignStream, &expect_any_trial, JobStatus::kNonFinite},
-      {"zeroes_inputs_when_timed", "L2_007", JobStatus::kInputMutated, &expect_inputs_guarded_in_timing},
-      {"clobbers_reference_output", "L1_079", JobStatus::kInputMutated, &expect_reference_buffer_guarded},
+      // per-call check runs first and finds the output still poisoned (non_finite), or an earlier
+      // call's late work has overwritten the poison with another call's answer (mismatch: 14,331
+      // of 14,336 outputs, session 14).
+      {"host_thread_launch",
+       "L3_013",
+       JobStatus::kForeignStream,
+       &expect_any_trial,
+       {JobStatus::kNonFinite, JobStatus::kMismatch}},
+      {"zeroes_inputs_when_timed", "L2_007", JobStatus::kInputMutated,
+       &expect_inputs_guarded_in_timing},
+      {"clobbers_reference_output", "L1_079", JobStatus::kInputMutated,
+       &expect_reference_buffer_guarded},
       {"copies_reference_output", "L1_070", JobStatus::kMismatch, &expect_reference_copy_wrong},
-      {"library_with_token_kernel", "L3_031", JobStatus::kLibraryDominated, &expect_library_work_right},
+      {"library_with_token_kernel", "L3_031", JobStatus::kLibraryDominated,
+       &expect_library_work_right},
       {"bf16_operands", "L1_081", JobStatus::kMismatch, &expect_bf16_sized_errors},
       // Its cached reference instance runs cuDNN on the stream it was created with: caught at the
       // first traced trial, before the stale weights are reused (the fake-device tests cover that).
-      {"stale_weights_when_timed", "L3_025", JobStatus::kForeignStream, &expect_library_dominated_first},
+      {"stale_weights_when_timed", "L3_025", JobStatus::kForeignStream,
+       &expect_library_dominated_first},
       {"no_kernel_when_timed", "L1_073", JobStatus::kMismatch, &expect_stale_answer_in_timing},
       {"honest_ballast", "L2_010", JobStatus::kOk, &expect_clean_pass},
       {"own_kl_div", "L1_098", JobStatus::kOk, &expect_clean_pass},
@@ -282,7 +296,7 @@ TEST_P(BadVariantTest, GetsItsVerdictEveryTime) {
   for (uint64_t seed : kSeeds) {
     SCOPED_TRACE(c.name + " on " + c.id + ", seed " + std::to_string(seed));
     const JobResult r = run_job(*pack, c.id, seed, quick_config());
-    if (c.or_else && r.status == *c.or_else) {
+    if (std::find(c.or_else.begin(), c.or_else.end(), r.status) != c.or_else.end()) {
       EXPECT_NE(r.status, JobStatus::kOk);
     } else {
       ASSERT_EQ(to_string(r.status), to_string(c.expected)) << r.message;
