@@ -46,7 +46,8 @@
 // reference is at 0.4-0.6x). Measured (session 14, `kb bench L1_073 --time-cap 1 --seed S`, the
 // `robust` preset against the golden model): scale (x 1000) 0.48-0.79x the tolerance over seeds
 // 7-10 (reference 0.34-0.58x), shift (x + 100) 0.07-0.13x, centered 0.00x: pass; max |err|
-// 4.8e-7 at the full preset (2.3e-6 before); 1.962 ms (1.888 ms unpromoted, same call).
+// 4.8e-7 at the full preset (2.3e-6 before); 1.95-1.97 ms (1.887-1.889 ms unpromoted, same
+// call; 1.932 ms in docs/bench-h200-2026-12-03-s14.json).
 #include <algorithm>
 
 #include "common/cuda/device_query.h"

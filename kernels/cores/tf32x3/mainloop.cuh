@@ -15,7 +15,7 @@
 //     Called once per k-tile, k_tile increasing, so a loader may keep a cursor it advances.
 //   - mma_stage(const float* stage_smem, Acc& acc) (concept StageMma): acc += the stage's
 //     product; reads shared memory only. Called once per k-tile, in k order, so it may keep a
-//     count of the K left (the dense loader's skips the zero-filled k8 steps past K).
+//     count of the K left (dense_mainloop's does, to skip the zero-filled k8 steps past K).
 //   - On return: this thread's copies have all completed (cp.async.wait_group 0), but no barrier
 //     has passed since the last mma_stage: an epilogue that reuses the stages starts with
 //     __syncthreads().
