@@ -316,6 +316,15 @@ __device__ __forceinline__ void issue_rows_tile(const float* img, int rows, RowO
                          img + row_offset(k) + (p + u < plane ? p + u : 0), p + u < plane);
 }
 
+// Block blockIdx.x's contiguous share [begin, end) of `total` tiles, the grid's blocks in order
+// (the Gram and conv1 kernels: each block's tiles are consecutive pixels of one image or two).
+struct TileRange {
+  int64_t begin, end;
+};
+__device__ __forceinline__ TileRange block_tile_range(int64_t total) {
+  return {total * blockIdx.x / gridDim.x, total * (blockIdx.x + 1) / gridDim.x};
+}
+
 // Tile t of a group's shuffled inputs (image t / tiles_per_image) into dst[cg][kGramTile]: row k
 // is d2's channel off[k] / plane.
 template <int kThreads>
@@ -367,9 +376,8 @@ __global__ void __launch_bounds__(kSmallThreads, 2)
     const int o = e / (kC1WStride * cin_pg) * kC1Outs + i;
     ws[e] = i < kC1Outs && o < cg ? w1[(int64_t{grp} * cg + o) * cin_pg + k] : 0.0f;
   }
-  const int64_t total = g.batch * tiles_per_image;
-  const int64_t t_begin = total * blockIdx.x / gridDim.x;
-  const int64_t t_end = total * (blockIdx.x + 1) / gridDim.x;
+  const TileRange range = block_tile_range(g.batch * tiles_per_image);
+  const int64_t t_begin = range.begin, t_end = range.end;
   const int64_t c0 = int64_t{grp} * cin_pg;
   const auto issue = [&](int64_t t, float* dst) {
     const int64_t n = t / tiles_per_image;
@@ -481,9 +489,8 @@ __global__ void __launch_bounds__(kSmallThreads, 2)
   const GramSmem m = carve_gram(gram_smem, cg);
   stage_group_inputs<kSmallThreads>(g, grp, ss2, m.off, m.zss);
   __syncthreads();
-  const int64_t total = g.batch * tiles_per_image;
-  const int64_t t_begin = total * blockIdx.x / gridDim.x;
-  const int64_t t_end = total * (blockIdx.x + 1) / gridDim.x;
+  const TileRange range = block_tile_range(g.batch * tiles_per_image);
+  const int64_t t_begin = range.begin, t_end = range.end;
   double* gm = gram + int64_t{grp} * dim * dim;
   for (int base = 0; base < items; base += kSmallThreads) {  // one round unless tiles > threads
     const int item = base + threadIdx.x, tile = item % tiles, split = item / tiles;
