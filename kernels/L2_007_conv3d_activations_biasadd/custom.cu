@@ -38,20 +38,24 @@
 // SM, latency-bound), 1.2x from the 2.51 ms goal. Rejected: loading the next k8 step's offsets
 // and B one step ahead (3.12 ms); a warp per row with all 32 channels in 4-warp blocks (3.14 ms
 // at three blocks per SM, 3.69 at two). v4 (session 14): __expf and __fdividef in the epilogue
-// (accuracy below): 3.024 -> 2.890-2.900 ms, 1.15x from the goal. Next: the patch split between
-// barriers, outside the MMA stream.
+// (accuracy below): 3.024 -> 2.890-2.900 ms, 1.15x from the goal. v5 (session 15): gelu by
+// Abramowitz & Stegun 7.1.28 instead of erff, and no branch at r = 0 (ncu: the epilogue was 29%
+// of the instructions, ~50 per output, erff ~30 of them in two selected polynomial ranges; half
+// the outputs are r = 0, so warps ran both sides of the branch): 2.890 -> 2.566 ms (kb bench
+// L2_007 --time-cap 2 --seed 7), the same 1.07e-6 max |err|, 1.02x from the goal.
 //
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
-// after the sum as the reference does, then the accurate erff, and __expf with __fdividef for
+// after the sum as the reference does, then erf by A&S 7.1.28 (|error| <= 3e-7, ~1e-6 on gelu in
+// fp32 up to r = 20, checked against erf in double), and __expf with __fdividef for
 // the sigmoid (g >= 0, so e^-g is in (0, 1] and 1 + e^-g in (1, 2]: each a few ulp, ~1e-7 on an
 // output of ~0.5-1; session 14: 3.024 -> 2.900 ms, the same 1.07e-6 max |err|, the epilogue is
 // per output and ran expf and an IEEE division on half of them). The chain damps errors:
 // sigmoid' <= 1/4 and the output lies in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full
 // preset (bench 2026-12-02b; 1.1e-6 on the 3xTF32 tile, session 13) vs 1e-4 + 1e-4 |r| allowed.
-// Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.014x the
-// tolerance (reference 0.012x), scale (x 1000) 0.045x (0.039x), centered 0.0006x (0.0006x). No
-// statistics.
+// Robustness trials (small preset, seed 7, vs the golden model; session 15, with A&S's erf):
+// shift (x + 100) 0.0088x the tolerance (reference 0.012x), scale (x 1000) 0.028x (0.039x),
+// centered 0.00075x (0.00059x). No statistics.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -62,6 +66,25 @@
 
 namespace kb::custom::L2_007 {
 
+// gelu(r) for r >= 0 with erf(x) = 1 - P(x)^-16 (Abramowitz & Stegun 7.1.28, |error| <= 3e-7 for
+// x >= 0), x = r / sqrt 2 folded into the coefficients: gelu = r (1 + erf) / 2 = r - r P^-16 / 2.
+// 6 FFMA, 4 FMUL and one reciprocal where the accurate erff spends ~30 instructions in two
+// polynomial ranges. P^16 overflows to inf past r ~ 12, and the reciprocal's 0 gives gelu = r.
+// Exact at r = 0: P = 1, gelu = 0.
+__device__ __forceinline__ float gelu_nonnegative(float r) {
+  float p = fmaf(r, 5.382975e-06f, 4.889064e-05f);  // a6 / 2^3, a5 / 2^2.5
+  p = fmaf(p, r, 3.800357e-05f);                    // a4 / 2^2
+  p = fmaf(p, r, 3.277626e-03f);                    // a3 / 2^1.5
+  p = fmaf(p, r, 2.114101e-02f);                    // a2 / 2
+  p = fmaf(p, r, 4.986735e-02f);                    // a1 / 2^0.5
+  p = fmaf(p, r, 1.0f);
+  p *= p;  // P^2
+  p *= p;  // P^4
+  p *= p;  // P^8
+  p *= p;  // P^16
+  return fmaf(-0.5f * r, __fdividef(1.0f, p), r);
+}
+
 // out = sigmoid(gelu(relu(acc + conv_bias[co]))) + bias[co].
 struct Activations {
   const float* conv_bias;  // (C_out)
@@ -71,11 +94,12 @@ struct Activations {
     float conv_bias, bias;
     __host__ __device__ float operator()(float acc) const {
       const float r = fmaxf(acc + conv_bias, 0.f);
-      if (r == 0.f) return 0.5f + bias;  // sigmoid(gelu(0)) = 0.5
-      const float g = r * 0.5f * (1.0f + erff(r * 0.70710678118654752f));
 #ifdef __CUDA_ARCH__
+      // No branch at r = 0: gelu(0) = 0 and e^0 = 1 exactly, so the result is 0.5 + bias.
+      const float g = gelu_nonnegative(r);
       return __fdividef(1.0f, 1.0f + __expf(-g)) + bias;  // 1 + e^-g in (1, 2]: both in range
 #else
+      const float g = r * 0.5f * (1.0f + erff(r * 0.70710678118654752f));
       return 1.0f / (1.0f + expf(-g)) + bias;
 #endif
     }
