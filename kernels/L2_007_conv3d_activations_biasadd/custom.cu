@@ -39,15 +39,17 @@
 // and B one step ahead (3.12 ms); a warp per row with all 32 channels in 4-warp blocks (3.14 ms
 // at three blocks per SM, 3.69 at two). v4 (session 14): __expf and __fdividef in the epilogue
 // (accuracy below): 3.024 -> 2.890-2.900 ms, 1.15x from the goal. v5 (session 15): gelu by
-// Abramowitz & Stegun 7.1.28 instead of erff, and no branch at r = 0 (ncu: the epilogue was 29%
-// of the instructions, ~50 per output, erff ~30 of them in two selected polynomial ranges; half
-// the outputs are r = 0, so warps ran both sides of the branch): 2.890 -> 2.566 ms (kb bench
-// L2_007 --time-cap 2 --seed 7), the same 1.07e-6 max |err|, 1.02x from the goal.
+// Abramowitz & Stegun 7.1.28 (kernels/cores/gelu.cuh) instead of erff, and no branch at r = 0
+// (ncu: the epilogue was 29% of the instructions, ~50 per output, erff ~30 of them in two
+// selected polynomial ranges; half the outputs are r = 0, so warps ran both sides of the
+// branch): 2.890 -> 2.566-2.590 ms (kb bench L2_007 --time-cap 2 --seed 7, three calls), the same
+// 1.07e-6 max |err|, 1.02-1.03x from the goal. The sign-general gelu costs 2.3% here (A/B in one
+// call: 2.638-2.653 against 2.577-2.590 ms), so relu's output takes the r >= 0 form.
 //
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
-// after the sum as the reference does, then erf by A&S 7.1.28 (|error| <= 3e-7, ~1e-6 on gelu in
-// fp32 up to r = 20, checked against erf in double), and __expf with __fdividef for
+// after the sum as the reference does, then gelu by A&S's erf (gelu.cuh: <= 9.6e-7 from gelu in
+// double on [0, 20]), and __expf with __fdividef for
 // the sigmoid (g >= 0, so e^-g is in (0, 1] and 1 + e^-g in (1, 2]: each a few ulp, ~1e-7 on an
 // output of ~0.5-1; session 14: 3.024 -> 2.900 ms, the same 1.07e-6 max |err|, the epilogue is
 // per output and ran expf and an IEEE division on half of them). The chain damps errors:
@@ -62,28 +64,10 @@
 #include <cstddef>
 
 #include "kernels/cores/conv3d_direct/direct.cuh"
+#include "kernels/cores/gelu.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_007 {
-
-// gelu(r) for r >= 0 with erf(x) = 1 - P(x)^-16 (Abramowitz & Stegun 7.1.28, |error| <= 3e-7 for
-// x >= 0), x = r / sqrt 2 folded into the coefficients: gelu = r (1 + erf) / 2 = r - r P^-16 / 2.
-// 6 FFMA, 4 FMUL and one reciprocal where the accurate erff spends ~30 instructions in two
-// polynomial ranges. P^16 overflows to inf past r ~ 12, and the reciprocal's 0 gives gelu = r.
-// Exact at r = 0: P = 1, gelu = 0.
-__device__ __forceinline__ float gelu_nonnegative(float r) {
-  float p = fmaf(r, 5.382975e-06f, 4.889064e-05f);  // a6 / 2^3, a5 / 2^2.5
-  p = fmaf(p, r, 3.800357e-05f);                    // a4 / 2^2
-  p = fmaf(p, r, 3.277626e-03f);                    // a3 / 2^1.5
-  p = fmaf(p, r, 2.114101e-02f);                    // a2 / 2
-  p = fmaf(p, r, 4.986735e-02f);                    // a1 / 2^0.5
-  p = fmaf(p, r, 1.0f);
-  p *= p;  // P^2
-  p *= p;  // P^4
-  p *= p;  // P^8
-  p *= p;  // P^16
-  return fmaf(-0.5f * r, __fdividef(1.0f, p), r);
-}
 
 // out = sigmoid(gelu(relu(acc + conv_bias[co]))) + bias[co].
 struct Activations {
@@ -96,7 +80,7 @@ struct Activations {
       const float r = fmaxf(acc + conv_bias, 0.f);
 #ifdef __CUDA_ARCH__
       // No branch at r = 0: gelu(0) = 0 and e^0 = 1 exactly, so the result is 0.5 + bias.
-      const float g = gelu_nonnegative(r);
+      const float g = gelu_erf_fast_nonnegative(r);
       return __fdividef(1.0f, 1.0f + __expf(-g)) + bias;  // 1 + e^-g in (1, 2]: both in range
 #else
       const float g = r * 0.5f * (1.0f + erff(r * 0.70710678118654752f));

@@ -45,7 +45,9 @@
 // conv's error by the row's sigma (amplification ~12; host emulation of the index maps: <= 1.2%
 // of the tolerance). The row statistics are two-pass in fp32 (mean first, then the centred sum
 // of squares over 64 values): no E[y^2] - mean^2 cancellation, so a shifted input costs no
-// digits. rsqrtf (~2 ulp) for 1/sigma; erff and the multiplications as the reference. Measured
+// digits. rsqrtf (~2 ulp) for 1/sigma; gelu by A&S's erf (kernels/cores/gelu.cuh, <= 1e-6 from
+// gelu in double; session 15: 2.622 -> 2.568 ms, max |err| 1.48e-5 -> 1.50e-5), the
+// multiplications as the reference. Measured
 // max |err| 1.5e-5 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
 // Robustness trials (small preset, seed 7, vs the golden model; measured on the FMA kernel this
 // kernel replaced at W = 5; the robust preset's trials run W = 32):
@@ -62,6 +64,7 @@
 #include "common/cuda/cuda_check.h"
 #include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/gelu.cuh"
 #include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
@@ -99,11 +102,6 @@ namespace kb::custom::L2_034 {
 // other parity's warp fills the other half of each sector).
 //
 // Thread safety: stateless.
-
-// gelu, erf form (F.gelu's default).
-__device__ __forceinline__ float gelu_erf(float v) {
-  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-}
 
 namespace row_ln {
 
@@ -550,7 +548,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Tile& t, float* 
             const int cl = acc_channel(warp_n, lane, nt, e);
             if (t.cb * kN + cl >= p.c_out) continue;
             const float z = acc[i][nt][2 * h + e] * rstd[nt][e] * gam + bet;
-            out_row[(4 * e + nt) * co_stride + w] = gelu_erf(z) * p.scale;
+            out_row[(4 * e + nt) * co_stride + w] = gelu_erf_fast(z) * p.scale;
           }
       }
   }
@@ -749,7 +747,7 @@ __global__ void __launch_bounds__(kCoPerCta * kMaxWGroups)
   for (int j = 0; j < 2 * kMPerThread; ++j)
     if (w0 + j < w_out) {
       const float z = (acc[j] - mean) * rstd * __ldg(p.gamma + w0 + j) + __ldg(p.beta + w0 + j);
-      out[w0 + j] = gelu_erf(z) * p.scale;
+      out[w0 + j] = gelu_erf_fast(z) * p.scale;
     }
 }
 
@@ -793,8 +791,8 @@ __global__ void __launch_bounds__(kThreads) row_norm_kernel(const Args a) {
     }
     const float rstd = rsqrtf(cores::warp_sum(sq) / static_cast<float>(a.len) + a.eps);
     for (int i = lane; i < a.len; i += 32)
-      y[i] =
-          gelu_erf((y[i] + bias - mean) * rstd * __ldg(a.gamma + i) + __ldg(a.beta + i)) * a.scale;
+      y[i] = gelu_erf_fast((y[i] + bias - mean) * rstd * __ldg(a.gamma + i) + __ldg(a.beta + i)) *
+             a.scale;
   }
 }
 

@@ -28,12 +28,13 @@
 //
 // Accuracy: the conv in 3xTF32 ~ fp32 (K = 256 kept in the MMA accumulator, which truncates
 // each step); the epilogue is the reference's op order ((y + b) + 0.5, a NaN-propagating min,
-// accurate erff, * 2). Only the ~164 outputs with conv + 0.5 < 0 are non-zero (the check's
-// weakest point, docs/problems.md#l2_093); they pass through gelu with slope <= 1.2 after the
-// x2. No statistics. Measured max |err| 1.7e-6 at the full preset (bench 2026-12-02b) vs 1e-4 +
-// 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden model): shift
-// (x + 100) 0.063x the tolerance (reference 0.010x), scale (x 1000) 0.60x (0.095x), centered
-// 0.004x (0.0002x): pass; other seeds reached 1.5-3.9x under scale, some `fragile`
+// gelu by A&S's erf, kernels/cores/gelu.cuh, <= 3e-7 |v| / 2 from gelu for v <= 0, * 2; session
+// 15: 2.850 -> 2.756 ms, max |err| 1.68e-6 -> 1.69e-6). Only the ~164 outputs with conv + 0.5 < 0
+// are non-zero (the check's weakest point, docs/problems.md#l2_093); they pass through gelu with
+// slope <= 1.2 after the x2. No statistics. Measured max |err| 1.7e-6 at the full preset (bench
+// 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden
+// model): shift (x + 100) 0.063x the tolerance (reference 0.010x), scale (x 1000) 0.60x (0.095x),
+// centered 0.004x (0.0002x): pass; other seeds reached 1.5-3.9x under scale, some `fragile`
 // (docs/kernels.md, docs/problems.md#l2_093), likely the accumulator truncation that L1_070's
 // per-tap promotion cured (not measured separately here). That promotion spilled and cost
 // 24-44% in this core (branch accum-promote): not taken.
@@ -45,6 +46,7 @@
 #include "common/cuda/cuda_check.h"
 #include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/gelu.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_093 {
@@ -60,7 +62,7 @@ struct GeluEpilogue {
   __device__ __forceinline__ float apply(int co, float conv) const {
     const float a = (conv + __ldg(conv_bias + co)) + offset;
     const float m = cap < a ? cap : a;
-    return m * 0.5f * (1.0f + erff(m * 0.70710678118654752f)) * factor;
+    return gelu_erf_fast(m) * factor;
   }
   __device__ __forceinline__ void operator()(const pg::GemmParams& p, const pg::Tile& t,
                                              float* smem, const pg::OutputRows& rows) const {
