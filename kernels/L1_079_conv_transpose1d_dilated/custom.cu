@@ -41,7 +41,9 @@
 // big*small + big*big, exact in the tensor core, fp32 sums). The tensor core truncates its sums,
 // so each k8 step's 9 MMAs per output (3 taps x 3 products, 8 channels) start from zero and are
 // added to the fp32 accumulator by FADD (at most ceil(C_in / 8) = 4 such sums); the zero phase
-// is exact. Max |err| 1.07e-6 at the full preset (v1, fp32 FMA: 0).
+// is exact. Max |err| 1.07e-6 at the full preset (v1, fp32 FMA: 0). Robustness trials (small
+// preset, seed 7, vs the golden model): shift (x + 100) 0.081x the tolerance (reference 0.044x),
+// scale (x 1000) 0.36x (0.36x), centered 0.0007x (0.0014x).
 //
 // Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
 //   v1 fp32 FMA, 8 channels x 8 q per thread, 192 FMA per 9 shared loads -> 0.47 -> 0.783 ms:
