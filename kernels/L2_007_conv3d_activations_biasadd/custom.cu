@@ -49,10 +49,9 @@
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
 // after the sum as the reference does, then gelu by A&S's erf (gelu.cuh: <= 9.6e-7 from gelu in
-// double on [0, 20]), and __expf with __fdividef for
-// the sigmoid (g >= 0, so e^-g is in (0, 1] and 1 + e^-g in (1, 2]: each a few ulp, ~1e-7 on an
-// output of ~0.5-1; session 14: 3.024 -> 2.900 ms, the same 1.07e-6 max |err|, the epilogue is
-// per output and ran expf and an IEEE division on half of them). The chain damps errors:
+// double on [0, 20]), and __expf with __fdividef for the sigmoid (g >= 0, so e^-g is in (0, 1]
+// and 1 + e^-g in (1, 2]: each a few ulp, ~1e-7 on an output of ~0.5-1; session 14: 3.024 ->
+// 2.900 ms, the same 1.07e-6 max |err|). The chain damps errors:
 // sigmoid' <= 1/4 and the output lies in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full
 // preset (bench 2026-12-02b; 1.1e-6 on the 3xTF32 tile, session 13) vs 1e-4 + 1e-4 |r| allowed.
 // Robustness trials (small preset, seed 7, vs the golden model; session 15, with A&S's erf):

@@ -47,8 +47,8 @@
 // of squares over 64 values): no E[y^2] - mean^2 cancellation, so a shifted input costs no
 // digits. rsqrtf (~2 ulp) for 1/sigma; gelu by A&S's erf (kernels/cores/gelu.cuh, <= 1e-6 from
 // gelu in double; session 15: 2.622 -> 2.568 ms, max |err| 1.48e-5 -> 1.50e-5), the
-// multiplications as the reference. Measured
-// max |err| 1.5e-5 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
+// multiplications as the reference. Measured max |err| 1.5e-5 at the full preset (bench
+// 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed.
 // Robustness trials (small preset, seed 7, vs the golden model; measured on the FMA kernel this
 // kernel replaced at W = 5; the robust preset's trials run W = 32):
 // shift (x + 100) 0.011x the tolerance (reference 0.007x), scale (x 1000) 0.006x (0.004x),
