@@ -405,6 +405,13 @@ __device__ __forceinline__ int for_each_row_tap(const RowGatherParams& p, int oh
   return slot;
 }
 
+// The block's output rows as zeros (a row that no kernel row lands on), a warp per channel.
+__device__ __forceinline__ void store_zero_rows(const RowGatherParams& p, const RowBlock& b) {
+  for (int c = threadIdx.x / kWarp; c < b.co_count; c += kRowWarps) {
+    store_zeros(b.out + c * b.plane, p.out_w, threadIdx.x % kWarp, kWarp);
+  }
+}
+
 // Calls f(r, c) for every r < rows, c < cols, spread over the block's threads with no division
 // per cell: a warp takes 32 / cols rows at a time when cols <= 32, else one row along its lanes.
 template <class F>
@@ -561,12 +568,7 @@ template <int kKw, int kSw, int kDw, class Tile>
 __global__ void __launch_bounds__(kRowThreads, 3) row_gather_kernel(RowGatherParams p) {
   const RowBlock b = row_block(p);
   const int slots = for_each_row_tap(p, b.oh, [](int, int, int) {});
-  if (slots == 0) {  // no tap lands on this row: zeros
-    for (int c = threadIdx.x / kWarp; c < b.co_count; c += kRowWarps) {
-      store_zeros(b.out + c * b.plane, p.out_w, threadIdx.x % kWarp, kWarp);
-    }
-    return;
-  }
+  if (slots == 0) return store_zero_rows(p, b);  // no tap lands on this row
   float* ws = dynamic_smem();
   float* xs = ws + p.row_taps * p.cin_g * kKw * p.co_block;
   float* z = xs + (p.row_taps * p.cin_g * p.x_len + 3) / 4 * 4;
@@ -618,10 +620,11 @@ struct RowGatherPlan {
   int64_t weight_floats = 0;  // of the prepared weights (prepare_row_weights_kernel)
 };
 
-// The launch of row_gather_kernel<kKw, kSw, kDw, Tile> for g, or failed_precondition saying why
-// the fast path does not apply (the caller then runs the generic gather).
-template <int kKw, int kSw, int kDw, class Tile>
-Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t max_smem_bytes) {
+// The row geometry every row kernel shares: sizes, column positions q_min .. q_min + q_count - 1
+// (qw = (ow + pad_w) / s_w over the output row) and the row-tap table; failed_precondition
+// saying why when a row kernel with column taps (kKw, kSw, kDw) does not apply to g.
+template <int kKw, int kSw, int kDw>
+Status fill_row_geometry(const ConvTransposeGeometry& g, RowGatherParams* out) {
   const auto no = [](const std::string& why) { return Status::failed_precondition(why); };
   if (g.rank != 2) return no("not a 2-D layer");
   if (g.kernel[2] != kKw || g.stride[2] != kSw || g.dilation[2] != kDw) {
@@ -632,8 +635,7 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
                     g.kernel[1] * g.stride[1] * g.dilation[1] + g.padding[1], g.padding[2]}) {
     if (v >= limit) return no("a size needs 64-bit indexing");
   }
-  RowGatherPlan plan;
-  RowGatherParams& p = plan.params;
+  RowGatherParams& p = *out;
   p.cin_g = static_cast<int>(g.in_per_group()), p.cout_g = static_cast<int>(g.out_per_group());
   p.groups = static_cast<int>(g.groups);
   p.in_h = static_cast<int>(g.in[1]), p.in_w = static_cast<int>(g.in[2]);
@@ -643,6 +645,29 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   p.pad_w = static_cast<int>(g.padding[2]);
   p.q_min = p.pad_w / kSw;
   p.q_count = (p.out_w - 1 + p.pad_w) / kSw - p.q_min + 1;
+  p.row_taps = static_cast<int>(max_taps_per_phase(g.kernel[1], g.stride[1], g.dilation[1]));
+  if (p.stride_h > kRowMaxPhases || p.row_taps > kRowMaxTaps)
+    return no("too many row phases or taps");
+  // Kernel row th lands on phase r = (th d) mod s and reads input row q - (th d - r) / s.
+  for (int th = 0; th < p.k_h; ++th) {
+    const int td = th * p.dil_h, r = td % p.stride_h;
+    const int i = p.tap_count[r]++;
+    p.tap_th[r][i] = static_cast<int8_t>(th);
+    p.tap_back[r][i] = (td - r) / p.stride_h;
+  }
+  if (p.out_h > 65535 || g.batch > 65535) return no("grid too large");
+  return Status::ok();
+}
+
+// The launch of row_gather_kernel<kKw, kSw, kDw, Tile> for g, or failed_precondition saying why
+// the fast path does not apply (the caller then runs the generic gather).
+template <int kKw, int kSw, int kDw, class Tile>
+Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t max_smem_bytes) {
+  const auto no = [](const std::string& why) { return Status::failed_precondition(why); };
+  RowGatherPlan plan;
+  RowGatherParams& p = plan.params;
+  KB_TRY((fill_row_geometry<kKw, kSw, kDw>(g, &p)));
+  const int64_t limit = int64_t{1} << 30;
   p.q_threads = kWarp;
   while (p.q_threads * Tile::kQs < p.q_count && p.q_threads < kRowThreads) p.q_threads *= 2;
   const int pass_co = kRowThreads / p.q_threads * Tile::kCos;
@@ -654,16 +679,6 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   p.x_vec = iw0 >= 0 && iw0 % 4 == 0 && iw0 + p.x_len <= p.in_w && p.x_len % 4 == 0 &&
             p.in_w % 4 == 0;  // and, per call, x 16-byte aligned (run())
   p.z_stride = (kZMargin<kSw> + p.out_w + kSw + 2 + 3) / 4 * 4;
-  p.row_taps = static_cast<int>(max_taps_per_phase(g.kernel[1], g.stride[1], g.dilation[1]));
-  if (p.stride_h > kRowMaxPhases || p.row_taps > kRowMaxTaps)
-    return no("too many row phases or taps");
-  // Kernel row th lands on phase r = (th d) mod s and reads input row q - (th d - r) / s.
-  for (int th = 0; th < p.k_h; ++th) {
-    const int td = th * p.dil_h, r = td % p.stride_h;
-    const int i = p.tap_count[r]++;
-    p.tap_th[r][i] = static_cast<int8_t>(th);
-    p.tap_back[r][i] = (td - r) / p.stride_h;
-  }
   const int64_t floats = int64_t{p.row_taps} * p.cin_g * kKw * p.co_block +
                          (int64_t{p.row_taps} * p.cin_g * p.x_len + 3) / 4 * 4 +
                          int64_t{pass_co} * p.z_stride;
@@ -672,7 +687,7 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
     return no("staged rows exceed shared memory");
   }
   const int64_t co_blocks = int64_t{p.groups} * p.co_blocks_per_group;
-  if (co_blocks >= limit || p.out_h > 65535 || g.batch > 65535) return no("grid too large");
+  if (co_blocks >= limit) return no("grid too large");
   plan.grid = dim3(static_cast<unsigned>(co_blocks), static_cast<unsigned>(p.out_h),
                    static_cast<unsigned>(g.batch));
   plan.weight_floats = int64_t{p.groups} * p.k_h * p.cin_g * kKw * p.co_pad;
