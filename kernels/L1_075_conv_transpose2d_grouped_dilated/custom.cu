@@ -13,32 +13,38 @@
 // (y 806) -> t_mem 203 us. Floor 203 us: memory-bound (the output writes). Best strict-fp32 peer
 // 5.71 ms (autotuned cuDNN, docs/baselines.md); goal <= 0.33 ms (1.6 x the floor).
 //
-// Design (kernels/cores/conv_transpose_gather/gather.cuh, row_gather_kernel<5, 3, 1>), one
-// launch: one block per (n, output row, group of 16 channels). An even row is written as zeros
-// with 16-byte stores. Otherwise the block stages the 3 input rows of the group's 8 channels
-// (25 KB) and their weights (8 KB), then in 2 passes of 8 channels each thread sums the 3 phases
-// of one column position qw (40 FMA per 12 shared loads per row and channel), writes the row to
-// shared memory in the output's 16-byte phase, and the warps copy it out with 16-byte stores
-// (766-float rows: the phase changes from row to row). 57 KB shared memory per block: 3 blocks
-// (24 warps) per SM.
-// The weights are first rearranged in staging order by prepare_row_weights_kernel (one small
-// launch per call), so that a block stages them with 16-byte copies (v5, below: 0.464 ms).
-// Any N, channels, groups, sizes, row taps, padding and output_padding run the fast path as long
-// as the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows fit shared memory;
-// anything else runs the generic gather (a thread or a few lanes per output) of gather.cuh
-// (correct, slow).
+// Design (v8, kernels/cores/conv_transpose_gather/tensor_rows.cuh, tensor_rows_kernel<5, 3, 1,
+// 3>): the row gather's blocks (n, output row, 16 channels = one group) on 3xTF32 tensor cores.
+// An even row is written as zeros with 16-byte stores. Otherwise the block stages the 3 input
+// rows of the group's 8 channels (from column -4: 16-byte cp.async) and their weights, prepared
+// once per call as split A fragments (prepare_tensor_weights_kernel); each of the 8 warps takes
+// 32 column positions qw of the row: per row tap, 5 column taps x 4 n8 tiles x 3 MMAs (60) from
+// one window of 5 columns per lane (tap-shifted tiles: column n of tile j is qw = 4 n + j, so
+// taps 3 and 4, which read qw - 1, take the window one column left), 3 phases per position in
+// 48 accumulator registers. The results go to shared memory in each output row's 16-byte phase
+// (over the staged rows) and the warps copy them out with 16-byte stores.
+// Any N, channels (<= 32 input channels per group), sizes, row taps, padding and output_padding
+// run the tensor rows while the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows
+// fit shared memory, on layers of more than 8 M multiply-adds; else the FFMA row gather (v7,
+// gather.cuh, row_gather_kernel<5, 3, 1>: a thread per 2 positions x 4 channels), or the generic
+// gather (correct, slow) for small layers with rows of < 16 positions (v5's rule).
 //
-// Predicted: ~0.27 ms (the stores near the copy bandwidth, with ~150 us of FMA and shared loads
-// overlapping them). Measured (H200, full preset): 0.508 ms (2026-11-30, docs/kernels.md),
-// 0.510 ms in docs/bench-h200-2026-12-02b.json (1.7 TB/s, 2.5x the floor, 1.5x the goal). ncu
-// (docs/profiles/ncu-h200-2026-11-30-L1_075.txt): issue slots 80% busy, DRAM 35% at 50%
-// occupancy: instruction-bound, not store-bound as the prediction assumed.
+// Predicted (v8): 0.28-0.32 ms: ~12 M MMAs (~80 us at the mma.sync rate) and the staging overlap
+// the 806 MB of row stores (~250 us) across the SM's blocks. Measured 0.326 ms (session 16,
+// `kb bench L1_075 --time-cap 2 --seed 7`, two runs: 0.326 / 0.325; 1.60x the floor, 17.6x the
+// reference; goal 0.32: 1.02x from it), 0.355 ms with 2 blocks per SM (112-116 registers).
 //
-// Accuracy: strict fp32 FMA (no TF32, no fast intrinsics), each output one fp32 sum of at most
-// 8 channels x 3 rows x 2 taps = 48 products; the structural zeros are exact. No statistics, no
-// norm. Measured max |err| 3.6e-7 at the full preset (bench 2026-12-02b) vs 1e-4 + 1e-4 |r|
-// allowed. Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.044x
-// the tolerance (reference 0.055x), scale (x 1000) 0.24x (0.21x), centered 0.0005x.
+// Accuracy: 3xTF32 (kernels/cores/tf32x3/mma.cuh: small x big + big x small + big x big, the
+// products exact), each output's at most 3 row taps x 2 column taps x 3 MMAs kept in the MMA
+// accumulator (no promotion: 18 truncating sums at the preset); the structural zeros are exact.
+// Measured max |err| 5.4e-7 at the full preset (fp32 FMA v7: 3.6e-7) vs 1e-4 + 1e-4 |r|.
+// Robustness trials (robust preset, seed 7, vs the golden model; kb22 of session 16): shift
+// (x + 100) 0.100x the tolerance (reference 0.067x), scale (x 1000) 0.68x (0.36x), centered
+// 0.0014x (0.0008x): all pass, the scale trial at ~2x the reference's error (v7 on FFMA: 0.24x).
+// A scratch model of the truncating accumulator (not kept) put this kernel's excess at ~3.5-3.8x
+// fp32 FMA's for 8, 16 and 32 input channels per group alike: a longer sum does not widen the
+// gap much. Promoting each (row tap, k8 step) out of the accumulator (16 more registers) is the
+// lever if a trial ever nears 1.
 //
 // Ladder (variant -> predicted -> measured, H200, kb bench full preset, L2 flushed):
 //   v1 (this code) block per output row (even rows are all zeros) -> 0.27 -> 0.508 ms
@@ -66,17 +72,23 @@
 //      z margins, staging without divisions) -> measured 0.422 ms with the table and grid alone
 //      (device call 5), 0.440 / 0.442 ms with all of it (calls 6, 7; an A/B in call 8 found the
 //      margins neutral here, so the ~4% is in the staging loops or the registers): -7% over v6.
-//   Next: isolate that 4%; the K loop is ~60% FFMA (10 other instructions per 24 FFMA per row).
-#include "kernels/cores/conv_transpose_gather/gather.cuh"
+//   v8 (session 16, this code) the tensor rows above (3xTF32, tap-shifted n8 tiles, one window
+//      per lane for all 5 column taps) -> predicted 0.28-0.32 -> measured 0.355 ms at 2 blocks per
+//      SM, 0.326 ms at 3 (the launch bound caps ptxas at 80 registers, ~90 bytes of spills);
+//      v7's FFMA rows 0.439 in the same call (KB_ROWS_FFMA, a switch of that build only).
+//      Layers of <= 8 M multiply-adds keep v7 (the sweep missed with v8 at every size).
+//   Next: promotion per (row tap, k8 step) for the scale trial; the next odd row's block stages
+//      2 of this block's 3 input rows again: a block of 2 odd rows would stage 4 instead of 6.
+#include "kernels/cores/conv_transpose_gather/tensor_rows.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_075 {
 
 class ConvTranspose2dGroupedDilated final
-    : public gather::RowGatherConvTranspose</*kKw=*/5, /*kSw=*/3, /*kDw=*/1> {
+    : public gather::TensorRowConvTranspose</*kKw=*/5, /*kSw=*/3, /*kDw=*/1> {
  public:
   ConvTranspose2dGroupedDilated()
-      : RowGatherConvTranspose("conv_transpose2d", "x", "conv_transpose2d.weight") {}
+      : TensorRowConvTranspose("conv_transpose2d", "x", "conv_transpose2d.weight") {}
 };
 
 }  // namespace kb::custom::L1_075
