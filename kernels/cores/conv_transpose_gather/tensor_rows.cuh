@@ -361,6 +361,9 @@ class TensorRowConvTranspose : public Implementation {
     return allow_shared_memory(kernel(plan_.lead), plan_.smem_bytes);
   }
 
+  // Whether the last setup chose tensor_rows_kernel (else the row gather decides).
+  bool uses_tensor_rows() const { return tensor_; }
+
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     if (!tensor_) return fallback_.run(args, stream);
     const float* x = args.inputs[x_].data;
