@@ -9,8 +9,10 @@
 //     lands on phase (t*d) mod s at input q - floor(t*d / s): each phase is a dense correlation;
 //   - gather_generic_kernel: one thread (a few lanes for layers of few outputs) per output, any
 //     geometry (the fast paths' fallback);
-//   - row_gather_kernel: the 2-D fast path, one block per (n, output row, block of channels),
-//     its column taps fixed at compile time (K_w, s_w, d_w), everything else at run time;
+//   - row_gather_kernel: the 2-D fast path on fp32 FMA, one block per (n, output row, block of
+//     channels), its column taps fixed at compile time (K_w, s_w, d_w), everything else at run
+//     time; its row geometry (fill_row_geometry), blocks (row_block), row taps and zero rows
+//     (store_zero_rows) are shared with tensor_rows.cuh, the same blocks on 3xTF32 tensor cores;
 //   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic);
 //   - store_run: a run of an output row with 16-byte stores in the aligned middle.
 //
