@@ -328,8 +328,8 @@ Result<TensorRowPlan> plan_tensor_rows(const ConvTransposeGeometry& g, int64_t m
 }
 
 // Runs node `node` (input x_name, weight w_name) through tensor_rows_kernel when its plan applies
-// and the layer is not small with narrow rows, else as RowGatherConvTranspose does (the FFMA row
-// gather, or the generic gather).
+// and the layer has more than 8 M multiply-adds, else as RowGatherConvTranspose does (the FFMA
+// row gather, or the generic gather).
 template <int kKw, int kSw, int kDw>
 class TensorRowConvTranspose : public Implementation {
  public:
