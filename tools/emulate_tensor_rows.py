@@ -140,10 +140,12 @@ def emulate(x, w, groups, s, pad, dil, outpad, y_shape):
                     co = g + 8*h
                     zr = z0 + co*z_stride + ((out_phase + co*plane4) & 3) + ow0
                     assert zr >= z0 and zr + (2*TILES)*SW <= z0 + z_floats, "z write out of its row block"
-                    for j in range(TILES):
-                        for rr in range(SW):
-                            smem[zr + j*SW + rr] = acc[rr, j, lane, 2*h]
-                            smem[zr + (TILES+j)*SW + rr] = acc[rr, j, lane, 2*h+1]
+                    # z_pairs_aligned: the run goes out as 8-byte stores, so it must start even
+                    pairs = plane % 2 == 0 and (out_phase + q_min*SW - pad_w) % 2 == 0
+                    assert not pairs or zr % 2 == 0, "paired z stores misaligned"
+                    for e in range(2*TILES*SW):  # run index e: position e // SW, phase e % SW
+                        pos, rr = e // SW, e % SW
+                        smem[zr + e] = acc[rr, pos % TILES, lane, 2*h + pos // TILES]
           # store_pass
           for row in range(min(16, co_count)):
               dst = out_index + row*plane

@@ -31,8 +31,9 @@
 //
 // Predicted (v8): 0.28-0.32 ms: ~12 M MMAs (~80 us at the mma.sync rate) and the staging overlap
 // the 806 MB of row stores (~250 us) across the SM's blocks. Measured 0.326 ms (session 16,
-// `kb bench L1_075 --time-cap 2 --seed 7`, two runs: 0.326 / 0.325; 1.60x the floor, 17.6x the
-// reference; goal 0.32: 1.02x from it), 0.355 ms with 2 blocks per SM (112-116 registers).
+// `kb bench L1_075 --time-cap 2 --seed 7`, two runs: 0.326 / 0.325; 1.60x the floor), 0.355 ms
+// with 2 blocks per SM (112-116 registers); with v9's 8-byte output staging **0.291 ms**
+// (session 17: 1.43x the floor, 19.8x the reference; goal 0.32 met).
 //
 // Accuracy: 3xTF32 (kernels/cores/tf32x3/mma.cuh: small x big + big x small + big x big, the
 // products exact), each output's at most 3 row taps x 2 column taps x 3 MMAs kept in the MMA
@@ -77,6 +78,13 @@
 //      SM, 0.326 ms at 3 (the launch bound caps ptxas at 80 registers, ~90 bytes of spills);
 //      v7's FFMA rows 0.439 in the same call (KB_ROWS_FFMA, a switch of that build only).
 //      Layers of <= 8 M multiply-adds keep v7 (the sweep missed with v8 at every size).
+//   v9 (session 17, this code) each lane's 24-output runs into the staged output rows as 8-byte
+//      stores (stage_item_outputs; ncu of v8: 4-way bank conflicts on the 4-byte stores, 73% of
+//      the shared-store wavefronts) -> predicted a few % -> measured 0.325 / 0.324 -> **0.291 /
+//      0.291 ms** (kb bench L1_075,L2_007 --time-cap 2 --seed 7, alternating with the v8 pack in
+//      one call; 0.290-0.291 in two later calls): -10.5%, 1.43x the floor, goal met. ncu: store
+//      wavefronts 13.3 M -> 7.0 M, duration 324 -> 285 us at ncu's 1.75 GHz; now L2 77% busy,
+//      DRAM 63%.
 //   Next: promotion per (row tap, k8 step) for the scale trial; the next odd row's block stages
 //      2 of this block's 3 input rows again: a block of 2 odd rows would stage 4 instead of 6.
 #include "kernels/cores/conv_transpose_gather/tensor_rows.cuh"

@@ -14,8 +14,9 @@
 //   L1_075) against 4 + 2 kKw shared loads.
 //   The C fragment gives lane (g, tig) 8 consecutive positions (32 i + 8 tig ..) of channels g
 //   and g + 8, every phase: 8 s_w consecutive outputs per channel, put into the block's staged
-//   output rows (16-byte phase of each output row, as the row gather's z), which the warps then
-//   copy out with 16-byte stores (store_pass).
+//   output rows (16-byte phase of each output row, as the row gather's z) with 8-byte stores
+//   where the runs start even (stage_item_outputs), which the warps then copy out with 16-byte
+//   stores (store_pass).
 //
 // Staging: per row tap, x rows of the group's input channels (padded with zero rows to whole k8
 // steps) from input column iw_base, a multiple of 4 (16-byte cp.async when the rows allow), so a
@@ -34,7 +35,8 @@
 //
 // Occupancy: 3 blocks (24 warps) per SM at L1_075 (66.5 KB of shared memory each; the bound caps
 // ptxas at 80 registers with ~90 bytes of spill loads): 0.326 ms against 0.355 at 2 blocks and
-// 112-116 registers (session 16, kb bench L1_075 --time-cap 2, two runs each).
+// 112-116 registers (session 16, kb bench L1_075 --time-cap 2, two runs each); 0.291 ms with
+// the 8-byte output staging (session 17; 12-24 bytes of spills).
 //
 // Applies (plan_tensor_rows) to 2-D layers with the compiled column taps, <= 32 input channels
 // per group, and staged rows that fit shared memory; TensorRowConvTranspose runs it on layers of
@@ -214,29 +216,54 @@ __device__ __forceinline__ void tensor_item(const TensorRowParams& tp, int slots
 
 // The item's outputs into the staged output rows z (row gather layout: z[co][kZMargin + shift(co)
 // + ow], shift = the output row's 16-byte phase). C fragment: c0 / c1 are channel g at columns
-// n = 2 tig / 2 tig + 1 (jl = 32 item + 8 tig + j / + 4 + j), c2 / c3 the same for channel g + 8.
+// n = 2 tig / 2 tig + 1 (jl = 32 item + 8 tig + j / + 4 + j), c2 / c3 the same for channel g + 8:
+// per channel, a lane holds the 8 s_w consecutive outputs of its positions 8 tig .. 8 tig + 7
+// (position n, phase r at run index n s_w + r). `pairs` (block-uniform: z_pairs_aligned): every
+// lane's run starts at an even z index, so the run goes out as 8-byte stores, 4 s_w of them per
+// channel instead of 8 s_w 4-byte ones. Why: in a warp's store, channels g and the runs of lanes
+// tig are z_stride and 8 s_w floats apart, and the rows' 16-byte phases (shift) cannot all be
+// chosen: at L1_075 (z_stride 4 mod 32, 24-float runs, even planes) the 4-byte stores met 4-way
+// bank conflicts (4 wavefronts each), the 8-byte ones 2-way (4 wavefronts for twice the data, a
+// quarter of the instructions).
 template <int kSw>
 __device__ __forceinline__ void stage_item_outputs(const TensorRowParams& tp, const RowBlock& b,
                                                    int item,
                                                    const float (&acc)[kSw][kTensorTiles][4],
-                                                   float* z, int lane) {
+                                                   float* z, int lane, bool pairs) {
   const RowGatherParams& p = tp.rows;
   const int g = lane / 4, tig = lane % 4;
   const int out_phase = static_cast<int>((reinterpret_cast<uintptr_t>(b.out) >> 2) & 3);
   const int plane4 = static_cast<int>(b.plane & 3);
   const int ow0 = (p.q_min + item * kTensorItemQ + 8 * tig) * kSw - p.pad_w + kZMargin<kSw>;
+  constexpr int kRun = 2 * kTensorTiles * kSw;  // a lane's consecutive outputs per channel
+  // Run index e: position n = e / s_w (tile j = n % 4 of c_{2h} for n < 4, else of c_{2h + 1}),
+  // phase r = e % s_w.
+  const auto run_value = [&](int h, int e) {
+    const int n = e / kSw, r = e % kSw;
+    return acc[r][n % kTensorTiles][2 * h + n / kTensorTiles];
+  };
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int co = g + 8 * h;
     float* zr = z + co * p.z_stride + ((out_phase + co * plane4) & 3) + ow0;
+    if (pairs) {
 #pragma unroll
-    for (int j = 0; j < kTensorTiles; ++j)
+      for (int e = 0; e < kRun; e += 2)
+        *reinterpret_cast<float2*>(zr + e) = make_float2(run_value(h, e), run_value(h, e + 1));
+    } else {
 #pragma unroll
-      for (int r = 0; r < kSw; ++r) {
-        zr[j * kSw + r] = acc[r][j][2 * h];
-        zr[(kTensorTiles + j) * kSw + r] = acc[r][j][2 * h + 1];
-      }
+      for (int e = 0; e < kRun; ++e) zr[e] = run_value(h, e);
+    }
   }
+}
+
+// Whether every lane's output run of block b starts at an even z index (stage_item_outputs): the
+// run of channel co starts at co z_stride + (phase(b.out) + co plane) mod 4 + ow0, z_stride a
+// multiple of 4 and ow0 = (q_min + 32 item + 8 tig) s_w - pad_w + kZMargin.
+template <int kSw>
+__device__ __forceinline__ bool z_pairs_aligned(const RowGatherParams& p, const RowBlock& b) {
+  const int out_phase = static_cast<int>((reinterpret_cast<uintptr_t>(b.out) >> 2) & 3);
+  return (b.plane & 1) == 0 && ((out_phase + p.q_min * kSw - p.pad_w) & 1) == 0;
 }
 
 template <int kKw, int kSw, int kDw, int kLead>
@@ -255,12 +282,13 @@ __global__ void __launch_bounds__(kRowThreads, 3) tensor_rows_kernel(TensorRowPa
   __syncthreads();
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int rounds = (tp.items + kRowWarps - 1) / kRowWarps;  // 1 when z aliases xs
+  const bool pairs = z_pairs_aligned<kSw>(p, b);
   for (int round = 0; round < rounds; ++round) {
     const int item = round * kRowWarps + warp;
     float acc[kSw][kTensorTiles][4];
     if (item < tp.items) tensor_item<kKw, kSw, kDw, kLead>(tp, slots, item, ws, xs, lane, acc);
     if (tp.z_offset == 0) __syncthreads();  // every warp is done reading xs
-    if (item < tp.items) stage_item_outputs<kSw>(tp, b, item, acc, z, lane);
+    if (item < tp.items) stage_item_outputs<kSw>(tp, b, item, acc, z, lane, pairs);
   }
   __syncthreads();
   store_pass<kSw>(p, b, 0, kTensorCo, z);
