@@ -12,8 +12,10 @@
 // Design. Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than
 // re-reading the pre-norm tensor. So three launches (kernels/cores/group_norm_pipeline/
 // pipeline.cuh): conv_kernel writes the sigmoid output into `out` and per-task group sums to its
-// own partials slot; a one-warp-per-(n, group) fold makes coef[n][o]; normalize_kernel rescales
-// `out` in place, last sample first (those are still in L2 when the conv launch ends).
+// own partials slot; a one-warp-per-(n, group) fold makes coef[n][o]; normalize_flat_kernel
+// rescales `out` in place as float4s, persistent blocks, last float4 first (the last samples are
+// still in L2 when the conv launch ends); normalize_kernel (tasks of 16 K elements) where the
+// plane or `out` is not 16-byte aligned.
 // The conv launch is one of two kernels:
 //  - tensor path (3x3 unit conv, C_out >= 16, W' >= 48: the full preset): the conv3d 3xTF32 tile
 //    (kernels/cores/conv3d_direct/tf32x3_tile.cuh, D = 1, 32-channel blocks) with TensorEpilogue,
@@ -85,6 +87,11 @@
 //      stages by 16-byte copies and keeps big / small in separate arrays: 2,818 per (tile, warp),
 //      **2.115 ms** (L1_054 0.948 -> 0.82 ms, L1_060 2.90 -> 2.43 ms from the same tile change);
 //      with a block per (sample, group) folding the 66 MB of partials, 2.064 ms (kernelbench22).
+//   v4 (session 17) the normalize pass as one persistent float4 stream (normalize_flat_kernel):
+//      the task kernel's 16,384 blocks of 16 K elements each ran 4 rounds of 4 float4 loads per
+//      thread and ended (session 12's ncu: 644 us, DRAM 67%). Predicted -0.1 ms (2.1 GB at ~4 TB/s)
+//      -> measured 2.078-2.085 -> **1.951-1.953 ms** (kb bench L2_021 --time-cap 2 --seed 7, two
+//      runs each against the session-16 pack, same call; the task kernel in the same build 2.078).
 //   next (for <= 1.0): the epilogue is ~46% of the conv's instructions: row sums kept in
 //      registers across a block's tiles of one sample (contiguous tile order) instead of shuffled
 //      per tile; then the pre-norm tensor's DRAM round trip (chunks of samples kept in L2).
@@ -491,6 +498,31 @@ __global__ void __launch_bounds__(kThreads) normalize_kernel(Buffers b, Geometry
   for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) normalize_task(b, g, tasks - 1 - t);
 }
 
+// The same pass over the whole of `out` as float4s (plane % 4 == 0, out 16-byte aligned, fewer
+// than 2^32 float4s), persistent blocks striding over it, last float4 first: each thread keeps
+// kInFlight loads in flight the whole pass, where a task of 16 K elements (normalize_kernel) ends
+// after 4 rounds and leaves its SM's share of the DRAM queue to the next block's start-up.
+__global__ void __launch_bounds__(kThreads)
+    normalize_flat_kernel(Buffers b, uint32_t total4, uint32_t plane4) {
+  constexpr int kInFlight = 4;
+  float4* p4 = reinterpret_cast<float4*>(b.out);
+  const uint32_t stride = gridDim.x * kThreads;
+  for (uint32_t i0 = blockIdx.x * kThreads + threadIdx.x; i0 < total4; i0 += kInFlight * stride) {
+    float4 v[kInFlight];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k)
+      if (i0 + k * stride < total4) v[k] = __ldcs(p4 + (total4 - 1 - (i0 + k * stride)));
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      if (i0 + k * stride >= total4) continue;
+      const uint32_t i = total4 - 1 - (i0 + k * stride);
+      const float2 cf = b.coef[i / plane4];  // (n, channel) of this float4
+      __stcs(p4 + i, make_float4(fmaf(v[k].x, cf.x, cf.y), fmaf(v[k].y, cf.x, cf.y),
+                                 fmaf(v[k].z, cf.x, cf.y), fmaf(v[k].w, cf.x, cf.y)));
+    }
+  }
+}
+
 // ---- Generic path (any conv geometry): three simple kernels, in place in `out` ----
 
 struct ConvGeom {
@@ -665,6 +697,10 @@ class ConvSigmoidGroupNorm final : public Implementation {
                       g_.batch * g_.groups >= sms / 2 && g_.batch * g_.groups < 0x7fffffff;
       generic_parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
     }
+    KB_ASSIGN_OR_RETURN(
+        flat_blocks_,
+        sp::persistent_blocks(reinterpret_cast<const void*>(normalize_flat_kernel), kThreads, 0,
+                              (g_.batch * g_.c_out * g_.plane() / 4 + kThreads - 1) / kThreads));
     parts = std::max(parts, generic_parts_);  // the generic path also serves a misaligned output
     // workspace: partials [N * parts * groups] double2 | coef [N * C_out] float2
     partials_count_ = g_.batch * parts * g_.groups;
@@ -763,8 +799,16 @@ class ConvSigmoidGroupNorm final : public Implementation {
     return Status::ok();
   }
 
-  // Normalizes `out` in place with coef (float4 where the plane and `out` allow, else scalar).
+  // Normalizes `out` in place with coef: the flat float4 pass where the plane and `out` allow
+  // (and its uint32 indices cannot wrap), else the task kernel (float4 or scalar per task).
   void launch_normalize(const Buffers& b, cudaStream_t stream) const {
+    const int64_t total = g_.batch * g_.c_out * g_.plane();
+    if (g_.plane() % 4 == 0 && reinterpret_cast<uintptr_t>(b.out) % 16 == 0 &&
+        total / 4 < (int64_t{1} << 32) - int64_t{1} * kThreads * flat_blocks_ * 4) {
+      normalize_flat_kernel<<<flat_blocks_, kThreads, 0, stream>>>(
+          b, static_cast<uint32_t>(total / 4), static_cast<uint32_t>(g_.plane() / 4));
+      return;
+    }
     const int64_t tasks = g_.batch * g_.c_out * g_.parts;
     normalize_kernel<<<static_cast<unsigned>(std::clamp<int64_t>(tasks, 1, int64_t{1} << 20)),
                        kThreads, 0, stream>>>(b, g_);
@@ -787,6 +831,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
   std::optional<TensorPlan> tensor_;  // set when the tensor path runs
   size_t smem_ = 0;
   int conv_blocks_ = 1;
+  int flat_blocks_ = 1;        // resident blocks of normalize_flat_kernel
   int64_t generic_parts_ = 1;  // generic path: statistics blocks per (n, group)
   int64_t partials_count_ = 0;
   void* workspace_ = nullptr;  // partials, coefficients; owned
