@@ -44,7 +44,10 @@
 // selected polynomial ranges; half the outputs are r = 0, so warps ran both sides of the
 // branch): 2.890 -> 2.566-2.590 ms (kb bench L2_007 --time-cap 2 --seed 7, three calls), the same
 // 1.07e-6 max |err|, 1.02-1.03x from the goal. The sign-general gelu costs 2.3% here (A/B in one
-// call: 2.638-2.653 against 2.577-2.590 ms), so relu's output takes the r >= 0 form.
+// call: 2.638-2.653 against 2.577-2.590 ms), so relu's output takes the r >= 0 form. Session 17,
+// rejected (docs/kernels.md): the tile at 3 blocks per SM (2.722 against 2.567 ms), the patch
+// split's stores rotated against bank conflicts (2.78: more instructions in an issue-bound phase)
+// and K chunks of whole k8 steps (27 MMA steps instead of 28, but 13 patch planes: 0.7% slower).
 //
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
