@@ -27,7 +27,7 @@
 // A warp item is (n, od parity, 4 rows od of that parity, oh, 32 columns q): each lane keeps the
 // (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
 // weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
-// Stores are scalar, the warp's even and odd columns filling the same 256 bytes.
+// Stores are 8-byte pairs of a row's columns (store_row_pair), shifted by a lane on odd rows.
 // Materialized paths: C_in != 3 (or a C_out too large for the fast path's shared memory) runs
 // unit_swish_kernel, s = swish(y) materialized with the same parity taps; any other geometry
 // (not reachable from the spec, whose graph fixes k 3, s 2, p 1) runs a one-thread-per-output
@@ -72,9 +72,13 @@
 //      __launch_bounds__(256, 3 / 4) spilled (0.99 / 1.15 ms): reverted.
 //   session 11: kRows 2 at __launch_bounds__(256, 3) (80 registers, 20 / 44 bytes spilled):
 //      0.895 against 0.835 ms in one call. Rejected (the registers are the weight prefetch).
-//   next: 8-byte stores (a row pair per lane is contiguous; odd rows shift by one lane) to halve
-//      store sectors; a stats pass with fewer instructions (sums only over the S tile); fewer
-//      live values per thread for occupancy.
+//   v5 (session 17) 8-byte stores (store_row_pair: a lane's column pair, shifted by one lane on
+//      rows that start odd; ncu of v2 this session: 14.6 of 32 bytes per store sector, L2 63%
+//      busy against DRAM 44%, normalize 488 us, stats 343 us, both at 25% occupancy) -> predicted
+//      a few % -> measured 0.835 / 0.835 -> **0.807 / 0.808 ms** (kb bench L2_060 --time-cap 2
+//      --seed 7, alternating with the previous pack in one call); the 8 bytes of spill are gone.
+//   next: a stats pass with fewer instructions (sums only over the S tile); fewer live values
+//      per thread for occupancy (both passes hold 114-128 registers: 2 blocks per SM).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -174,6 +178,32 @@ __device__ Item decode_item(const Geometry& g, int64_t item) {
   return it;
 }
 
+// Stores one output row's pair of a lane: h0 at p (column 2 q) when ok0, h1 at p + 1 when ok1,
+// as 8-byte stores. Why: scalar stores of the even, then the odd columns half-filled every
+// sector twice (ncu, session 17: 14.6 of 32 bytes per sector, L2 63% busy against DRAM 44%).
+// Where column 2 q is 8-byte aligned (the parity is the warp's: 2 q is even) a lane stores
+// (h0, h1); else pairs (2 q - 1, 2 q) take the left lane's h1 by shuffle, lane 0 stores its h0
+// alone and lane 31 its h1. ok1 of a lane equals ok0 of the next (both: column 2 q + 2 exists),
+// so every value is stored once. All 32 lanes must call it (the shuffle).
+__device__ __forceinline__ void store_row_pair(float* p, float h0, float h1, int lane, bool ok0,
+                                               bool ok1) {
+  const float left = __shfl_up_sync(0xffffffffu, h1, 1);
+  if ((reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+    if (ok1) {
+      __stcs(reinterpret_cast<float2*>(p), make_float2(h0, h1));
+    } else if (ok0) {
+      __stcs(p, h0);
+    }
+    return;
+  }
+  if (ok0 && lane > 0) {
+    __stcs(reinterpret_cast<float2*>(p - 1), make_float2(left, h0));
+  } else if (ok0) {
+    __stcs(p, h0);
+  }
+  if (ok1 && lane == kWarp - 1) __stcs(p + 1, h1);
+}
+
 // Tap t of an axis with kTaps taps (1: even outputs, 2: odd): kernel index and input offset.
 template <int kTaps>
 __device__ constexpr int tap_k(int t) { return kTaps == 1 ? 1 : (t == 0 ? 2 : 0); }
@@ -239,10 +269,10 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
         const float2 cf = s.coef[o];
 #pragma unroll
         for (int k = 0; k < kRows; ++k) {
-          const float t0 = fmaf(swish(acc[k][0]), cf.x, cf.y);
-          const float t1 = fmaf(swish(acc[k][1]), cf.x, cf.y);
-          if (k < rows_ok && even_ok) __stcs(dst + k * row_step, hardswish(t0));
-          if (k < rows_ok && odd_ok) __stcs(dst + k * row_step + 1, hardswish(t1));
+          const float h0 = hardswish(fmaf(swish(acc[k][0]), cf.x, cf.y));
+          const float h1 = hardswish(fmaf(swish(acc[k][1]), cf.x, cf.y));
+          store_row_pair(dst + k * row_step, h0, h1, lane, k < rows_ok && even_ok,
+                         k < rows_ok && odd_ok);
         }
       } else {
         // Lane 0's first value of the group's first channel (row 0 and column 2 q0 exist).
