@@ -167,12 +167,7 @@ __device__ __forceinline__ void tensor_item(const TensorRowParams& tp, int slots
   constexpr int kWin = kTensorTiles + kOff;       // window: columns of B tiles -kOff .. 3
   constexpr int kLoads = (kLead + kWin + 3) / 4;  // 16-byte loads per channel row
   const int g = lane / 4, tig = lane % 4;
-#pragma unroll
-  for (int r = 0; r < kSw; ++r)
-#pragma unroll
-    for (int j = 0; j < kTensorTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[r][j][e] = 0.f;
+  tf32x3::zero_accumulators(acc);
   const float* x_lane = xs + tig * tp.x_pitch + item * kTensorItemQ + 4 * g;
   const float* w_lane = ws + lane * 4;
 #pragma unroll 1
