@@ -113,8 +113,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Launches the fold on `stream` (width: see above): a warp per (n, group), or a block per
-// (n, group) from kBlockFoldEntries partials each; the caller checks cudaGetLastError().
-constexpr int64_t kBlockFoldEntries = 2048;
+// (n, group) from kBlockFoldEntries partials each; the caller checks cudaGetLastError(). A warp
+// walking its entries is latency-bound well before 2,048 (ncu, H200, session 18: L2_060's 504
+// entries per (n, group), 512 pairs: 14.1 us by warps against 4.3 us for 63 entries).
+constexpr int64_t kBlockFoldEntries = 256;
 inline void launch_coefficients(const double2* partials, int64_t samples, int64_t parts,
                                 int64_t groups, int64_t cpg, double count, const float* gamma,
                                 const float* beta, float eps, float2* coef, cudaStream_t stream,
