@@ -17,16 +17,17 @@
 //
 // Design: recompute, never materialize y. Three launches (kernels/cores/group_norm_pipeline/
 // pipeline.cuh):
-//   stats_kernel:     conv + bias + swish, per-task per-(n, group) sums of s and s^2 to its own
-//                     partials slot (fp32 sums of s - pilot and (s - pilot)^2 per thread and
-//                     warp, pilot = a warp-uniform value of the group; raw sums rebuilt in double
-//                     per warp, double across warps); nothing else written;
-//   coefficients:     one warp per (n, group) folds the tasks' partials -> coef[n][o];
+//   stats_kernel:     conv + bias + swish, each warp item's per-(n, group) sums of s and s^2 to
+//                     its own partials slot (fp32 sums of s - pilot and (s - pilot)^2 per thread
+//                     and warp, pilot = a warp-uniform value of the group; raw sums rebuilt in
+//                     double per warp item); nothing else written;
+//   coefficients:     a block per (n, group) folds the items' partials -> coef[n][o];
 //   normalize_kernel: the same conv + swish, then s * scale + shift, hardswish, stores.
-// Both big launches are persistent grid-stride loops (weights staged once per block).
+// Both big launches are persistent grids of independent warps (weights staged once per block,
+// then no block barrier): warp w runs the flattened (n, item) = w, w + warps, ...
 // A warp item is (n, od parity, 4 rows od of that parity, oh, 32 columns q): each lane keeps the
 // (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
-// weights broadcast from shared memory (one LDS.128 per 12 FMA); a block task is 8 warp items.
+// weights broadcast from shared memory (one LDS.128 per 12 FMA).
 // Stores are 8-byte pairs of a row's columns (store_row_pair), shifted by a lane on odd rows.
 // Materialized paths: C_in != 3 (or a C_out too large for the fast path's shared memory) runs
 // unit_swish_kernel, s = swish(y) materialized with the same parity taps; any other geometry
@@ -77,8 +78,15 @@
 //      busy against DRAM 44%, normalize 488 us, stats 343 us, both at 25% occupancy) -> predicted
 //      a few % -> measured 0.835 / 0.835 -> **0.807 / 0.808 ms** (kb bench L2_060 --time-cap 2
 //      --seed 7, alternating with the previous pack in one call); the 8 bytes of spill are gone.
-//   next: a stats pass with fewer instructions (sums only over the S tile); fewer live values
-//      per thread for occupancy (both passes hold 114-128 registers: 2 blocks per SM).
+//   v6 (session 18) independent warps: a block task of 8 consecutive items (even and odd oh,
+//      kTh 1 and 2) waited at two barriers per task for its slowest warps; each item now writes
+//      its own partials slot (the fold's 504 entries per (n, group) by a block: 14.1 -> 5.3 us)
+//      -> measured 0.806 / 0.807 -> **0.762 / 0.762 ms** (same call, HEAD's pack alternating;
+//      ncu: stats 340 -> 312 us, normalize 463 -> 444 us; C_out 12 sweep shapes 3-7% faster).
+//      Rejected in session 18 (docs/kernels.md): one fused launch, a cluster per (n, group),
+//      s kept in L2 (1.06 ms) or in the cluster's shared memory (1.09 ms).
+//   next: fewer live values per thread for occupancy (both passes hold 110-128 registers: 2
+//      blocks per SM, 5-6 cycles per issued instruction).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -110,7 +118,6 @@ struct Geometry {
   int64_t batch, c_in, c_out, in_d, in_h, in_w, out_d, out_h, out_w;
   int64_t groups, cpg;                  // GroupNorm groups, channels per group
   int64_t m_chunks, q_chunks, items;    // fast path: warp items per sample
-  int64_t tasks;                        // fast path: block tasks per sample (kWarps items each)
   float eps;
   __host__ __device__ int64_t plane() const { return out_d * out_h * out_w; }
 };
@@ -123,7 +130,7 @@ struct Buffers {
   const float* beta;   // (C_out)
   float* out;          // (N, C_out, 2D-1, 2H-1, 2W-1)
   float* s;            // generic path: swish(y), (N, C_out, Do, Ho, Wo)
-  double2* partials;   // [N][tasks or parts][groups] (sum s, sum s^2) of each statistics task
+  double2* partials;   // [N][items or parts][groups] (sum s, sum s^2) of each warp item or part
   float2* coef;        // [N][C_out] (scale, shift)
 };
 
@@ -142,23 +149,18 @@ __device__ __forceinline__ float hardswish(float t) {
 // ---- Fast path: one warp item ----
 
 struct SmemLayout {  // dynamic shared memory of both fast kernels, in this order
-  double2* part;     // [kWarps][groups] warp sums of the current S task
   float4* w;         // [C_out][C_in][kd][kh] = (w[.., kw = 0], kw = 1, kw = 2, 0)
-  float2* coef;      // [C_out] (scale, shift) of the current N task
   float* bias;       // [C_out]
 };
 
 __host__ __device__ inline size_t smem_bytes(const Geometry& g) {
-  return sizeof(double2) * kWarps * g.groups + sizeof(float4) * g.c_out * kCin * 9 +
-         sizeof(float2) * g.c_out + sizeof(float) * g.c_out;
+  return sizeof(float4) * g.c_out * kCin * 9 + sizeof(float) * g.c_out;
 }
 
 __device__ SmemLayout carve(unsigned char* base, const Geometry& g) {
   SmemLayout s;
-  s.part = reinterpret_cast<double2*>(base);
-  s.w = reinterpret_cast<float4*>(s.part + kWarps * g.groups);
-  s.coef = reinterpret_cast<float2*>(s.w + g.c_out * kCin * 9);
-  s.bias = reinterpret_cast<float*>(s.coef + g.c_out);
+  s.w = reinterpret_cast<float4*>(base);
+  s.bias = reinterpret_cast<float*>(s.w + g.c_out * kCin * 9);
   return s;
 }
 
@@ -208,13 +210,14 @@ __device__ __forceinline__ void store_row_pair(float* p, float h0, float h1, int
 template <int kTaps>
 __device__ constexpr int tap_k(int t) { return kTaps == 1 ? 1 : (t == 0 ? 2 : 0); }
 
-// Computes the warp item for all channels. kNormalize: normalize, hardswish and store;
-// otherwise write the warp's per-group sums to s.part[warp][*].
+// Computes warp item `item` (decoded: it) of sample n for all channels. kNormalize: normalize
+// with coef[n][*], hardswish and store; otherwise write the item's per-group sums to
+// partials[n][item][*].
 template <int kTd, int kTh, bool kNormalize>
 __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
-                         const Item& it) {
+                         int64_t item, const Item& it) {
   constexpr int kPlanes = kRows + kTd - 1;
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
   const int64_t q = it.q0 + lane, p = it.oh / 2;
   // x[n, c, m0 + a, p + t, q + e] = xb[c * vol + (a * H + t) * W + e]; all offsets fit an int
   const float* xb = b.x + ((n * kCin * g.in_d + it.m0) * g.in_h + p) * g.in_w + q;
@@ -266,7 +269,7 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
             }
           }
       if constexpr (kNormalize) {
-        const float2 cf = s.coef[o];
+        const float2 cf = __ldg(&b.coef[n * g.c_out + o]);
 #pragma unroll
         for (int k = 0; k < kRows; ++k) {
           const float h0 = hardswish(fmaf(swish(acc[k][0]), cf.x, cf.y));
@@ -287,11 +290,12 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
       }
     }
     if constexpr (!kNormalize) {  // the warp's sums of this group: raw sums in double
-      const float n = static_cast<float>(cpg * rows_ok * ((even_ok ? 1 : 0) + (odd_ok ? 1 : 0)));
-      const float3 t = cores::warp_sum(make_float3(s1, s2, n));  // (s1, s2, n) of the warp
+      const float values =
+          static_cast<float>(cpg * rows_ok * ((even_ok ? 1 : 0) + (odd_ok ? 1 : 0)));
+      const float3 t = cores::warp_sum(make_float3(s1, s2, values));  // (s1, s2, count) of the warp
       const double p = pilot, d1 = t.x;
       if (lane == 0)
-        s.part[warp * g.groups + grp] = make_double2(
+        b.partials[(n * g.items + item) * g.groups + grp] = make_double2(
             fma(t.z, p, d1), fma(t.z * p, p, fma(2.0 * p, d1, static_cast<double>(t.y))));
     }
   }
@@ -307,34 +311,22 @@ __device__ bool dispatch_item(const Buffers& b, const Geometry& g, const SmemLay
   if (2 * it.m0 + it.pd >= g.out_d) return false;
   const bool odd_h = it.oh % 2 == 1;
   if (it.pd == 0) {
-    odd_h ? run_item<1, 2, kNormalize>(b, g, s, n, it) : run_item<1, 1, kNormalize>(b, g, s, n, it);
+    odd_h ? run_item<1, 2, kNormalize>(b, g, s, n, item, it)
+          : run_item<1, 1, kNormalize>(b, g, s, n, item, it);
   } else {
-    odd_h ? run_item<2, 2, kNormalize>(b, g, s, n, it) : run_item<2, 1, kNormalize>(b, g, s, n, it);
+    odd_h ? run_item<2, 2, kNormalize>(b, g, s, n, item, it)
+          : run_item<2, 1, kNormalize>(b, g, s, n, item, it);
   }
   return true;
 }
 
-// ---- Fast path: tasks and the two kernels ----
-
-// Task `task` of sample n: its per-group sums to b.partials[n][task][*].
-__device__ void stats_task(const Buffers& b, const Geometry& g, const SmemLayout& s, int64_t n,
-                           int64_t task) {
-  const int warp = threadIdx.x / kWarp;
-  if (!dispatch_item<false>(b, g, s, n, task * kWarps + warp)) {
-    for (int64_t k = threadIdx.x % kWarp; k < g.groups; k += kWarp)
-      s.part[warp * g.groups + k] = make_double2(0.0, 0.0);
-  }
-  __syncthreads();
-  for (int64_t k = threadIdx.x; k < g.groups; k += kThreads) {
-    double2 sum = make_double2(0.0, 0.0);
-    for (int v = 0; v < kWarps; ++v) {
-      sum.x += s.part[v * g.groups + k].x;
-      sum.y += s.part[v * g.groups + k].y;
-    }
-    b.partials[(n * g.tasks + task) * g.groups + k] = sum;
-  }
-  __syncthreads();  // s.part is rewritten by the next task
-}
+// ---- Fast path: the two kernels ----
+//
+// Both are persistent grids of independent warps: warp w of the grid runs the warp items
+// (n, item) = w, w + warps, ... of the flattened batch x items, with no block barrier once the
+// weights are staged. (Before session 18 a block ran a task of 8 consecutive items between two
+// barriers: items alternate even and odd oh, whose kTh is 1 and 2, so half the warps of a task
+// waited for the other half at every barrier.)
 
 __device__ void stage_parameters(const Buffers& b, const Geometry& g, const SmemLayout& s) {
   for (int64_t e = threadIdx.x; e < g.c_out * kCin * 9; e += kThreads) {
@@ -345,28 +337,33 @@ __device__ void stage_parameters(const Buffers& b, const Geometry& g, const Smem
   for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.bias[o] = b.bias[o];
 }
 
-// Persistent: stages the weights once, then runs stats tasks (n, task) in grid-stride order.
+// Writes every item's per-group sums to b.partials[n][item][*] (zeros for an empty item).
 __global__ void __launch_bounds__(kThreads, 2) stats_kernel(Buffers b, Geometry g) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const SmemLayout s = carve(smem_raw, g);
   stage_parameters(b, g, s);
   __syncthreads();
-  for (int64_t t = blockIdx.x; t < g.batch * g.tasks; t += gridDim.x)
-    stats_task(b, g, s, t / g.tasks, t % g.tasks);
+  const int64_t warps = int64_t{gridDim.x} * kWarps;
+  for (int64_t f = int64_t{blockIdx.x} * kWarps + threadIdx.x / kWarp; f < g.batch * g.items;
+       f += warps) {
+    const int64_t n = f / g.items, item = f % g.items;
+    if (!dispatch_item<false>(b, g, s, n, item)) {
+      for (int64_t k = threadIdx.x % kWarp; k < g.groups; k += kWarp)
+        b.partials[f * g.groups + k] = make_double2(0.0, 0.0);
+    }
+  }
 }
 
-// Persistent: stages the weights once, then normalizes tasks (n, task) in grid-stride order.
+// Normalizes every item with b.coef[n][*].
 __global__ void __launch_bounds__(kThreads, 2) normalize_kernel(Buffers b, Geometry g) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const SmemLayout s = carve(smem_raw, g);
   stage_parameters(b, g, s);
-  for (int64_t t = blockIdx.x; t < g.batch * g.tasks; t += gridDim.x) {
-    const int64_t n = t / g.tasks;
-    __syncthreads();  // the weights are staged; the previous task's readers of s.coef are done
-    for (int64_t o = threadIdx.x; o < g.c_out; o += kThreads) s.coef[o] = b.coef[n * g.c_out + o];
-    __syncthreads();
-    dispatch_item<true>(b, g, s, n, (t % g.tasks) * kWarps + threadIdx.x / kWarp);
-  }
+  __syncthreads();
+  const int64_t warps = int64_t{gridDim.x} * kWarps;
+  for (int64_t f = int64_t{blockIdx.x} * kWarps + threadIdx.x / kWarp; f < g.batch * g.items;
+       f += warps)
+    dispatch_item<true>(b, g, s, f / g.items, f % g.items);
 }
 
 // ---- Materialized paths (C_in != 3, or any other geometry) ----
@@ -520,7 +517,8 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
     const Shape& xs = p.shape_of("x");                      // (N, C_in, D, H, W)
     const Shape& ws = p.shape_of("conv_transpose.weight");  // (C_in, C_out, kD, kH, kW)
     const Shape& os = p.output_shape();                     // (N, C_out, Do, Ho, Wo)
-    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], xs[4], os[2], os[3], os[4], 0, 0, 0, 0, 0, 0, 0.0f};
+    g_ = Geometry{xs[0], xs[1], os[1], xs[2], xs[3], xs[4], os[2], os[3],
+                  os[4], 0,     0,     0,     0,     0,     0.0f};
     g_.groups = p.int_attr("group_norm", "num_groups");
     g_.cpg = g_.c_out / g_.groups;
     g_.eps = static_cast<float>(p.number("group_norm", "eps"));
@@ -535,14 +533,13 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
     g_.m_chunks = (g_.in_d + kRows - 1) / kRows;
     g_.q_chunks = (g_.in_w + kWarp - 1) / kWarp;
     g_.items = 2 * g_.m_chunks * g_.out_h * g_.q_chunks;
-    g_.tasks = (g_.items + kWarps - 1) / kWarps;
     smem_ = smem_bytes(g_);
     fast_ = unit && g_.c_in == kCin && smem_ <= 96 * 1024;
     const int64_t unit_blocks =
         (g_.batch * g_.out_d * 2 * unit_lane_chunks(g_) + kWarps - 1) / kWarps;
     unit_ = unit && !fast_ && unit_smem_bytes(g_) <= 96 * 1024 && unit_blocks <= 0x7fffffff &&
             (g_.c_out + kUnitCo - 1) / kUnitCo <= 65535;
-    int64_t parts = g_.tasks;
+    int64_t parts = g_.items;
     size_t s_bytes = 0;
     if (fast_) {
       KB_TRY(plan_fast());
@@ -583,7 +580,7 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
     if (fast_) {
       stats_kernel<<<stats_blocks_, kThreads, smem_, stream>>>(b, g_);
       KB_CUDA_TRY(cudaGetLastError());
-      sp::launch_coefficients(partials, g_.batch, g_.tasks, g_.groups, g_.cpg, count, b.gamma,
+      sp::launch_coefficients(partials, g_.batch, g_.items, g_.groups, g_.cpg, count, b.gamma,
                               b.beta, g_.eps, coef, stream);
       KB_CUDA_TRY(cudaGetLastError());
       normalize_kernel<<<normalize_blocks_, kThreads, smem_, stream>>>(b, g_);
@@ -617,7 +614,7 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
 
  private:
   Status plan_fast() {
-    const int64_t tasks = g_.batch * g_.tasks;
+    const int64_t tasks = (g_.batch * g_.items + kWarps - 1) / kWarps;  // blocks' worth of items
     for (const void* k : {reinterpret_cast<const void*>(stats_kernel),
                           reinterpret_cast<const void*>(normalize_kernel)})
       KB_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
