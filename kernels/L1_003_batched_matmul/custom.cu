@@ -41,7 +41,10 @@
 // (docs/kernels.md): odd K or N (scalar path) 0.90x the reference at 30% of the preset's FLOPs
 // (1.06x in session 9, above), and a grid of 18 CTAs on 132 SMs 0.35x, 0.73x with split-K
 // (session 6): still misses. Next: for the full preset, the split on the FP32 pipe, 128 x 256
-// tiles or wgmma on sm_90a; for small grids, a 64-row CTA of 4 warps (more CTAs per tile area).
+// tiles or wgmma on sm_90a; for small grids, one CTA per SM when the grid is under one wave
+// (ncu, session 18, at 3 x 379 x 459 x 189: the busiest SM is active 44.3 K cycles against 32.8 K
+// per CTA on average, likely two of the 90 CTAs on some SMs while others idle), then
+// a 64-row CTA of 4 warps (more CTAs per tile area).
 // Measured and not taken (session 18, docs/kernels.md): operands zero-padded to multiples of 4
 // in a copy so that odd shapes take the 16-byte path (slower at every shape tried: 1.88 against
 // 1.86 ms at 84 x 459 x 655 x 1637, +6-8 us at the small ones).
