@@ -8,57 +8,48 @@
 // docs/baselines.md), goal <= 4.47 ms (peer / 1.2). 3xTF32 does 3 TF32 MMAs per product:
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
-// Design (the kernel below, on kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): classic
-// Ampere-style mma.sync GEMM (sm_90 without wgmma, which would need sm_90a). CTA tile
-// 128 x 128 x 32, 3-stage cp.async pipeline (96 KB shared, 2 CTAs = 16 warps per SM), 8 warps of
-// 64 x 32, m16n8k8 TF32 MMAs; operands split in registers after the shared-memory load (big =
-// round-to-nearest TF32, small = the same rounding of the exact residual); per k8 step and warp
-// 8 LDS.64 + 2 LDS.128 (swizzled, conflict-free), 24 splits of 5 instructions, 48 MMAs.
-// 128 registers (launch bound 2 CTAs/SM), no spills. Grid: one CTA per 128 x 128 output tile,
-// (tiles of one batch entry, batch) with batch chunks of 65,535 per launch; 8,192 CTAs at full
-// size = 31.03 waves of 264 (~3% tail).
-// Split-K for grids under two CTAs per SM (plan_split_k): K in ranges of whole k-tiles
-// (blockIdx.z), each CTA's partial tile into a workspace, then split_k_sum_kernel adds the splits
-// in order (deterministic).
-// Vector path (16-byte cp.async, float4 stores) when K % 4 == 0, N % 4 == 0 and the pointers are
-// 16-byte aligned; otherwise a scalar path (4-byte cp.async, scalar stores), same math; any
-// shape runs one of the two. The scalar path ran 1.6x the vector path's time at the sweep's
-// 84 x 459 x 655 x 1637 (2.32 against 1.45 ms at K 656, N 1640): ncu counted 1.11 G
-// instructions against 0.57 G, the copy slots' index arithmetic per copy. With the copy offsets
-// as constants, pointer steps, and unpredicated copies in interior stages
-// (cores/tf32x3/dense_loader.cuh): 0.63 G instructions, 1.91 ms (0.87x -> 1.06x the
-// reference); the rest is the 4-byte copies themselves (4x the LDGSTS of the vector path).
+// Design: three paths, chosen in setup() by the shape (and by which code the driver loaded).
+//  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
+//     warpgroups of 64 x 256 (m64n256k8 TF32 wgmma, 128 accumulators per thread), both operands'
+//     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
+//     in), register-staged loads (4-byte, any alignment), two stages (192 KB, one CTA per SM),
+//     244 registers. K in launches of <= 1,024 (kMaxChainK: the tensor core's truncating sums).
+//     Taken from 3/4 of a wave of CTAs whose tiles are at least 1/4 full (takes_wgmma).
+//  2. mma.sync (kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): the Ampere-style
+//     GEMM, CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB, 2 CTAs per SM), 8 warps
+//     of 64 x 32, m16n8k8 TF32 MMAs, operands split in registers after the shared load; split-K
+//     (plan_split_k) for grids under two CTAs per SM, the splits summed in order by
+//     split_k_sum_kernel (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and the
+//     pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
+//  3. fp32 FMA tile (namespace small): under one wave of 128 x 128 tiles and <= 4 M multiply-adds.
 //
-// Predicted on the H200: 403M m16n8k8 MMAs = 763k per SM sub-partition; mma.sync TF32 on Hopper
-// reaches roughly 50-60% of the dense peak (~6.5-8 clk per MMA per sub-partition vs 4 at peak)
-// -> 2.8-3.4 ms. Issue is a co-limit: ~4 instructions per MMA (24 splits x 5 + 10 LDS + 48 MMA
-// per 48), i.e. ~1.75 ms of issue at 1.75 GHz if nothing else stalled. I expect ~3.0 ms (1.8x
-// over strict-fp32 cuBLAS). Misaligned shapes (scalar path) are correct but slower (4x the copy
-// instructions).
-// Measured: 3.98 ms (2026-11-30, docs/kernels.md; 69 TFLOP/s effective), 4.008 ms in
-// docs/bench-h200-2026-12-02b.json (0.98x the fp32 floor): under the 4.47 ms goal. Slower than
-// predicted: ~4 instructions per MMA put the issue limit near the MMA limit. Shape sweep
-// (docs/kernels.md): odd K or N (scalar path) 0.90x the reference at 30% of the preset's FLOPs
-// (1.06x in session 9, above), and a grid of 18 CTAs on 132 SMs 0.35x, 0.73x with split-K
-// (session 6): still misses. Next: for the full preset, the split on the FP32 pipe, 128 x 256
-// tiles or wgmma on sm_90a; for small grids, one CTA per SM when the grid is under one wave
-// (ncu, session 18, at 3 x 379 x 459 x 189: the busiest SM is active 44.3 K cycles against 32.8 K
-// per CTA on average, likely two of the 90 CTAs on some SMs while others idle), then
-// a 64-row CTA of 4 warps (more CTAs per tile area).
-// Measured and not taken (session 18, docs/kernels.md): operands zero-padded to multiples of 4
-// in a copy so that odd shapes take the 16-byte path (slower at every shape tried: 1.88 against
-// 1.86 ms at 84 x 459 x 655 x 1637, +6-8 us at the small ones).
+// Measured (H200, full preset): mma.sync 3.92-4.01 ms (69-70 TFLOP/s effective; ~4 instructions
+// per MMA put the issue limit near the MMA limit, ncu); **wgmma 3.34 ms** (session 19, `kb bench
+// kernelbench22 --time-cap 3 --seed 7`; 82 TFLOP/s, 1.61x the best strict-fp32 peer, 0.81x the
+// fp32 floor), max |err| 4.1e-3 (the same as mma.sync: one K = 1,024 chain). ncu of the wgmma
+// kernel (session 19): 3.40 ms, warps stalled on the barrier 24% / long scoreboard 17% / wgmma
+// wait 15%: shared memory carries both operands' two parts (the smem operand reads alone are
+// ~75% of its bandwidth at the tensor peak), so the next steps are the A operand from registers
+// (split there, no A small tile) and a deeper pipeline.
+// Shape sweep (`kb bench L1_003 --sweep 6 --seed 2026`): the large shapes 1.36-1.50x the
+// reference (mma.sync: 0.93-1.09x); the one miss is 3 x 379 x 459 x 189 at 0.75x (18 tiles of
+// 128 x 128: split-K on mma.sync; ncu in session 18, one CTA per SM tried there and no faster:
+// 0.754 against 0.762x, session 19).
+// Measured and not taken: the FMA tile at small grids (slower at all ten shapes tried), operands
+// zero-padded to multiples of 4 in a copy (slower at every shape: 1.88 against 1.86 ms at 84 x
+// 459 x 655 x 1637), one CTA per SM for mma.sync grids under one wave (no change, session 19).
 //
 // Accuracy: ~fp32 level (estimate and derivation in kernels/cores/tf32x3/gemm128.cuh): x = big +
-// small + r with |r|
-// <= 2^-22 |x|, the small x small term dropped; no fast intrinsics, no statistics. The sum (K =
-// 1024: 384 MMAs into one fp32 accumulator) is the larger term: host emulation 3.3e-4 with
-// round-to-nearest MMA sums, 2.5e-3 if the tensor core truncates them (an fp32 loop 5.3e-4, plain
-// TF32 1.2e-2, about half of the budget); expected max |err| ~1e-3 or below vs the 0.026 allowed
-// (outputs ~256). Measured max |err| 4.0e-3 (2026-11-30) and 4.1e-3 (bench 2026-12-02b), 16% of the
-// budget: nearer the truncating case. Robustness trials (small preset, seed 7, vs the golden model;
-// K = 33 runs the scalar path): shift (x + 100) 0.006x the tolerance (reference 0.003x), scale (x
-// 1000) 0.006x (0.003x), centered 0.003x (0.001x).
+// small + r with |r| <= 2^-22 |x|, the small x small term dropped; no fast intrinsics, no
+// statistics. The sum (K = 1024: 384 MMAs into one fp32 accumulator) is the larger term: host
+// emulation 3.3e-4 with round-to-nearest MMA sums, 2.5e-3 if the tensor core truncates them (an
+// fp32 loop 5.3e-4, plain TF32 1.2e-2, about half of the budget). Measured max |err| 4.0e-3
+// (2026-11-30) to 4.1e-3 (session 19, wgmma), 16% of the 0.026 allowed: the truncating case. It
+// grows with the chain (1.4e-2 at 1 x 2048^3 in one chain, 28% of its budget; 5.4e-2 at 8 x 1024
+// x 4096 x 1024 on unsplit mma.sync, 53%), hence the wgmma path's K chunks (1.6e-2 there) and
+// split-K's ordered sums on mma.sync. Robustness trials (small preset, seed 7, vs the golden
+// model): shift (x + 100) 0.006x the tolerance (reference 0.003x), scale (x 1000) 0.006x
+// (0.003x), centered 0.003x (0.001x).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,6 +59,7 @@
 #include "common/cuda/device_query.h"
 #include "kernels/cores/tf32x3/dense_loader.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
+#include "kernels/cores/tf32x3/wgmma_gemm.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_003 {
@@ -87,6 +79,10 @@ struct GemmArgs {
   // length, set per CTA. One split: k_split = k, results straight into c.
   int k_split, k_count;
   float* partials;
+  // The wgmma kernel's K range (kMaxChainK below): k in [k_begin, k_begin + k_count);
+  // accumulate: C += the range's product (the launches after the first).
+  int k_begin;
+  bool accumulate;
 };
 
 // The epilogue: acc -> C, float4 stores on the vector path, guarded scalar stores otherwise.
@@ -150,6 +146,68 @@ __global__ void split_k_sum_kernel(const float* partials, float* c, int64_t coun
     for (int s = 1; s < splits; ++s) sum += partials[s * count + i];
     c[i] = sum;
   }
+}
+
+// ---- the wgmma path (sm_90a): 128 x 256 tiles, one CTA per SM ----
+
+namespace wg = tf32x3::wgmma_gemm;
+
+// The longest K summed in one wgmma accumulator. The tensor core adds each instruction's products
+// to the accumulator with truncation (tf32x3/mma.cuh), so the relative error grows with the chain:
+// ~1.1e-5 at K 1,024 for same-sign data (H200: max |err| 4.0e-3 at the preset, outputs ~256;
+// 1.4e-2 at 1 x 2048^3 in one chain, outputs ~512), and K ~8,000 in one chain would reach the
+// 1e-4 tolerance. Longer K runs in launches of kMaxChainK, each adding its range's product to C
+// in fp32. (A loop over the chunks inside the kernel spilled: 255 registers and 768 bytes of
+// stack against 244 and none.)
+constexpr int kMaxChainK = 1024;
+static_assert(kMaxChainK % wg::kBK == 0, "whole k-tiles per chunk");
+
+// acc -> C[rows, cols) of the tile at c (row stride n); add: C += acc (chunks after the first).
+__device__ __forceinline__ void store_wgmma_tile(float* c, int64_t n, int rows, int cols, bool add,
+                                                 const float (&acc)[wg::kAccs]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const bool pairs = n % 2 == 0;  // (col, col + 1) is one aligned 8-byte access
+#pragma unroll
+  for (int i = 0; i < wg::kAccs; i += 2) {
+    const int row = wg::acc_row(tid, i), col = wg::acc_col(tid, i);
+    if (row >= rows || col >= cols) continue;
+    float* dst = c + row * n + col;
+    float2 v = make_float2(acc[i], acc[i + 1]);
+    if (pairs && col + 1 < cols) {
+      if (add) {
+        const float2 prev = *reinterpret_cast<const float2*>(dst);
+        v.x += prev.x, v.y += prev.y;
+      }
+      *reinterpret_cast<float2*>(dst) = v;
+    } else {
+      dst[0] = add ? dst[0] + v.x : v.x;
+      if (col + 1 < cols) dst[1] = add ? dst[1] + v.y : v.y;
+    }
+  }
+}
+
+// One CTA computes C[b][m0 : m0 + 128, n0 : n0 + 256]; p.tiles_n counts 256-column tiles.
+__global__ void __launch_bounds__(wg::kThreads, 1) wgmma_bmm_kernel(const GemmArgs p) {
+#if KB_WGMMA_ENABLED
+  extern __shared__ __align__(1024) float wg_smem[];
+  const int m0 = static_cast<int>(blockIdx.x / p.tiles_n) * wg::kBM;
+  const int n0 = static_cast<int>(blockIdx.x % p.tiles_n) * wg::kBN;
+  const int64_t bi = blockIdx.y;
+  const int rows = p.m - m0, cols = p.n - n0;
+  wg::DenseLoader loader{p.a + (bi * p.m + m0) * p.k + p.k_begin,
+                         p.b + (bi * p.k + p.k_begin) * p.n + n0,
+                         p.k,
+                         p.n,
+                         rows,
+                         cols,
+                         p.k_count};
+  float acc[wg::kAccs];
+  wg::mainloop(loader, (p.k_count + wg::kBK - 1) / wg::kBK, wg::stages(wg_smem), acc);
+  store_wgmma_tile(p.c + (bi * p.m + m0) * p.n + n0, p.n, rows, cols, p.accumulate, acc);
+#else
+  (void)p;
+  __trap();
+#endif
 }
 
 // ---- the small-grid path: a plain fp32 FMA tile ----
@@ -273,6 +331,14 @@ class Tf32x3Bmm final : public Implementation {
       return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
     shape_ = {a[0], a[1], a[2], b[2]};
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    bool wgmma_loaded = false;
+    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
+    use_wgmma_ = wgmma_loaded && takes_wgmma(sms);
+    if (use_wgmma_) {
+      KB_CUDA_TRY(cudaFuncSetAttribute(
+          &wgmma_bmm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, wg::kSmemBytes));
+      return Status::ok();
+    }
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) return Status::ok();
     KB_TRY(plan_split_k(sms));
@@ -302,7 +368,9 @@ class Tf32x3Bmm final : public Implementation {
                static_cast<int>((n + kBN - 1) / kBN),
                static_cast<int>(k_split_),
                0,
-               partials_};
+               partials_,
+               0,
+               false};
     const int64_t tiles = ((m + kBM - 1) / kBM) * p.tiles_n;  // per batch entry
     if (tiles > 0x7fffffff) return Status::failed_precondition("L1_003 custom: too many tiles");
     const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) &&
@@ -315,6 +383,22 @@ class Tf32x3Bmm final : public Implementation {
       chunk.b += b0 * k * n;
       chunk.c += b0 * m * n;
       const int64_t chunk_batch = std::min(batch - b0, kMaxGridBatch);
+      if (use_wgmma_) {
+        GemmArgs wp = chunk;
+        wp.tiles_n = static_cast<int>((n + wg::kBN - 1) / wg::kBN);
+        const int64_t wg_tiles = ((m + wg::kBM - 1) / wg::kBM) * wp.tiles_n;
+        const dim3 grid(static_cast<unsigned>(wg_tiles), static_cast<unsigned>(chunk_batch));
+        int64_t k_begin = 0;
+        do {  // at least one launch: K == 0 writes zeros
+          wp.k_begin = static_cast<int>(k_begin);
+          wp.k_count = static_cast<int>(std::min<int64_t>(kMaxChainK, k - k_begin));
+          wp.accumulate = k_begin > 0;
+          wgmma_bmm_kernel<<<grid, wg::kThreads, wg::kSmemBytes, stream>>>(wp);
+          KB_CUDA_TRY(cudaGetLastError());
+          k_begin += kMaxChainK;
+        } while (k_begin < k);
+        continue;
+      }
       if (small_grid_) {
         const dim3 grid(static_cast<unsigned>((n + small::kTile - 1) / small::kTile),
                         static_cast<unsigned>((m + small::kTile - 1) / small::kTile),
@@ -346,6 +430,20 @@ class Tf32x3Bmm final : public Implementation {
   struct Dims {
     int64_t batch = 0, m = 0, k = 0, n = 0;
   };
+  // The wgmma kernel (one 128 x 256 CTA per SM) from 3/4 of a wave of CTAs whose tiles are at
+  // least 1/4 full. H200, session 19 (`kb bench L1_003 --dims ...`, both paths forced in one
+  // call): at 96 CTAs the two paths are equal (0.121 against 0.122 ms at 3 x 1024^3), at 64 the
+  // mma.sync split-K path is faster (0.088 against 0.120 ms at 2 x 1024^3), at 128 wgmma (0.123
+  // against 0.158 ms at 1 x 2048 x 1024 x 2048). At 107 x 13 x 59 x 5 (tiles 0.2% full) wgmma
+  // took 0.0129 ms against the FMA tile's 0.0084 (the sweep, seed 2026).
+  bool takes_wgmma(int sms) const {
+    const auto [batch, m, k, n] = shape_;
+    const int64_t tiles_m = (m + wg::kBM - 1) / wg::kBM, tiles_n = (n + wg::kBN - 1) / wg::kBN;
+    const int64_t ctas = tiles_m * tiles_n * batch;
+    const bool quarter_full = 4 * m * n >= tiles_m * wg::kBM * tiles_n * wg::kBN;
+    return 4 * ctas >= 3 * int64_t{sms} && quarter_full;
+  }
+
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
   // The FMA tile (namespace small) for tiny products under one wave of 128 x 128 tiles. H200,
@@ -393,6 +491,7 @@ class Tf32x3Bmm final : public Implementation {
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
+  bool use_wgmma_ = false;   // the sm_90a wgmma kernel
   bool small_grid_ = false;  // the FMA tile instead of the tensor path
   int splits_ = 1;
   int64_t k_split_ = 0;        // K per split (a multiple of kBK when splits_ > 1)

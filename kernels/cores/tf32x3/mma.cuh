@@ -48,6 +48,19 @@ __device__ __forceinline__ void split_tf32_frag(const float (&src)[4], uint32_t 
   }
 }
 
+// Four consecutive values split into their big and small parts, as two float4s (for 16-byte
+// shared-memory stores of operand tiles).
+__device__ __forceinline__ void split_tf32_quad(const float* src, float4& big, float4& small) {
+  float b[4], s[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const SplitTf32 x = split_tf32(src[e]);
+    b[e] = __uint_as_float(x.big), s[e] = __uint_as_float(x.small);
+  }
+  big = make_float4(b[0], b[1], b[2], b[3]);
+  small = make_float4(s[0], s[1], s[2], s[3]);
+}
+
 // d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
