@@ -1,6 +1,7 @@
 // 3x3 / stride 1 / padding 1 convolution + 2x2 max pool + bias + clamp + per-tile channel sums,
 // 3xTF32 on mma.sync m16n8k8, with the input patch staged (and split) once in shared memory:
-// the fast path of L2_010 (ConvTranspose2d k3 s1 p1 == conv2d with the flipped weight, pad 1).
+// L2_010's fast path (ConvTranspose2d k3 s1 p1 == conv2d with the flipped weight, pad 1) for
+// images under 80 columns or where no sm_90a code is loaded (else conv3x3_pool_wgmma.cuh).
 //   conv: y[n][co][oh][ow] = sum_{ci,kh,kw} w'[co][ci][kh][kw] * x[n][ci][oh-1+kh][ow-1+kw]
 //   x: (N, C_in, H, W) fp32 NCHW, zero outside; Hp = H/2, Wp = W/2 (floor mode).
 //   partial[n][co][tile] = sum over the tile's pooling windows of clamp(max4(y) + bias, lo, hi)
