@@ -14,7 +14,7 @@
 //     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
 //     in), register-staged loads (4-byte, any alignment), two stages (192 KB, one CTA per SM),
 //     244 registers. K in launches of <= 1,024 (kMaxChainK: the tensor core's truncating sums).
-//     Taken from 3/4 of a wave of CTAs whose tiles are at least 1/4 full (takes_wgmma).
+//     Taken from 3/4 of a wave of CTAs whose tiles are at least 1/4 full, K >= 128 (takes_wgmma).
 //  2. mma.sync (kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): the Ampere-style
 //     GEMM, CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB, 2 CTAs per SM), 8 warps
 //     of 64 x 32, m16n8k8 TF32 MMAs, operands split in registers after the shared load; split-K
@@ -431,17 +431,22 @@ class Tf32x3Bmm final : public Implementation {
     int64_t batch = 0, m = 0, k = 0, n = 0;
   };
   // The wgmma kernel (one 128 x 256 CTA per SM) from 3/4 of a wave of CTAs whose tiles are at
-  // least 1/4 full. H200, session 19 (`kb bench L1_003 --dims ...`, both paths forced in one
-  // call): at 96 CTAs the two paths are equal (0.121 against 0.122 ms at 3 x 1024^3), at 64 the
-  // mma.sync split-K path is faster (0.088 against 0.120 ms at 2 x 1024^3), at 128 wgmma (0.123
-  // against 0.158 ms at 1 x 2048 x 1024 x 2048). At 107 x 13 x 59 x 5 (tiles 0.2% full) wgmma
-  // took 0.0129 ms against the FMA tile's 0.0084 (the sweep, seed 2026).
+  // least 1/4 full, for K of 4 k-tiles or more. H200, session 19 (`kb bench L1_003 --dims ...`,
+  // both paths forced in one call; wgmma / mma.sync ms):
+  //   CTAs: 96 equal (0.121 / 0.122 at 3 x 1024^3), 64 mma.sync (0.120 / 0.088 at 2 x 1024^3),
+  //         128 wgmma (0.123 / 0.158 at 1 x 2048 x 1024 x 2048);
+  //   fill: 0.2% mma.sync (the FMA tile's 0.0084 against 0.0129 at 107 x 13 x 59 x 5); 27%
+  //         wgmma at K 512 (0.063 / 0.077, 99 x 67 x 512 x 131), 46-63% wgmma (0.117 / 0.192
+  //         at 120 x 100 x 1024 x 150, 0.163 / 0.223 at 200 x 60 x 700 x 250);
+  //   K: 40 mma.sync (0.022 / 0.014 at 99 x 100 x 40 x 200); 4 k-tiles is a guess between that
+  //         and K 512. (At 99 x 67 x 2100 x 131, three launches of 99 CTAs, mma.sync is ahead,
+  //         0.274 / 0.253: both under 0.93x the reference, a shape class left open.)
   bool takes_wgmma(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles_m = (m + wg::kBM - 1) / wg::kBM, tiles_n = (n + wg::kBN - 1) / wg::kBN;
     const int64_t ctas = tiles_m * tiles_n * batch;
     const bool quarter_full = 4 * m * n >= tiles_m * wg::kBM * tiles_n * wg::kBN;
-    return 4 * ctas >= 3 * int64_t{sms} && quarter_full;
+    return 4 * ctas >= 3 * int64_t{sms} && quarter_full && k >= 4 * wg::kBK;
   }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }

@@ -206,7 +206,7 @@ TEST_F(RobustnessTrialsTest, BothFarFromTheGoldenModelIsIllConditionedNotAFailur
 }
 
 TEST_F(RobustnessTrialsTest, TheTrialsRunAtTheSpecsRobustPreset) {
-  use("L1_003", {}, /*keep_robust=*/true);  // its robust preset takes the custom's split-K path
+  use("L1_003", {}, /*keep_robust=*/true);  // its robust preset takes the custom's wgmma path
   JobResult r = run();
   ASSERT_EQ(r.status, JobStatus::kOk) << r.message << r.robustness_note;
   ASSERT_EQ(r.robustness.size(), 3u);
