@@ -26,6 +26,16 @@
 // predicted: the gather costs more address work than the GEMM's 16-byte loads. Next
 // (docs/kernels.md): 16-byte gathers along W, 128 x 256 tiles, or wgmma.
 //
+// Not taken (session 19): the core's wgmma kernel for 3x3 / stride 1 (conv3x3_wgmma.cuh, which
+// L2_031 takes). It ran the full preset in 3.20 ms (against 5.13) and passed every GPU test, but
+// its robustness trial under scale at a preset reaching it (N 2, C_in 13, C_out 70, 9 x 131) was
+// `fragile`: 7.55x the tolerance against the reference's 0.68x (the mma.sync core at the small
+// preset: 6.33x, `marginal`). Both exceed the tolerance where |y| << the sum of |products| (the
+// ReLU keeps outputs near 0 whose tolerance is ~1e-4): the MMA accumulator's truncating sums.
+// This file is therefore not built for sm_90a (kernels/CMakeLists.txt). Next: promote the sums
+// per stage into fp32 registers (one output row per warpgroup frees the registers), as L1_070's
+// per-tap promotion did, then measure again.
+//
 // Accuracy: 3xTF32 ~ fp32 products (operands split into big + small after the shared load, the
 // small x small term dropped); K = 576 summed in the MMA accumulator; relu and the adds exact up
 // to one rounding each; no fast intrinsics, no statistics, no norm. Expected max |err| ~1e-6

@@ -12,6 +12,7 @@
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
 // fp32, below); otherwise three tensor-core paths, three kernels each:
 //   fast on wgmma (3x3, dilation 1, padding 1, W >= 80, sm_90a code loaded: the full preset),
+//   kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh with the pooling epilogue of
 //   kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh: the same three steps as the next
 //     path with 64-channel x 4-row x 128-column tiles, m64n128k8 TF32 wgmmas with both operands
 //     in shared memory (the patch as 16-byte pixels: the 9 taps read it at 9 start addresses),
@@ -77,6 +78,7 @@
 #include "kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh"
+#include "kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh"
 #include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/implementation.h"
 
@@ -84,7 +86,8 @@ namespace kb::custom::L2_010 {
 
 using namespace kb::custom::conv2d_pool_tf32x3;
 namespace patch = kb::custom::conv3x3_pool_patch;
-namespace wgp = kb::custom::conv3x3_pool_wgmma;
+namespace wgp = kb::custom::conv3x3_wgmma;
+using kb::custom::conv3x3_pool_wgmma::PoolSumEpilogue;
 
 // Sizes validated to fit int by setup(). Grid: one CTA per (n, column tile, channel tile),
 // blockIdx.x = (n * col_tiles + column tile) * co_tiles + channel tile.
@@ -555,22 +558,19 @@ class ConvPoolMeanTanh final : public Implementation {
 
   Status setup_wgmma() {
     wgp::WgmmaArgs& f = g_;
-    f.c_in = c_in_, f.c_out = a_.c_out, f.h = a_.h, f.w = a_.w_in;
-    f.hp = hp_;
-    f.wp = a_.wp;
+    f.c_in = c_in_, f.c_out = a_.c_out, f.h = a_.h, f.w = a_.w_in, f.pad = 1;
     f.chunks = (c_in_ + wgp::kChunkCi - 1) / wgp::kChunkCi;
     f.co_tiles = (a_.c_out + wgp::kTileCo - 1) / wgp::kTileCo;
-    f.tiles_h = (2 * f.hp + wgp::kTileRows - 1) / wgp::kTileRows;
-    f.tiles_w = (2 * f.wp + wgp::kTileCols - 1) / wgp::kTileCols;
+    f.tiles_h = (2 * hp_ + wgp::kTileRows - 1) / wgp::kTileRows;  // the rows the pool reads
+    f.tiles_w = (2 * a_.wp + wgp::kTileCols - 1) / wgp::kTileCols;
     const int64_t tiles = int64_t{n_} * f.co_tiles * f.tiles_h * f.tiles_w;
     if (tiles > 0x7fffffff) return Status::failed_precondition("L2_010 custom: too many tiles");
     f.tiles_total = static_cast<int>(tiles);
-    f.lo = a_.lo, f.hi = a_.hi;
     const size_t w_floats = size_t(f.co_tiles) * f.chunks * wgp::kWStageFloats;
     const size_t partial_floats = size_t(n_) * f.c_out * std::max(f.tiles_h * f.tiles_w, 1);
     KB_CUDA_TRY(cudaMalloc(&w_split_, w_floats * sizeof(float)));
     KB_CUDA_TRY(cudaMalloc(&partial_, partial_floats * sizeof(float)));
-    KB_CUDA_TRY(cudaFuncSetAttribute(wgp::conv3x3_pool_kernel,
+    KB_CUDA_TRY(cudaFuncSetAttribute(wgp::conv3x3_kernel<PoolSumEpilogue>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, wgp::kSmemBytes));
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
@@ -581,21 +581,20 @@ class ConvPoolMeanTanh final : public Implementation {
     wgp::WgmmaArgs f = g_;
     f.x = args.inputs[x_].data;
     f.w_split = w_split_;
-    f.bias = args.params[bias_].data;
-    f.partial = partial_;
+    const PoolSumEpilogue epi{args.params[bias_].data, partial_, hp_, a_.wp, a_.lo, a_.hi};
     constexpr int kPrepThreads = 256;
     const int prep_items = f.co_tiles * f.chunks * wgp::kTaps * wgp::kChunkCi * wgp::kTileCo;
     wgp::split_weight_kernel<<<(prep_items + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0,
                                stream>>>(args.params[weight_].data, w_split_, f.c_in, f.c_out,
-                                         f.chunks, f.co_tiles);
+                                         f.chunks, f.co_tiles, /*transposed_flipped=*/true);
     KB_CUDA_TRY(cudaGetLastError());
     if (grid_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
-      wgp::conv3x3_pool_kernel<<<grid_, wgp::kThreads, wgp::kSmemBytes, stream>>>(f);
+      wgp::conv3x3_kernel<<<grid_, wgp::kThreads, wgp::kSmemBytes, stream>>>(f, epi);
       KB_CUDA_TRY(cudaGetLastError());
     }
     const int planes = n_ * f.c_out;  // out: (N, C_out, 1, 1)
     finish_kernel<<<(planes + 7) / 8, 256, 0, stream>>>(
-        partial_, args.output.data, planes, f.tiles_h * f.tiles_w, float(int64_t{f.hp} * f.wp));
+        partial_, args.output.data, planes, f.tiles_h * f.tiles_w, float(int64_t{hp_} * a_.wp));
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }

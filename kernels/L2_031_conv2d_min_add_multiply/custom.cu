@@ -19,7 +19,16 @@
 // kernel, a thread or a warp per pixel (conv2d_core.cuh; session 9 sweep: L2_001 0.63x -> 1.38x,
 // L2_017 0.84x -> 1.17x, L2_031 0.78x -> 1.24x the reference at their worst shapes).
 //
-// Predicted on the H200: as L2_001, ~4.6 ms (1.9x over the peer). Measured: 5.13 ms
+// 3x3 / stride 1 images of 80 output columns or more (the full preset) take the core's wgmma
+// kernel instead (kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh, sm_90a: 64 channels x 4 rows x
+// 128 columns per tile, m64n128k8 TF32 wgmmas on the split weights and input patch in shared
+// memory) with the same epilogue: **3.19 ms** (session 19, `kb bench L2_031 --time-cap 2 --seed
+// 7`, device call 11; 94 TFLOP/s, 0.71x the fp32 floor, 2.8x the peer), max |err| 2.1e-5; the
+// sweep (seed 2026) met, worst 1.10x. Robustness at the `robust` preset (wgmma, K = 117): shift
+// 0.93x the tolerance (reference 0.36x), scale 9.85x, `ill_conditioned` (reference 1.9x),
+// centered 0.019x.
+//
+// Predicted on the H200 (mma.sync): as L2_001, ~4.6 ms (1.9x over the peer). Measured: 5.13 ms
 // (2026-11-30, docs/kernels.md; 58.6 TFLOP/s), 5.157 ms in docs/bench-h200-2026-12-02b.json
 // (1.15x the floor): under the 7.18 ms goal. Slower than predicted for L2_001's reason (the
 // gather's address work).

@@ -28,10 +28,13 @@
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
+#include "kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
 #include "kernels/cores/tf32x3/mainloop.cuh"
+#include "kernels/cores/tf32x3/wgmma.cuh"
 
 namespace kb::custom::conv2d_tf32x3 {
 
@@ -468,6 +471,52 @@ __global__ void __launch_bounds__(kNarrowThreads, 8)
   }
 }
 
+// ---- the wgmma path's epilogue (3x3, stride 1, wide images: conv3x3_wgmma.cuh) ----
+
+namespace cw = ::kb::custom::conv3x3_wgmma;
+
+// y[n][co][oh][ow] = epi(conv) for the tile's outputs in range; no statistics (kStats epilogues
+// stay on the mma.sync kernel, whose tiles their statistics layout describes). A thread's two
+// adjacent columns are one 8-byte store when Wo is even.
+template <class Epi>
+struct WgmmaStore {
+  Epi epi;
+  float* y;  // (N, C_out, Ho, Wo)
+  int ho, wo;
+
+  __device__ __forceinline__ void tile(const cw::WgmmaArgs& p, const cw::TileCoord& tc,
+                                       const float (&acc)[cw::kAccs], float*) const {
+    const int tid = static_cast<int>(threadIdx.x), group = tid / 128, lane = tid % 32;
+    const int g = lane >> 2, t = lane & 3, warp = (tid / 32) % 4;
+    const bool pairs = wo % 2 == 0;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int co = tc.ct * cw::kTileCo + 16 * warp + 8 * half + g;
+      if (co >= p.c_out) continue;
+      const typename Epi::Row r = epi.row(co);
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const int oh = tc.r0 + 2 * group + rr;
+        if (oh >= ho) continue;
+        float* y_row = y + ((int64_t{tc.n} * p.c_out + co) * ho + oh) * wo;
+#pragma unroll
+        for (int j = 0; j < cw::kTileCols / 8; ++j) {
+          const int ow = tc.c0 + 8 * j + 2 * t, e = cw::kAccs / 2 * rr + 4 * j + 2 * half;
+          const float v0 = epi(r, acc[e]), v1 = epi(r, acc[e + 1]);
+          if (pairs && ow + 1 < wo) {
+            *reinterpret_cast<float2*>(y_row + ow) = make_float2(v0, v1);
+          } else {
+            if (ow < wo) y_row[ow] = v0;
+            if (ow + 1 < wo) y_row[ow + 1] = v1;
+          }
+        }
+      }
+    }
+  }
+  __device__ __forceinline__ void after_barrier(const cw::WgmmaArgs&, const cw::TileCoord&,
+                                                const float*) const {}
+};
+
 // ---- host side ----
 
 // A conv graph node's sizes, checked to fit the kernel's int arithmetic.
@@ -534,7 +583,10 @@ class Conv2dTf32x3 {
   Conv2dTf32x3() = default;
   Conv2dTf32x3(const Conv2dTf32x3&) = delete;
   Conv2dTf32x3& operator=(const Conv2dTf32x3&) = delete;
-  ~Conv2dTf32x3() { KB_CUDA_WARN(cudaFree(taps_)); }
+  ~Conv2dTf32x3() {
+    KB_CUDA_WARN(cudaFree(taps_));
+    KB_CUDA_WARN(cudaFree(w_split_));
+  }
 
   const ConvGeometry& geometry() const { return g_; }
 
@@ -544,6 +596,12 @@ class Conv2dTf32x3 {
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
     narrow_ = narrow_is_faster(g_);
+    if constexpr (!Epi::kStats) {
+      bool loaded = false;
+      KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&loaded));
+      wgmma_ = loaded && !narrow_ && takes_wgmma(g_);
+      if (wgmma_) return setup_wgmma<Epi>();
+    }
     KB_TRY(upload_taps());
     for (auto kernel :
          {&conv2d_tf32x3_kernel<true, false, Epi>, &conv2d_tf32x3_kernel<false, false, Epi>,
@@ -560,6 +618,9 @@ class Conv2dTf32x3 {
   template <class Epi>
   Status run(const float* x, const float* w, float* y, float2* stats, const Epi& epi,
              cudaStream_t stream) const {
+    if constexpr (!Epi::kStats) {
+      if (wgmma_) return run_wgmma(x, w, WgmmaStore<Epi>{epi, y, g_.ho, g_.wo}, stream);
+    }
     const int k_pad = g_.k_pad();
     const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
     const int table_ints = padded ? 3 * k_pad : k_pad;
@@ -634,9 +695,59 @@ class Conv2dTf32x3 {
     return small && (g.k() < kNarrowSplitK || g.hw_out() <= kNarrowSplitMaxPixels);
   }
 
+  // The wgmma kernel (conv3x3_wgmma.cuh): 3x3, stride 1, dilation 1, the same padding on both
+  // axes, from 80 output columns (its tiles are 128 wide; L2_010's crossover, measured there).
+  static constexpr int kWgmmaMinWidth = 80;
+  static bool takes_wgmma(const ConvGeometry& g) {
+    return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+           g.ph == g.pw && g.wo >= kWgmmaMinWidth;
+  }
+  template <class Epi>
+  Status setup_wgmma() {
+    cw::WgmmaArgs& a = wgmma_args_;
+    a.c_in = g_.c_in, a.c_out = g_.c_out, a.h = g_.h, a.w = g_.w, a.pad = g_.ph;
+    a.chunks = (g_.c_in + cw::kChunkCi - 1) / cw::kChunkCi;
+    a.co_tiles = (g_.c_out + cw::kTileCo - 1) / cw::kTileCo;
+    a.tiles_h = (g_.ho + cw::kTileRows - 1) / cw::kTileRows;
+    a.tiles_w = (g_.wo + cw::kTileCols - 1) / cw::kTileCols;
+    const int64_t tiles = int64_t{g_.n} * a.co_tiles * a.tiles_h * a.tiles_w;
+    if (tiles > 0x7fffffff) return Status::failed_precondition("conv2d_tf32x3: too many tiles");
+    a.tiles_total = static_cast<int>(tiles);
+    KB_CUDA_TRY(cudaFree(w_split_));
+    w_split_ = nullptr;
+    KB_CUDA_TRY(
+        cudaMalloc(&w_split_, sizeof(float) * size_t(a.co_tiles) * a.chunks * cw::kWStageFloats));
+    KB_CUDA_TRY(cudaFuncSetAttribute(cw::conv3x3_kernel<WgmmaStore<Epi>>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, cw::kSmemBytes));
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    wgmma_grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
+    return Status::ok();
+  }
+  template <class Store>
+  Status run_wgmma(const float* x, const float* w, const Store& store, cudaStream_t stream) const {
+    cw::WgmmaArgs a = wgmma_args_;
+    a.x = x;
+    a.w_split = w_split_;
+    constexpr int kPrepThreads = 256;
+    const int prep_items = a.co_tiles * a.chunks * cw::kTaps * cw::kChunkCi * cw::kTileCo;
+    cw::split_weight_kernel<<<(prep_items + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0,
+                              stream>>>(w, w_split_, a.c_in, a.c_out, a.chunks, a.co_tiles,
+                                        /*transposed_flipped=*/false);
+    KB_CUDA_TRY(cudaGetLastError());
+    if (wgmma_grid_ > 0) {
+      cw::conv3x3_kernel<<<wgmma_grid_, cw::kThreads, cw::kSmemBytes, stream>>>(a, store);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
+    return Status::ok();
+  }
+
   ConvGeometry g_;
-  bool narrow_ = false;  // conv2d_narrow_kernel runs
-  int* taps_ = nullptr;  // tap_off (K_pad ints), then tap_hw (K_pad int2)
+  bool narrow_ = false;         // conv2d_narrow_kernel runs
+  int* taps_ = nullptr;         // tap_off (K_pad ints), then tap_hw (K_pad int2)
+  bool wgmma_ = false;          // conv3x3_wgmma.cuh's kernel runs (takes_wgmma, sm_90a code loaded)
+  cw::WgmmaArgs wgmma_args_{};  // its sizes; pointers are filled per call
+  float* w_split_ = nullptr;    // its split weights (co_tiles, chunks, kWStageFloats), per call
+  unsigned wgmma_grid_ = 0;     // its persistent CTAs
 };
 
 }  // namespace kb::custom::conv2d_tf32x3

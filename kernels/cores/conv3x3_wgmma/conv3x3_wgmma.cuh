@@ -1,0 +1,276 @@
+// 3x3 / stride 1 convolution, 3xTF32 on Hopper's warpgroup MMA (tf32x3/wgmma.cuh, sm_90a), with
+// a pluggable tile epilogue: the conv core of L2_010 (+ 2x2 max pool + clamp + sums,
+// conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh) and of conv2d_tf32x3/conv2d_core.cuh's users (L2_001,
+// L2_031: elementwise epilogue, stored) where the image is wide enough.
+//   y[n][co][oh][ow] = sum_{ci,kh,kw} w'[co][ci][kh][kw] * x[n][ci][oh - pad + kh][ow - pad + kw]
+//   x: (N, C_in, H, W) fp32 NCHW, zero outside; w' split per call by split_weight_kernel from an
+//   OIHW conv weight, or from a ConvTranspose2d weight (C_in, C_out, 3, 3) flipped.
+//
+// GEMM view per tap (kh, kw) and 8-channel chunk: M = 64 output channels (the weights), N = the
+// pixels of one output row (the input patch shifted by (kh, kw)), K = 8 input channels. Both
+// operands sit in shared memory as plain K-major core matrices (8 rows x 4 channels, 128
+// contiguous bytes; wgmma.cuh): the weights as [quad][co][4 ci], the patch as [quad][pixel][4 ci],
+// so the 9 taps' B operands are the same patch read from 9 start addresses (a pixel is 16 bytes
+// and any pixel may start a core matrix), with no copy per tap.
+//
+// Tile: 64 channels x 4 output rows x 128 output columns, one persistent CTA per SM of 2
+// warpgroups; warpgroup g owns output rows 2 g and 2 g + 1 in two m64n128 accumulators (acc[0..63],
+// acc[64..127]). Per stage (8 input channels): 9 taps x 2 rows x 3 product terms (a_small b_big,
+// a_big b_small, a_big b_big) = 54 wgmmas per warpgroup. Thread t of warpgroup g, warp w = (t /
+// 32) % 4, lane l: accumulator acc[64 rr + 4 j + 2 h + e] is channel 16 w + l / 4 + 8 h, row 2 g
+// + rr, column 8 j + 2 (l % 4) + e of the tile.
+// Stage: weights 9 taps x 2 parts x 2 quads x 64 x 4 (36 KB, one cp.async copy of the split
+// weights) + patch 2 parts x 2 quads x 6 x 130 pixels x 4 (48 KB, loaded to registers, split,
+// stored); two stages (170 KB).
+// Pipeline per (tile, chunk) item j: issue stage j % 2's wgmmas; meanwhile copy item j + 1's
+// weights and load, split and store its patch into the other stage; wait for the wgmmas; at a
+// tile's last chunk run the epilogue's tile(); one barrier; then its after_barrier(). (Waiting for
+// the previous item only, with item j still running, made ptxas insert a full wait anyway, C7517:
+// the accumulators cross the tile-end branch.)
+//
+// Thread safety: stateless device code.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cores/tf32x3/mma.cuh"
+#include "kernels/cores/tf32x3/wgmma.cuh"
+
+namespace kb::custom::conv3x3_wgmma {
+
+using ::kb::tf32x3::cp_async_16;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+using ::kb::tf32x3::split_tf32;
+using ::kb::tf32x3::split_tf32_quad;
+using ::kb::tf32x3::SplitTf32;
+namespace wgmma = ::kb::tf32x3::wgmma;
+
+constexpr int kKernel = 3;
+constexpr int kTaps = kKernel * kKernel;
+constexpr int kTileCo = 64;     // output channels per tile: one m64
+constexpr int kTileRows = 4;    // output rows: 2 per warpgroup
+constexpr int kTileCols = 128;  // output columns: one n128
+constexpr int kThreads = 256;   // 2 warpgroups
+constexpr int kChunkCi = 8;     // input channels per stage: one k8 step per tap
+constexpr int kQuads = kChunkCi / 4;
+constexpr int kPatchRows = kTileRows + kKernel - 1;          // 6
+constexpr int kPatchCols = kTileCols + kKernel - 1;          // 130
+constexpr int kPatchPixels = kPatchRows * kPatchCols;        // 780
+constexpr int kPatchPitch = 784;                             // pixels per (part, quad) plane
+constexpr int kWTapFloats = 2 * kQuads * kTileCo * 4;        // big + small of one tap: 1,024
+constexpr int kWStageFloats = kTaps * kWTapFloats;           // 9,216 (36 KB)
+constexpr int kPStageFloats = 2 * kQuads * kPatchPitch * 4;  // 12,544 (49 KB)
+constexpr int kStageFloats = kWStageFloats + kPStageFloats;
+constexpr int kStages = 2;
+constexpr int kRedFloats = 2 * kTileCo;  // an epilogue's scratch per tile (shared memory)
+constexpr int kRedBuffers = 2;           // by tile parity
+constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;  // 175,104
+constexpr int kPatchSlots = (kPatchPixels + kThreads - 1) / kThreads;  // 4 pixels per thread
+constexpr int kWeightCopies = kWStageFloats / 4 / kThreads;            // 9 x 16 bytes
+constexpr int kAccs = 128;
+
+static_assert(kPatchPitch >= kPatchPixels && kPatchPitch % 8 == 0, "plane size");
+static_assert(kWStageFloats % (4 * kThreads) == 0, "weights: whole 16-byte copies per thread");
+static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
+
+// ---- index maps (host + device) ----
+
+// Float index of weight (tap, part, ci, co) in a stage: [tap][part][ci / 4][co][ci % 4].
+__host__ __device__ constexpr int weight_index(int tap, int part, int ci, int co) {
+  return (((tap * 2 + part) * kQuads + ci / 4) * kTileCo + co) * 4 + ci % 4;
+}
+// Float index of patch (part, ci, pixel) in a stage's patch: [part][ci / 4][pixel][ci % 4].
+__host__ __device__ constexpr int patch_index(int part, int ci, int pixel) {
+  return ((part * kQuads + ci / 4) * kPatchPitch + pixel) * 4 + ci % 4;
+}
+
+// ---- per-call weight preparation ----
+
+// w_split[ct][chunk][stage weights] from the conv weight w'[co][ci][kh][kw]: `weight` itself
+// (OIHW, C_out x C_in x 3 x 3) or, transposed_flipped, a ConvTranspose2d weight (C_in, C_out, 3,
+// 3) with w'[co][ci][kh][kw] = weight[ci][co][2 - kh][2 - kw]; zero past C_in / C_out.
+static __global__ void split_weight_kernel(const float* __restrict__ weight,
+                                           float* __restrict__ w_split, int c_in, int c_out,
+                                           int chunks, int co_tiles, bool transposed_flipped) {
+  constexpr int kPerStage = kTaps * kChunkCi * kTileCo;  // (tap, ci, co) of one stage
+  const int64_t total = int64_t{co_tiles} * chunks * kPerStage;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t block = i / kPerStage;  // ct * chunks + chunk
+    const int r = static_cast<int>(i % kPerStage);
+    const int tap = r / (kChunkCi * kTileCo), ci_l = r / kTileCo % kChunkCi, co_l = r % kTileCo;
+    const int co = static_cast<int>(block / chunks) * kTileCo + co_l;
+    const int ci = static_cast<int>(block % chunks) * kChunkCi + ci_l;
+    const int kh = tap / kKernel, kw = tap % kKernel;
+    const int64_t at = transposed_flipped
+                           ? ((int64_t{ci} * c_out + co) * kKernel + (kKernel - 1 - kh)) * kKernel +
+                                 (kKernel - 1 - kw)
+                           : ((int64_t{co} * c_in + ci) * kKernel + kh) * kKernel + kw;
+    const float v = co < c_out && ci < c_in ? weight[at] : 0.0f;
+    const SplitTf32 sp = split_tf32(v);
+    float* dst = w_split + block * kWStageFloats;
+    dst[weight_index(tap, 0, ci_l, co_l)] = __uint_as_float(sp.big);
+    dst[weight_index(tap, 1, ci_l, co_l)] = __uint_as_float(sp.small);
+  }
+}
+
+// ---- the kernel ----
+
+// Sizes validated by the host: C_in*H*W and the tile count fit int.
+struct WgmmaArgs {
+  const float* x;        // (N, C_in, H, W)
+  const float* w_split;  // (co_tiles, chunks, kWStageFloats), from split_weight_kernel
+  int c_in, c_out, h, w, pad;
+  int chunks, co_tiles, tiles_h, tiles_w, tiles_total;
+};
+
+// Tile index = ((n * co_tiles + ct) * tiles_h + th) * tiles_w + tw; (r0, c0): the tile's first
+// output row and column.
+struct TileCoord {
+  int n, ct, r0, c0, slot;  // slot = th * tiles_w + tw
+};
+__device__ __forceinline__ TileCoord tile_coord(const WgmmaArgs& p, int tile) {
+  const int per_plane = p.tiles_h * p.tiles_w;
+  const int slot = tile % per_plane, rest = tile / per_plane;
+  return {rest / p.co_tiles, rest % p.co_tiles, slot / p.tiles_w * kTileRows,
+          slot % p.tiles_w * kTileCols, slot};
+}
+
+using PatchRegs = float[kPatchSlots][kChunkCi];
+
+// Patch pixel s of this thread: tid + s * kThreads (row-major in the 6 x 130 patch).
+__device__ __forceinline__ void load_patch(const WgmmaArgs& p, const TileCoord& tc, int chunk,
+                                           PatchRegs& raw) {
+  const int ci0 = chunk * kChunkCi, plane = p.h * p.w;
+#pragma unroll
+  for (int s = 0; s < kPatchSlots; ++s) {
+    const int pos = threadIdx.x + s * kThreads;
+    const int ih = tc.r0 - p.pad + pos / kPatchCols, iw = tc.c0 - p.pad + pos % kPatchCols;
+    const bool inside = pos < kPatchPixels &&
+                        static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
+                        static_cast<unsigned>(iw) < static_cast<unsigned>(p.w);
+    const float* src = p.x + (int64_t{tc.n} * p.c_in + ci0) * plane + (inside ? ih * p.w + iw : 0);
+#pragma unroll
+    for (int c = 0; c < kChunkCi; ++c)
+      raw[s][c] = inside && ci0 + c < p.c_in ? __ldg(src + c * plane) : 0.0f;
+  }
+}
+// Splits the registers and stores each pixel's 4-channel quads, big and small.
+__device__ __forceinline__ void store_patch(float* patch, const PatchRegs& raw) {
+#pragma unroll
+  for (int s = 0; s < kPatchSlots; ++s) {
+    const int pos = threadIdx.x + s * kThreads;
+    if (pos >= kPatchPixels) continue;
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) {
+      float4 big, small;
+      split_tf32_quad(raw[s] + 4 * q, big, small);
+      *reinterpret_cast<float4*>(patch + patch_index(0, 4 * q, pos)) = big;
+      *reinterpret_cast<float4*>(patch + patch_index(1, 4 * q, pos)) = small;
+    }
+  }
+}
+// One stage's weights: a contiguous copy of w_split[ct][chunk].
+__device__ __forceinline__ void load_weights(const WgmmaArgs& p, uint32_t w_stage, int ct,
+                                             int chunk) {
+  const float* src = p.w_split + (int64_t{ct} * p.chunks + chunk) * kWStageFloats;
+#pragma unroll
+  for (int j = 0; j < kWeightCopies; ++j) {
+    const int q = threadIdx.x + j * kThreads;
+    cp_async_16(w_stage + 16 * q, src + 4 * q);
+  }
+}
+
+// Warpgroup g's 54 wgmmas of one stage: rows 2 g + rr (rr = 0, 1) of the tile, 9 taps, 3 terms.
+// fresh: the tile's first stage, whose first wgmma per row starts the sums (acc is not read).
+__device__ __forceinline__ void mma_stage(const float* weights, const float* patch, int group,
+                                          bool fresh, float (&acc)[kAccs]) {
+  constexpr uint32_t kCoreRows = 8 * 16;              // 8 rows (channels or pixels) x 16 B
+  constexpr uint32_t kWQuadBytes = kTileCo * 16;      // next 4 input channels of the weights
+  constexpr uint32_t kPQuadBytes = kPatchPitch * 16;  // next 4 input channels of the patch
+  constexpr uint32_t kPSmallFloats = kQuads * kPatchPitch * 4;
+#pragma unroll
+  for (int tap = 0; tap < kTaps; ++tap) {
+    const int kh = tap / kKernel, kw = tap % kKernel;
+    const float* w_big = weights + weight_index(tap, 0, 0, 0);
+    const float* w_small = weights + weight_index(tap, 1, 0, 0);
+    const uint64_t ab = wgmma::plain_descriptor(w_big, kWQuadBytes, kCoreRows);
+    const uint64_t as = wgmma::plain_descriptor(w_small, kWQuadBytes, kCoreRows);
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const float* row = patch + 4 * ((2 * group + rr + kh) * kPatchCols + kw);
+      const uint64_t bb = wgmma::plain_descriptor(row, kPQuadBytes, kCoreRows);
+      const uint64_t bs = wgmma::plain_descriptor(row + kPSmallFloats, kPQuadBytes, kCoreRows);
+      auto& d = *reinterpret_cast<float(*)[kAccs / 2]>(acc + rr * (kAccs / 2));
+      wgmma::mma_m64n128k8(d, as, bb, !(fresh && tap == 0));
+      wgmma::mma_m64n128k8(d, ab, bs);
+      wgmma::mma_m64n128k8(d, ab, bb);
+    }
+  }
+}
+
+// The tile epilogue Epi: `void tile(const WgmmaArgs&, const TileCoord&, const float (&acc)[kAccs],
+// float* red) const`, run by every thread once the tile's wgmmas are complete (red: kRedFloats of
+// shared memory for this tile), and `void after_barrier(const WgmmaArgs&, const TileCoord&, const
+// float* red) const`, run after the barrier that follows.
+// Grid: persistent, gridDim.x <= tiles_total; block: kThreads; dynamic shared memory kSmemBytes.
+template <class Epi>
+__global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const WgmmaArgs p, const Epi epi) {
+#if KB_WGMMA_ENABLED
+  extern __shared__ __align__(16) float smem[];
+  float* red = smem + kStages * kStageFloats;
+  const int group = static_cast<int>(threadIdx.x) / 128;
+  const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
+  const int items = (p.tiles_total - first + step - 1) / step * p.chunks;  // (tile, chunk) pairs
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const auto w_stage = [&](int stage) { return smem + stage * kStageFloats; };
+  const auto p_stage = [&](int stage) { return smem + stage * kStageFloats + kWStageFloats; };
+
+  TileCoord cur = tile_coord(p, first);
+  PatchRegs raw;
+  load_weights(p, smem_base, cur.ct, 0);
+  cp_async_commit();
+  load_patch(p, cur, 0, raw);
+  store_patch(p_stage(0), raw);
+  cp_async_wait<0>();
+  wgmma::fence_operand_stores();
+  __syncthreads();
+
+  float acc[kAccs];  // written first by the fresh wgmmas of the first stage
+
+  int chunk = 0, tile_i = 0;  // item j = (tile first + tile_i * step, chunk)
+  for (int j = 0; j < items; ++j) {
+    const int stage = j & 1;
+    wgmma::fence();
+    mma_stage(w_stage(stage), p_stage(stage), group, chunk == 0, acc);
+    wgmma::commit_group();
+    const bool tile_done = chunk + 1 == p.chunks, has_next = j + 1 < items;
+    const int next_chunk = tile_done ? 0 : chunk + 1;
+    const TileCoord next = tile_done && has_next ? tile_coord(p, first + (tile_i + 1) * step) : cur;
+    if (has_next) {  // stage ^ 1: its wgmmas (item j - 1) ended before the last barrier
+      load_weights(p, smem_base + 4u * (stage ^ 1) * kStageFloats, next.ct, next_chunk);
+      cp_async_commit();
+      load_patch(p, next, next_chunk, raw);
+      store_patch(p_stage(stage ^ 1), raw);
+    }
+    wgmma::wait_group<0>(acc);  // item j; outside the tile-end branch (see the pipeline above)
+    float* tile_red = red + (tile_i & 1) * kRedFloats;
+    if (tile_done) epi.tile(p, cur, acc, tile_red);
+    cp_async_wait<0>();
+    wgmma::fence_operand_stores();
+    __syncthreads();
+    if (tile_done) epi.after_barrier(p, cur, tile_red);
+    tile_i += tile_done ? 1 : 0;
+    chunk = next_chunk;
+    cur = next;
+  }
+#else
+  (void)p, (void)epi;
+  __trap();
+#endif
+}
+
+}  // namespace kb::custom::conv3x3_wgmma
