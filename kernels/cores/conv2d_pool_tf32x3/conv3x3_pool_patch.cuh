@@ -32,6 +32,7 @@
 
 #include <cstdint>
 
+#include "kernels/cores/conv3x3_patch/patch_loads.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 
 namespace kb::custom::conv3x3_pool_patch {
@@ -71,7 +72,6 @@ constexpr int kRedFloats = kWarps * kTileCo;  // per-warp channel sums of one ti
 constexpr int kRedBuffers = 2;                // by tile parity: no barrier between write and reuse
 constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;  // 120,064
 constexpr int kPatchSlots = (kPatchPositions + kThreads - 1) / kThreads;  // 2 positions per thread
-constexpr int kWeightCopies = kAStageFloats / 4 / kThreads;               // 9 x 16 bytes
 
 static_assert(kWarpRows == 2, "a warp owns one row of pooling windows");
 static_assert(kTileCols == 2 * 8, "two column groups of 8 = one n-tile width each");
@@ -170,19 +170,8 @@ using PatchRegs = float[kPatchSlots][kChunkCi];  // this thread's patch position
 // raw[s][c] = x[n][ci0 + c][r0 - 1 + row][c0 - 1 + col], 0 outside the image or past C_in.
 __device__ __forceinline__ void load_patch(const PatchArgs& p, const TileCoord& tc, int chunk,
                                            PatchRegs& raw) {
-  const int ci0 = chunk * kChunkCi, plane = p.h * p.w;
-#pragma unroll
-  for (int s = 0; s < kPatchSlots; ++s) {
-    const int pos = threadIdx.x + s * kThreads;
-    const int ih = tc.r0 - 1 + pos / kPatchCols, iw = tc.c0 - 1 + pos % kPatchCols;
-    const bool inside = pos < kPatchPositions &&
-                        static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
-                        static_cast<unsigned>(iw) < static_cast<unsigned>(p.w);
-    const float* src = p.x + (int64_t{tc.n} * p.c_in + ci0) * plane + (inside ? ih * p.w + iw : 0);
-#pragma unroll
-    for (int c = 0; c < kChunkCi; ++c)
-      raw[s][c] = inside && ci0 + c < p.c_in ? __ldg(src + c * plane) : 0.0f;
-  }
+  conv3x3_patch::load_patch<kPatchCols, kPatchPositions, kThreads>(
+      p.x, tc.n, p.c_in, chunk * kChunkCi, p.h, p.w, tc.r0 - 1, tc.c0 - 1, raw);
 }
 // Splits the registers and stores plane c: float4 (big[c], small[c], big[c+4], small[c+4]).
 __device__ __forceinline__ void store_patch(float* b_stage, const PatchRegs& raw) {
@@ -202,12 +191,8 @@ __device__ __forceinline__ void store_patch(float* b_stage, const PatchRegs& raw
 // One stage's weights: a contiguous copy of w_split[ct][chunk].
 __device__ __forceinline__ void load_weights(const PatchArgs& p, uint32_t a_stage, int ct,
                                              int chunk) {
-  const float* src = p.w_split + (int64_t{ct} * p.chunks + chunk) * kAStageFloats;
-#pragma unroll
-  for (int j = 0; j < kWeightCopies; ++j) {
-    const int q = threadIdx.x + j * kThreads;
-    cp_async_16(a_stage + 16 * q, src + 4 * q);
-  }
+  conv3x3_patch::copy_stage<kAStageFloats, kThreads>(
+      p.w_split + (int64_t{ct} * p.chunks + chunk) * kAStageFloats, a_stage);
 }
 
 __device__ __forceinline__ uint4 lds128(const float* p) {

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 
+#include "kernels/cores/conv3x3_patch/patch_loads.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/cores/tf32x3/wgmma.cuh"
 
@@ -69,7 +70,6 @@ constexpr int kRedFloats = 2 * kTileCo;  // an epilogue's scratch per tile (shar
 constexpr int kRedBuffers = 2;           // by tile parity
 constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;  // 175,104
 constexpr int kPatchSlots = (kPatchPixels + kThreads - 1) / kThreads;  // 4 pixels per thread
-constexpr int kWeightCopies = kWStageFloats / 4 / kThreads;            // 9 x 16 bytes
 constexpr int kAccs = 128;
 
 static_assert(kPatchPitch >= kPatchPixels && kPatchPitch % 8 == 0, "plane size");
@@ -144,19 +144,8 @@ using PatchRegs = float[kPatchSlots][kChunkCi];
 // Patch pixel s of this thread: tid + s * kThreads (row-major in the 6 x 130 patch).
 __device__ __forceinline__ void load_patch(const WgmmaArgs& p, const TileCoord& tc, int chunk,
                                            PatchRegs& raw) {
-  const int ci0 = chunk * kChunkCi, plane = p.h * p.w;
-#pragma unroll
-  for (int s = 0; s < kPatchSlots; ++s) {
-    const int pos = threadIdx.x + s * kThreads;
-    const int ih = tc.r0 - p.pad + pos / kPatchCols, iw = tc.c0 - p.pad + pos % kPatchCols;
-    const bool inside = pos < kPatchPixels &&
-                        static_cast<unsigned>(ih) < static_cast<unsigned>(p.h) &&
-                        static_cast<unsigned>(iw) < static_cast<unsigned>(p.w);
-    const float* src = p.x + (int64_t{tc.n} * p.c_in + ci0) * plane + (inside ? ih * p.w + iw : 0);
-#pragma unroll
-    for (int c = 0; c < kChunkCi; ++c)
-      raw[s][c] = inside && ci0 + c < p.c_in ? __ldg(src + c * plane) : 0.0f;
-  }
+  conv3x3_patch::load_patch<kPatchCols, kPatchPixels, kThreads>(
+      p.x, tc.n, p.c_in, chunk * kChunkCi, p.h, p.w, tc.r0 - p.pad, tc.c0 - p.pad, raw);
 }
 // Splits the registers and stores each pixel's 4-channel quads, big and small.
 __device__ __forceinline__ void store_patch(float* patch, const PatchRegs& raw) {
@@ -176,12 +165,8 @@ __device__ __forceinline__ void store_patch(float* patch, const PatchRegs& raw) 
 // One stage's weights: a contiguous copy of w_split[ct][chunk].
 __device__ __forceinline__ void load_weights(const WgmmaArgs& p, uint32_t w_stage, int ct,
                                              int chunk) {
-  const float* src = p.w_split + (int64_t{ct} * p.chunks + chunk) * kWStageFloats;
-#pragma unroll
-  for (int j = 0; j < kWeightCopies; ++j) {
-    const int q = threadIdx.x + j * kThreads;
-    cp_async_16(w_stage + 16 * q, src + 4 * q);
-  }
+  conv3x3_patch::copy_stage<kWStageFloats, kThreads>(
+      p.w_split + (int64_t{ct} * p.chunks + chunk) * kWStageFloats, w_stage);
 }
 
 // Warpgroup g's 54 wgmmas of one stage: rows 2 g + rr (rr = 0, 1) of the tile, 9 taps, 3 terms.
