@@ -8,13 +8,15 @@
 // strict-fp32 peer 9.72 ms; goal <= 7.20 ms.
 //
 // Design, two kernels:
-//  1. the implicit-GEMM 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh) without the
-//     conv bias (the plane mean absorbs it), storing y into the output, and its kStats epilogue:
-//     each CTA (128 channels x 128 pixels of one image) writes the fp32 (mean, M2) of each
-//     channel over its pixels to a (N, C_out, pixel tiles) workspace: no atomics,
-//     deterministic. The tile statistics are formed about a pilot value and merged with Chan's
+//  1. the 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh) without the conv bias
+//     (the plane mean absorbs it), storing y into the output, and its kStats epilogue: each tile
+//     writes the fp32 (mean, M2) of each channel over its pixels to a (N, C_out, stats slots)
+//     workspace (StatsTiles): no atomics, deterministic. From 80 output columns (the full
+//     preset) the core's wgmma kernel (sm_90a; tiles of 64 channels x 4 rows x 128 columns, 32
+//     slots per plane at 126 x 126), else its mma.sync implicit GEMM (128 channels x 128
+//     pixels). The tile statistics are formed about a pilot value and merged with Chan's
 //     update (conv2d_core.cuh), never as raw sums of y and y^2.
-//  2. normalize_planes_kernel: one CTA per (n, c) plane combines the plane's 125 tile (mean, M2)
+//  2. normalize_planes_kernel: one CTA per (n, c) plane combines the plane's tile (mean, M2)
 //     in double: sum n_t mean_t and sum (M2_t + n_t mean_t^2), then mean and E[y^2] - mean^2 in
 //     double, which costs 2 log10(mean/std) of double's 16 digits (the tile statistics carry no
 //     such loss), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
@@ -23,14 +25,19 @@
 // L2_017 0.84x -> 1.17x, L2_031 0.78x -> 1.24x the reference at their worst shapes).
 //
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
-// -> ~5.2 ms (1.9x over the peer).
+// -> ~5.2 ms (1.9x over the peer); measured 5.90 ms on mma.sync. Session 20, on the wgmma
+// kernel (as L2_031: 5.15 -> 3.19 ms): **3.88 ms** (kb bench L2_017 --time-cap 2 --seed 7, A/B
+// in one call: 3.897 / 3.884 against 5.903 / 5.905 ms; 2.5x the best peer).
 // Accuracy: InstanceNorm divides the conv error by the plane's std (~0.17 here): conv error
 // ~1e-6 -> ~1e-5 on the output vs 1e-4 allowed. The statistics do not depend on the inputs'
 // offset: before (one-pass fp32 sums of y and y^2) inputs in [100, 101) put the custom 1.7e-2
 // from the reference (a plane mean of hundreds of stds: E[y^2] - mean^2 in fp32 kept no
 // digit); with the shifted tile moments the remaining error is the conv's own (3xTF32 ~ fp32:
 // ~1e-7 of |y| ~ the plane mean, divided by the std), which the fp32 reference shares:
-// tests/gpu/robustness_test.cu measures both against the golden model.
+// tests/gpu/robustness_test.cu measures both against the golden model. Session 20, the wgmma
+// kernel at the `robust` preset (kb bench kernelbench22 --seed 7): shift (x + 100) the reference
+// 2.08x the tolerance, the custom 1.85x (ill_conditioned: fp32's own cancellation, the custom
+// the closer); scale 0.015x / 0.019x; centered 0.005x / 0.012x.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -54,17 +61,18 @@ struct PlaneStats {
   __device__ float operator()(const Row&, float conv) const { return conv; }
 };
 
-// One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out, tiles).
+// One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out,
+// tiles.slots), laid out as the conv core says (StatsTiles).
 __global__ void __launch_bounds__(kNormThreads)
-    normalize_planes_kernel(float* y, const float2* stats, int tiles, int tile_pixels, int hw,
+    normalize_planes_kernel(float* y, const float2* stats, conv2d_tf32x3::StatsTiles tiles, int hw,
                             float eps, float inv_divisor, bool vec) {
   __shared__ double red[2][kNormWarps];
   __shared__ float coef[2];  // mean, scale
   const int64_t plane = blockIdx.x;
   double s = 0.0, q = 0.0;
-  for (int i = threadIdx.x; i < tiles; i += kNormThreads) {  // tile i: (mean, M2) of n_t pixels
-    const float2 v = stats[plane * tiles + i];
-    const double n_t = min(tile_pixels, hw - i * tile_pixels), mean_t = v.x;
+  for (int i = threadIdx.x; i < tiles.slots; i += kNormThreads) {  // tile i: (mean, M2), n_t px
+    const float2 v = stats[plane * tiles.slots + i];
+    const double n_t = tiles.count(i), mean_t = v.x;
     s += n_t * mean_t;
     q += v.y + n_t * mean_t * mean_t;
   }
@@ -105,7 +113,7 @@ class ConvInstanceNorm final : public Implementation {
     const conv2d_tf32x3::ConvGeometry& g = conv_.geometry();
     planes_ = int64_t{g.n} * g.c_out;
     if (planes_ > 0x7fffffff) return Status::failed_precondition("L2_017 custom: too many planes");
-    KB_CUDA_TRY(cudaMalloc(&stats_, planes_ * g.pix_tiles() * sizeof(float2)));
+    KB_CUDA_TRY(cudaMalloc(&stats_, planes_ * conv_.stats_tiles().slots * sizeof(float2)));
     return Status::ok();
   }
 
@@ -116,7 +124,7 @@ class ConvInstanceNorm final : public Implementation {
                      stream));
     const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
-        y, stats_, g.pix_tiles(), conv2d_tf32x3::kBN, g.hw_out(), eps_, inv_divisor_, vec);
+        y, stats_, conv_.stats_tiles(), g.hw_out(), eps_, inv_divisor_, vec);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
@@ -126,7 +134,7 @@ class ConvInstanceNorm final : public Implementation {
   size_t x_ = 0, weight_ = 0;
   float eps_ = 1e-5f, inv_divisor_ = 1.0f;
   int64_t planes_ = 0;
-  float2* stats_ = nullptr;  // (N, C_out, pixel tiles): owned, freed by the destructor
+  float2* stats_ = nullptr;  // (N, C_out, stats slots): owned, freed by the destructor
 };
 
 }  // namespace kb::custom::L2_017

@@ -18,6 +18,9 @@
 // 64 x 32, operands split into big + small TF32 after the shared-memory load, product =
 // a_small*b_big + a_big*b_small + a_big*b_big.
 // Tiles never straddle two images, so an epilogue may reduce per (n, co) plane (kStats).
+// 3x3 / stride-1 convs from 80 output columns take the wgmma kernel instead
+// (conv3x3_wgmma/conv3x3_wgmma.cuh; where the user's unit carries sm_90a code and the driver loaded
+// it) through WgmmaStore, statistics included (StatsTiles says where each kernel puts them).
 // Thread safety: stateless device code; a Conv2dTf32x3 is used by one thread at a time.
 #pragma once
 
@@ -475,47 +478,99 @@ __global__ void __launch_bounds__(kNarrowThreads, 8)
 
 namespace cw = ::kb::custom::conv3x3_wgmma;
 
-// y[n][co][oh][ow] = epi(conv) for the tile's outputs in range; no statistics (kStats epilogues
-// stay on the mma.sync kernel, whose tiles their statistics layout describes). A thread's two
-// adjacent columns are one 8-byte store when Wo is even.
+// y[n][co][oh][ow] = epi(conv) for the tile's outputs in range, and with Epi::kStats the tile's
+// (mean, M2) per channel into stats[n][co][slot] (StatsTiles: 4 x 128-pixel tiles). A thread's two
+// adjacent columns are one 8-byte store when Wo is even. Statistics as store_tile forms them: a
+// thread's values of a channel (2 rows x 32 columns) about a pilot, Chan merges over the 4 lanes
+// of the channel in tile(), then over the two warpgroups (rows 0-1, 2-3) in after_barrier().
 template <class Epi>
 struct WgmmaStore {
   Epi epi;
-  float* y;  // (N, C_out, Ho, Wo)
-  int ho, wo;
+  float* y;       // (N, C_out, Ho, Wo)
+  float2* stats;  // (N, C_out, slots); kStats only
+  int ho, wo, slots;
 
   __device__ __forceinline__ void tile(const cw::WgmmaArgs& p, const cw::TileCoord& tc,
-                                       const float (&acc)[cw::kAccs], float*) const {
+                                       const float (&acc)[cw::kAccs], float* red) const {
     const int tid = static_cast<int>(threadIdx.x), group = tid / 128, lane = tid % 32;
     const int g = lane >> 2, t = lane & 3, warp = (tid / 32) % 4;
     const bool pairs = wo % 2 == 0;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int co = tc.ct * cw::kTileCo + 16 * warp + 8 * half + g;
-      if (co >= p.c_out) continue;
-      const typename Epi::Row r = epi.row(co);
+      const int co_l = 16 * warp + 8 * half + g, co = tc.ct * cw::kTileCo + co_l;
+      float cnt = 0.0f, pilot = 0.0f, s = 0.0f, q = 0.0f;  // sums of v - pilot, (v - pilot)^2
+      if (co < p.c_out) {
+        const typename Epi::Row r = epi.row(co);
 #pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int oh = tc.r0 + 2 * group + rr;
-        if (oh >= ho) continue;
-        float* y_row = y + ((int64_t{tc.n} * p.c_out + co) * ho + oh) * wo;
+        for (int rr = 0; rr < 2; ++rr) {
+          const int oh = tc.r0 + 2 * group + rr;
+          if (oh >= ho) continue;
+          float* y_row = y + ((int64_t{tc.n} * p.c_out + co) * ho + oh) * wo;
 #pragma unroll
-        for (int j = 0; j < cw::kTileCols / 8; ++j) {
-          const int ow = tc.c0 + 8 * j + 2 * t, e = cw::kAccs / 2 * rr + 4 * j + 2 * half;
-          const float v0 = epi(r, acc[e]), v1 = epi(r, acc[e + 1]);
-          if (pairs && ow + 1 < wo) {
-            *reinterpret_cast<float2*>(y_row + ow) = make_float2(v0, v1);
-          } else {
-            if (ow < wo) y_row[ow] = v0;
-            if (ow + 1 < wo) y_row[ow + 1] = v1;
+          for (int j = 0; j < cw::kTileCols / 8; ++j) {
+            const int ow = tc.c0 + 8 * j + 2 * t, e = cw::kAccs / 2 * rr + 4 * j + 2 * half;
+            const float v0 = epi(r, acc[e]), v1 = epi(r, acc[e + 1]);
+            if (pairs && ow + 1 < wo) {
+              *reinterpret_cast<float2*>(y_row + ow) = make_float2(v0, v1);
+            } else {
+              if (ow < wo) y_row[ow] = v0;
+              if (ow + 1 < wo) y_row[ow + 1] = v1;
+            }
+            if constexpr (Epi::kStats) {
+              if (cnt == 0.0f && ow < wo) pilot = v0;  // the thread's first value in range
+              if (ow < wo) accumulate(v0 - pilot, cnt, s, q);
+              if (ow + 1 < wo) accumulate(v1 - pilot, cnt, s, q);
+            }
           }
+        }
+      }
+      if constexpr (Epi::kStats) {
+        const float mean_d = cnt > 0.0f ? s / cnt : 0.0f;
+        float2 m = make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f));
+#pragma unroll
+        for (int off = 1; off < 4; off *= 2) {  // the 4 lanes of a channel (t = lane % 4)
+          const float cnt_b = __shfl_xor_sync(0xffffffffu, cnt, off);
+          const float2 m_b = make_float2(__shfl_xor_sync(0xffffffffu, m.x, off),
+                                         __shfl_xor_sync(0xffffffffu, m.y, off));
+          m = merge_moments(cnt, m, cnt_b, m_b);
+          cnt += cnt_b;
+        }
+        if (t == 0) {
+          red[(group * cw::kTileCo + co_l) * 2] = m.x;
+          red[(group * cw::kTileCo + co_l) * 2 + 1] = m.y;
         }
       }
     }
   }
-  __device__ __forceinline__ void after_barrier(const cw::WgmmaArgs&, const cw::TileCoord&,
-                                                const float*) const {}
+  // stats[n][co][slot]: the two warpgroups' (mean, M2) merged, rows 0-1 first.
+  __device__ __forceinline__ void after_barrier(const cw::WgmmaArgs& p, const cw::TileCoord& tc,
+                                                const float* red) const {
+    if constexpr (Epi::kStats) {
+      const int co_l = static_cast<int>(threadIdx.x), co = tc.ct * cw::kTileCo + co_l;
+      if (co_l >= cw::kTileCo || co >= p.c_out) return;
+      const float cols = static_cast<float>(min(cw::kTileCols, wo - tc.c0));
+      float n = 0.0f;
+      float2 m = make_float2(0.0f, 0.0f);
+#pragma unroll
+      for (int group = 0; group < 2; ++group) {
+        const float n_b = static_cast<float>(min(max(ho - tc.r0 - 2 * group, 0), 2)) * cols;
+        m = merge_moments(n, m, n_b,
+                          make_float2(red[(group * cw::kTileCo + co_l) * 2],
+                                      red[(group * cw::kTileCo + co_l) * 2 + 1]));
+        n += n_b;
+      }
+      stats[(int64_t{tc.n} * p.c_out + co) * slots + tc.slot] = m;
+    }
+  }
+
+ private:
+  __device__ __forceinline__ static void accumulate(float d, float& cnt, float& s, float& q) {
+    cnt += 1.0f;
+    s += d;
+    q = fmaf(d, d, q);
+  }
 };
+static_assert(cw::kRedFloats >= 2 * 2 * cw::kTileCo, "WgmmaStore: (mean, M2) per warpgroup");
 
 // ---- host side ----
 
@@ -576,6 +631,19 @@ inline Status read_conv_geometry(const ProblemInstance& p, const std::string& no
   return Status::ok();
 }
 
+// Where a kStats epilogue's statistics go: stats[n][co][slot] = (mean, M2) of tile `slot`'s
+// pixels, the tiles a grid of tile_rows x tile_cols pixels over the ho x wo plane, row-major
+// (tiles_w per row). The mma.sync and narrow kernels: one row of Ho*Wo pixels in kBN-pixel tiles;
+// the wgmma kernel: 4 x 128 tiles.
+struct StatsTiles {
+  int slots = 0, tiles_w = 0, tile_rows = 0, tile_cols = 0, ho = 0, wo = 0;
+  // Pixels of tile `slot` inside the plane.
+  __host__ __device__ int count(int slot) const {
+    const int rows = ho - slot / tiles_w * tile_rows, cols = wo - slot % tiles_w * tile_cols;
+    return (rows < tile_rows ? rows : tile_rows) * (cols < tile_cols ? cols : tile_cols);
+  }
+};
+
 // The conv of one graph node: geometry and tap table (setup), launches (run).
 // Owns the tap table (device memory); not copyable.
 class Conv2dTf32x3 {
@@ -596,12 +664,10 @@ class Conv2dTf32x3 {
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
     narrow_ = narrow_is_faster(g_);
-    if constexpr (!Epi::kStats) {
-      bool loaded = false;
-      KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&loaded));
-      wgmma_ = loaded && !narrow_ && takes_wgmma(g_);
-      if (wgmma_) return setup_wgmma<Epi>();
-    }
+    bool loaded = false;
+    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&loaded));
+    wgmma_ = loaded && !narrow_ && takes_wgmma(g_);
+    if (wgmma_) return setup_wgmma<Epi>();
     KB_TRY(upload_taps());
     for (auto kernel :
          {&conv2d_tf32x3_kernel<true, false, Epi>, &conv2d_tf32x3_kernel<false, false, Epi>,
@@ -614,13 +680,26 @@ class Conv2dTf32x3 {
     return Status::ok();
   }
 
-  // y = epi(conv(x, w)) on `stream`; stats: (N, C_out, pix_tiles) float2 when Epi::kStats.
+  // The statistics layout of the kernel setup() chose (kStats epilogues).
+  StatsTiles stats_tiles() const {
+    if (wgmma_)
+      return {wgmma_args_.tiles_h * wgmma_args_.tiles_w,
+              wgmma_args_.tiles_w,
+              cw::kTileRows,
+              cw::kTileCols,
+              g_.ho,
+              g_.wo};
+    return {g_.pix_tiles(), g_.pix_tiles(), 1, kBN, 1, g_.hw_out()};
+  }
+
+  // y = epi(conv(x, w)) on `stream`; stats: (N, C_out, stats_tiles().slots) float2 when
+  // Epi::kStats.
   template <class Epi>
   Status run(const float* x, const float* w, float* y, float2* stats, const Epi& epi,
              cudaStream_t stream) const {
-    if constexpr (!Epi::kStats) {
-      if (wgmma_) return run_wgmma(x, w, WgmmaStore<Epi>{epi, y, g_.ho, g_.wo}, stream);
-    }
+    if (wgmma_)
+      return run_wgmma(x, w, WgmmaStore<Epi>{epi, y, stats, g_.ho, g_.wo, stats_tiles().slots},
+                       stream);
     const int k_pad = g_.k_pad();
     const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
     const int table_ints = padded ? 3 * k_pad : k_pad;

@@ -1,7 +1,8 @@
 // 3x3 / stride 1 convolution, 3xTF32 on Hopper's warpgroup MMA (tf32x3/wgmma.cuh, sm_90a), with
 // a pluggable tile epilogue: the conv core of L2_010 (+ 2x2 max pool + clamp + sums,
-// conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh) and of conv2d_tf32x3/conv2d_core.cuh's users (L2_001,
-// L2_031: elementwise epilogue, stored) where the image is wide enough.
+// conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh) and of conv2d_tf32x3/conv2d_core.cuh's users where
+// the image is wide enough (L2_031: elementwise epilogue, stored; L2_017: stored with per-tile
+// plane statistics; L2_001's unit is not built for sm_90a).
 //   y[n][co][oh][ow] = sum_{ci,kh,kw} w'[co][ci][kh][kw] * x[n][ci][oh - pad + kh][ow - pad + kw]
 //   x: (N, C_in, H, W) fp32 NCHW, zero outside; w' split per call by split_weight_kernel from an
 //   OIHW conv weight, or from a ConvTranspose2d weight (C_in, C_out, 3, 3) flipped.
@@ -21,7 +22,7 @@
 // + rr, column 8 j + 2 (l % 4) + e of the tile.
 // Stage: weights 9 taps x 2 parts x 2 quads x 64 x 4 (36 KB, one cp.async copy of the split
 // weights) + patch 2 parts x 2 quads x 6 x 130 pixels x 4 (48 KB, loaded to registers, split,
-// stored); two stages (170 KB).
+// stored); two stages (170 KB) and the epilogues' scratch (2 KB).
 // Pipeline per (tile, chunk) item j: issue stage j % 2's wgmmas; meanwhile copy item j + 1's
 // weights and load, split and store its patch into the other stage; wait for the wgmmas; at a
 // tile's last chunk run the epilogue's tile(); one barrier; then its after_barrier(). (Waiting for
@@ -66,9 +67,9 @@ constexpr int kWStageFloats = kTaps * kWTapFloats;           // 9,216 (36 KB)
 constexpr int kPStageFloats = 2 * kQuads * kPatchPitch * 4;  // 12,544 (49 KB)
 constexpr int kStageFloats = kWStageFloats + kPStageFloats;
 constexpr int kStages = 2;
-constexpr int kRedFloats = 2 * kTileCo;  // an epilogue's scratch per tile (shared memory)
+constexpr int kRedFloats = 4 * kTileCo;  // an epilogue's scratch per tile (shared memory)
 constexpr int kRedBuffers = 2;           // by tile parity
-constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;  // 175,104
+constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;  // 176,128
 constexpr int kPatchSlots = (kPatchPixels + kThreads - 1) / kThreads;  // 4 pixels per thread
 constexpr int kAccs = 128;
 
