@@ -8,8 +8,10 @@
 // 0.37 ms; floor 4.48 ms strict fp32 FMA (compute-bound); 3xTF32 on the tensor cores ~1.84 ms
 // ideal. Best strict-fp32 peer 9.03 ms (torch.compile); goal <= 7.17 ms.
 //
-// Design: one launch of the implicit-GEMM 3xTF32 conv core
-// (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile 128 channels x 128 pixels of one image x
+// Design: one launch of the 3xTF32 conv core (kernels/cores/conv2d_tf32x3/conv2d_core.cuh) with
+// the epilogue relu(acc + conv.bias) + bias. From 80 output columns (the full preset) its wgmma
+// kernel with promoted sums (sm_90a; session 20, below); else the implicit GEMM
+// (CTA tile 128 channels x 128 pixels of one image x
 // 32 k, im2col gathered with 4-byte cp.async, 3 stages, mma.sync m16n8k8) with the epilogue
 // relu(acc + conv.bias) + bias applied in registers before the single (float4) store of the
 // output. Grid: 128 images x 125 pixel tiles = 16,000 CTAs (60.6 waves of 2 per SM; the last
@@ -26,15 +28,17 @@
 // predicted: the gather costs more address work than the GEMM's 16-byte loads. Next
 // (docs/kernels.md): 16-byte gathers along W, 128 x 256 tiles, or wgmma.
 //
-// Not taken (session 19): the core's wgmma kernel for 3x3 / stride 1 (conv3x3_wgmma.cuh, which
-// L2_031 takes). It ran the full preset in 3.20 ms (against 5.13) and passed every GPU test, but
-// its robustness trial under scale at a preset reaching it (N 2, C_in 13, C_out 70, 9 x 131) was
-// `fragile`: 7.55x the tolerance against the reference's 0.68x (the mma.sync core at the small
-// preset: 6.33x, `marginal`). Both exceed the tolerance where |y| << the sum of |products| (the
-// ReLU keeps outputs near 0 whose tolerance is ~1e-4): the MMA accumulator's truncating sums.
-// This file is therefore not built for sm_90a (kernels/CMakeLists.txt). Next: promote the sums
-// per stage into fp32 registers (one output row per warpgroup frees the registers), as L1_070's
-// per-tap promotion did, then measure again.
+// Session 19, not taken then: the core's wgmma kernel for 3x3 / stride 1 (conv3x3_wgmma.cuh,
+// which L2_031 takes) ran the full preset in 3.20 ms, but its robustness trial under scale at a
+// preset reaching it (N 2, C_in 13, C_out 70, 9 x 131; now `robust`) was `fragile`: 7.55x the
+// tolerance against the reference's 0.68x. Both exceed the tolerance where |y| << the sum of
+// |products| (the ReLU keeps outputs near 0 whose tolerance is ~1e-4): the MMA accumulator's
+// truncating sums. Session 20: the wgmma kernel's promoted form (kPromotedSums: each 8-channel
+// stage summed afresh, the stages added in fp32; 2-row tiles): **5.13 -> 3.80 ms** (kb bench
+// L2_001 --time-cap 2 --seed 7, A/B in one call: 3.811 / 3.798 against 5.130 / 5.170 ms; 2.4x the
+// best peer), max |err| 3.3e-6 (1.0e-5 on mma.sync); under scale at `robust` 3.13x the tolerance
+// against the reference's 0.68x (`marginal`, kernelbench22 seed 7) and 2.59x against 1.41x
+// (`ill_conditioned`, the GPU tests' seed). Narrow images (< 80 columns) keep mma.sync.
 //
 // Accuracy: 3xTF32 ~ fp32 products (operands split into big + small after the shared load, the
 // small x small term dropped); K = 576 summed in the MMA accumulator; relu and the adds exact up
@@ -57,6 +61,8 @@ namespace kb::custom::L2_001 {
 // relu(conv + b_conv[c]) + bias[c], in the reference's rounding order.
 struct BiasReluBias {
   static constexpr bool kStats = false;
+  // ReLU keeps outputs near 0 of large sums: promote them (conv2d_core.cuh)
+  static constexpr bool kPromotedSums = true;
   const float* conv_bias;  // (C_out)
   const float* bias;       // (C_out, 1, 1)
   struct Row {

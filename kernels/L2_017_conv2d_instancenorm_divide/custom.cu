@@ -56,6 +56,7 @@ constexpr int kNormWarps = kNormThreads / 32;
 // The raw conv (no bias) and its per-tile plane sums.
 struct PlaneStats {
   static constexpr bool kStats = true;
+  static constexpr bool kPromotedSums = false;
   struct Row {};
   __device__ Row row(int) const { return {}; }
   __device__ float operator()(const Row&, float conv) const { return conv; }

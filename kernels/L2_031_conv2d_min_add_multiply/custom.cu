@@ -53,6 +53,7 @@ namespace kb::custom::L2_031 {
 // (min(conv + b_conv[c], cap) + bias[c]) * scale; the min propagates NaN like torch.min.
 struct MinAddScale {
   static constexpr bool kStats = false;
+  static constexpr bool kPromotedSums = false;
   const float* conv_bias;  // (C_out)
   const float* bias;       // (C_out, 1, 1)
   float cap, scale;

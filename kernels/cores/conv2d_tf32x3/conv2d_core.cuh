@@ -20,7 +20,8 @@
 // Tiles never straddle two images, so an epilogue may reduce per (n, co) plane (kStats).
 // 3x3 / stride-1 convs from 80 output columns take the wgmma kernel instead
 // (conv3x3_wgmma/conv3x3_wgmma.cuh; where the user's unit carries sm_90a code and the driver loaded
-// it) through WgmmaStore, statistics included (StatsTiles says where each kernel puts them).
+// it) through WgmmaStore, statistics included (StatsTiles says where each kernel puts them), in
+// its promoted form where the epilogue asks for it (kPromotedSums).
 // Thread safety: stateless device code; a Conv2dTf32x3 is used by one thread at a time.
 #pragma once
 
@@ -202,7 +203,10 @@ __device__ __forceinline__ void gather_pixels(const ConvArgs& p, const PixelOrig
 
 // ---- epilogue ----
 // An epilogue Epi provides: `static constexpr bool kStats` (reduce per-(n, co) tile statistics of
-// the values it returns into ConvArgs::stats), `Row row(int co)` (per-channel constants) and
+// the values it returns into ConvArgs::stats), `static constexpr bool kPromotedSums` (on the
+// wgmma kernel, sum each 8-channel stage afresh and add the stages in fp32, at 2-row tiles: for
+// outputs that keep small values of large sums, e.g. a ReLU's near 0, where the tensor core's
+// truncating sums would show), `Row row(int co)` (per-channel constants) and
 // `float operator()(const Row&, float conv)` (conv = the raw sum, no conv bias).
 //
 // Statistics (kStats) never form raw sums of v and v^2: with a plane mean far from zero (inputs
@@ -483,15 +487,17 @@ namespace cw = ::kb::custom::conv3x3_wgmma;
 // adjacent columns are one 8-byte store when Wo is even. Statistics as store_tile forms them: a
 // thread's values of a channel (2 rows x 32 columns) about a pilot, Chan merges over the 4 lanes
 // of the channel in tile(), then over the two warpgroups (rows 0-1, 2-3) in after_barrier().
-template <class Epi>
+template <class Epi, bool kPromoted>
 struct WgmmaStore {
+  using G = cw::Geometry<kPromoted>;
+  static constexpr int kRows = G::kRowsPerGroup;  // a warpgroup's rows
   Epi epi;
   float* y;       // (N, C_out, Ho, Wo)
   float2* stats;  // (N, C_out, slots); kStats only
   int ho, wo, slots;
 
   __device__ __forceinline__ void tile(const cw::WgmmaArgs& p, const cw::TileCoord& tc,
-                                       const float (&acc)[cw::kAccs], float* red) const {
+                                       const float (&acc)[G::kAccs], float* red) const {
     const int tid = static_cast<int>(threadIdx.x), group = tid / 128, lane = tid % 32;
     const int g = lane >> 2, t = lane & 3, warp = (tid / 32) % 4;
     const bool pairs = wo % 2 == 0;
@@ -502,13 +508,13 @@ struct WgmmaStore {
       if (co < p.c_out) {
         const typename Epi::Row r = epi.row(co);
 #pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {
-          const int oh = tc.r0 + 2 * group + rr;
+        for (int rr = 0; rr < kRows; ++rr) {
+          const int oh = tc.r0 + kRows * group + rr;
           if (oh >= ho) continue;
           float* y_row = y + ((int64_t{tc.n} * p.c_out + co) * ho + oh) * wo;
 #pragma unroll
           for (int j = 0; j < cw::kTileCols / 8; ++j) {
-            const int ow = tc.c0 + 8 * j + 2 * t, e = cw::kAccs / 2 * rr + 4 * j + 2 * half;
+            const int ow = tc.c0 + 8 * j + 2 * t, e = cw::kRowAccs * rr + 4 * j + 2 * half;
             const float v0 = epi(r, acc[e]), v1 = epi(r, acc[e + 1]);
             if (pairs && ow + 1 < wo) {
               *reinterpret_cast<float2*>(y_row + ow) = make_float2(v0, v1);
@@ -553,7 +559,7 @@ struct WgmmaStore {
       float2 m = make_float2(0.0f, 0.0f);
 #pragma unroll
       for (int group = 0; group < 2; ++group) {
-        const float n_b = static_cast<float>(min(max(ho - tc.r0 - 2 * group, 0), 2)) * cols;
+        const float n_b = static_cast<float>(min(max(ho - tc.r0 - kRows * group, 0), kRows)) * cols;
         m = merge_moments(n, m, n_b,
                           make_float2(red[(group * cw::kTileCo + co_l) * 2],
                                       red[(group * cw::kTileCo + co_l) * 2 + 1]));
@@ -685,7 +691,7 @@ class Conv2dTf32x3 {
     if (wgmma_)
       return {wgmma_args_.tiles_h * wgmma_args_.tiles_w,
               wgmma_args_.tiles_w,
-              cw::kTileRows,
+              wgmma_tile_rows_,
               cw::kTileCols,
               g_.ho,
               g_.wo};
@@ -697,9 +703,12 @@ class Conv2dTf32x3 {
   template <class Epi>
   Status run(const float* x, const float* w, float* y, float2* stats, const Epi& epi,
              cudaStream_t stream) const {
-    if (wgmma_)
-      return run_wgmma(x, w, WgmmaStore<Epi>{epi, y, stats, g_.ho, g_.wo, stats_tiles().slots},
-                       stream);
+    if (wgmma_) {
+      constexpr bool kPromoted = Epi::kPromotedSums;
+      return run_wgmma<kPromoted>(
+          x, w, WgmmaStore<Epi, kPromoted>{epi, y, stats, g_.ho, g_.wo, stats_tiles().slots},
+          stream);
+    }
     const int k_pad = g_.k_pad();
     const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
     const int table_ints = padded ? 3 * k_pad : k_pad;
@@ -783,11 +792,14 @@ class Conv2dTf32x3 {
   }
   template <class Epi>
   Status setup_wgmma() {
+    constexpr bool kPromoted = Epi::kPromotedSums;
+    using G = cw::Geometry<kPromoted>;
     cw::WgmmaArgs& a = wgmma_args_;
     a.c_in = g_.c_in, a.c_out = g_.c_out, a.h = g_.h, a.w = g_.w, a.pad = g_.ph;
     a.chunks = (g_.c_in + cw::kChunkCi - 1) / cw::kChunkCi;
     a.co_tiles = (g_.c_out + cw::kTileCo - 1) / cw::kTileCo;
-    a.tiles_h = (g_.ho + cw::kTileRows - 1) / cw::kTileRows;
+    wgmma_tile_rows_ = G::kTileRows;
+    a.tiles_h = (g_.ho + G::kTileRows - 1) / G::kTileRows;
     a.tiles_w = (g_.wo + cw::kTileCols - 1) / cw::kTileCols;
     const int64_t tiles = int64_t{g_.n} * a.co_tiles * a.tiles_h * a.tiles_w;
     if (tiles > 0x7fffffff) return Status::failed_precondition("conv2d_tf32x3: too many tiles");
@@ -796,13 +808,13 @@ class Conv2dTf32x3 {
     w_split_ = nullptr;
     KB_CUDA_TRY(
         cudaMalloc(&w_split_, sizeof(float) * size_t(a.co_tiles) * a.chunks * cw::kWStageFloats));
-    KB_CUDA_TRY(cudaFuncSetAttribute(cw::conv3x3_kernel<WgmmaStore<Epi>>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, cw::kSmemBytes));
+    KB_CUDA_TRY(cudaFuncSetAttribute(cw::conv3x3_kernel<WgmmaStore<Epi, kPromoted>, kPromoted>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     wgmma_grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
     return Status::ok();
   }
-  template <class Store>
+  template <bool kPromoted, class Store>
   Status run_wgmma(const float* x, const float* w, const Store& store, cudaStream_t stream) const {
     cw::WgmmaArgs a = wgmma_args_;
     a.x = x;
@@ -814,7 +826,8 @@ class Conv2dTf32x3 {
                                         /*transposed_flipped=*/false);
     KB_CUDA_TRY(cudaGetLastError());
     if (wgmma_grid_ > 0) {
-      cw::conv3x3_kernel<<<wgmma_grid_, cw::kThreads, cw::kSmemBytes, stream>>>(a, store);
+      cw::conv3x3_kernel<Store, kPromoted>
+          <<<wgmma_grid_, cw::kThreads, cw::Geometry<kPromoted>::kSmemBytes, stream>>>(a, store);
       KB_CUDA_TRY(cudaGetLastError());
     }
     return Status::ok();
@@ -825,6 +838,7 @@ class Conv2dTf32x3 {
   int* taps_ = nullptr;         // tap_off (K_pad ints), then tap_hw (K_pad int2)
   bool wgmma_ = false;          // conv3x3_wgmma.cuh's kernel runs (takes_wgmma, sm_90a code loaded)
   cw::WgmmaArgs wgmma_args_{};  // its sizes; pointers are filled per call
+  int wgmma_tile_rows_ = 0;     // its tiles' rows (Geometry<Epi::kPromotedSums>)
   float* w_split_ = nullptr;    // its split weights (co_tiles, chunks, kWStageFloats), per call
   unsigned wgmma_grid_ = 0;     // its persistent CTAs
 };

@@ -2,7 +2,7 @@
 // a pluggable tile epilogue: the conv core of L2_010 (+ 2x2 max pool + clamp + sums,
 // conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh) and of conv2d_tf32x3/conv2d_core.cuh's users where
 // the image is wide enough (L2_031: elementwise epilogue, stored; L2_017: stored with per-tile
-// plane statistics; L2_001's unit is not built for sm_90a).
+// plane statistics; L2_001: stored, its sums promoted).
 //   y[n][co][oh][ow] = sum_{ci,kh,kw} w'[co][ci][kh][kw] * x[n][ci][oh - pad + kh][ow - pad + kw]
 //   x: (N, C_in, H, W) fp32 NCHW, zero outside; w' split per call by split_weight_kernel from an
 //   OIHW conv weight, or from a ConvTranspose2d weight (C_in, C_out, 3, 3) flipped.
@@ -23,6 +23,11 @@
 // Stage: weights 9 taps x 2 parts x 2 quads x 64 x 4 (36 KB, one cp.async copy of the split
 // weights) + patch 2 parts x 2 quads x 6 x 130 pixels x 4 (48 KB, loaded to registers, split,
 // stored); two stages (170 KB) and the epilogues' scratch (2 KB).
+// Promoted (Geometry<true>, L2_001): 64 channels x 2 rows x 128 columns, one row per warpgroup;
+// each stage's wgmmas (27 per warpgroup) start their sums afresh in part[64], which the thread adds
+// to its fp32 totals acc[64] once they end: the tensor core truncates each k8 step's sum, so a
+// tile's chain of 3 x 9 x C_in / 8 truncations (a relative bias that grows with the chain) becomes
+// 27 per stage plus one rounded add. Patch 4 x 130 pixels (33 KB); two stages (138 KB).
 // Pipeline per (tile, chunk) item j: issue stage j % 2's wgmmas; meanwhile copy item j + 1's
 // weights and load, split and store its patch into the other stage; wait for the wgmmas; at a
 // tile's last chunk run the epilogue's tile(); one barrier; then its after_barrier(). (Waiting for
@@ -53,29 +58,42 @@ namespace wgmma = ::kb::tf32x3::wgmma;
 constexpr int kKernel = 3;
 constexpr int kTaps = kKernel * kKernel;
 constexpr int kTileCo = 64;     // output channels per tile: one m64
-constexpr int kTileRows = 4;    // output rows: 2 per warpgroup
 constexpr int kTileCols = 128;  // output columns: one n128
 constexpr int kThreads = 256;   // 2 warpgroups
 constexpr int kChunkCi = 8;     // input channels per stage: one k8 step per tap
 constexpr int kQuads = kChunkCi / 4;
-constexpr int kPatchRows = kTileRows + kKernel - 1;          // 6
-constexpr int kPatchCols = kTileCols + kKernel - 1;          // 130
-constexpr int kPatchPixels = kPatchRows * kPatchCols;        // 780
-constexpr int kPatchPitch = 784;                             // pixels per (part, quad) plane
-constexpr int kWTapFloats = 2 * kQuads * kTileCo * 4;        // big + small of one tap: 1,024
-constexpr int kWStageFloats = kTaps * kWTapFloats;           // 9,216 (36 KB)
-constexpr int kPStageFloats = 2 * kQuads * kPatchPitch * 4;  // 12,544 (49 KB)
-constexpr int kStageFloats = kWStageFloats + kPStageFloats;
+constexpr int kPatchCols = kTileCols + kKernel - 1;    // 130
+constexpr int kWTapFloats = 2 * kQuads * kTileCo * 4;  // big + small of one tap: 1,024
+constexpr int kWStageFloats = kTaps * kWTapFloats;     // 9,216 (36 KB)
 constexpr int kStages = 2;
 constexpr int kRedFloats = 4 * kTileCo;  // an epilogue's scratch per tile (shared memory)
 constexpr int kRedBuffers = 2;           // by tile parity
-constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;  // 176,128
-constexpr int kPatchSlots = (kPatchPixels + kThreads - 1) / kThreads;  // 4 pixels per thread
-constexpr int kAccs = 128;
+constexpr int kRowAccs = 64;             // one output row's m64n128 accumulator fragment
 
-static_assert(kPatchPitch >= kPatchPixels && kPatchPitch % 8 == 0, "plane size");
+// The tile's rows and what follows from them. Plain: 2 rows per warpgroup, each sum one chain
+// in the tensor core (4-row tiles). Promoted: 1 row per warpgroup, each stage's sums started
+// afresh and added to fp32 totals (2-row tiles; the registers of the second row hold the totals).
+template <bool kPromoted>
+struct Geometry {
+  static constexpr int kRowsPerGroup = kPromoted ? 1 : 2;
+  static constexpr int kTileRows = 2 * kRowsPerGroup;                 // 4 / 2
+  static constexpr int kPatchRows = kTileRows + kKernel - 1;          // 6 / 4
+  static constexpr int kPatchPixels = kPatchRows * kPatchCols;        // 780 / 520
+  static constexpr int kPatchPitch = (kPatchPixels + 7) / 8 * 8;      // per (part, quad) plane
+  static constexpr int kPStageFloats = 2 * kQuads * kPatchPitch * 4;  // 12,544 / 8,320
+  static constexpr int kStageFloats = kWStageFloats + kPStageFloats;
+  static constexpr int kSmemBytes = (kStages * kStageFloats + kRedBuffers * kRedFloats) * 4;
+  static constexpr int kPatchSlots = (kPatchPixels + kThreads - 1) / kThreads;  // 4 / 3
+  static constexpr int kAccs = kRowsPerGroup * kRowAccs;  // a warpgroup's rows: 128 / 64
+  static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
+};
+using Plain = Geometry<false>;
+// The plain kernel's sizes (L2_010's pooling epilogue and its host).
+constexpr int kTileRows = Plain::kTileRows;
+constexpr int kSmemBytes = Plain::kSmemBytes;  // 176,128
+constexpr int kAccs = Plain::kAccs;
+
 static_assert(kWStageFloats % (4 * kThreads) == 0, "weights: whole 16-byte copies per thread");
-static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
 
 // ---- index maps (host + device) ----
 
@@ -84,8 +102,9 @@ __host__ __device__ constexpr int weight_index(int tap, int part, int ci, int co
   return (((tap * 2 + part) * kQuads + ci / 4) * kTileCo + co) * 4 + ci % 4;
 }
 // Float index of patch (part, ci, pixel) in a stage's patch: [part][ci / 4][pixel][ci % 4].
+template <class G>
 __host__ __device__ constexpr int patch_index(int part, int ci, int pixel) {
-  return ((part * kQuads + ci / 4) * kPatchPitch + pixel) * 4 + ci % 4;
+  return ((part * kQuads + ci / 4) * G::kPatchPitch + pixel) * 4 + ci % 4;
 }
 
 // ---- per-call weight preparation ----
@@ -133,33 +152,37 @@ struct WgmmaArgs {
 struct TileCoord {
   int n, ct, r0, c0, slot;  // slot = th * tiles_w + tw
 };
+template <class G>
 __device__ __forceinline__ TileCoord tile_coord(const WgmmaArgs& p, int tile) {
   const int per_plane = p.tiles_h * p.tiles_w;
   const int slot = tile % per_plane, rest = tile / per_plane;
-  return {rest / p.co_tiles, rest % p.co_tiles, slot / p.tiles_w * kTileRows,
+  return {rest / p.co_tiles, rest % p.co_tiles, slot / p.tiles_w * G::kTileRows,
           slot % p.tiles_w * kTileCols, slot};
 }
 
-using PatchRegs = float[kPatchSlots][kChunkCi];
+template <class G>
+using PatchRegs = float[G::kPatchSlots][kChunkCi];
 
-// Patch pixel s of this thread: tid + s * kThreads (row-major in the 6 x 130 patch).
+// Patch pixel s of this thread: tid + s * kThreads (row-major in the kPatchRows x 130 patch).
+template <class G>
 __device__ __forceinline__ void load_patch(const WgmmaArgs& p, const TileCoord& tc, int chunk,
-                                           PatchRegs& raw) {
-  conv3x3_patch::load_patch<kPatchCols, kPatchPixels, kThreads>(
+                                           PatchRegs<G>& raw) {
+  conv3x3_patch::load_patch<kPatchCols, G::kPatchPixels, kThreads>(
       p.x, tc.n, p.c_in, chunk * kChunkCi, p.h, p.w, tc.r0 - p.pad, tc.c0 - p.pad, raw);
 }
 // Splits the registers and stores each pixel's 4-channel quads, big and small.
-__device__ __forceinline__ void store_patch(float* patch, const PatchRegs& raw) {
+template <class G>
+__device__ __forceinline__ void store_patch(float* patch, const PatchRegs<G>& raw) {
 #pragma unroll
-  for (int s = 0; s < kPatchSlots; ++s) {
+  for (int s = 0; s < G::kPatchSlots; ++s) {
     const int pos = threadIdx.x + s * kThreads;
-    if (pos >= kPatchPixels) continue;
+    if (pos >= G::kPatchPixels) continue;
 #pragma unroll
     for (int q = 0; q < kQuads; ++q) {
       float4 big, small;
       split_tf32_quad(raw[s] + 4 * q, big, small);
-      *reinterpret_cast<float4*>(patch + patch_index(0, 4 * q, pos)) = big;
-      *reinterpret_cast<float4*>(patch + patch_index(1, 4 * q, pos)) = small;
+      *reinterpret_cast<float4*>(patch + patch_index<G>(0, 4 * q, pos)) = big;
+      *reinterpret_cast<float4*>(patch + patch_index<G>(1, 4 * q, pos)) = small;
     }
   }
 }
@@ -170,14 +193,16 @@ __device__ __forceinline__ void load_weights(const WgmmaArgs& p, uint32_t w_stag
       p.w_split + (int64_t{ct} * p.chunks + chunk) * kWStageFloats, w_stage);
 }
 
-// Warpgroup g's 54 wgmmas of one stage: rows 2 g + rr (rr = 0, 1) of the tile, 9 taps, 3 terms.
-// fresh: the tile's first stage, whose first wgmma per row starts the sums (acc is not read).
+// Warpgroup g's wgmmas of one stage: its G::kRowsPerGroup rows (kRowsPerGroup g + rr) of the
+// tile, 9 taps, 3 terms (54 plain, 27 promoted). fresh: the first wgmma per row starts the sums
+// (acc is not read): a plain tile's first stage, every promoted stage.
+template <class G>
 __device__ __forceinline__ void mma_stage(const float* weights, const float* patch, int group,
-                                          bool fresh, float (&acc)[kAccs]) {
-  constexpr uint32_t kCoreRows = 8 * 16;              // 8 rows (channels or pixels) x 16 B
-  constexpr uint32_t kWQuadBytes = kTileCo * 16;      // next 4 input channels of the weights
-  constexpr uint32_t kPQuadBytes = kPatchPitch * 16;  // next 4 input channels of the patch
-  constexpr uint32_t kPSmallFloats = kQuads * kPatchPitch * 4;
+                                          bool fresh, float (&acc)[G::kAccs]) {
+  constexpr uint32_t kCoreRows = 8 * 16;                 // 8 rows (channels or pixels) x 16 B
+  constexpr uint32_t kWQuadBytes = kTileCo * 16;         // next 4 input channels of the weights
+  constexpr uint32_t kPQuadBytes = G::kPatchPitch * 16;  // next 4 input channels of the patch
+  constexpr uint32_t kPSmallFloats = kQuads * G::kPatchPitch * 4;
 #pragma unroll
   for (int tap = 0; tap < kTaps; ++tap) {
     const int kh = tap / kKernel, kw = tap % kKernel;
@@ -186,11 +211,11 @@ __device__ __forceinline__ void mma_stage(const float* weights, const float* pat
     const uint64_t ab = wgmma::plain_descriptor(w_big, kWQuadBytes, kCoreRows);
     const uint64_t as = wgmma::plain_descriptor(w_small, kWQuadBytes, kCoreRows);
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const float* row = patch + 4 * ((2 * group + rr + kh) * kPatchCols + kw);
+    for (int rr = 0; rr < G::kRowsPerGroup; ++rr) {
+      const float* row = patch + 4 * ((G::kRowsPerGroup * group + rr + kh) * kPatchCols + kw);
       const uint64_t bb = wgmma::plain_descriptor(row, kPQuadBytes, kCoreRows);
       const uint64_t bs = wgmma::plain_descriptor(row + kPSmallFloats, kPQuadBytes, kCoreRows);
-      auto& d = *reinterpret_cast<float(*)[kAccs / 2]>(acc + rr * (kAccs / 2));
+      auto& d = *reinterpret_cast<float(*)[kRowAccs]>(acc + rr * kRowAccs);
       wgmma::mma_m64n128k8(d, as, bb, !(fresh && tap == 0));
       wgmma::mma_m64n128k8(d, ab, bs);
       wgmma::mma_m64n128k8(d, ab, bb);
@@ -198,51 +223,62 @@ __device__ __forceinline__ void mma_stage(const float* weights, const float* pat
   }
 }
 
-// The tile epilogue Epi: `void tile(const WgmmaArgs&, const TileCoord&, const float (&acc)[kAccs],
-// float* red) const`, run by every thread once the tile's wgmmas are complete (red: kRedFloats of
-// shared memory for this tile), and `void after_barrier(const WgmmaArgs&, const TileCoord&, const
-// float* red) const`, run after the barrier that follows.
-// Grid: persistent, gridDim.x <= tiles_total; block: kThreads; dynamic shared memory kSmemBytes.
-template <class Epi>
+// The tile epilogue Epi: `void tile(const WgmmaArgs&, const TileCoord&, const float
+// (&acc)[G::kAccs], float* red) const`, run by every thread once the tile's sums are complete
+// (red: kRedFloats of shared memory for this tile), and `void after_barrier(const WgmmaArgs&, const
+// TileCoord&, const float* red) const`, run after the barrier that follows.
+// Grid: persistent, gridDim.x <= tiles_total; block: kThreads; dynamic shared memory
+// Geometry<kPromoted>::kSmemBytes.
+template <class Epi, bool kPromoted = false>
 __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const WgmmaArgs p, const Epi epi) {
 #if KB_WGMMA_ENABLED
+  using G = Geometry<kPromoted>;
   extern __shared__ __align__(16) float smem[];
-  float* red = smem + kStages * kStageFloats;
+  float* red = smem + kStages * G::kStageFloats;
   const int group = static_cast<int>(threadIdx.x) / 128;
   const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
   const int items = (p.tiles_total - first + step - 1) / step * p.chunks;  // (tile, chunk) pairs
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const auto w_stage = [&](int stage) { return smem + stage * kStageFloats; };
-  const auto p_stage = [&](int stage) { return smem + stage * kStageFloats + kWStageFloats; };
+  const auto w_stage = [&](int stage) { return smem + stage * G::kStageFloats; };
+  const auto p_stage = [&](int stage) { return smem + stage * G::kStageFloats + kWStageFloats; };
 
-  TileCoord cur = tile_coord(p, first);
-  PatchRegs raw;
+  TileCoord cur = tile_coord<G>(p, first);
+  PatchRegs<G> raw;
   load_weights(p, smem_base, cur.ct, 0);
   cp_async_commit();
-  load_patch(p, cur, 0, raw);
-  store_patch(p_stage(0), raw);
+  load_patch<G>(p, cur, 0, raw);
+  store_patch<G>(p_stage(0), raw);
   cp_async_wait<0>();
   wgmma::fence_operand_stores();
   __syncthreads();
 
-  float acc[kAccs];  // written first by the fresh wgmmas of the first stage
+  // Plain: acc is the wgmmas' accumulator, written first by the fresh wgmmas of a tile's first
+  // stage. Promoted: the wgmmas write part afresh each stage, and acc = the fp32 sum of the parts.
+  float acc[G::kAccs];
+  float part[kPromoted ? G::kAccs : 1];
+  float(&sums)[G::kAccs] = *reinterpret_cast<float(*)[G::kAccs]>(kPromoted ? part : acc);
 
   int chunk = 0, tile_i = 0;  // item j = (tile first + tile_i * step, chunk)
   for (int j = 0; j < items; ++j) {
     const int stage = j & 1;
     wgmma::fence();
-    mma_stage(w_stage(stage), p_stage(stage), group, chunk == 0, acc);
+    mma_stage<G>(w_stage(stage), p_stage(stage), group, kPromoted || chunk == 0, sums);
     wgmma::commit_group();
     const bool tile_done = chunk + 1 == p.chunks, has_next = j + 1 < items;
     const int next_chunk = tile_done ? 0 : chunk + 1;
-    const TileCoord next = tile_done && has_next ? tile_coord(p, first + (tile_i + 1) * step) : cur;
+    const TileCoord next =
+        tile_done && has_next ? tile_coord<G>(p, first + (tile_i + 1) * step) : cur;
     if (has_next) {  // stage ^ 1: its wgmmas (item j - 1) ended before the last barrier
-      load_weights(p, smem_base + 4u * (stage ^ 1) * kStageFloats, next.ct, next_chunk);
+      load_weights(p, smem_base + 4u * (stage ^ 1) * G::kStageFloats, next.ct, next_chunk);
       cp_async_commit();
-      load_patch(p, next, next_chunk, raw);
-      store_patch(p_stage(stage ^ 1), raw);
+      load_patch<G>(p, next, next_chunk, raw);
+      store_patch<G>(p_stage(stage ^ 1), raw);
     }
-    wgmma::wait_group<0>(acc);  // item j; outside the tile-end branch (see the pipeline above)
+    wgmma::wait_group<0>(sums);  // item j; outside the tile-end branch (see the pipeline above)
+    if constexpr (kPromoted) {
+#pragma unroll
+      for (int i = 0; i < G::kAccs; ++i) acc[i] = chunk == 0 ? part[i] : acc[i] + part[i];
+    }
     float* tile_red = red + (tile_i & 1) * kRedFloats;
     if (tile_done) epi.tile(p, cur, acc, tile_red);
     cp_async_wait<0>();
