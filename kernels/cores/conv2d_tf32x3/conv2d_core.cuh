@@ -232,6 +232,20 @@ __device__ __forceinline__ float2 merge_moments(float na, float2 a, float nb, fl
   return make_float2(fmaf(d, wb, a.x), a.y + b.y + d * d * (na * wb));
 }
 
+// (count, mean, M2) merged over the 4 lanes that share an accumulator row (lane % 4, the MMA
+// fragments' column groups): every one of them ends with the row's whole, in a fixed order.
+__device__ __forceinline__ float2 merge_over_quad(float n, float2 m) {
+#pragma unroll
+  for (int off = 1; off < 4; off *= 2) {
+    const float n_b = __shfl_xor_sync(0xffffffffu, n, off);
+    const float2 m_b =
+        make_float2(__shfl_xor_sync(0xffffffffu, m.x, off), __shfl_xor_sync(0xffffffffu, m.y, off));
+    m = merge_moments(n, m, n_b, m_b);
+    n += n_b;
+  }
+  return m;
+}
+
 // Applies epi and stores the tile y[n][co0 + row][p0 + col]; means/m2s: a thread's row
 // statistics (kStats).
 template <class Epi>
@@ -292,16 +306,8 @@ __device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, cons
   for (int mt = 0; mt < kMmaTilesM; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      float n = thread_row_count(cols, warp_n, lane);
-      float2 m = make_float2(means[mt][half], m2s[mt][half]);
-#pragma unroll
-      for (int off = 1; off < 4; off *= 2) {  // the 4 lanes of a row (t = lane % 4)
-        const float n_b = __shfl_xor_sync(0xffffffffu, n, off);
-        const float2 m_b = make_float2(__shfl_xor_sync(0xffffffffu, m.x, off),
-                                       __shfl_xor_sync(0xffffffffu, m.y, off));
-        m = merge_moments(n, m, n_b, m_b);
-        n += n_b;
-      }
+      const float2 m = merge_over_quad(thread_row_count(cols, warp_n, lane),
+                                       make_float2(means[mt][half], m2s[mt][half]));
       if ((lane & 3) == 0) {
         const int row = c_row(warp_m, lane, mt, half);
         red[(warp_n * kBM + row) * 2] = m.x;
@@ -532,15 +538,8 @@ struct WgmmaStore {
       }
       if constexpr (Epi::kStats) {
         const float mean_d = cnt > 0.0f ? s / cnt : 0.0f;
-        float2 m = make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f));
-#pragma unroll
-        for (int off = 1; off < 4; off *= 2) {  // the 4 lanes of a channel (t = lane % 4)
-          const float cnt_b = __shfl_xor_sync(0xffffffffu, cnt, off);
-          const float2 m_b = make_float2(__shfl_xor_sync(0xffffffffu, m.x, off),
-                                         __shfl_xor_sync(0xffffffffu, m.y, off));
-          m = merge_moments(cnt, m, cnt_b, m_b);
-          cnt += cnt_b;
-        }
+        const float2 m = merge_over_quad(
+            cnt, make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f)));  // the channel's
         if (t == 0) {
           red[(group * cw::kTileCo + co_l) * 2] = m.x;
           red[(group * cw::kTileCo + co_l) * 2 + 1] = m.y;
