@@ -557,41 +557,20 @@ class ConvPoolMeanTanh final : public Implementation {
   static constexpr int kWgmmaMinWidth = 80;
 
   Status setup_wgmma() {
-    wgp::WgmmaArgs& f = g_;
-    f.c_in = c_in_, f.c_out = a_.c_out, f.h = a_.h, f.w = a_.w_in, f.pad = 1;
-    f.chunks = (c_in_ + wgp::kChunkCi - 1) / wgp::kChunkCi;
-    f.co_tiles = (a_.c_out + wgp::kTileCo - 1) / wgp::kTileCo;
-    f.tiles_h = (2 * hp_ + wgp::kTileRows - 1) / wgp::kTileRows;  // the rows the pool reads
-    f.tiles_w = (2 * a_.wp + wgp::kTileCols - 1) / wgp::kTileCols;
-    const int64_t tiles = int64_t{n_} * f.co_tiles * f.tiles_h * f.tiles_w;
-    if (tiles > 0x7fffffff) return Status::failed_precondition("L2_010 custom: too many tiles");
-    f.tiles_total = static_cast<int>(tiles);
-    const size_t w_floats = size_t(f.co_tiles) * f.chunks * wgp::kWStageFloats;
+    KB_TRY(wgmma_plan_.setup<PoolSumEpilogue>({n_, c_in_, a_.c_out, a_.h, a_.w_in, /*pad=*/1,
+                                               2 * hp_, 2 * a_.wp,  // the rows the pool reads
+                                               /*transposed_flipped=*/true}));
+    const wgp::WgmmaArgs& f = wgmma_plan_.args();
     const size_t partial_floats = size_t(n_) * f.c_out * std::max(f.tiles_h * f.tiles_w, 1);
-    KB_CUDA_TRY(cudaMalloc(&w_split_, w_floats * sizeof(float)));
     KB_CUDA_TRY(cudaMalloc(&partial_, partial_floats * sizeof(float)));
-    KB_CUDA_TRY(cudaFuncSetAttribute(wgp::conv3x3_kernel<PoolSumEpilogue>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, wgp::kSmemBytes));
-    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
-    grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
     return Status::ok();
   }
 
   Status run_wgmma(const ImplArgs& args, cudaStream_t stream) {
-    wgp::WgmmaArgs f = g_;
-    f.x = args.inputs[x_].data;
-    f.w_split = w_split_;
+    const wgp::WgmmaArgs& f = wgmma_plan_.args();
     const PoolSumEpilogue epi{args.params[bias_].data, partial_, hp_, a_.wp, a_.lo, a_.hi};
-    constexpr int kPrepThreads = 256;
-    const int prep_items = f.co_tiles * f.chunks * wgp::kTaps * wgp::kChunkCi * wgp::kTileCo;
-    wgp::split_weight_kernel<<<(prep_items + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0,
-                               stream>>>(args.params[weight_].data, w_split_, f.c_in, f.c_out,
-                                         f.chunks, f.co_tiles, /*transposed_flipped=*/true);
-    KB_CUDA_TRY(cudaGetLastError());
-    if (grid_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
-      wgp::conv3x3_kernel<<<grid_, wgp::kThreads, wgp::kSmemBytes, stream>>>(f, epi);
-      KB_CUDA_TRY(cudaGetLastError());
-    }
+    // No pooling window at all (no tile): the mean is 0 / 0 = NaN, as in PyTorch.
+    KB_TRY(wgmma_plan_.run(args.inputs[x_].data, args.params[weight_].data, epi, stream));
     const int planes = n_ * f.c_out;  // out: (N, C_out, 1, 1)
     finish_kernel<<<(planes + 7) / 8, 256, 0, stream>>>(
         partial_, args.output.data, planes, f.tiles_h * f.tiles_w, float(int64_t{hp_} * a_.wp));
@@ -693,9 +672,9 @@ class ConvPoolMeanTanh final : public Implementation {
   int patch_tiles_x_ = 0;      // narrow3x3_pool_kernel's tiles along the pooled width
   patch::PatchArgs f_{};      // fast path sizes; pointers are filled per call
   bool wgmma_ = false;        // fast path on wgmma (conv3x3_pool_wgmma.cuh)
-  wgp::WgmmaArgs g_{};        // its sizes; pointers are filled per call
-  float* w_split_ = nullptr;  // fast: (co_tiles, chunks, kAStageFloats), rewritten every call
-  unsigned grid_ = 0;         // fast: persistent CTAs
+  wgp::Conv3x3Wgmma wgmma_plan_;  // its plan: sizes, split weights, launches
+  float* w_split_ = nullptr;      // fast, mma.sync: (co_tiles, chunks, kAStageFloats), every call
+  unsigned grid_ = 0;             // fast, mma.sync: persistent CTAs
 };
 
 }  // namespace kb::custom::L2_010

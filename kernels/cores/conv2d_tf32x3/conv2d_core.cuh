@@ -656,10 +656,7 @@ class Conv2dTf32x3 {
   Conv2dTf32x3() = default;
   Conv2dTf32x3(const Conv2dTf32x3&) = delete;
   Conv2dTf32x3& operator=(const Conv2dTf32x3&) = delete;
-  ~Conv2dTf32x3() {
-    KB_CUDA_WARN(cudaFree(taps_));
-    KB_CUDA_WARN(cudaFree(w_split_));
-  }
+  ~Conv2dTf32x3() { KB_CUDA_WARN(cudaFree(taps_)); }
 
   const ConvGeometry& geometry() const { return g_; }
 
@@ -688,9 +685,9 @@ class Conv2dTf32x3 {
   // The statistics layout of the kernel setup() chose (kStats epilogues).
   StatsTiles stats_tiles() const {
     if (wgmma_)
-      return {wgmma_args_.tiles_h * wgmma_args_.tiles_w,
-              wgmma_args_.tiles_w,
-              wgmma_tile_rows_,
+      return {wgmma_plan_.args().tiles_h * wgmma_plan_.args().tiles_w,
+              wgmma_plan_.args().tiles_w,
+              wgmma_plan_.tile_rows(),
               cw::kTileCols,
               g_.ho,
               g_.wo};
@@ -704,9 +701,8 @@ class Conv2dTf32x3 {
              cudaStream_t stream) const {
     if (wgmma_) {
       constexpr bool kPromoted = Epi::kPromotedSums;
-      return run_wgmma<kPromoted>(
-          x, w, WgmmaStore<Epi, kPromoted>{epi, y, stats, g_.ho, g_.wo, stats_tiles().slots},
-          stream);
+      return wgmma_plan_.run<WgmmaStore<Epi, kPromoted>, kPromoted>(
+          x, w, {epi, y, stats, g_.ho, g_.wo, stats_tiles().slots}, stream);
     }
     const int k_pad = g_.k_pad();
     const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
@@ -792,54 +788,15 @@ class Conv2dTf32x3 {
   template <class Epi>
   Status setup_wgmma() {
     constexpr bool kPromoted = Epi::kPromotedSums;
-    using G = cw::Geometry<kPromoted>;
-    cw::WgmmaArgs& a = wgmma_args_;
-    a.c_in = g_.c_in, a.c_out = g_.c_out, a.h = g_.h, a.w = g_.w, a.pad = g_.ph;
-    a.chunks = (g_.c_in + cw::kChunkCi - 1) / cw::kChunkCi;
-    a.co_tiles = (g_.c_out + cw::kTileCo - 1) / cw::kTileCo;
-    wgmma_tile_rows_ = G::kTileRows;
-    a.tiles_h = (g_.ho + G::kTileRows - 1) / G::kTileRows;
-    a.tiles_w = (g_.wo + cw::kTileCols - 1) / cw::kTileCols;
-    const int64_t tiles = int64_t{g_.n} * a.co_tiles * a.tiles_h * a.tiles_w;
-    if (tiles > 0x7fffffff) return Status::failed_precondition("conv2d_tf32x3: too many tiles");
-    a.tiles_total = static_cast<int>(tiles);
-    KB_CUDA_TRY(cudaFree(w_split_));
-    w_split_ = nullptr;
-    KB_CUDA_TRY(
-        cudaMalloc(&w_split_, sizeof(float) * size_t(a.co_tiles) * a.chunks * cw::kWStageFloats));
-    KB_CUDA_TRY(cudaFuncSetAttribute(cw::conv3x3_kernel<WgmmaStore<Epi, kPromoted>, kPromoted>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
-    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
-    wgmma_grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
-    return Status::ok();
-  }
-  template <bool kPromoted, class Store>
-  Status run_wgmma(const float* x, const float* w, const Store& store, cudaStream_t stream) const {
-    cw::WgmmaArgs a = wgmma_args_;
-    a.x = x;
-    a.w_split = w_split_;
-    constexpr int kPrepThreads = 256;
-    const int prep_items = a.co_tiles * a.chunks * cw::kTaps * cw::kChunkCi * cw::kTileCo;
-    cw::split_weight_kernel<<<(prep_items + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0,
-                              stream>>>(w, w_split_, a.c_in, a.c_out, a.chunks, a.co_tiles,
-                                        /*transposed_flipped=*/false);
-    KB_CUDA_TRY(cudaGetLastError());
-    if (wgmma_grid_ > 0) {
-      cw::conv3x3_kernel<Store, kPromoted>
-          <<<wgmma_grid_, cw::kThreads, cw::Geometry<kPromoted>::kSmemBytes, stream>>>(a, store);
-      KB_CUDA_TRY(cudaGetLastError());
-    }
-    return Status::ok();
+    return wgmma_plan_.setup<WgmmaStore<Epi, kPromoted>, kPromoted>(
+        {g_.n, g_.c_in, g_.c_out, g_.h, g_.w, g_.ph, g_.ho, g_.wo, /*transposed_flipped=*/false});
   }
 
   ConvGeometry g_;
-  bool narrow_ = false;         // conv2d_narrow_kernel runs
-  int* taps_ = nullptr;         // tap_off (K_pad ints), then tap_hw (K_pad int2)
-  bool wgmma_ = false;          // conv3x3_wgmma.cuh's kernel runs (takes_wgmma, sm_90a code loaded)
-  cw::WgmmaArgs wgmma_args_{};  // its sizes; pointers are filled per call
-  int wgmma_tile_rows_ = 0;     // its tiles' rows (Geometry<Epi::kPromotedSums>)
-  float* w_split_ = nullptr;    // its split weights (co_tiles, chunks, kWStageFloats), per call
-  unsigned wgmma_grid_ = 0;     // its persistent CTAs
+  bool narrow_ = false;  // conv2d_narrow_kernel runs
+  int* taps_ = nullptr;  // tap_off (K_pad ints), then tap_hw (K_pad int2)
+  bool wgmma_ = false;   // conv3x3_wgmma.cuh's kernel runs (takes_wgmma, sm_90a code loaded)
+  cw::Conv3x3Wgmma wgmma_plan_;  // its plan (setup_wgmma)
 };
 
 }  // namespace kb::custom::conv2d_tf32x3

@@ -34,13 +34,20 @@
 // the previous item only, with item j still running, made ptxas insert a full wait anyway, C7517:
 // the accumulators cross the tile-end branch.)
 //
-// Thread safety: stateless device code.
+// Host side: Conv3x3Wgmma, the plan (tile counts, the split weights, the persistent grid, the
+// launches) that L2_010 and the conv2d core share.
+//
+// Thread safety: stateless device code; a Conv3x3Wgmma is used by one thread at a time.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
+#include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "common/status.h"
 #include "kernels/cores/conv3x3_patch/patch_loads.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/cores/tf32x3/wgmma.cuh"
@@ -294,5 +301,85 @@ __global__ void __launch_bounds__(kThreads, 1) conv3x3_kernel(const WgmmaArgs p,
   __trap();
 #endif
 }
+
+// ---- host side ----
+
+// One conv's plan on the kernel: setup() once (sizes, the split-weight buffer, the kernel's
+// shared-memory attribute, the grid), run() per call (the weight split, then the conv). The
+// caller names the same Epi and kPromoted in both. Owns the split weights; not copyable.
+class Conv3x3Wgmma {
+ public:
+  // What a conv is: x (n, c_in, h, w), `pad` on both axes, the output rows x cols the tiles must
+  // cover (those an epilogue reads: all of them, or L2_010's pooled ones), and whether the weight
+  // is a ConvTranspose2d's (C_in, C_out, 3, 3), flipped (split_weight_kernel).
+  struct Sizes {
+    int n, c_in, c_out, h, w, pad, rows, cols;
+    bool transposed_flipped;
+  };
+
+  Conv3x3Wgmma() = default;
+  Conv3x3Wgmma(const Conv3x3Wgmma&) = delete;
+  Conv3x3Wgmma& operator=(const Conv3x3Wgmma&) = delete;
+  ~Conv3x3Wgmma() { KB_CUDA_WARN(cudaFree(w_split_)); }
+
+  // The tiles' layout (tiles_h x tiles_w per (n, channel tile), Geometry<kPromoted>::kTileRows
+  // rows each): what an epilogue's per-tile outputs are indexed by.
+  const WgmmaArgs& args() const { return args_; }
+  int tile_rows() const { return tile_rows_; }
+
+  template <class Epi, bool kPromoted = false>
+  Status setup(const Sizes& z) {
+    using G = Geometry<kPromoted>;
+    WgmmaArgs& a = args_;
+    a.c_in = z.c_in, a.c_out = z.c_out, a.h = z.h, a.w = z.w, a.pad = z.pad;
+    a.chunks = (z.c_in + kChunkCi - 1) / kChunkCi;
+    a.co_tiles = (z.c_out + kTileCo - 1) / kTileCo;
+    tile_rows_ = G::kTileRows;
+    a.tiles_h = (z.rows + G::kTileRows - 1) / G::kTileRows;
+    a.tiles_w = (z.cols + kTileCols - 1) / kTileCols;
+    transposed_flipped_ = z.transposed_flipped;
+    const int64_t tiles = int64_t{z.n} * a.co_tiles * a.tiles_h * a.tiles_w;
+    const int64_t x_floats = int64_t{z.c_in} * z.h * z.w;
+    if (tiles > 0x7fffffff || x_floats > 0x7fffffff)
+      return Status::failed_precondition("conv3x3_wgmma: a size exceeds the int range");
+    a.tiles_total = static_cast<int>(tiles);
+    KB_CUDA_TRY(cudaFree(w_split_));
+    w_split_ = nullptr;
+    KB_CUDA_TRY(
+        cudaMalloc(&w_split_, sizeof(float) * size_t(a.co_tiles) * a.chunks * kWStageFloats));
+    KB_CUDA_TRY(cudaFuncSetAttribute(conv3x3_kernel<Epi, kPromoted>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    grid_ = static_cast<unsigned>(std::min<int64_t>(tiles, sms));
+    return Status::ok();
+  }
+
+  // conv(x, weight) into epi on `stream`; no tile at all (an empty output): nothing runs.
+  template <class Epi, bool kPromoted = false>
+  Status run(const float* x, const float* weight, const Epi& epi, cudaStream_t stream) const {
+    WgmmaArgs a = args_;
+    a.x = x;
+    a.w_split = w_split_;
+    constexpr int kPrepThreads = 256;
+    const int prep_items = a.co_tiles * a.chunks * kTaps * kChunkCi * kTileCo;
+    split_weight_kernel<<<(prep_items + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0,
+                          stream>>>(weight, w_split_, a.c_in, a.c_out, a.chunks, a.co_tiles,
+                                    transposed_flipped_);
+    KB_CUDA_TRY(cudaGetLastError());
+    if (grid_ > 0) {
+      conv3x3_kernel<Epi, kPromoted>
+          <<<grid_, kThreads, Geometry<kPromoted>::kSmemBytes, stream>>>(a, epi);
+      KB_CUDA_TRY(cudaGetLastError());
+    }
+    return Status::ok();
+  }
+
+ private:
+  WgmmaArgs args_{};   // sizes; pointers are filled per call
+  int tile_rows_ = 0;  // Geometry<kPromoted>::kTileRows of setup()
+  bool transposed_flipped_ = false;
+  float* w_split_ = nullptr;  // (co_tiles, chunks, kWStageFloats), refreshed per call
+  unsigned grid_ = 0;         // persistent CTAs
+};
 
 }  // namespace kb::custom::conv3x3_wgmma
