@@ -32,6 +32,7 @@
 #include "tests/integration/fault_fixture.h"
 #include "tests/support/assert_ok.h"
 #include "tests/support/loopback_listener.h"
+#include "tests/support/read_text.h"
 
 namespace kb::testing::fault {
 namespace {
@@ -181,12 +182,18 @@ TEST_F(FaultTest, AWorkerStoppedPastItsLeaseLosesTheJobAndItsLateResultIsRejecte
   std::this_thread::sleep_for(milliseconds(2500));
   stack.signal_worker(stopped, SIGCONT);
   // It wakes, finishes its sim job, reconnects and sends the result, which is refused and
-  // dropped from its spool.
+  // dropped from its spool. Waited for by the worker's log line of the refusal: the execution log
+  // says "finish" before the result reaches the spool, so "finished and the spool empty" can hold
+  // for a moment before the result is written.
   const fs::path spool = stack.worker_state_dir("stopped") + "/results";
+  const fs::path log = stack.work_dir() + "/worker-stopped.log";
+  const std::string refusal = "the coordinator rejected the result of job " + j + " ";
+  const auto refused = [&] { return kb::test::read_text(log).find(refusal) != std::string::npos; };
   const auto end = Clock::now() + seconds(20);
-  while (Clock::now() < end && (stack.executions("finish", "stopped")[job] == 0 || !fs::is_empty(spool)))
+  while (Clock::now() < end && !(refused() && fs::is_empty(spool)))
     std::this_thread::sleep_for(milliseconds(20));
-  EXPECT_TRUE(fs::is_empty(spool)) << "the late result was never acked";
+  EXPECT_TRUE(refused()) << "the late result was never refused";
+  EXPECT_TRUE(fs::is_empty(spool)) << "the refused result stayed in the spool";
   EXPECT_EQ(rows_of_job(job), 1);
   EXPECT_EQ(value("SELECT count(*) FROM results r JOIN workers w ON w.id = r.worker_id "
                   "WHERE r.job_id = " + j + " AND w.name = 'other'"), 1);
