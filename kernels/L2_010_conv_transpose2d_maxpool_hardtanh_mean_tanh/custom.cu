@@ -516,7 +516,7 @@ class ConvPoolMeanTanh final : public Implementation {
   Status setup_fast() {
     bool wgmma_loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
-    wgmma_ = wgmma_loaded && a_.w_in >= kWgmmaMinWidth;
+    wgmma_ = wgmma_loaded && a_.w_in >= wgp::Conv3x3Wgmma::kMinWidth;
     if (wgmma_) return setup_wgmma();
     patch::PatchArgs& f = f_;
     f.c_in = c_in_, f.c_out = a_.c_out, f.h = a_.h, f.w = a_.w_in;
@@ -548,13 +548,6 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
   // ---- fast path on wgmma (sm_90a), images of 80 columns or more (conv3x3_pool_wgmma.cuh) ----
-
-  // The wgmma kernel's tiles are 128 columns wide; from 80 columns it wins. H200, session 19
-  // (`kb bench L2_010 --dims ...`, both paths forced in one call, N 16, C_in = C_out = 64, H 96):
-  // at W 40 and 64 the mma.sync path is 10% faster (0.136 / 0.137 against 0.152 ms), at W 96
-  // wgmma by 30% (0.154 against 0.218 ms); at N 46, C_in 44, C_out 30, 83 x 125 wgmma 0.296
-  // against 0.536 ms.
-  static constexpr int kWgmmaMinWidth = 80;
 
   Status setup_wgmma() {
     KB_TRY(wgmma_plan_.setup<PoolSumEpilogue>({n_, c_in_, a_.c_out, a_.h, a_.w_in, /*pad=*/1,

@@ -779,11 +779,10 @@ class Conv2dTf32x3 {
   }
 
   // The wgmma kernel (conv3x3_wgmma.cuh): 3x3, stride 1, dilation 1, the same padding on both
-  // axes, from 80 output columns (its tiles are 128 wide; L2_010's crossover, measured there).
-  static constexpr int kWgmmaMinWidth = 80;
+  // axes, from Conv3x3Wgmma::kMinWidth output columns (the crossover measured on L2_010).
   static bool takes_wgmma(const ConvGeometry& g) {
     return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-           g.ph == g.pw && g.wo >= kWgmmaMinWidth;
+           g.ph == g.pw && g.wo >= cw::Conv3x3Wgmma::kMinWidth;
   }
   template <class Epi>
   Status setup_wgmma() {

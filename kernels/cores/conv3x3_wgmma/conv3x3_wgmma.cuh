@@ -94,11 +94,8 @@ struct Geometry {
   static constexpr int kAccs = kRowsPerGroup * kRowAccs;  // a warpgroup's rows: 128 / 64
   static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
 };
-using Plain = Geometry<false>;
-// The plain kernel's sizes (L2_010's pooling epilogue and its host).
-constexpr int kTileRows = Plain::kTileRows;
-constexpr int kSmemBytes = Plain::kSmemBytes;  // 176,128
-constexpr int kAccs = Plain::kAccs;
+// The plain kernel's accumulators per thread (L2_010's pooling epilogue takes them whole).
+constexpr int kAccs = Geometry<false>::kAccs;
 
 static_assert(kWStageFloats % (4 * kThreads) == 0, "weights: whole 16-byte copies per thread");
 
@@ -321,6 +318,13 @@ class Conv3x3Wgmma {
   Conv3x3Wgmma(const Conv3x3Wgmma&) = delete;
   Conv3x3Wgmma& operator=(const Conv3x3Wgmma&) = delete;
   ~Conv3x3Wgmma() { KB_CUDA_WARN(cudaFree(w_split_)); }
+
+  // Where its users take the kernel: from this many output columns (its tiles are 128 wide).
+  // H200, session 19, on L2_010 (`kb bench L2_010 --dims ...`, both paths forced in one call, N
+  // 16, C_in = C_out = 64, H 96): at W 40 and 64 the mma.sync path is 10% faster (0.136 / 0.137
+  // against 0.152 ms), at W 96 wgmma by 30% (0.154 against 0.218 ms); at N 46, C_in 44, C_out 30,
+  // 83 x 125 wgmma 0.296 against 0.536 ms.
+  static constexpr int kMinWidth = 80;
 
   // The tiles' layout (tiles_h x tiles_w per (n, channel tile), Geometry<kPromoted>::kTileRows
   // rows each): what an epilogue's per-tile outputs are indexed by.
