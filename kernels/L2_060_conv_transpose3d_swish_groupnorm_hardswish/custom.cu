@@ -28,7 +28,7 @@
 // A warp item is (n, od parity, 4 rows od of that parity, oh, 32 columns q): each lane keeps the
 // (4 + 1) x 2 x C_in x 2 inputs it needs in registers and loops over all channels with the
 // weights broadcast from shared memory (one LDS.128 per 12 FMA).
-// Stores are 8-byte pairs of a row's columns (store_row_pair), shifted by a lane on odd rows.
+// Stores are 8-byte pairs of a row's columns (PairStores), shifted by a lane on odd rows.
 // Materialized paths: C_in != 3 (or a C_out too large for the fast path's shared memory) runs
 // unit_swish_kernel, s = swish(y) materialized with the same parity taps; any other geometry
 // (not reachable from the spec, whose graph fixes k 3, s 2, p 1) runs a one-thread-per-output
@@ -85,6 +85,12 @@
 //      ncu: stats 340 -> 312 us, normalize 463 -> 444 us; C_out 12 sweep shapes 3-7% faster).
 //      Rejected in session 18 (docs/kernels.md): one fused launch, a cluster per (n, group),
 //      s kept in L2 (1.06 ms) or in the cluster's shared memory (1.09 ms).
+//   v7 (session 21) the normalize pass's stores as predicated instructions (PairStores, formed
+//      once per item; the alignment test once per channel): the per-row tests and branches were
+//      ~100 of the ~300 PTX instructions per channel of a warp item. ncu: normalize 288 M -> 247 M
+//      warp instructions, 443 -> 429 us (issue 0.65 -> 0.60 per scheduler: now waiting on fixed-
+//      latency dependencies, 31%); `kb bench L2_060 --time-cap 2 --seed 7` alternating with the v6
+//      pack in one call: 0.760 / 0.756 against 0.762 / 0.761 ms.
 //   next: fewer live values per thread for occupancy (both passes hold 110-128 registers: 2
 //      blocks per SM, 5-6 cycles per issued instruction).
 #include <cuda_runtime.h>
@@ -180,31 +186,28 @@ __device__ Item decode_item(const Geometry& g, int64_t item) {
   return it;
 }
 
-// Stores one output row's pair of a lane: h0 at p (column 2 q) when ok0, h1 at p + 1 when ok1,
-// as 8-byte stores. Why: scalar stores of the even, then the odd columns half-filled every
-// sector twice (ncu, session 17: 14.6 of 32 bytes per sector, L2 63% busy against DRAM 44%).
-// Where column 2 q is 8-byte aligned (the parity is the warp's: 2 q is even) a lane stores
-// (h0, h1); else pairs (2 q - 1, 2 q) take the left lane's h1 by shuffle, lane 0 stores its h0
-// alone and lane 31 its h1. ok1 of a lane equals ok0 of the next (both: column 2 q + 2 exists),
-// so every value is stored once. All 32 lanes must call it (the shuffle).
-__device__ __forceinline__ void store_row_pair(float* p, float h0, float h1, int lane, bool ok0,
-                                               bool ok1) {
-  const float left = __shfl_up_sync(0xffffffffu, h1, 1);
-  if ((reinterpret_cast<uintptr_t>(p) & 7) == 0) {
-    if (ok1) {
-      __stcs(reinterpret_cast<float2*>(p), make_float2(h0, h1));
-    } else if (ok0) {
-      __stcs(p, h0);
-    }
-    return;
-  }
-  if (ok0 && lane > 0) {
-    __stcs(reinterpret_cast<float2*>(p - 1), make_float2(left, h0));
-  } else if (ok0) {
-    __stcs(p, h0);
-  }
-  if (ok1 && lane == kWarp - 1) __stcs(p + 1, h1);
-}
+// How a lane stores its column pair (2 q, 2 q + 1) of a row; fixed for a warp item (ok0: column
+// 2 q exists, ok1: 2 q + 1 does; ok1 of a lane equals ok0 of the next), so every value is stored
+// once as 8-byte stores. Why 8 bytes: scalar stores of the even, then the odd columns half-filled
+// every sector twice (ncu, session 17: 14.6 of 32 bytes per sector, L2 63% busy against DRAM 44%).
+// Where column 2 q is 8-byte aligned (the parity is the warp's: 2 q is even, and the same for all
+// rows of a channel: rows are an even number of floats apart) a lane stores (h0, h1), or h0
+// alone at the row's end; else pairs (2 q - 1, 2 q) take the left lane's h1 by shuffle, lane 0
+// stores its h0 alone and lane 31 its h1. The predicates are formed once per item so that a
+// row's stores are predicated instructions, not branches (session 21: the per-row tests were a
+// third of the normalize pass's instructions).
+struct PairStores {
+  bool aligned_pair, aligned_single;  // aligned rows: (h0, h1) at p; h0 alone at p
+  bool shifted_pair, shifted_first;   // other rows: (left h1, h0) at p - 1; h0 alone at p
+  bool shifted_last;                  // other rows: h1 alone at p + 1
+
+  __device__ PairStores(int lane, bool ok0, bool ok1)
+      : aligned_pair(ok1),
+        aligned_single(ok0 && !ok1),
+        shifted_pair(ok0 && lane > 0),
+        shifted_first(ok0 && lane == 0),
+        shifted_last(ok1 && lane == kWarp - 1) {}
+};
 
 // Tap t of an axis with kTaps taps (1: even outputs, 2: odd): kernel index and input offset.
 template <int kTaps>
@@ -243,6 +246,7 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
   const int64_t row0 = ((2 * it.m0 + it.pd) * g.out_h + it.oh) * g.out_w + 2 * q;
   const int row_step = static_cast<int>(2 * g.out_h * g.out_w);
 
+  const PairStores stores(lane, even_ok, odd_ok);
   const int cpg = static_cast<int>(g.cpg);
   float* dst = b.out + n * g.c_out * g.plane() + row0;  // channel o's rows: dst + o * plane
 #pragma unroll 1
@@ -270,12 +274,32 @@ __device__ void run_item(const Buffers& b, const Geometry& g, const SmemLayout& 
           }
       if constexpr (kNormalize) {
         const float2 cf = __ldg(&b.coef[n * g.c_out + o]);
+        float h[kRows][2];
 #pragma unroll
         for (int k = 0; k < kRows; ++k) {
-          const float h0 = hardswish(fmaf(swish(acc[k][0]), cf.x, cf.y));
-          const float h1 = hardswish(fmaf(swish(acc[k][1]), cf.x, cf.y));
-          store_row_pair(dst + k * row_step, h0, h1, lane, k < rows_ok && even_ok,
-                         k < rows_ok && odd_ok);
+          h[k][0] = hardswish(fmaf(swish(acc[k][0]), cf.x, cf.y));
+          h[k][1] = hardswish(fmaf(swish(acc[k][1]), cf.x, cf.y));
+        }
+        if ((reinterpret_cast<uintptr_t>(dst) & 7) == 0) {  // warp-uniform
+#pragma unroll
+          for (int k = 0; k < kRows; ++k) {
+            if (k >= rows_ok) break;  // warp-uniform
+            float* p = dst + k * row_step;
+            if (stores.aligned_pair)
+              __stcs(reinterpret_cast<float2*>(p), make_float2(h[k][0], h[k][1]));
+            if (stores.aligned_single) __stcs(p, h[k][0]);
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < kRows; ++k) {
+            if (k >= rows_ok) break;
+            float* p = dst + k * row_step;
+            const float left = __shfl_up_sync(0xffffffffu, h[k][1], 1);
+            if (stores.shifted_pair)
+              __stcs(reinterpret_cast<float2*>(p - 1), make_float2(left, h[k][0]));
+            if (stores.shifted_first) __stcs(p, h[k][0]);
+            if (stores.shifted_last) __stcs(p + 1, h[k][1]);
+          }
         }
       } else {
         // Lane 0's first value of the group's first channel (row 0 and column 2 q0 exist).
