@@ -48,71 +48,99 @@
 // rejected (docs/kernels.md): the tile at 3 blocks per SM (2.722 against 2.567 ms), the patch
 // split's stores rotated against bank conflicts (2.78: more instructions in an issue-bound phase)
 // and K chunks of whole k8 steps (27 MMA steps instead of 28, but 13 patch planes: 0.7% slower).
+// v6 (session 21): sigmoid(gelu(r)) as one function of r >= 0, a table of cubics (segments of
+// 1/8 on [0, 16], kernels/cores/cubic_table) instead of A&S's erf, __expf and two reciprocals:
+// ~14 instructions per output and no MUFU against ~22 and three; predicted ~5% (the epilogue
+// ~15% of the instructions) -> ncu 1,320 M -> 1,214 M warp instructions (MUFU/XU 31.0 M -> 8.2
+// M), 2.60 -> 2.51 ms under ncu; `kb bench L2_007 --time-cap 2 --seed 7` alternating with the
+// v5 pack in one call: 2.507 / 2.485 against 2.573 / 2.574 ms (goal 2.51 met).
 //
 // Accuracy: 3xTF32 conv (the tile's header: ~fp32 per product, the MMA's truncating
 // accumulation over 28 k8 steps costs a few ulp; the FMA tile: strict fp32), the conv bias added
-// after the sum as the reference does, then gelu by A&S's erf (gelu.cuh: <= 9.6e-7 from gelu in
-// double on [0, 20]), and __expf with __fdividef for the sigmoid (g >= 0, so e^-g is in (0, 1]
-// and 1 + e^-g in (1, 2]: each a few ulp, ~1e-7 on an output of ~0.5-1; session 14: 3.024 ->
-// 2.900 ms, the same 1.07e-6 max |err|). The chain damps errors:
-// sigmoid' <= 1/4 and the output lies in bias + [0.5, 1). Measured max |err| 4.8e-7 at the full
-// preset (bench 2026-12-02b; 1.1e-6 on the 3xTF32 tile, session 13) vs 1e-4 + 1e-4 |r| allowed.
-// Robustness trials (small preset, seed 7, vs the golden model; session 15, with A&S's erf):
-// shift (x + 100) 0.0088x the tolerance (reference 0.012x), scale (x 1000) 0.028x (0.039x),
-// centered 0.00075x (0.00059x). No statistics.
+// after the sum as the reference does, then r = relu(.) clamped to 16 and sigmoid(gelu(r)) from
+// the cubic table: <= 1.5e-7 from the function in double on [0, 16] in the device's fp32 steps
+// (tests/unit/kernels/cubic_table_test.cpp), exact 1/2 at r = 0 (relu's zeros, about half the
+// outputs), and past 16 the clamp's 1 - f(16) = e^-16 < 1.2e-7. The chain damps the conv's error:
+// sigmoid' <= 1/4 and the output lies in bias + [0.5, 1). Measured max |err| 1.07e-6 at the full
+// preset (v5 and v6 alike, call 1 of session 21) vs 1e-4 + 1e-4 |r| allowed; the GPU tests' presets
+// 1.2e-7 to 7.2e-7. Robustness trials (small preset, seed 7, vs the golden model; session 21,
+// the table): shift (x + 100) 1.2e-7 (reference 1.3e-7), scale (x 1000) 7.7e-6 (1.8e-5),
+// centered 1.9e-7 (1.7e-7): all <= 0.044x the tolerance. No statistics.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "kernels/cores/conv3d_direct/direct.cuh"
-#include "kernels/cores/gelu.cuh"
+#include "kernels/cores/cubic_table/fit.h"
+#include "kernels/cores/cubic_table/table.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_007 {
+
+// sigmoid(gelu(r)) for r >= 0 on [0, 16] in segments of 1/8 (cubic_table: 129 x 16 bytes; fit
+// error 1.5e-7, cubic_table_test.cpp). Past 16 the clamp costs < 1.2e-7: 1 - f(16) = e^-16.
+using SigmoidGelu = cubic_table::Table<8, 128>;
+
+double sigmoid_gelu_exact(double r) {
+  return 1.0 / (1.0 + std::exp(-0.5 * r * (1.0 + std::erf(r / std::sqrt(2.0)))));
+}
 
 // out = sigmoid(gelu(relu(acc + conv_bias[co]))) + bias[co].
 struct Activations {
   const float* conv_bias;  // (C_out)
   const float* bias;       // (C_out, 1, 1, 1)
+  SigmoidGelu sigmoid_gelu;
 
   struct Channel {
     float conv_bias, bias;
+    SigmoidGelu sigmoid_gelu;
     __host__ __device__ float operator()(float acc) const {
-      const float r = fmaxf(acc + conv_bias, 0.f);
 #ifdef __CUDA_ARCH__
-      // No branch at r = 0: gelu(0) = 0 and e^0 = 1 exactly, so the result is 0.5 + bias.
-      const float g = gelu_erf_fast_nonnegative(r);
-      return __fdividef(1.0f, 1.0f + __expf(-g)) + bias;  // 1 + e^-g in (1, 2]: both in range
+      // fmaxf first: a NaN sum becomes r = 0 (as relu's fmaxf made it before).
+      return sigmoid_gelu(fminf(fmaxf(acc + conv_bias, 0.f), SigmoidGelu::kEnd)) + bias;
 #else
+      const float r = fmaxf(acc + conv_bias, 0.f);
       const float g = r * 0.5f * (1.0f + erff(r * 0.70710678118654752f));
       return 1.0f / (1.0f + expf(-g)) + bias;
 #endif
     }
   };
-  __host__ __device__ Channel channel(int co) const { return {conv_bias[co], bias[co]}; }
+  __host__ __device__ Channel channel(int co) const {
+    return {conv_bias[co], bias[co], sigmoid_gelu};
+  }
 };
 
 using Conv = conv3d_direct::Conv3d<3, 3, 3, Activations>;
 
 class Conv3dActivationsBias final : public Implementation {
  public:
+  ~Conv3dActivationsBias() override { KB_CUDA_WARN(cudaFree(table_)); }
+
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
     x_ = input_index(p, "x");
     weight_ = param_index(p, "conv.weight");
     conv_bias_ = param_index(p, "conv.bias");
     bias_ = param_index(p, "bias");
+    const std::vector<cubic_table::Segment> table = cubic_table::fit(sigmoid_gelu_exact, 8, 128);
+    static_assert(sizeof(cubic_table::Segment) == sizeof(float4), "one float4 per segment");
+    KB_CUDA_TRY(cudaMalloc(&table_, sizeof(float4) * SigmoidGelu::kSegments));
+    KB_CUDA_TRY(cudaMemcpy(table_, table.data(), sizeof(float4) * SigmoidGelu::kSegments,
+                           cudaMemcpyHostToDevice));
     return conv_.setup(p, "conv");
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const Activations epilogue{args.params[conv_bias_].data, args.params[bias_].data};
+    const Activations epilogue{args.params[conv_bias_].data, args.params[bias_].data,
+                               SigmoidGelu{table_}};
     return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data, epilogue,
                      stream);
   }
 
  private:
   Conv conv_;
+  float4* table_ = nullptr;  // SigmoidGelu's segments; owned
   size_t x_ = 0, weight_ = 0, conv_bias_ = 0, bias_ = 0;
 };
 

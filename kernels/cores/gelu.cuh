@@ -1,5 +1,6 @@
 // GELU in its erf form (F.gelu's default, gelu(v) = v (1 + erf(v / sqrt 2)) / 2) on the FMA pipe
-// with one reciprocal, for the epilogues of L2_007, L2_034 and L2_093.
+// with one reciprocal, for the epilogues of L2_034 and L2_093 (L2_007 used it until session 21,
+// when its whole sigmoid(gelu(r)) became one cubic table: kernels/cores/cubic_table).
 //
 // erf(x) = 1 - P(x)^-16 for x >= 0 (Abramowitz & Stegun 7.1.28, |error| <= 3e-7), P a degree-6
 // polynomial with 1 / sqrt 2 folded into its coefficients, so q = P(|v|)^-16 = erfc(|v| / sqrt 2)
@@ -37,11 +38,6 @@ __device__ __forceinline__ float erfc_over_sqrt2_fast(float a) {
 __device__ __forceinline__ float gelu_erf_fast(float v) {
   const float q = erfc_over_sqrt2_fast(fabsf(v));
   return v > 0.f ? v * fmaf(-0.5f, q, 1.0f) : 0.5f * v * q;
-}
-
-// gelu(r) for r >= 0 (after a relu: L2_007), without the sign's select: 0 at r = 0.
-__device__ __forceinline__ float gelu_erf_fast_nonnegative(float r) {
-  return r * fmaf(-0.5f, erfc_over_sqrt2_fast(r), 1.0f);
 }
 
 }  // namespace kb::custom
