@@ -21,7 +21,9 @@
 //     (plan_split_k) for grids under two CTAs per SM, the splits summed in order by
 //     split_k_sum_kernel (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and the
 //     pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
-//  3. fp32 FMA tile (namespace small): under one wave of 128 x 128 tiles and <= 4 M multiply-adds.
+//  3. fp32 FMA tile (namespace small): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
+//     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
+//     128 tiles, and for products with K or N not a multiple of 4 under two (takes_small_grid).
 //
 // Measured (H200, full preset): mma.sync 3.92-4.01 ms (69-70 TFLOP/s effective; ~4 instructions
 // per MMA put the issue limit near the MMA limit, ncu); **wgmma 3.34 ms** (session 19, `kb bench
@@ -31,11 +33,14 @@
 // wait 15%: shared memory carries both operands' two parts (the smem operand reads alone are
 // ~75% of its bandwidth at the tensor peak), so the next steps are the A operand from registers
 // (split there, no A small tile) and a deeper pipeline.
-// Shape sweep (`kb bench L1_003 --sweep 6 --seed 2026`): the large shapes 1.36-1.50x the
-// reference (mma.sync: 0.93-1.09x); the one miss is 3 x 379 x 459 x 189 at 0.75x (18 tiles of
-// 128 x 128: split-K on mma.sync; ncu in session 18, one CTA per SM tried there and no faster:
-// 0.754 against 0.762x, session 19).
-// Measured and not taken: the FMA tile at small grids (slower at all ten shapes tried), operands
+// Shape sweep (`kb bench L1_003 --sweep 6 --seed 2026`): the large shapes 1.35-1.48x the
+// reference; 3 x 379 x 459 x 189 (the one miss through session 20, 0.75x on split mma.sync) 1.19x
+// on the split FMA tile (session 21, call 5), worst 1.185x: met. Still under 0.9x: unaligned
+// products of ~0.1-1 G multiply-adds, where both paths are 0.6-0.85x the reference (e.g. 16 x
+// 301 x 303 x 299 at 0.66x, 1 x 1023^3 at 0.72x; seed 77's 71 x 43 x 419 x 255 at 0.76x).
+// Measured and not taken: one launch for split-K (the last CTA of a tile sums the splits: its
+// serial sum made 1 x 128 x 4096 x 128 9x slower, session 21), 8 x 8 outputs per thread in the
+// FMA tile (64 threads: 0.74x against 1.2x at the tiny shapes, session 21), operands
 // zero-padded to multiples of 4 in a copy (slower at every shape: 1.88 against 1.86 ms at 84 x
 // 459 x 655 x 1637), one CTA per SM for mma.sync grids under one wave (no change, session 19).
 //
@@ -213,96 +218,101 @@ __global__ void __launch_bounds__(wg::kThreads, 1) wgmma_bmm_kernel(const GemmAr
 // ---- the small-grid path: a plain fp32 FMA tile ----
 //
 // For tiny products the tensor path's fixed cost (pipeline fill, three MMAs per product) sets the
-// time: the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201. This kernel takes 64 x
-// 64 tiles (4x the CTAs), 16 threads x 16 threads of 4 x 4 outputs, K in steps of 16 through two
-// shared-memory buffers, the next step's loads held in registers during the current step's FMAs.
-// Strict fp32 (one FMA chain per output, k ascending): no accuracy caveat.
+// time, and under one wave its 4-byte copies (K or N not a multiple of 4) leave it latency-bound:
+// the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
+// 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
+// outputs, K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
+// alignment; zero-filled past the tile and K), and split-K (plan_split_k) toward four CTAs per
+// SM, the splits summed in order by split_k_sum_kernel. Strict fp32 (one FMA chain per output and
+// split, k ascending): no accuracy caveat.
 
 namespace small {
 
 constexpr int kTile = 64;      // CTA tile rows and columns
-constexpr int kStep = 16;      // K per shared-memory buffer
+constexpr int kStep = 16;      // K per pipeline stage
+constexpr int kStages = 4;     // stages in flight
 constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
 constexpr int kPer = 4;
-constexpr int kPad = 4;  // a_s rows padded to 68 floats: float4-aligned, fewer conflicts
-constexpr int kLoads = kTile * kStep / kThreads;  // floats of A (and of B) per thread per step
+constexpr int kPad = 4;  // a rows padded to 68 floats: float4-aligned, fewer conflicts
+constexpr int kLoads = kTile * kStep / kThreads;  // floats of A (and of B) per thread per stage
 static_assert(kTile == 16 * kPer && kLoads == 4, "thread -> tile maps below");
 
-struct Buffers {
-  float a[2][kStep][kTile + kPad];  // A transposed: a[k][row]
-  float b[2][kStep][kTile];         // b[k][col]
+struct Stage {
+  float a[kStep][kTile + kPad];  // A transposed: a[k][row]
+  float b[kStep][kTile];         // b[k][col]
 };
+static_assert(kStages * sizeof(Stage) <= 48 * 1024, "static shared memory");
 
-// A(row, k) of this CTA's tile: thread t loads rows t / 16 + 16 i, k = t % 16 (64 bytes per row).
-__device__ __forceinline__ void load_a(const GemmArgs& p, const float* a, int rows, int k0,
-                                       float (&r)[kLoads]) {
-  const int k = k0 + static_cast<int>(threadIdx.x) % kStep;
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int row = static_cast<int>(threadIdx.x) / kStep + 16 * i;
-    r[i] = row < rows && k < p.k ? __ldg(a + int64_t{row} * p.k + k) : 0.0f;
-  }
+__device__ __forceinline__ uint32_t smem_address(const float* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// B(k, col): thread t loads k = t / 64 + 4 i, col = t % 64 (256 bytes per k).
-__device__ __forceinline__ void load_b(const GemmArgs& p, const float* b, int cols, int k0,
-                                       float (&r)[kLoads]) {
-  const int col = static_cast<int>(threadIdx.x) % kTile;
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int k = k0 + static_cast<int>(threadIdx.x) / kTile + 4 * i;
-    r[i] = col < cols && k < p.k ? __ldg(b + int64_t{k} * p.n + col) : 0.0f;
-  }
-}
-
-__device__ __forceinline__ void stash(Buffers& s, int buf, const float (&ra)[kLoads],
-                                      const float (&rb)[kLoads]) {
+// Copies A(row, k) and B(k, col) of this CTA's tile for k in [k0, k0 + 16) into st, zeros past
+// k_end and outside the tile. Thread t copies A rows t / 16 + 16 i at k = k0 + t % 16 (64 bytes
+// per row) and B at k = k0 + t / 64 + 4 i, col = t % 64 (256 bytes per k).
+__device__ __forceinline__ void load_stage(const GemmArgs& p, const float* a, const float* b,
+                                           int rows, int cols, int k0, int k_end, Stage& st) {
   const int t = static_cast<int>(threadIdx.x);
+  const int ka = k0 + t % kStep;
 #pragma unroll
   for (int i = 0; i < kLoads; ++i) {
-    s.a[buf][t % kStep][t / kStep + 16 * i] = ra[i];
-    s.b[buf][t / kTile + 4 * i][t % kTile] = rb[i];
+    const int row = t / kStep + 16 * i;
+    const bool ok = row < rows && ka < k_end;
+    cp_async_4(smem_address(&st.a[t % kStep][row]), ok ? a + int64_t{row} * p.k + ka : p.a, ok);
+  }
+  const int col = t % kTile;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int kb = t / kTile + 4 * i;
+    const bool ok = col < cols && k0 + kb < k_end;
+    cp_async_4(smem_address(&st.b[kb][col]), ok ? b + int64_t{k0 + kb} * p.n + col : p.b, ok);
   }
 }
 
-// grid: (N tiles, M tiles, batch entries); C straight from the accumulators, guarded.
+// grid: (splits x N tiles, M tiles, batch entries), p.tiles_n = N tiles (of 64); split s takes
+// k in [s k_split, (s + 1) k_split) and writes partials[s] (gridDim.z, M, N), or C when there is
+// one split; guarded stores.
 __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
-  __shared__ __align__(16) Buffers s;
-  const int m0 = static_cast<int>(blockIdx.y) * kTile, n0 = static_cast<int>(blockIdx.x) * kTile;
+  __shared__ __align__(16) Stage st[kStages];
+  const int split = static_cast<int>(blockIdx.x) / p.tiles_n;
+  const int m0 = static_cast<int>(blockIdx.y) * kTile;
+  const int n0 = static_cast<int>(blockIdx.x) % p.tiles_n * kTile;
   const int64_t bi = blockIdx.z;
+  const int k_begin = split * p.k_split, k_end = min(p.k, k_begin + p.k_split);
   const float* a = p.a + (bi * p.m + m0) * p.k;
   const float* b = p.b + bi * p.k * p.n + n0;
   const int rows = p.m - m0, cols = p.n - n0;
   const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
 
-  float ra[kLoads], rb[kLoads];
-  load_a(p, a, rows, 0, ra);
-  load_b(p, b, cols, 0, rb);
-  stash(s, 0, ra, rb);
-  __syncthreads();
+  const int steps = (k_end - k_begin + kStep - 1) / kStep;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) load_stage(p, a, b, rows, cols, k_begin + s * kStep, k_end, st[s]);
+    cp_async_commit();
+  }
   float acc[kPer][kPer] = {};
-  const int steps = (p.k + kStep - 1) / kStep;
   for (int step = 0; step < steps; ++step) {
-    const int buf = step & 1;
-    const bool more = step + 1 < steps;
-    if (more) {
-      load_a(p, a, rows, (step + 1) * kStep, ra);
-      load_b(p, b, cols, (step + 1) * kStep, rb);
-    }
+    cp_async_wait<kStages - 2>();  // this step's stage has landed (for this thread's copies)
+    __syncthreads();               // ... for every thread's; and step - 1's stage is free
+    const int next = step + kStages - 1;
+    if (next < steps)
+      load_stage(p, a, b, rows, cols, k_begin + next * kStep, k_end, st[next % kStages]);
+    cp_async_commit();
+    const Stage& cur = st[step % kStages];
 #pragma unroll
     for (int k = 0; k < kStep; ++k) {
-      const float4 av = *reinterpret_cast<const float4*>(&s.a[buf][k][ty * kPer]);
-      const float4 bv = *reinterpret_cast<const float4*>(&s.b[buf][k][tx * kPer]);
+      const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kPer]);
+      const float4 bv = *reinterpret_cast<const float4*>(&cur.b[k][tx * kPer]);
       const float ar[kPer] = {av.x, av.y, av.z, av.w}, br[kPer] = {bv.x, bv.y, bv.z, bv.w};
 #pragma unroll
       for (int i = 0; i < kPer; ++i)
 #pragma unroll
         for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
-    if (more) stash(s, buf ^ 1, ra, rb);  // the other buffer: last read before the previous barrier
-    __syncthreads();
   }
-  float* c = p.c + (bi * p.m + m0) * p.n + n0;
+  const bool one_split = static_cast<int>(gridDim.x) == p.tiles_n;
+  float* out = one_split ? p.c : p.partials + int64_t{split} * gridDim.z * p.m * p.n;
+  float* c = out + (bi * p.m + m0) * p.n + n0;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int row = ty * kPer + i;
@@ -340,8 +350,8 @@ class Tf32x3Bmm final : public Implementation {
       return Status::ok();
     }
     small_grid_ = takes_small_grid(sms);
-    if (small_grid_) return Status::ok();
-    KB_TRY(plan_split_k(sms));
+    if (small_grid_) return plan_split_k(sms, kFmaSplits);
+    KB_TRY(plan_split_k(sms, kMmaSyncSplits));
     // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
     for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -400,19 +410,19 @@ class Tf32x3Bmm final : public Implementation {
         continue;
       }
       if (small_grid_) {
-        const dim3 grid(static_cast<unsigned>((n + small::kTile - 1) / small::kTile),
+        chunk.tiles_n = static_cast<int>((n + small::kTile - 1) / small::kTile);
+        const dim3 grid(static_cast<unsigned>(chunk.tiles_n * splits_),
                         static_cast<unsigned>((m + small::kTile - 1) / small::kTile),
                         static_cast<unsigned>(chunk_batch));
         small::fma_bmm_kernel<<<grid, small::kThreads, 0, stream>>>(chunk);
-        KB_CUDA_TRY(cudaGetLastError());
-        continue;
+      } else {
+        const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
+                        static_cast<unsigned>(splits_));
+        if (vec)
+          tf32x3_bmm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
+        else
+          tf32x3_bmm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
       }
-      const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
-                      static_cast<unsigned>(splits_));
-      if (vec)
-        tf32x3_bmm_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
-      else
-        tf32x3_bmm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
       KB_CUDA_TRY(cudaGetLastError());
       if (splits_ > 1) {
         const int64_t count = chunk_batch * m * n;
@@ -451,15 +461,23 @@ class Tf32x3Bmm final : public Implementation {
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-  // The FMA tile (namespace small) for tiny products under one wave of 128 x 128 tiles. H200,
-  // session 11 (`kb bench L1_003 --dims ...`, both paths forced in one call): 7 against 9 us at
-  // 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100 (the reference 7); equal at 0.5-9.6 M MACs; slower
-  // above (41 against 31 us at 3 x 379 x 459 x 189, 98 against 54 at 1 x 1024^3).
+  // The FMA tile (namespace small): tiny products under one wave of 128 x 128 tiles, and any
+  // product whose K or N is not a multiple of 4 (the tensor path's 4-byte copies) under two waves.
+  // H200, `kb bench L1_003 --dims ...`, both paths forced in one call (FMA / tensor / reference
+  // us): session 11 (unsplit FMA tile): 7 / 9 / 7 at 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100;
+  // session 21 (the pipelined, split FMA tile; calls 5-6): 20 / 31 / 23 at 3 x 379 x 459 x 189,
+  // 22 / 43 / 18 at 4 x 301 x 303 x 299, 34 / 58 / 36 at 2 x 511^3, 91 / 101 / 65 at 1 x 1023^3,
+  // 51 / 65 / 41 at 71 x 43 x 419 x 255 (142 tiles), 42 / 42 / 43 at 64 x 129 x 257 x 131 (256
+  // tiles), 1,406 / 1,405 / 2,040 at 84 x 459 x 655 x 1637 (past the rule: equal). Where K and N
+  // are multiples of 4 the tensor path's 16-byte copies win (the unpipelined FMA tile: 43 / 29 /
+  // 36 at 6 x 300 x 700 x 200, 24 / 19 / 17 at 1 x 500 x 2000 x 100).
   static constexpr double kSmallGridMaxMacs = 4e6;
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
-    return tiles < sms && double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
+    const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
+    const bool unaligned = k % 4 != 0 || n % 4 != 0;
+    return (tiny && tiles < sms) || (unaligned && tiles < 2 * int64_t{sms});
   }
 
   // Split-K when the grid is under two CTAs per SM (the resident count): the shape sweep's
@@ -468,21 +486,28 @@ class Tf32x3Bmm final : public Implementation {
   // partial products' workspace under kMaxPartialFloats. Measured there (H200, `kb bench L1_003
   // --dims batch=3,M=379,K=459,N=189`): 0.065 ms unsplit, 0.032 ms in 5 splits of 3 k-tiles
   // (this rule; 0.73x the reference's 0.023 ms), 0.046 ms in 15 splits of one k-tile.
-  Status plan_split_k(int sms) {
-    constexpr int64_t kMinSplitTiles = 2;
+  struct SplitRule {
+    int64_t tile_m, tile_n, k_tile;  // the kernel's CTA tile and K step
+    int64_t ctas_per_sm;             // the grid split-K aims at
+    int64_t min_k_tiles;             // per split
+  };
+  static constexpr SplitRule kMmaSyncSplits{kBM, kBN, kBK, 2, 2};
+  static constexpr SplitRule kFmaSplits{small::kTile, small::kTile, small::kStep, 4, 4};
+  Status plan_split_k(int sms, const SplitRule& rule) {
     constexpr int64_t kMaxPartialFloats = int64_t{1} << 24;  // 64 MB
     const auto [batch, m, k, n] = shape_;
-    const int64_t ctas = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
-    const int64_t k_tiles = (k + kBK - 1) / kBK;
-    const int64_t slots = 2 * int64_t{sms};
+    const int64_t ctas =
+        ((m + rule.tile_m - 1) / rule.tile_m) * ((n + rule.tile_n - 1) / rule.tile_n) * batch;
+    const int64_t k_tiles = (k + rule.k_tile - 1) / rule.k_tile;
+    const int64_t slots = rule.ctas_per_sm * int64_t{sms};
     int64_t splits = 1;
     if (ctas > 0 && ctas < slots && batch <= 65535) {
-      splits = std::min((slots + ctas - 1) / ctas, k_tiles / kMinSplitTiles);
+      splits = std::min((slots + ctas - 1) / ctas, k_tiles / rule.min_k_tiles);
       splits = std::min(splits, kMaxPartialFloats / std::max<int64_t>(batch * m * n, 1));
     }
     splits = std::max<int64_t>(splits, 1);
     const int64_t tiles_per_split = (k_tiles + splits - 1) / splits;
-    k_split_ = std::max<int64_t>(tiles_per_split * kBK, 1);
+    k_split_ = std::max<int64_t>(tiles_per_split * rule.k_tile, 1);
     splits_ = static_cast<int>((k + k_split_ - 1) / k_split_);  // no empty split
     if (splits_ <= 1) {
       splits_ = 1;
