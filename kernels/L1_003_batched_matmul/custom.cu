@@ -37,7 +37,8 @@
 // reference; 3 x 379 x 459 x 189 (the one miss through session 20, 0.75x on split mma.sync) 1.19x
 // on the split FMA tile (session 21, call 5), worst 1.185x: met. Still under 0.9x: unaligned
 // products of ~0.1-1 G multiply-adds, where both paths are 0.6-0.85x the reference (e.g. 16 x
-// 301 x 303 x 299 at 0.66x, 1 x 1023^3 at 0.72x; seed 77's 71 x 43 x 419 x 255 at 0.76x).
+// 301 x 303 x 299 at 0.66x, 1 x 1023^3 at 0.72x; seed 77's 71 x 43 x 419 x 255 at 0.79x): ncu
+// (session 21) finds the FMA tile issue-bound with only 48% of its instructions FFMA.
 // Measured and not taken: one launch for split-K (the last CTA of a tile sums the splits: its
 // serial sum made 1 x 128 x 4096 x 128 9x slower, session 21), 8 x 8 outputs per thread in the
 // FMA tile (64 threads: 0.74x against 1.2x at the tiny shapes, session 21), operands

@@ -90,7 +90,9 @@
 //      ~100 of the ~300 PTX instructions per channel of a warp item. ncu: normalize 288 M -> 247 M
 //      warp instructions, 443 -> 429 us (issue 0.65 -> 0.60 per scheduler: now waiting on fixed-
 //      latency dependencies, 31%); `kb bench L2_060 --time-cap 2 --seed 7` alternating with the v6
-//      pack in one call: 0.760 / 0.756 against 0.762 / 0.761 ms.
+//      pack in one call: 0.760 / 0.756 against 0.762 / 0.761 ms. Rejected in session 21
+//      (docs/kernels.md): -log2(e) folded into the staged weights (0.762 against 0.759 ms) and
+//      the channel loop unrolled by 2 (0.94 ms).
 //   next: fewer live values per thread for occupancy (both passes hold 110-128 registers: 2
 //      blocks per SM, 5-6 cycles per issued instruction).
 #include <cuda_runtime.h>
