@@ -1,0 +1,124 @@
+// L1_003's small-grid path: a plain fp32 FMA tile (namespace small), taken by custom.cu's
+// takes_small_grid.
+//
+// For tiny products the tensor path's fixed cost (pipeline fill, three MMAs per product) sets the
+// time, and under one wave its 4-byte copies (K or N not a multiple of 4) leave it latency-bound:
+// the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
+// 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
+// outputs, K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
+// alignment; zero-filled past the tile and K), and split-K (plan_split_k) toward four CTAs per
+// SM, the splits summed in order by split_k_sum_kernel. Strict fp32 (one FMA chain per output and
+// split, k ascending): no accuracy caveat.
+//
+// Thread safety: device code without state; the launch is custom.cu's.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/cores/tf32x3/mma.cuh"
+
+namespace kb::custom::L1_003::small {
+
+using ::kb::tf32x3::cp_async_4;
+using ::kb::tf32x3::cp_async_commit;
+using ::kb::tf32x3::cp_async_wait;
+
+constexpr int kTile = 64;      // CTA tile rows and columns
+constexpr int kStep = 16;      // K per pipeline stage
+constexpr int kStages = 4;     // stages in flight
+constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
+constexpr int kPer = 4;
+constexpr int kPad = 4;  // a rows padded to 68 floats: float4-aligned, fewer conflicts
+constexpr int kLoads = kTile * kStep / kThreads;  // floats of A (and of B) per thread per stage
+static_assert(kTile == 16 * kPer && kLoads == 4, "thread -> tile maps below");
+
+struct Stage {
+  float a[kStep][kTile + kPad];  // A transposed: a[k][row]
+  float b[kStep][kTile];         // b[k][col]
+};
+static_assert(kStages * sizeof(Stage) <= 48 * 1024, "static shared memory");
+
+__device__ __forceinline__ uint32_t smem_address(const float* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copies A(row, k) and B(k, col) of this CTA's tile for k in [k0, k0 + 16) into st, zeros past
+// k_end and outside the tile. Thread t copies A rows t / 16 + 16 i at k = k0 + t % 16 (64 bytes
+// per row) and B at k = k0 + t / 64 + 4 i, col = t % 64 (256 bytes per k).
+__device__ __forceinline__ void load_stage(const GemmArgs& p, const float* a, const float* b,
+                                           int rows, int cols, int k0, int k_end, Stage& st) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int ka = k0 + t % kStep;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int row = t / kStep + 16 * i;
+    const bool ok = row < rows && ka < k_end;
+    cp_async_4(smem_address(&st.a[t % kStep][row]), ok ? a + int64_t{row} * p.k + ka : p.a, ok);
+  }
+  const int col = t % kTile;
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int kb = t / kTile + 4 * i;
+    const bool ok = col < cols && k0 + kb < k_end;
+    cp_async_4(smem_address(&st.b[kb][col]), ok ? b + int64_t{k0 + kb} * p.n + col : p.b, ok);
+  }
+}
+
+// grid: (splits x N tiles, M tiles, batch entries), p.tiles_n = N tiles (of 64); split s takes
+// k in [s k_split, (s + 1) k_split) and writes partials[s] (gridDim.z, M, N), or C when there is
+// one split; guarded stores.
+__global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
+  __shared__ __align__(16) Stage st[kStages];
+  const int split = static_cast<int>(blockIdx.x) / p.tiles_n;
+  const int m0 = static_cast<int>(blockIdx.y) * kTile;
+  const int n0 = static_cast<int>(blockIdx.x) % p.tiles_n * kTile;
+  const int64_t bi = blockIdx.z;
+  const int k_begin = split * p.k_split, k_end = min(p.k, k_begin + p.k_split);
+  const float* a = p.a + (bi * p.m + m0) * p.k;
+  const float* b = p.b + bi * p.k * p.n + n0;
+  const int rows = p.m - m0, cols = p.n - n0;
+  const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
+
+  const int steps = (k_end - k_begin + kStep - 1) / kStep;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) load_stage(p, a, b, rows, cols, k_begin + s * kStep, k_end, st[s]);
+    cp_async_commit();
+  }
+  float acc[kPer][kPer] = {};
+  for (int step = 0; step < steps; ++step) {
+    cp_async_wait<kStages - 2>();  // this step's stage has landed (for this thread's copies)
+    __syncthreads();               // ... for every thread's; and step - 1's stage is free
+    const int next = step + kStages - 1;
+    if (next < steps)
+      load_stage(p, a, b, rows, cols, k_begin + next * kStep, k_end, st[next % kStages]);
+    cp_async_commit();
+    const Stage& cur = st[step % kStages];
+#pragma unroll
+    for (int k = 0; k < kStep; ++k) {
+      const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kPer]);
+      const float4 bv = *reinterpret_cast<const float4*>(&cur.b[k][tx * kPer]);
+      const float ar[kPer] = {av.x, av.y, av.z, av.w}, br[kPer] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+    }
+  }
+  const bool one_split = static_cast<int>(gridDim.x) == p.tiles_n;
+  float* out = one_split ? p.c : p.partials + int64_t{split} * gridDim.z * p.m * p.n;
+  float* c = out + (bi * p.m + m0) * p.n + n0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int row = ty * kPer + i;
+    if (row >= rows) continue;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j)
+      if (tx * kPer + j < cols) c[int64_t{row} * p.n + tx * kPer + j] = acc[i][j];
+  }
+}
+
+}  // namespace kb::custom::L1_003::small
