@@ -21,7 +21,7 @@
 //     (plan_split_k) for grids under two CTAs per SM, the splits summed in order by
 //     split_k_sum_kernel (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and the
 //     pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
-//  3. fp32 FMA tile (namespace small): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
+//  3. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, and for products with K or N not a multiple of 4 under two (takes_small_grid).
 //
