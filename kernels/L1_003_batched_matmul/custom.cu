@@ -337,7 +337,7 @@ class Tf32x3Bmm final : public Implementation {
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-  // The FMA tile (namespace small): tiny products under one wave of 128 x 128 tiles, and any
+  // The FMA tile (fma_tile.cuh): tiny products under one wave of 128 x 128 tiles, and any
   // product whose K or N is not a multiple of 4 (the tensor path's 4-byte copies) under two waves.
   // H200, `kb bench L1_003 --dims ...`, both paths forced in one call (FMA / tensor / reference
   // us): session 11 (unsplit FMA tile): 7 / 9 / 7 at 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100;
@@ -356,12 +356,14 @@ class Tf32x3Bmm final : public Implementation {
     return (tiny && tiles < sms) || (unaligned && tiles < 2 * int64_t{sms});
   }
 
-  // Split-K when the grid is under two CTAs per SM (the resident count): the shape sweep's
-  // 3 x 379 x 459 x 189 filled 18 CTAs of 264 slots and ran at 0.35x the reference. K splits
-  // into ranges of whole k-tiles, at least kMinSplitTiles each, toward two CTAs per SM, with the
-  // partial products' workspace under kMaxPartialFloats. Measured there (H200, `kb bench L1_003
-  // --dims batch=3,M=379,K=459,N=189`): 0.065 ms unsplit, 0.032 ms in 5 splits of 3 k-tiles
-  // (this rule; 0.73x the reference's 0.023 ms), 0.046 ms in 15 splits of one k-tile.
+  // Split-K when the grid is under rule.ctas_per_sm CTAs per SM (the mma.sync tile: two, its
+  // resident count; the FMA tile: four). K splits into ranges of whole k-tiles, at least
+  // rule.min_k_tiles each, toward that many CTAs per SM, with the partial products' workspace
+  // under kMaxPartialFloats. On mma.sync (the only split path until session 21) the shape sweep's
+  // 3 x 379 x 459 x 189 filled 18 CTAs of 264 slots and ran at 0.35x the reference. Measured
+  // there (H200, `kb bench L1_003 --dims batch=3,M=379,K=459,N=189`): 0.065 ms unsplit, 0.032 ms
+  // in 5 splits of 3 k-tiles (this rule; 0.73x the reference's 0.023 ms), 0.046 ms in 15 splits
+  // of one k-tile.
   struct SplitRule {
     int64_t tile_m, tile_n, k_tile;  // the kernel's CTA tile and K step
     int64_t ctas_per_sm;             // the grid split-K aims at

@@ -10,7 +10,7 @@ struct GemmArgs {
   const float* b;  // (batch, K, N)
   float* c;        // (batch, M, N)
   int m, n, k;
-  int tiles_n;  // ceil(N / kBN); blockIdx.x = m_tile * tiles_n + n_tile, blockIdx.y = batch
+  int tiles_n;  // N tiles of the launch's kernel: ceil(N / its tile width) (see each kernel)
   // Split-K (grids below two CTAs per SM): blockIdx.z = split s multiplies k in
   // [s k_split, (s + 1) k_split) into partials[s] (gridDim.y, M, N); k_count is that range's
   // length, set per CTA. One split: k_split = k, results straight into c.

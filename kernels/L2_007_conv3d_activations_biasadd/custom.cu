@@ -123,7 +123,8 @@ class Conv3dActivationsBias final : public Implementation {
     weight_ = param_index(p, "conv.weight");
     conv_bias_ = param_index(p, "conv.bias");
     bias_ = param_index(p, "bias");
-    const std::vector<cubic_table::Segment> table = cubic_table::fit(sigmoid_gelu_exact, 8, 128);
+    const std::vector<cubic_table::Segment> table =
+        cubic_table::fit(sigmoid_gelu_exact, SigmoidGelu::kSteps, SigmoidGelu::kLastSegment);
     static_assert(sizeof(cubic_table::Segment) == sizeof(float4), "one float4 per segment");
     KB_CUDA_TRY(cudaMalloc(&table_, sizeof(float4) * SigmoidGelu::kSegments));
     KB_CUDA_TRY(cudaMemcpy(table_, table.data(), sizeof(float4) * SigmoidGelu::kSegments,

@@ -21,6 +21,7 @@ template <int kInvStep, int kLast>
 struct Table {
   static_assert(kInvStep > 0 && (kInvStep & (kInvStep - 1)) == 0, "the step is 1 / a power of 2");
   static_assert(int64_t{kLast} < (int64_t{1} << 22), "r kInvStep must stay below 2^22");
+  static constexpr int kSteps = kInvStep, kLastSegment = kLast;  // fit()'s inv_step and last
   static constexpr int kSegments = kLast + 1;
   static constexpr float kEnd = static_cast<float>(kLast) / kInvStep;
 
