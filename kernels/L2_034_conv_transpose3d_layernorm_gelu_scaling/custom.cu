@@ -875,6 +875,11 @@ class ConvTLayerNormGelu final : public Implementation {
   // 3: 41 us, the FMA kernel 37, the reference 38). Above it the GPU tests' row-kernel presets
   // (robust, full8 .. part64: 33-44 M, within the golden model's budget) keep every kW tested.
   static constexpr double kFmaMaxMacs = 32e6;
+  // ... and, where row_ln's tile would mostly compute padding (rows of W in kW columns, C_out in
+  // 64-channel blocks: the tile's multiply-adds over the layer's, `waste`, of 8 or more), up to
+  // kFmaMaxMacs x kFmaWasteCap: the seed-77 sweep's N 25, C_in 25, C_out 6, 15 x 3 x 3 (32.4 M,
+  // waste 28) took 282 us on row_ln against the reference's 76 (session 21). UNMEASURED.
+  static constexpr double kFmaWasteCap = 8;
 
   // The FMA kernel's sizes; false when the layer is above kFmaMaxMacs (unless `required`: row_ln
   // cannot take it) or outside its limits (grid y = N <= 65535, the x slab in shared memory).
@@ -886,7 +891,11 @@ class ConvTLayerNormGelu final : public Implementation {
   bool setup_fma(bool required) {
     const double macs =
         64.0 * params_.n * params_.c_in * params_.c_out * params_.d * params_.h * params_.w;
-    if ((macs > kFmaMaxMacs && !required) || params_.n > 65535) return false;
+    const double waste = double(row_ln::padded_width(params_.w)) / params_.w *
+                         (double((params_.c_out + row_ln::kN - 1) / row_ln::kN) * row_ln::kN /
+                          params_.c_out);
+    const double limit = waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap : kFmaMaxMacs;
+    if ((macs > limit && !required) || params_.n > 65535) return false;
     fma_ = {};
     fma_.c_in = params_.c_in, fma_.c_out = params_.c_out;
     fma_.co_pad = (fma_.c_out + fma::kCoPerCta - 1) / fma::kCoPerCta * fma::kCoPerCta;
