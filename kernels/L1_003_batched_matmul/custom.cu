@@ -19,8 +19,8 @@
 //     GEMM, CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB, 2 CTAs per SM), 8 warps
 //     of 64 x 32, m16n8k8 TF32 MMAs, operands split in registers after the shared load; split-K
 //     (plan_split_k) for grids under two CTAs per SM, the splits summed in order by
-//     split_k_sum_kernel (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and the
-//     pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
+//     kernels/cores/split_sum.cuh (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and
+//     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
 //  3. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, and for products with K or N not a multiple of 4 under two (takes_small_grid).
@@ -65,6 +65,7 @@
 #include "common/cuda/device_query.h"
 #include "kernels/L1_003_batched_matmul/fma_tile.cuh"
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/cores/split_sum.cuh"
 #include "kernels/cores/tf32x3/dense_loader.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
 #include "kernels/cores/tf32x3/wgmma_gemm.cuh"
@@ -127,16 +128,6 @@ __global__ void __launch_bounds__(kThreads, 2) tf32x3_bmm_kernel(const GemmArgs 
 
   float* out = gridDim.z == 1 ? p.c : p.partials + int64_t{blockIdx.z} * gridDim.y * p.m * p.n;
   store_tile<kVec>(p, out + (bi * p.m + m0) * p.n + n0, rows, cols, warp_m, warp_n, lane, acc);
-}
-
-// c[i] = partials[0][i] + partials[1][i] + ... in split order: the same sum at every run.
-__global__ void split_k_sum_kernel(const float* partials, float* c, int64_t count, int splits) {
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    float sum = partials[i];
-    for (int s = 1; s < splits; ++s) sum += partials[s * count + i];
-    c[i] = sum;
-  }
 }
 
 // ---- the wgmma path (sm_90a): 128 x 256 tiles, one CTA per SM ----
@@ -301,12 +292,8 @@ class Tf32x3Bmm final : public Implementation {
       }
       KB_CUDA_TRY(cudaGetLastError());
       if (splits_ > 1) {
-        const int64_t count = chunk_batch * m * n;
-        constexpr int kSumThreads = 256;
-        const int64_t blocks = std::min<int64_t>((count + kSumThreads - 1) / kSumThreads, 1 << 16);
-        split_k_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(
-            partials_, chunk.c, count, splits_);
-        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(
+            split_sum::launch_split_sum(partials_, chunk.c, chunk_batch * m * n, splits_, stream));
       }
     }
     return Status::ok();

@@ -7,8 +7,8 @@
 // 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
 // outputs, K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
 // alignment; zero-filled past the tile and K), and split-K (plan_split_k) toward four CTAs per
-// SM, the splits summed in order by split_k_sum_kernel. Strict fp32 (one FMA chain per output and
-// split, k ascending): no accuracy caveat.
+// SM, the splits summed in order by kernels/cores/split_sum.cuh. Strict fp32 (one FMA chain per
+// output and split, k ascending): no accuracy caveat.
 //
 // Thread safety: device code without state; the launch is custom.cu's.
 #pragma once

@@ -19,9 +19,15 @@
 // LDS.128 for 36 MMAs: no gather, no split and no scalar fragment load in the MMA loop.
 // Persistent CTAs (1 per SM, 208 KB: two stages of patch + 27 taps' weights) walk (tile, chunk)
 // items double-buffered, as L2_010's patch kernel. v1 (per-tap 4-byte gathers, split per MMA):
-// 14.2 ms. Fallback: layers of <= 8 M MACs (gather::generic_is_faster) and geometries the plan
-// or the shared memory cannot take run the generic gather (a thread or a few lanes per output) of
-// kernels/cores/conv_transpose_gather/gather.cuh (fp32 FMA).
+// 14.2 ms. Layers of few tiles (at most half the SMs) split each tile's input channels over
+// CTAs, summed in order by a second kernel (session 22: N 2, C_in 48, C_out 24, 12^3 0.42x ->
+// 1.28x the reference; N 1, 8 x 20 x 20 0.51x -> 1.43x; the full preset 10.43 -> 10.27 ms, `kb
+// bench L1_070 --time-cap 2 --seed 7` twice against the previous pack). Fallback: layers of
+// <= 8 M MACs, or up to 128 M whose tiles would compute >= 16x their multiply-adds in padding
+// (C_out 1, C_in 2: 0.76x -> 2.40x), (gather::generic_is_faster), and geometries the plan or the
+// shared memory cannot take run the generic gather (a thread or a few lanes per output) of
+// kernels/cores/conv_transpose_gather/gather.cuh (fp32 FMA). Still under 0.9x: the smallest
+// tensor-path layers (~35 us against the reference's 20-30: N 2, 5 x 7 x 9).
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
 // 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44

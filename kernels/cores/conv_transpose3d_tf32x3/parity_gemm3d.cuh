@@ -22,6 +22,9 @@
 // registers, kNT 4 212 -> 228, no spills; period 1 because a longer one keeps a second 16 kNT
 // accumulator live, past the 255-register limit at kNT 4).
 // At a tile's end the accumulators go straight to y (positions outside the output not stored).
+// Layers of few tiles (at most half the SMs) split each tile's chunks over up to SMs / tiles
+// CTAs (a divisor of the chunk count), each storing its partial sums to a workspace that
+// kernels/cores/split_sum.cuh adds into y in split order (deterministic).
 //
 // Thread safety: stateless kernels; one ParityConvTranspose3d per thread at a time.
 #pragma once
@@ -38,6 +41,7 @@
 #include "common/status.h"
 #include "kernels/cores/conv_transpose3d_tf32x3/patch_plan3d.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/split_sum.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
 
@@ -71,6 +75,11 @@ struct GemmParams {
   const float* x;        // (N, C_in, D, H, W)
   const float* w_split;  // from split_weights_kernel
   float* y;              // (N, C_out, D_out, H_out, W_out)
+  // Split over input channels: `splits` units per tile, unit s summing chunks [s span, s span +
+  // span); with splits > 1 unit s stores its partial sums to partial + s * |y| (y's layout) and
+  // split_sum_kernel adds them into y in order.
+  int splits = 1, span = 1;
+  float* partial = nullptr;
 };
 
 using PatchRegs = float[kSlots][kChunk];  // this thread's patch positions x the chunk's channels
@@ -167,11 +176,12 @@ __device__ __forceinline__ void mma_item(const GemmParams& g, int cls, const flo
 // y[n, co, o] of the lane's pixels (c0, c1: pixel g, channels 2t, 2t + 1; c2, c3: pixel g + 8),
 // then acc = 0. px[mt][h]: box coordinates of pixel 16 mt + 8 h + g of the warp.
 template <int kNT>
-__device__ __forceinline__ void store_tile(const GemmParams& g, const Tile& t,
+__device__ __forceinline__ void store_tile(const GemmParams& g, const Tile& t, int split,
                                            const uint32_t (&px)[kMT][2], int lane, Acc<kNT>& acc) {
   const Plan& p = g.plan;
   const int64_t plane = p.out_plane();
-  float* image = g.y + int64_t{t.n} * p.c_out * plane;
+  float* out = g.splits == 1 ? g.y : g.partial + split * (int64_t{p.batch} * p.c_out * plane);
+  float* image = out + int64_t{t.n} * p.c_out * plane;
   const int co0 = t.ng * kNT * 8 + 2 * (lane % 4);
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -198,14 +208,16 @@ __device__ __forceinline__ void store_tile(const GemmParams& g, const Tile& t,
   tf32x3::zero_accumulators(acc);
 }
 
-// Grid: persistent, gridDim.x <= tiles_total; block kThreads; dynamic shared plan.smem_bytes.
+// Grid: persistent, gridDim.x <= tiles_total x splits; block kThreads; dynamic shared
+// plan.smem_bytes. Unit u = (tile u / splits, split u % splits).
 template <int kNT>
 __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmParams g) {
   extern __shared__ __align__(16) float smem[];
   const Plan& p = g.plan;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
-  const int items = (p.tiles_total - first + step - 1) / step * p.chunks;  // (tile, chunk) pairs
+  const int units = p.tiles_total * g.splits;
+  const int items = (units - first + step - 1) / step * g.span;  // (unit, chunk) pairs
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const int w_at = 4 * kPlanes * p.plane_quads;  // weights after the patch in a stage
   const auto patch_of = [&](int stage) { return smem + stage * p.stage_floats; };
@@ -228,11 +240,12 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
       a_at[mt][h] = 4 * ((lane % 4) * p.plane_quads + pixel_position(p, m));
     }
 
-  Tile cur = tile_of(p, first);
+  Tile cur = tile_of(p, first / g.splits);
+  int split = first % g.splits, chunk = split * g.span;
   PatchRegs raw;
-  load_weights(g, weights_at(0), cur, 0);
+  load_weights(g, weights_at(0), cur, chunk);
   cp_async_commit();
-  load_patch(g, cur, 0, slot, raw);
+  load_patch(g, cur, chunk, slot, raw);
   store_patch(patch_of(0), p.plane_quads, slot, raw);
   cp_async_wait<0>();
   __syncthreads();
@@ -240,23 +253,26 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
   Acc<kNT> acc;
   tf32x3::zero_accumulators(acc);
 
-  int chunk = 0, tile_i = 0;  // item i = (tile first + tile_i * step, chunk)
+  int unit = first;  // item i = (unit, chunk)
   for (int i = 0; i < items; ++i) {
     const int stage = i & 1;
-    const bool tile_done = chunk + 1 == p.chunks, has_next = i + 1 < items;
-    const int next_chunk = tile_done ? 0 : chunk + 1;
-    const Tile next = tile_done && has_next ? tile_of(p, first + (tile_i + 1) * step) : cur;
+    const bool tile_done = chunk + 1 == (split + 1) * g.span, has_next = i + 1 < items;
+    const int next_unit = tile_done ? unit + step : unit;
+    const int next_split = next_unit % g.splits;
+    const int next_chunk = tile_done ? next_split * g.span : chunk + 1;
+    const Tile next = tile_done && has_next ? tile_of(p, next_unit / g.splits) : cur;
     if (has_next) {  // stage ^ 1 was last read in item i - 1, before the barrier that ended it
       load_weights(g, weights_at(stage ^ 1), next, next_chunk);
       load_patch(g, next, next_chunk, slot, raw);
     }
     cp_async_commit();
     mma_item<kNT>(g, cur.cls, patch_of(stage), patch_of(stage) + w_at + 4 * lane, a_at, acc);
-    if (tile_done) store_tile<kNT>(g, cur, px, lane, acc);
+    if (tile_done) store_tile<kNT>(g, cur, split, px, lane, acc);
     if (has_next) store_patch(patch_of(stage ^ 1), p.plane_quads, slot, raw);
     cp_async_wait<0>();
     __syncthreads();
-    tile_i += tile_done ? 1 : 0;
+    unit = next_unit;
+    split = next_split;
     chunk = next_chunk;
     cur = next;
   }
@@ -271,7 +287,8 @@ class ParityConvTranspose3d : public Implementation {
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
       : node_(node), x_name_(x_name), w_name_(w_name) {}
   ~ParityConvTranspose3d() override {
-    if (w_split_ != nullptr) cudaFree(w_split_);
+    KB_CUDA_WARN(cudaFree(w_split_));
+    KB_CUDA_WARN(cudaFree(partial_));
   }
 
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
@@ -281,8 +298,10 @@ class ParityConvTranspose3d : public Implementation {
     x_ = input_index(p, x_name_);
     w_ = param_index(p, w_name_);
     fast_ = false;
-    if (gather::generic_is_faster(geometry_)) return Status::ok();  // the gather is faster here
     narrow_ = geometry_.out_channels <= 8 * kNarrowTiles;
+    const double waste =
+        gather::tile_waste(geometry_, 8 * (narrow_ ? kNarrowTiles : kWideTiles), kChunk);
+    if (gather::generic_is_faster(geometry_, waste)) return Status::ok();  // the gather is faster
     Result<Plan> plan = plan_patch_gemm(geometry_, narrow_ ? kNarrowTiles : kWideTiles);
     fast_ = plan.is_ok();
     if (!fast_) return Status::ok();
@@ -293,6 +312,11 @@ class ParityConvTranspose3d : public Implementation {
     fast_ = plan_.smem_bytes <= smem_optin;
     if (!fast_) return Status::ok();
     KB_CUDA_TRY(cudaMalloc(&w_split_, static_cast<size_t>(plan_.w_floats) * sizeof(float)));
+    splits_ = split_count(plan_.tiles_total, plan_.chunks, sms_);
+    if (splits_ > 1) {
+      KB_CUDA_TRY(cudaMalloc(&partial_, sizeof(float) * static_cast<size_t>(splits_) *
+                                            static_cast<size_t>(geometry_.output_numel())));
+    }
     return narrow_ ? allow<kNarrowTiles>(smem_optin) : allow<kWideTiles>(smem_optin);
   }
 
@@ -305,12 +329,27 @@ class ParityConvTranspose3d : public Implementation {
     split_weights_kernel<kBlock>
         <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(w, w_split_, plan_);
     KB_CUDA_TRY(cudaGetLastError());
-    const GemmParams gp{plan_, x, w_split_, args.output.data};
-    return narrow_ ? launch<kNarrowTiles>(gp, stream) : launch<kWideTiles>(gp, stream);
+    GemmParams gp{plan_, x, w_split_, args.output.data};
+    gp.splits = splits_, gp.span = plan_.chunks / splits_, gp.partial = partial_;
+    KB_TRY(narrow_ ? launch<kNarrowTiles>(gp, stream) : launch<kWideTiles>(gp, stream));
+    if (splits_ == 1) return Status::ok();
+    return split_sum::launch_split_sum(partial_, args.output.data, geometry_.output_numel(),
+                                       splits_, stream);
   }
 
  private:
   static constexpr int kNarrowTiles = 3, kWideTiles = 4;  // n8 tiles per channel group
+
+  // Units per tile (a divisor of the chunk count) where the tiles fill at most half of the SMs:
+  // the largest with tiles x splits <= SMs. N 2, C_in 48, C_out 24, 12^3 (16 tiles of 6 chunks)
+  // took 100 us on 16 CTAs against the reference's 42 (session 22).
+  static int split_count(int tiles, int chunks, int sms) {
+    if (2 * tiles > sms) return 1;
+    int best = 1;
+    for (int d = 2; d <= chunks; ++d)
+      if (chunks % d == 0 && int64_t{tiles} * d <= sms) best = d;
+    return best;
+  }
 
   // The device's limit, not this plan's: the kernel template is shared by every problem whose
   // custom.cu includes this header, and a later setup must not lower an earlier plan's limit.
@@ -322,7 +361,8 @@ class ParityConvTranspose3d : public Implementation {
   }
   template <int kNT>
   Status launch(const GemmParams& gp, cudaStream_t stream) {
-    const int grid = std::min(plan_.tiles_total, sms_);
+    const int grid =
+        static_cast<int>(std::min<int64_t>(int64_t{plan_.tiles_total} * splits_, sms_));
     patch_gemm3d_kernel<kNT><<<grid, kThreads, plan_.smem_bytes, stream>>>(gp);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
@@ -335,8 +375,10 @@ class ParityConvTranspose3d : public Implementation {
   size_t x_ = 0, w_ = 0;
   bool fast_ = false, narrow_ = false;
   int sms_ = 1;
+  int splits_ = 1;  // units per tile (split_count)
   Plan plan_;
   float* w_split_ = nullptr;
+  float* partial_ = nullptr;  // (splits, |y|) where splits_ > 1
 };
 
 }  // namespace kb::custom::ct3d

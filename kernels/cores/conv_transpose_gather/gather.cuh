@@ -293,9 +293,27 @@ inline double layer_macs(const ConvTransposeGeometry& g) {
 // 8-32 output channels, a persistent grid) outweighs their work: gather_generic_kernel is faster.
 // The shape sweep measured L1_070 and L1_073 at 0.43-0.74x the reference through their tensor-
 // core paths on layers of 1-2 M multiply-adds.
+// Larger layers too where the path's tiles would mostly compute padding (`waste`, the tiles'
+// multiply-adds over the layer's, tile_waste below) of kGenericMinWaste or more, up to
+// kGenericMaxMacs x kGenericMinWaste: L1_070's patch GEMM (24-channel tiles, 8-channel chunks)
+// at C_out 1, C_in 2 (waste 96, 16.8 M MACs) took 108 us, the gather 39, the reference 81-90;
+// at C_out 2, C_in 3 (waste 32) 63 against 47; at waste 6 (C_out 8, C_in 4; C_out 4, C_in 16)
+// the patch GEMM was 2-3x faster (session 22). L1_073's gather GEMM stayed faster at waste 8-12.
 constexpr double kGenericMaxMacs = 8e6;
-inline bool generic_is_faster(const ConvTransposeGeometry& g) {
-  return layer_macs(g) <= kGenericMaxMacs;
+constexpr double kGenericMinWaste = 16;
+inline bool generic_is_faster(const ConvTransposeGeometry& g, double waste = 1) {
+  const double macs = layer_macs(g);
+  return macs <= kGenericMaxMacs ||
+         (waste >= kGenericMinWaste && macs <= kGenericMaxMacs * kGenericMinWaste);
+}
+
+// The padding factor of a path that tiles each group's output channels by co_tile and its input
+// channels by ci_tile: the tiles' multiply-adds over the layer's (>= 1).
+inline double tile_waste(const ConvTransposeGeometry& g, int64_t co_tile, int64_t ci_tile) {
+  const auto padded = [](int64_t n, int64_t tile) {
+    return static_cast<double>((n + tile - 1) / tile * tile) / static_cast<double>(n);
+  };
+  return padded(g.out_per_group(), co_tile) * padded(g.in_per_group(), ci_tile);
 }
 
 // Lanes per output for gather_generic_kernel: doubled (up to a warp, at most the group's input
