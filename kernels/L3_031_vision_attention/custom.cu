@@ -28,8 +28,16 @@
 //     116 at 4 heads) runs the same kernel with q, k, v zero-padded to 32 dims (the sweep
 //     measured the generic kernel 8x slower than the reference there); above 32:
 //     generic_attention_kernel (one warp per query row, fp32, exact expf).
-//  3. out_proj_layernorm_kernel: 32 tokens of one image per CTA; concat heads (O is (N, L, E)),
-//     out_proj + bias + residual x, two-pass LayerNorm over E, writes out[n, c, l] coalesced.
+//  3. out_proj_layernorm_kernel (out_proj_layernorm.cuh): 32 tokens of one image per CTA; concat
+//     heads (O is (N, L, E)), out_proj + bias + residual x, two-pass LayerNorm over E, writes
+//     out[n, c, l] coalesced.
+// Small grids (any stage under one wave of 132 SMs; N 1, E 76, L 495 measured 85 us against the
+// reference's 73, every kernel at 16-32 CTAs): the projection takes 32- or 16-token tiles with a
+// register prefetch of the next k tile; the flash kernel splits the keys over gridDim.z (about
+// one CTA per SM, >= 1 tile of 64 keys each), each split writing unnormalized (O, m, l) that
+// attention_combine_kernel folds in split order (max subtraction again, no atomics); the
+// epilogue takes 8 tokens per CTA with W staged in shared memory; and the zero pad dims of
+// q, k, v (head_dim < 32) are written once in setup() instead of five memsets per run.
 //
 // Predicted on the H200: attention 403M MMAs (as L1_003, measured 3.98 ms there) plus softmax:
 // ~4.5 ms; projection ~0.06 ms, epilogue ~0.05 ms: ~4.6 ms total (vs 14.65 ms best peer).
@@ -56,7 +64,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "common/cuda/cuda_check.h"
+#include "common/cuda/device_query.h"
+#include "kernels/L3_031_vision_attention/out_proj_layernorm.cuh"
 #include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
@@ -77,10 +90,10 @@ using ::kb::tf32x3::tf32_rna_bits;
 
 // ---- 1. QKV projection ----
 
-constexpr int kProjTok = 64, kProjFeat = 64, kProjK = 16, kProjThreads = 256;
-static_assert(kProjTok * kProjK == 4 * kProjThreads && kProjFeat * kProjK == 4 * kProjThreads,
-              "each thread stages 4 x and 4 W values per k tile");
-static_assert((kProjThreads / 16) * 4 == kProjTok && 16 * 4 == kProjFeat, "4 x 4 outputs per thread");
+constexpr int kProjFeat = 64, kProjK = 16, kProjThreads = 256;
+static_assert(kProjFeat * kProjK == 4 * kProjThreads, "each thread stages 4 W values per k tile");
+static_assert(kProjThreads / 16 == 16 && 16 * 4 == kProjFeat,
+              "16 x 16 threads of kRows tokens x 4 features");
 
 struct QkvArgs {
   const float* x;      // (N, E, L)
@@ -116,41 +129,71 @@ __device__ __forceinline__ void store_qkv(const QkvArgs& a, int n, int l, int j,
   (which == 1 ? a.k_small : a.v_small)[idx] = __uint_as_float(s.small);
 }
 
-// grid (ceil(L / 64), ceil(3E / 64), N); C[l, j] = sum_e x[n, e, l] * W[j, e].
+// grid (ceil(L / (16 kRows)), ceil(3E / 64), N); C[l, j] = sum_e x[n, e, l] * W[j, e]. kRows 4
+// (64-token tiles) at large grids; 2 or 1 (32 or 16 tokens) where 64-token tiles would leave
+// SMs idle (N 1, E 76, L 495: 32 CTAs, 15.1 us in ncu). There the next k tile's loads are in
+// flight (registers) while the current one is multiplied; at kRows 4 the loads stay where they
+// were (right before their smem stores: 77 registers, 3 CTAs per SM, as measured at full).
+template <int kRows>
 __global__ void __launch_bounds__(kProjThreads) qkv_projection_kernel(const QkvArgs a) {
-  __shared__ float xs[kProjK][kProjTok];       // x[n, e0 + k, l0 + t]
+  constexpr int kTok = 16 * kRows;
+  static_assert(kTok * kProjK == kRows * kProjThreads,
+                "each thread stages kRows x values per k tile");
+  __shared__ float xs[kProjK][kTok];           // x[n, e0 + k, l0 + t]
   __shared__ float ws[kProjK][kProjFeat + 1];  // W[j0 + f, e0 + k]
-  const int n = blockIdx.z, l0 = blockIdx.x * kProjTok, j0 = blockIdx.y * kProjFeat;
+  const int n = blockIdx.z, l0 = blockIdx.x * kTok, j0 = blockIdx.y * kProjFeat;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // features tx + 16i, tokens ty + 16r
   const float* x = a.x + int64_t{n} * a.embed * a.len;
   const int feats = 3 * a.embed;
-  float acc[4][4] = {};
-  for (int e0 = 0; e0 < a.embed; e0 += kProjK) {
+  float xr[kRows], wr[4];  // the staged k tile, in registers until its predecessor is done
+  const auto load_tile = [&](int e0) {
+#pragma unroll
+    for (int u = 0; u < kRows; ++u) {
+      const int i = threadIdx.x + kProjThreads * u;
+      const int xk = i / kTok, xt = i % kTok;  // coalesced along l
+      xr[u] = (e0 + xk < a.embed && l0 + xt < a.len) ? x[int64_t{e0 + xk} * a.len + l0 + xt] : 0.f;
+    }
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int i = threadIdx.x + kProjThreads * u;
-      const int xk = i / kProjTok, xt = i % kProjTok;  // coalesced along l
-      xs[xk][xt] = (e0 + xk < a.embed && l0 + xt < a.len) ? x[int64_t{e0 + xk} * a.len + l0 + xt] : 0.f;
       const int wk = i % kProjK, wf = i / kProjK;  // 16 consecutive e of one W row
-      ws[wk][wf] = (e0 + wk < a.embed && j0 + wf < feats) ? a.w[int64_t{j0 + wf} * a.embed + e0 + wk] : 0.f;
+      wr[u] =
+          (e0 + wk < a.embed && j0 + wf < feats) ? a.w[int64_t{j0 + wf} * a.embed + e0 + wk] : 0.f;
+    }
+  };
+  constexpr bool kPrefetch = kRows < 4;
+  float acc[kRows][4] = {};
+  if (kPrefetch) load_tile(0);
+  for (int e0 = 0; e0 < a.embed; e0 += kProjK) {
+    if (!kPrefetch) load_tile(e0);
+#pragma unroll
+    for (int u = 0; u < kRows; ++u) {
+      const int i = threadIdx.x + kProjThreads * u;
+      xs[i / kTok][i % kTok] = xr[u];
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int i = threadIdx.x + kProjThreads * u;
+      ws[i % kProjK][i / kProjK] = wr[u];
     }
     __syncthreads();
+    if (kPrefetch && e0 + kProjK < a.embed) load_tile(e0 + kProjK);
 #pragma unroll
     for (int k = 0; k < kProjK; ++k) {
-      float xv[4], wv[4];
+      float xv[kRows], wv[4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) xv[r] = xs[k][ty + 16 * r];
+      for (int r = 0; r < kRows; ++r) xv[r] = xs[k][ty + 16 * r];
 #pragma unroll
       for (int i = 0; i < 4; ++i) wv[i] = ws[k][tx + 16 * i];
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
+      for (int r = 0; r < kRows; ++r)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[r][i] = fmaf(xv[r], wv[i], acc[r][i]);
     }
     __syncthreads();
   }
 #pragma unroll
-  for (int r = 0; r < 4; ++r)
+  for (int r = 0; r < kRows; ++r)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int l = l0 + ty + 16 * r, j = j0 + tx + 16 * i;
@@ -182,6 +225,11 @@ struct FlashArgs {
   const float *k_big, *k_small, *v_big, *v_small;  // (N*heads, L, 32)
   float* o;               // (N, L, embed): heads concatenated per token, 32 columns each
   int len, heads, embed;  // embed: O's row stride, heads * 32
+  // Split over keys (gridDim.z splits of tiles_per_split 64-key tiles; 1 split: o directly).
+  // With more than one, each split writes its unnormalized partials for attention_combine_kernel.
+  int tiles_per_split;
+  float* part_o;    // (splits, N*heads, L, 32): sum_j exp(s_j - m) v_j over the split's keys
+  float2* part_ml;  // (splits, N*heads, L): (m, l), the split's max score and sum_j exp(s_j - m)
 };
 
 // Copies keys [key0, key0 + 64) of head row base `head` (= bh * L) into the stage (zero rows past L).
@@ -280,7 +328,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[8][4], float (&m)[2], fl
   }
 }
 
-// grid (ceil(L / 128), N*heads); o[n, l, h*32 + d] = softmax(q k^T) v for head bh = n*heads + h.
+// grid (ceil(L / 128), N*heads, splits); o[n, l, h*32 + d] = softmax(q k^T) v for head bh =
+// n*heads + h (splits 1), else the partials of split blockIdx.z.
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashArgs a) {
   extern __shared__ __align__(16) float smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -309,11 +358,12 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   }
 
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int tiles = (a.len + kBKV - 1) / kBKV;
-  load_kv_tile(a, head, 0, base);
+  const int tile0 = blockIdx.z * a.tiles_per_split;  // the host gives every split >= 1 tile
+  const int tiles = min((a.len + kBKV - 1) / kBKV, tile0 + a.tiles_per_split);
+  load_kv_tile(a, head, tile0 * kBKV, base + (tile0 & 1) * kStageFloats * 4);
   cp_async_commit();
   float o[4][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  for (int it = 0; it < tiles; ++it) {
+  for (int it = tile0; it < tiles; ++it) {
     if (it + 1 < tiles) {
       load_kv_tile(a, head, (it + 1) * kBKV, base + ((it + 1) & 1) * kStageFloats * 4);
       cp_async_commit();
@@ -352,11 +402,46 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const int row = row0 + 8 * r;
     if (row >= a.len) continue;
+    if (gridDim.z > 1) {
+      const int64_t prow = (int64_t{blockIdx.z} * gridDim.y + bh) * a.len + row;
+      float* dst = a.part_o + prow * kHd + 2 * t;
+#pragma unroll
+      for (int dn = 0; dn < 4; ++dn)
+        *reinterpret_cast<float2*>(dst + dn * 8) = make_float2(o[dn][2 * r], o[dn][2 * r + 1]);
+      if (t == 0) a.part_ml[prow] = make_float2(m[r], sum);
+      continue;
+    }
     float* dst = a.o + (int64_t{n} * a.len + row) * a.embed + h * kHd + 2 * t;
 #pragma unroll
     for (int dn = 0; dn < 4; ++dn)
       *reinterpret_cast<float2*>(dst + dn * 8) = make_float2(o[dn][2 * r] / sum, o[dn][2 * r + 1] / sum);
   }
+}
+
+// grid ceil(N*heads*L*32 / 256), 256 threads: thread = (query row of head bh, dim d). Folds the
+// splits in order: o = sum_s exp(m_s - M) O_s / sum_s exp(m_s - M) l_s, M = max_s m_s (every
+// split has a key, so m_s is finite).
+__global__ void __launch_bounds__(256)
+    attention_combine_kernel(const FlashArgs a, int splits, int64_t rows) {
+  const int64_t i = int64_t{blockIdx.x} * 256 + threadIdx.x;
+  if (i >= rows * kHd) return;
+  const int64_t prow = i / kHd;  // bh * L + row
+  const int d = static_cast<int>(i - prow * kHd);
+  const int64_t split_rows = rows;
+  float mx = -INFINITY;
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, a.part_ml[s * split_rows + prow].x);
+  const float ms = mx * kLog2e;
+  float num = 0.f, den = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float2 ml = a.part_ml[s * split_rows + prow];
+    const float w = exp2f(fmaf(ml.x, kLog2e, -ms));
+    num = fmaf(w, a.part_o[(s * split_rows + prow) * kHd + d], num);
+    den = fmaf(w, ml.y, den);
+  }
+  const int64_t bh = prow / a.len;
+  const int row = static_cast<int>(prow - bh * a.len);
+  const int n = static_cast<int>(bh / a.heads), h = static_cast<int>(bh % a.heads);
+  a.o[(int64_t{n} * a.len + row) * a.embed + h * kHd + d] = num / den;
 }
 
 // ---- 2'. Generic attention (any head_dim), fp32: one warp per (bh, query row) ----
@@ -395,90 +480,18 @@ __global__ void __launch_bounds__(32 * kGenWarps) generic_attention_kernel(
   }
 }
 
-// ---- 3. out_proj + bias + residual + LayerNorm, image layout ----
-
-constexpr int kEpiTok = 32, kEpiWarps = 8, kEpiThreads = 32 * kEpiWarps;
-static_assert(kEpiTok == 32, "lane = token");
-
-struct EpilogueArgs {
-  const float* o;      // (N, L, heads * hd_stride): head h's dims at h * hd_stride
-  const float* x;      // (N, E, L): the residual
-  const float* w;      // out_proj.weight (E, E)
-  const float* bias;   // out_proj.bias (E)
-  const float* gamma;  // norm.weight (E)
-  const float* beta;   // norm.bias (E)
-  float* out;          // (N, E, L)
-  int len, embed;
-  int head_dim, hd_stride;
-  float eps;
-};
-
-// Dynamic smem: os[32][E + 1] (attention rows), ys[32][E + 1] (pre-norm values), stats[2][32].
-__host__ __device__ constexpr int epilogue_smem_bytes(int embed) {
-  return (2 * kEpiTok * (embed + 1) + 2 * kEpiTok) * 4;
-}
-
-// grid (ceil(L / 32), N).
-__global__ void __launch_bounds__(kEpiThreads) out_proj_layernorm_kernel(const EpilogueArgs a) {
-  extern __shared__ float sm[];
-  const int stride = a.embed + 1, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  float* os = sm;
-  float* ys = os + kEpiTok * stride;
-  float* mean = ys + kEpiTok * stride;
-  float* rstd = mean + kEpiTok;
-  const int n = blockIdx.y, l0 = blockIdx.x * kEpiTok, l = l0 + lane;
-  const int o_row = a.embed / a.head_dim * a.hd_stride;
-  const float* o = a.o + (int64_t{n} * a.len + l0) * o_row;
-  for (int i = threadIdx.x; i < kEpiTok * a.embed; i += kEpiThreads) {
-    const int tok = i / a.embed, e = i - tok * a.embed;
-    const int h = e / a.head_dim, col = h * a.hd_stride + (e - h * a.head_dim);
-    os[tok * stride + e] = l0 + tok < a.len ? o[int64_t{tok} * o_row + col] : 0.f;
-  }
-  __syncthreads();
-  const float* x = a.x + int64_t{n} * a.embed * a.len;
-  for (int c0 = 4 * warp; c0 < a.embed; c0 += 4 * kEpiWarps) {  // 4 channels per step
-    float acc[4];
-    const int cn = min(4, a.embed - c0);  // 4 unless E % 4 != 0
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc[u] = u < cn ? a.bias[c0 + u] : 0.f;
-    for (int e = 0; e < a.embed; ++e) {
-      const float ov = os[lane * stride + e];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)  // warp-uniform W loads (broadcast)
-        if (u < cn) acc[u] = fmaf(ov, a.w[int64_t{c0 + u} * a.embed + e], acc[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (u < cn)
-        ys[lane * stride + c0 + u] = acc[u] + (l < a.len ? x[int64_t{c0 + u} * a.len + l] : 0.f);
-  }
-  __syncthreads();
-  for (int tok = warp; tok < kEpiTok; tok += kEpiWarps) {  // two-pass statistics
-    const float* y = ys + tok * stride;
-    float s = 0.f;
-    for (int c = lane; c < a.embed; c += 32) s += y[c];
-    const float mu = warp_sum(s) / a.embed;
-    float s2 = 0.f;
-    for (int c = lane; c < a.embed; c += 32) s2 = fmaf(y[c] - mu, y[c] - mu, s2);
-    const float var = warp_sum(s2) / a.embed;  // biased, as LayerNorm
-    if (lane == 0) mean[tok] = mu, rstd[tok] = 1.f / sqrtf(var + a.eps);
-  }
-  __syncthreads();
-  if (l >= a.len) return;
-  float* out = a.out + int64_t{n} * a.embed * a.len + l;
-  for (int c = warp; c < a.embed; c += kEpiWarps)
-    out[int64_t{c} * a.len] = (ys[lane * stride + c] - mean[lane]) * rstd[lane] * a.gamma[c] + a.beta[c];
-}
-
 // ---- host ----
 
 class VisionAttention final : public Implementation {
  public:
   ~VisionAttention() override {
-    for (float* b : {q_, k_big_, k_small_, v_big_, v_small_, o_}) KB_CUDA_WARN(cudaFree(b));
+    for (float* b : {q_, k_big_, k_small_, v_big_, v_small_, o_, part_o_})
+      KB_CUDA_WARN(cudaFree(b));
+    KB_CUDA_WARN(cudaFree(part_ml_));
   }
 
-  Status setup(const ProblemInstance& p, cudaStream_t) override {
+  Status setup(const ProblemInstance& p, cudaStream_t stream) override {
+    if (const char* e = std::getenv("KB_EXP_L3031")) small_grids_ = e[0] == 'n';  // EXPERIMENT
     x_ = input_index(p, "x");
     in_w_ = param_index(p, "attn.in_proj_weight");
     in_b_ = param_index(p, "attn.in_proj_bias");
@@ -500,17 +513,26 @@ class VisionAttention final : public Implementation {
     hd_stride_ = fast_ ? kHd : head_dim_;
     if (len_ * batch_ * embed_ * 3 > INT32_MAX || batch_ * heads_ > 65535 || batch_ > 65535)
       return Status::failed_precondition("L3_031 custom: sizes exceed the index ranges");
-    epi_smem_ = epilogue_smem_bytes(static_cast<int>(embed_));
-    if (epi_smem_ > 227 * 1024)
-      return Status::failed_precondition("L3_031 custom: E too large for the epilogue tile");
-    KB_CUDA_TRY(cudaFuncSetAttribute(out_proj_layernorm_kernel,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, epi_smem_));
+    KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
+    KB_TRY(plan_epilogue());
     KB_CUDA_TRY(cudaFuncSetAttribute(flash_attention_kernel,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kFlashSmem));
+    plan_splits();
     const size_t bytes = static_cast<size_t>(len_ * batch_ * heads_ * hd_stride_) * sizeof(float);
     padded_bytes_ = hd_stride_ != head_dim_ ? bytes : 0;
     for (float** b : {&q_, &k_big_, &k_small_, &v_big_, &v_small_, &o_})
       KB_CUDA_TRY(cudaMalloc(b, bytes > 0 ? bytes : sizeof(float)));
+    if (splits_ > 1) {
+      KB_CUDA_TRY(cudaMalloc(&part_o_, static_cast<size_t>(splits_) * bytes));
+      KB_CUDA_TRY(cudaMalloc(
+          &part_ml_, static_cast<size_t>(splits_ * batch_ * heads_ * len_) * sizeof(float2)));
+    }
+    // Nothing writes the pad dims of q, k, v (head_dim < 32): zero them once, here.
+    if (padded_bytes_ > 0 && small_grids_) {
+      for (float* b : {q_, k_big_, k_small_, v_big_, v_small_})
+        KB_CUDA_TRY(cudaMemsetAsync(b, 0, padded_bytes_, stream));
+      KB_CUDA_TRY(cudaStreamSynchronize(stream));
+    }
     return Status::ok();
   }
 
@@ -530,15 +552,58 @@ class VisionAttention final : public Implementation {
                          static_cast<int>(head_dim_),
                          static_cast<int>(hd_stride_),
                          eps_};
-    const dim3 grid(static_cast<unsigned>((len_ + kEpiTok - 1) / kEpiTok), static_cast<unsigned>(batch_));
-    out_proj_layernorm_kernel<<<grid, kEpiThreads, epi_smem_, stream>>>(e);
+    const unsigned n = static_cast<unsigned>(batch_);
+    if (epi_small_) {
+      const dim3 grid(static_cast<unsigned>((len_ + kEpiSmallTok - 1) / kEpiSmallTok), n);
+      out_proj_layernorm_small_kernel<<<grid, kEpiThreads, epi_smem_, stream>>>(e);
+    } else {
+      const dim3 grid(static_cast<unsigned>((len_ + kEpiTok - 1) / kEpiTok), n);
+      out_proj_layernorm_kernel<<<grid, kEpiThreads, epi_smem_, stream>>>(e);
+    }
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
 
  private:
+  // The 8-token epilogue where 32-token CTAs would not fill the SMs once (and W fits in shared
+  // memory beside the tile).
+  Status plan_epilogue() {
+    const int embed = static_cast<int>(embed_);
+    const int64_t grid32 = batch_ * ((len_ + kEpiTok - 1) / kEpiTok);
+    epi_small_ = small_grids_ && grid32 < sms_ && embed % 4 == 0 &&
+                 epilogue_small_smem_bytes(embed) <= 227 * 1024;
+    epi_smem_ = epi_small_ ? epilogue_small_smem_bytes(embed) : epilogue_smem_bytes(embed);
+    if (epi_smem_ > 227 * 1024)
+      return Status::failed_precondition("L3_031 custom: E too large for the epilogue tile");
+    KB_CUDA_TRY(cudaFuncSetAttribute(
+        epi_small_ ? out_proj_layernorm_small_kernel : out_proj_layernorm_kernel,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, epi_smem_));
+    return Status::ok();
+  }
+
+  // Flash grid under one wave: split the keys so that about one CTA per SM runs (each split >= 1
+  // tile of 64 keys), then attention_combine_kernel folds the splits.
+  void plan_splits() {
+    const int64_t tiles = (len_ + kBKV - 1) / kBKV;
+    const int64_t grid = batch_ * heads_ * ((len_ + kBQ - 1) / kBQ);
+    if (!small_grids_ || !fast_ || tiles <= 1 || grid >= sms_) return;  // splits_ 1
+    const int64_t want = std::min(tiles, (sms_ + grid - 1) / grid);
+    tiles_per_split_ = static_cast<int>((tiles + want - 1) / want);
+    splits_ = static_cast<int>((tiles + tiles_per_split_ - 1) / tiles_per_split_);
+  }
+
+  // Projection token tile: 64 unless that grid is under one wave, then the largest of 32, 16
+  // that fills it (16 if none does).
+  int proj_rows() const {
+    const int64_t feat_tiles = (3 * embed_ + kProjFeat - 1) / kProjFeat;
+    if (!small_grids_) return 4;
+    for (int rows : {4, 2})
+      if (batch_ * feat_tiles * ((len_ + 16 * rows - 1) / (16 * rows)) >= sms_) return rows;
+    return 1;
+  }
+
   Status project(const ImplArgs& args, cudaStream_t stream) {
-    if (padded_bytes_ > 0) {  // the pad dims of q, k, v read as zeros; the projection skips them
+    if (padded_bytes_ > 0 && !small_grids_) {  // EXPERIMENT: the old path zeroes per run
       for (float* b : {q_, k_big_, k_small_, v_big_, v_small_})
         KB_CUDA_TRY(cudaMemsetAsync(b, 0, padded_bytes_, stream));
     }
@@ -557,10 +622,17 @@ class VisionAttention final : public Implementation {
                     static_cast<int>(hd_stride_),
                     static_cast<float>(std::sqrt(1.0 / static_cast<double>(head_dim_))),
                     fast_};
-    const dim3 grid(static_cast<unsigned>((len_ + kProjTok - 1) / kProjTok),
+    const int rows = proj_rows();
+    const dim3 grid(static_cast<unsigned>((len_ + 16 * rows - 1) / (16 * rows)),
                     static_cast<unsigned>((3 * embed_ + kProjFeat - 1) / kProjFeat),
                     static_cast<unsigned>(batch_));
-    qkv_projection_kernel<<<grid, kProjThreads, 0, stream>>>(q);
+    if (rows == 4) {
+      qkv_projection_kernel<4><<<grid, kProjThreads, 0, stream>>>(q);
+    } else if (rows == 2) {
+      qkv_projection_kernel<2><<<grid, kProjThreads, 0, stream>>>(q);
+    } else {
+      qkv_projection_kernel<1><<<grid, kProjThreads, 0, stream>>>(q);
+    }
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
@@ -570,10 +642,17 @@ class VisionAttention final : public Implementation {
     const int embed = static_cast<int>(embed_);
     if (fast_) {
       // O's rows hold heads * 32 columns (the pad columns of a head_dim < 32 are zeros).
-      const FlashArgs f{q_, k_big_, k_small_, v_big_, v_small_, o_, len, heads, heads * kHd};
+      const FlashArgs f{q_,  k_big_, k_small_,    v_big_,           v_small_, o_,
+                        len, heads,  heads * kHd, tiles_per_split_, part_o_,  part_ml_};
       const dim3 grid(static_cast<unsigned>((len_ + kBQ - 1) / kBQ),
-                      static_cast<unsigned>(batch_ * heads_));
+                      static_cast<unsigned>(batch_ * heads_), static_cast<unsigned>(splits_));
       flash_attention_kernel<<<grid, kFlashThreads, kFlashSmem, stream>>>(f);
+      if (splits_ > 1) {
+        KB_CUDA_TRY(cudaGetLastError());
+        const int64_t rows = batch_ * heads_ * len_;
+        const unsigned blocks = static_cast<unsigned>((rows * kHd + 255) / 256);
+        attention_combine_kernel<<<blocks, 256, 0, stream>>>(f, splits_, rows);
+      }
     } else {
       const int64_t rows = batch_ * heads_ * len_;
       const unsigned blocks = static_cast<unsigned>((rows + kGenWarps - 1) / kGenWarps);
@@ -588,8 +667,14 @@ class VisionAttention final : public Implementation {
   float eps_ = 0;
   int64_t len_ = 0, batch_ = 0, embed_ = 0, heads_ = 1, head_dim_ = 0, hd_stride_ = 0;
   bool fast_ = false;
-  size_t padded_bytes_ = 0;  // > 0: head_dim < 32, q, k, v zeroed before each projection
-  int epi_smem_ = 0;
+  bool small_grids_ =
+      true;  // the small-grid paths (8-token epilogue, small projection tiles, key splits)
+  bool epi_small_ = false;   // out_proj_layernorm_small_kernel
+  size_t padded_bytes_ = 0;  // > 0: head_dim < 32, the pad dims of q, k, v zeroed in setup
+  int epi_smem_ = 0, sms_ = 0;
+  int splits_ = 1, tiles_per_split_ = 1;  // flash key splits (1: no partials)
+  float* part_o_ = nullptr;               // (splits, N*heads, L, 32) when splits_ > 1
+  float2* part_ml_ = nullptr;             // (splits, N*heads, L)
   // owned workspaces (freed by the destructor): q, k, v head-major (N*heads, L, hd_stride);
   // o (N, L, heads * hd_stride)
   float *q_ = nullptr, *k_big_ = nullptr, *k_small_ = nullptr, *v_big_ = nullptr,
