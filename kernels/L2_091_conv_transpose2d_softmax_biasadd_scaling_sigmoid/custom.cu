@@ -20,6 +20,13 @@
 // sigmoid((e * (1 / sum) + bias) * scale) straight from the registers (one ex2.approx + one
 // rcp.approx; a warp stores 32 pixels of one channel: stride-2 runs, the 4 class CTAs of a tile
 // run side by side, so L2 merges the halves of each sector).
+// Narrow (C_out <= 64, kernels/cores/conv_transpose2d_tf32x3/narrow_gemm.cuh): the same GEMM
+// with a channel tile of 8, 16, 32 or 64 (the smallest >= C_out), same A side and C-tile layout,
+// so this epilogue runs unchanged with kN / 2 channels per thread. Why: the wide tile pays for
+// 128 channels whatever C_out is: 132.7 us of GEMM at N 96, C_in 33, C_out 9, 9 x 39 (0.82x
+// PyTorch), 0.43x at N 8, C_in 64, C_out 5, 64 x 64. Predicted: the MMAs drop by 128 / kN (8x
+// and 16x there), leaving the A gather (the same per pixel) and the shared-memory fragment reads
+// (2-4x fewer with split K): ~4x faster GEMM, ~1.5-3x PyTorch at those shapes.
 // Fallback: classes and taps come from the node's attributes; C_out > 128 and layers the fast
 // path does not take (groups != 1, > 2 taps per axis and phase, stride > 4, huge sizes) run the
 // generic gather of kernels/cores/conv_transpose_gather into a workspace, then a per-pixel
@@ -49,8 +56,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <type_traits>
 
 #include "common/cuda/cuda_check.h"
+#include "kernels/cores/conv_transpose2d_tf32x3/narrow_gemm.cuh"
 #include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/cores/group_norm_pipeline/pipeline.cuh"
@@ -70,30 +80,43 @@ using ::kb::gn_pipeline::ex2_approx;
 using ::kb::gn_pipeline::rcp_approx;
 constexpr float kLog2e = 1.4426950408889634f;
 
-// All of a pixel's channels live in one CTA (C_out <= kTile, n0 = 0): thread (m, half) keeps the
-// kChannelsPerThread values of channels [half * 64, half * 64 + 64) of tile pixel m in registers,
-// so the epilogue reads the C tile once and writes each output once.
-constexpr int kHalves = pg::kThreads / pg::kTile;              // 2 threads per pixel
-constexpr int kChannelsPerThread = pg::kTile / kHalves;        // 64
-static_assert(kHalves == 2, "the max / sum exchange below pairs two halves");
-
-struct SoftmaxEpilogue {
+// The per-channel tail after the softmax, shared by the GEMM epilogues and the fallback.
+struct SigmoidTail {
   const float* conv_bias;  // (C_out)
   const float* bias;       // (C_out, 1, 1)
   float scale;
 
-  // out = sigmoid((p + bias[co]) * scale), p = the softmax of channel co. Fallback form.
+  // out = sigmoid((p + bias[co]) * scale), p = the softmax of channel co.
   __device__ __forceinline__ float apply(int co, float p) const {
     const float t = (p + __ldg(bias + co)) * scale;
     return rcp_approx(1.0f + ex2_approx(-kLog2e * t));
   }
+};
 
-  // Scratch after the C tile: [0, 256) max and [256, 512) sum partials per (half, pixel).
+// All of a pixel's channels live in one CTA (C_out <= kN, n0 = 0; kN = 128 for the wide GEMM,
+// 8 .. 64 for the narrow one): thread (m, half) keeps the kN / 2 values of channels
+// [half kN / 2, (half + 1) kN / 2) of tile pixel m in registers, so the epilogue reads the C tile
+// once and writes each output once.
+constexpr int kHalves = pg::kThreads / pg::kTile;  // 2 threads per pixel
+static_assert(kHalves == 2, "the max / sum exchange below pairs two halves");
+
+template <int kN>
+struct SoftmaxEpilogue : SigmoidTail {
+  static constexpr int kChannelsPerThread = kN / kHalves;  // 64 in the wide GEMM
+  static constexpr int scratch_floats() {
+    if constexpr (kN == pg::kTile)
+      return pg::kEpilogueFloats;
+    else
+      return pg::Narrow<kN>::kEpilogueFloats;
+  }
+  static_assert(2 * kHalves * pg::kTile <= scratch_floats(), "softmax scratch fits");
+
+  // Scratch after the C tile (kN x 128): [0, 256) max and [256, 512) sum partials per (half,
+  // pixel).
   __device__ __forceinline__ void operator()(const pg::GemmParams& p, const pg::Tile& t,
                                              float* smem, const pg::OutputRows&) const {
-    static_assert(2 * kHalves * pg::kTile <= pg::kEpilogueFloats, "softmax scratch fits");
     const float* c_tile = smem;
-    float* max_part = smem + pg::kTile * pg::kTile;
+    float* max_part = smem + kN * pg::kTile;
     float* sum_part = max_part + kHalves * pg::kTile;
     const int m = threadIdx.x % pg::kTile, half = threadIdx.x / pg::kTile;
     const int lo = half * kChannelsPerThread, c_out = p.plan.c_out;
@@ -145,8 +168,8 @@ struct SoftmaxEpilogue {
 
 // Fallback: one thread per (n, pixel) over the generic gather's y (no bias).
 __global__ void __launch_bounds__(256)
-    fallback_softmax_kernel(const float* __restrict__ y, float* __restrict__ out,
-                            SoftmaxEpilogue e, int64_t pixels, int64_t plane, int64_t c_out) {
+    fallback_softmax_kernel(const float* __restrict__ y, float* __restrict__ out, SigmoidTail e,
+                            int64_t pixels, int64_t plane, int64_t c_out) {
   for (int64_t i = int64_t{blockIdx.x} * 256 + threadIdx.x; i < pixels;
        i += int64_t{gridDim.x} * 256) {
     const int64_t base = i / plane * c_out * plane + i % plane;
@@ -157,6 +180,31 @@ __global__ void __launch_bounds__(256)
       const float v = expf(y[base + c * plane] + e.conv_bias[c] - max);
       out[base + c * plane] = e.apply(static_cast<int>(c), v / sum);
     }
+  }
+}
+
+// The channel tile of the GEMM: the narrow kernel's smallest tile >= C_out (its MMAs scale with
+// the tile: 14x fewer at C_out 9 than the wide 128), the wide kernel above 64.
+inline int channel_tile(int64_t c_out) {
+  for (int n : {8, 16, 32, 64})
+    if (c_out <= n) return n;
+  return pg::kTile;
+}
+
+// f(std::integral_constant<int, kN>) for the channel tile `tile` (channel_tile's values).
+template <class F>
+Status with_channel_tile(int tile, F&& f) {
+  switch (tile) {
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    case 16:
+      return f(std::integral_constant<int, 16>{});
+    case 32:
+      return f(std::integral_constant<int, 32>{});
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    default:
+      return f(std::integral_constant<int, pg::kTile>{});
   }
 }
 
@@ -175,29 +223,49 @@ class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
     w_ = param_index(p, "conv_transpose.weight");
     conv_bias_ = param_index(p, "conv_transpose.bias");
     bias_ = param_index(p, "bias");
-    epilogue_ = {nullptr, nullptr, static_cast<float>(p.number("scale", "value"))};
+    tail_ = {nullptr, nullptr, static_cast<float>(p.number("scale", "value"))};
     Result<pg::ParityPlan> plan = pg::plan_parity_gemm(geometry_, /*max_c_out=*/pg::kTile);
     fast_ = plan.is_ok();
-    if (fast_) {
-      plan_ = plan.value();
-      KB_TRY(pg::prepare_parity_gemm<SoftmaxEpilogue>());
-      KB_CUDA_TRY(cudaMalloc(&workspace_, pg::packed_weight_floats(plan_) * sizeof(float)));
-    } else {  // y of the generic gather
+    if (!fast_) {  // y of the generic gather
       KB_CUDA_TRY(cudaMalloc(&workspace_, geometry_.output_numel() * sizeof(float)));
+      return Status::ok();
     }
-    return Status::ok();
+    plan_ = plan.value();
+    tile_ = channel_tile(plan_.c_out);
+    if (const char* e = std::getenv("KB_EXP_L2091"))
+      tile_ = e[0] == 'o' ? pg::kTile : tile_;  // EXPERIMENT
+    return with_channel_tile(tile_, [&](auto n) -> Status {
+      constexpr int kN = decltype(n)::value;
+      size_t floats = 0;
+      if constexpr (kN == pg::kTile) {
+        KB_TRY(pg::prepare_parity_gemm<SoftmaxEpilogue<kN>>());
+        floats = pg::packed_weight_floats(plan_);
+      } else {
+        KB_TRY((pg::prepare_narrow_gemm<kN, SoftmaxEpilogue<kN>>()));
+        floats = pg::narrow_packed_floats<kN>(plan_);
+      }
+      KB_CUDA_TRY(cudaMalloc(&workspace_, floats * sizeof(float)));
+      return Status::ok();
+    });
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const float* x = args.inputs[x_].data;
     const float* w = args.params[w_].data;
-    SoftmaxEpilogue e = epilogue_;
+    SigmoidTail e = tail_;
     e.conv_bias = args.params[conv_bias_].data;
     e.bias = args.params[bias_].data;
     if (geometry_.output_numel() == 0) return Status::ok();
     if (fast_) {
       const pg::GemmParams params{plan_, x, nullptr, args.output.data};
-      return pg::launch_parity_gemm(params, w, workspace_, e, stream);
+      return with_channel_tile(tile_, [&](auto n) {
+        constexpr int kN = decltype(n)::value;
+        const SoftmaxEpilogue<kN> epilogue{e};
+        if constexpr (kN == pg::kTile)
+          return pg::launch_parity_gemm(params, w, workspace_, epilogue, stream);
+        else
+          return pg::launch_narrow_gemm<kN>(params, w, workspace_, epilogue, stream);
+      });
     }
     KB_TRY(gather::launch_generic(x, w, workspace_, geometry_, stream));
     const int64_t plane = geometry_.out[0] * geometry_.out[1] * geometry_.out[2];
@@ -212,9 +280,10 @@ class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
  private:
   gather::ConvTransposeGeometry geometry_;
   pg::ParityPlan plan_;
-  SoftmaxEpilogue epilogue_{};
+  SigmoidTail tail_{};
   size_t x_ = 0, w_ = 0, conv_bias_ = 0, bias_ = 0;
   bool fast_ = false;
+  int tile_ = pg::kTile;        // channel tile of the GEMM (channel_tile)
   float* workspace_ = nullptr;  // owned: packed weights (fast) or y (fallback)
 };
 

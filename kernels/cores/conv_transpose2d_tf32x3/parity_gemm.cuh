@@ -159,19 +159,29 @@ __device__ __forceinline__ StageLoader make_loader(const GemmParams& p, const Ti
           b_smem_index(b_copy_row(tid, 0), b_copy_col(tid))};
 }
 
-__device__ __forceinline__ void load_stage(const GemmParams& p, StageLoader& l, uint32_t stage) {
-  const int64_t plane = p.plan.in_plane();
+// The A half of a stage (A sits first in every stage, wide or narrow): the copies, then (after
+// the B copies, to keep the issue order) the move of the cursor to the next k-tile. plane = H W.
+__device__ __forceinline__ void copy_a_stage(const GemmParams& p, const StageLoader& l,
+                                             int64_t plane, uint32_t stage) {
 #pragma unroll
   for (int j = 0; j < kACopies; ++j) {
     const bool ok = ((l.a_ok >> (j % 2)) & 1u) && j / 2 < l.c_left;
     cp_async_4(stage + a_copy_fast(l.a_smem, j) * 4, ok ? l.a[j % 2] + (j / 2) * plane : p.x, ok);
   }
-#pragma unroll
-  for (int j = 0; j < kBCopies; ++j)
-    cp_async_16(stage + (kBK * kTile + l.b_smem + 8 * j * kTile) * 4, l.b + 8 * j * p.plan.n_pad());
+}
+__device__ __forceinline__ void advance_a(StageLoader& l, int64_t plane) {
 #pragma unroll
   for (int jh = 0; jh < kTaps; ++jh) l.a[jh] += kChannelsPerStage * plane;
   l.c_left -= kChannelsPerStage;
+}
+
+__device__ __forceinline__ void load_stage(const GemmParams& p, StageLoader& l, uint32_t stage) {
+  const int64_t plane = p.plan.in_plane();
+  copy_a_stage(p, l, plane, stage);
+#pragma unroll
+  for (int j = 0; j < kBCopies; ++j)
+    cp_async_16(stage + (kBK * kTile + l.b_smem + 8 * j * kTile) * 4, l.b + 8 * j * p.plan.n_pad());
+  advance_a(l, plane);
   l.b += int64_t{kBK} * p.plan.n_pad();
 }
 
