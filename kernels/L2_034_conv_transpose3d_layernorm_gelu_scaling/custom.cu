@@ -19,7 +19,8 @@
 // (no im2col duplication): 16-byte copies of whole x rows when W % 4 == 0 and x is 16-byte
 // aligned, else 4-byte copies; B (weights re-packed per call) streams through the cp.async
 // pipeline. Full preset: 16,384 CTAs of 12,288 MMAs, 2 per SM. Layers of <= 32 M multiply-adds
-// run a strict-fp32 FMA kernel instead (fma below: a CTA per output row and channel block).
+// run a strict-fp32 FMA kernel instead: rows of W <= 16 narrow.cuh's (a thread per output row and
+// 2 channels), longer ones fma below (a CTA per output row and channel block).
 // Rows longer than 128 (W > 64, C_out = 2W > 128) take neither: the generic gather writes the
 // conv and a warp per row normalizes it in place (wide below; correct, not tuned).
 // (Until 2026-12-03 the kernel took W = 32 only, and every other shape ran a strict-fp32 FMA
@@ -58,10 +59,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
+#include "kernels/L2_034_conv_transpose3d_layernorm_gelu_scaling/narrow.cuh"
 #include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/cores/gelu.cuh"
@@ -627,7 +630,8 @@ inline int rows_per_cta(int w_pad) {
 // row (8 input columns x both W parities): per (ci, sd, sh) one float4 of weights (4 kw) and 4
 // broadcast float4 of x feed 32 FMAs; the row's LayerNorm (two-pass mean / variance over the w
 // groups through shared memory), gamma/beta, gelu and scale in registers, one store. Short
-// serial work per CTA: below kFmaMaxMacs it beats row_ln's 256 x 64 tiles (see the class).
+// serial work per CTA: below kFmaMaxMacs it beats row_ln's 256 x 64 tiles (see the class). Rows
+// of W <= 16 run narrow.cuh's kernel instead (here 6 of 32 lanes work at C_out 6).
 
 namespace fma {
 
@@ -822,6 +826,10 @@ class ConvTLayerNormGelu final : public Implementation {
       return Status::ok();
     }
     use_fma_ = setup_fma(!row_ln_fits());
+    if (use_fma_ && use_narrow_) {  // w_r_: an aligned copy of a misaligned weight
+      KB_CUDA_TRY(cudaMalloc(&w_r_, size_t(64) * params_.c_in * params_.c_out * sizeof(float)));
+      return Status::ok();
+    }
     if (use_fma_) {
       KB_CUDA_TRY(cudaMalloc(&w_r_, size_t(16) * fma_.c_in * fma_.co_pad * 4 * sizeof(float)));
       KB_CUDA_TRY(cudaFuncSetAttribute(fma::convt_ln_gelu_kernel,
@@ -881,8 +889,9 @@ class ConvTLayerNormGelu final : public Implementation {
   // waste 28) took 282 us on row_ln against the reference's 76 (session 21). UNMEASURED.
   static constexpr double kFmaWasteCap = 8;
 
-  // The FMA kernel's sizes; false when the layer is above kFmaMaxMacs (unless `required`: row_ln
-  // cannot take it) or outside its limits (grid y = N <= 65535, the x slab in shared memory).
+  // The FMA kernels' sizes (narrow's at W <= 16, else fma's); false when the layer is above
+  // kFmaMaxMacs (unless `required`: row_ln cannot take it) or outside fma's limits (grid y = N <=
+  // 65535, the x slab in shared memory; narrow has none).
   // row_ln addresses a channel block's outputs with 32-bit offsets.
   bool row_ln_fits() const {
     return int64_t{row_ln::kN} * 8 * params_.d * params_.h * params_.w < 0x7fffffff;
@@ -891,11 +900,25 @@ class ConvTLayerNormGelu final : public Implementation {
   bool setup_fma(bool required) {
     const double macs =
         64.0 * params_.n * params_.c_in * params_.c_out * params_.d * params_.h * params_.w;
-    const double waste = double(row_ln::padded_width(params_.w)) / params_.w *
-                         (double((params_.c_out + row_ln::kN - 1) / row_ln::kN) * row_ln::kN /
-                          params_.c_out);
-    const double limit = waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap : kFmaMaxMacs;
-    if ((macs > limit && !required) || params_.n > 65535) return false;
+    const double waste =
+        double(row_ln::padded_width(params_.w)) / params_.w *
+        (double((params_.c_out + row_ln::kN - 1) / row_ln::kN) * row_ln::kN / params_.c_out);
+    double limit = waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap : kFmaMaxMacs;
+    if (const char* e = std::getenv("KB_EXP_L2034")) limit = e[0] == 'f' ? 1e30 : 0;  // EXPERIMENT
+    use_narrow_ = false;
+    if (macs > limit && !required) return false;
+    use_narrow_ = params_.w <= narrow::kMaxW;
+    if (const char* e = std::getenv("KB_EXP_L2034N")) use_narrow_ &= e[0] == 'n';  // EXPERIMENT
+    if (use_narrow_) {
+      narrow_ = {};
+      narrow_.rows = int64_t{params_.n} * 4 * params_.d * params_.h;
+      narrow_.c_in = params_.c_in, narrow_.c_out = params_.c_out;
+      narrow_.co_pairs = (params_.c_out + narrow::kCo - 1) / narrow::kCo;
+      narrow_.d = params_.d, narrow_.h = params_.h;
+      narrow_.eps = params_.eps, narrow_.scale = params_.scale;
+      return true;
+    }
+    if (params_.n > 65535) return false;
     fma_ = {};
     fma_.c_in = params_.c_in, fma_.c_out = params_.c_out;
     fma_.co_pad = (fma_.c_out + fma::kCoPerCta - 1) / fma::kCoPerCta * fma::kCoPerCta;
@@ -908,6 +931,7 @@ class ConvTLayerNormGelu final : public Implementation {
   }
 
   Status run_fma(const ImplArgs& args, cudaStream_t stream) {
+    if (use_narrow_) return run_narrow(args, stream);
     fma::Args a = with_tensors(fma_, args);
     a.w_r = w_r_;
     const int w_floats = 16 * a.c_in * a.co_pad * 4;
@@ -920,6 +944,18 @@ class ConvTLayerNormGelu final : public Implementation {
     fma::convt_ln_gelu_kernel<<<grid, channel_lanes * a.w_groups, fma_smem_, stream>>>(a);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
+  }
+
+  Status run_narrow(const ImplArgs& args, cudaStream_t stream) {
+    narrow::Args a = with_tensors(narrow_, args);
+    const float* w = args.params[weight_].data;
+    if (reinterpret_cast<uintptr_t>(w) % 16 != 0) {  // the kernel reads it as float4s
+      KB_CUDA_TRY(cudaMemcpyAsync(w_r_, w, size_t(64) * a.c_in * a.c_out * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream));
+      w = w_r_;
+    }
+    a.w4 = reinterpret_cast<const float4*>(w);
+    return narrow::launch(a, params_.w, stream);
   }
 
   Status run_wide(const ImplArgs& args, cudaStream_t stream) {
@@ -983,6 +1019,8 @@ class ConvTLayerNormGelu final : public Implementation {
   bool use_fma_ = false;     // a small layer: the FMA kernel runs
   fma::Args fma_{};          // its sizes; pointers are filled per call
   int fma_smem_ = 0;
+  bool use_narrow_ = false;               // ... and rows of W <= narrow::kMaxW: narrow.cuh's kernel
+  narrow::Args narrow_{};                 // its sizes; pointers are filled per call
   float* w_r_ = nullptr;                  // its reordered weight, rewritten every call
   gather::ConvTransposeGeometry wide_{};  // rank != 0: W > kMaxW, the wide path runs
 };
