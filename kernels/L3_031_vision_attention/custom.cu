@@ -65,7 +65,6 @@
 #include <cstdint>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
@@ -491,7 +490,6 @@ class VisionAttention final : public Implementation {
   }
 
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
-    if (const char* e = std::getenv("KB_EXP_L3031")) small_grids_ = e[0] == 'n';  // EXPERIMENT
     x_ = input_index(p, "x");
     in_w_ = param_index(p, "attn.in_proj_weight");
     in_b_ = param_index(p, "attn.in_proj_bias");
@@ -528,7 +526,7 @@ class VisionAttention final : public Implementation {
           &part_ml_, static_cast<size_t>(splits_ * batch_ * heads_ * len_) * sizeof(float2)));
     }
     // Nothing writes the pad dims of q, k, v (head_dim < 32): zero them once, here.
-    if (padded_bytes_ > 0 && small_grids_) {
+    if (padded_bytes_ > 0) {
       for (float* b : {q_, k_big_, k_small_, v_big_, v_small_})
         KB_CUDA_TRY(cudaMemsetAsync(b, 0, padded_bytes_, stream));
       KB_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -570,7 +568,7 @@ class VisionAttention final : public Implementation {
   Status plan_epilogue() {
     const int embed = static_cast<int>(embed_);
     const int64_t grid32 = batch_ * ((len_ + kEpiTok - 1) / kEpiTok);
-    epi_small_ = small_grids_ && grid32 < sms_ && embed % 4 == 0 &&
+    epi_small_ = grid32 < sms_ && embed % 4 == 0 &&
                  epilogue_small_smem_bytes(embed) <= 227 * 1024;
     epi_smem_ = epi_small_ ? epilogue_small_smem_bytes(embed) : epilogue_smem_bytes(embed);
     if (epi_smem_ > 227 * 1024)
@@ -586,7 +584,9 @@ class VisionAttention final : public Implementation {
   void plan_splits() {
     const int64_t tiles = (len_ + kBKV - 1) / kBKV;
     const int64_t grid = batch_ * heads_ * ((len_ + kBQ - 1) / kBQ);
-    if (!small_grids_ || !fast_ || tiles <= 1 || grid >= sms_) return;  // splits_ 1
+    splits_ = 1;  // one split takes every tile (len_ < 2^31 keys: tiles fits an int)
+    tiles_per_split_ = static_cast<int>(std::max<int64_t>(tiles, 1));
+    if (!fast_ || tiles <= 1 || grid >= sms_) return;
     const int64_t want = std::min(tiles, (sms_ + grid - 1) / grid);
     tiles_per_split_ = static_cast<int>((tiles + want - 1) / want);
     splits_ = static_cast<int>((tiles + tiles_per_split_ - 1) / tiles_per_split_);
@@ -596,17 +596,12 @@ class VisionAttention final : public Implementation {
   // that fills it (16 if none does).
   int proj_rows() const {
     const int64_t feat_tiles = (3 * embed_ + kProjFeat - 1) / kProjFeat;
-    if (!small_grids_) return 4;
     for (int rows : {4, 2})
       if (batch_ * feat_tiles * ((len_ + 16 * rows - 1) / (16 * rows)) >= sms_) return rows;
     return 1;
   }
 
   Status project(const ImplArgs& args, cudaStream_t stream) {
-    if (padded_bytes_ > 0 && !small_grids_) {  // EXPERIMENT: the old path zeroes per run
-      for (float* b : {q_, k_big_, k_small_, v_big_, v_small_})
-        KB_CUDA_TRY(cudaMemsetAsync(b, 0, padded_bytes_, stream));
-    }
     const QkvArgs q{args.inputs[x_].data,
                     args.params[in_w_].data,
                     args.params[in_b_].data,
@@ -667,12 +662,10 @@ class VisionAttention final : public Implementation {
   float eps_ = 0;
   int64_t len_ = 0, batch_ = 0, embed_ = 0, heads_ = 1, head_dim_ = 0, hd_stride_ = 0;
   bool fast_ = false;
-  bool small_grids_ =
-      true;  // the small-grid paths (8-token epilogue, small projection tiles, key splits)
   bool epi_small_ = false;   // out_proj_layernorm_small_kernel
   size_t padded_bytes_ = 0;  // > 0: head_dim < 32, the pad dims of q, k, v zeroed in setup
   int epi_smem_ = 0, sms_ = 0;
-  int splits_ = 1, tiles_per_split_ = 1;  // flash key splits (1: no partials)
+  int splits_ = 1, tiles_per_split_ = 1;  // flash key splits (1: no partials), set by plan_splits
   float* part_o_ = nullptr;               // (splits, N*heads, L, 32) when splits_ > 1
   float2* part_ml_ = nullptr;             // (splits, N*heads, L)
   // owned workspaces (freed by the destructor): q, k, v head-major (N*heads, L, hd_stride);
