@@ -56,6 +56,7 @@ namespace pg = parity_gemm;
 // The ops after the conv, in the reference's order: ((y + b) + add), min (NaN-propagating as
 // torch.min), gelu (erf form, as eager), * factor.
 struct GeluEpilogue {
+  static constexpr bool kPromoted = true;  // parity_gemm.cuh: accurate under scaled inputs
   const float* conv_bias;  // (C_out)
   float offset, cap, factor;
 

@@ -105,6 +105,7 @@ inline size_t packed_weight_floats(const ParityPlan& p) {
 using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::mma3_k8;
+using ::kb::tf32x3::mma3_k8_promoted;
 using ::kb::tf32x3::mma_tf32;
 using ::kb::tf32x3::split_tf32;
 using ::kb::tf32x3::split_tf32_frag;
@@ -186,6 +187,10 @@ __device__ __forceinline__ void load_stage(const GemmParams& p, StageLoader& l, 
 }
 
 // acc += the 3xTF32 product of one stage; A split one m-tile pair (one float4 per k) at a time.
+// kPromoted: each k8 step's three MMAs sum in a fresh accumulator added to acc by FADD
+// (tf32x3::mma3_k8_promoted), for epilogues that need fp32-level absolute accuracy of sums whose
+// terms are much larger than the result (see Epilogue::kPromoted below).
+template <bool kPromoted>
 __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_base,
                                           float (&acc)[4][4][4]) {
 #pragma unroll 1  // unrolled, ptxas hoists the next step's loads past the register budget
@@ -212,7 +217,10 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
         uint32_t a_big[4], a_small[4];
         split_tf32_frag(src, a_big, a_small);
-        mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
+        if constexpr (kPromoted)  // 2 n8 tiles at a time: the fewest spills (12 bytes)
+          mma3_k8_promoted<4, 2, true>(acc[2 * v + mm], a_big, a_small, b_big, b_small);
+        else
+          mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
       }
     }
   }
@@ -269,6 +277,18 @@ __device__ __forceinline__ void store_tile(const GemmParams& p, const Tile& t, c
   }
 }
 
+// Epilogue::kPromoted (optional, default false): promote the accumulation per k8 step. The MMA
+// accumulator truncates toward zero, so K = 256 kept there put L2_093's error under the
+// robustness trials' scaled inputs (x 1000) at 1.2-3.9x the tolerance on some seeds (the
+// reference 0.1x): `fragile`.
+template <class Epilogue>
+constexpr bool promoted() {
+  if constexpr (requires { Epilogue::kPromoted; })
+    return Epilogue::kPromoted;
+  else
+    return false;
+}
+
 template <class Epilogue>
 __global__ void __launch_bounds__(kThreads, 2)
     parity_gemm_kernel(const GemmParams p, const Epilogue epilogue) {
@@ -282,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float acc[4][4][4];
   tf32x3::mainloop<kStages, kStageFloats>(
       smem, p.plan.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
-      [&](const float* stage, float(&c)[4][4][4]) { mma_stage(stage, a_base, b_base, c); });
+      [&](const float* stage, float(&c)[4][4][4]) { mma_stage<promoted<Epilogue>()>(stage, a_base, b_base, c); });
   __syncthreads();  // every warp is done with the stages: they become the C tile
   stash_tile(smem, warp_m, warp_n, lane, acc);
   __syncthreads();
