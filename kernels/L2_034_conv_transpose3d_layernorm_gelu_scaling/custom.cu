@@ -885,9 +885,13 @@ class ConvTLayerNormGelu final : public Implementation {
   static constexpr double kFmaMaxMacs = 32e6;
   // ... and, where row_ln's tile would mostly compute padding (rows of W in kW columns, C_out in
   // 64-channel blocks: the tile's multiply-adds over the layer's, `waste`, of 8 or more), up to
-  // kFmaMaxMacs x kFmaWasteCap: the seed-77 sweep's N 25, C_in 25, C_out 6, 15 x 3 x 3 (32.4 M,
-  // waste 28) took 282 us on row_ln against the reference's 76 (session 21). UNMEASURED.
+  // kFmaMaxMacs x kFmaWasteCap: N 64, C_in 32, C_out 6, 15 x 5 x 3 (177 M, waste 28) took 781
+  // us on row_ln, 308 on fma, the reference 161 (session 22; narrow.cuh now 39).
   static constexpr double kFmaWasteCap = 8;
+  // Rows of W <= 16 (C_out <= 32: row_ln's 64-channel block is at least half padding) run
+  // narrow.cuh's kernel up to this many: N 8, C_in 32, C_out 14, 16 x 16 x 7 (411 M) 71 us against
+  // row_ln's 125, N 32, C_in 24, C_out 18, 8 x 16 x 9 (1.27 G) 162 against 353 (session 22).
+  static constexpr double kNarrowMaxMacs = 2e9;
 
   // The FMA kernels' sizes (narrow's at W <= 16, else fma's); false when the layer is above
   // kFmaMaxMacs (unless `required`: row_ln cannot take it) or outside fma's limits (grid y = N <=
@@ -903,12 +907,14 @@ class ConvTLayerNormGelu final : public Implementation {
     const double waste =
         double(row_ln::padded_width(params_.w)) / params_.w *
         (double((params_.c_out + row_ln::kN - 1) / row_ln::kN) * row_ln::kN / params_.c_out);
-    double limit = waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap : kFmaMaxMacs;
+    const bool narrow_rows = params_.w <= narrow::kMaxW;
+    double limit = narrow_rows              ? kNarrowMaxMacs
+                   : waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap
+                                           : kFmaMaxMacs;
     if (const char* e = std::getenv("KB_EXP_L2034")) limit = e[0] == 'f' ? 1e30 : 0;  // EXPERIMENT
     use_narrow_ = false;
     if (macs > limit && !required) return false;
-    use_narrow_ = params_.w <= narrow::kMaxW;
-    if (const char* e = std::getenv("KB_EXP_L2034N")) use_narrow_ &= e[0] == 'n';  // EXPERIMENT
+    use_narrow_ = narrow_rows;
     if (use_narrow_) {
       narrow_ = {};
       narrow_.rows = int64_t{params_.n} * 4 * params_.d * params_.h;

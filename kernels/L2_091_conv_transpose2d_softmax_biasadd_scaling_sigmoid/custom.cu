@@ -56,7 +56,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "common/cuda/cuda_check.h"
@@ -232,8 +231,6 @@ class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
     }
     plan_ = plan.value();
     tile_ = channel_tile(plan_.c_out);
-    if (const char* e = std::getenv("KB_EXP_L2091"))
-      tile_ = e[0] == 'o' ? pg::kTile : tile_;  // EXPERIMENT
     return with_channel_tile(tile_, [&](auto n) -> Status {
       constexpr int kN = decltype(n)::value;
       size_t floats = 0;

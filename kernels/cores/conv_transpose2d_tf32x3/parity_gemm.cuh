@@ -217,8 +217,8 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
         const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
         uint32_t a_big[4], a_small[4];
         split_tf32_frag(src, a_big, a_small);
-        if constexpr (kPromoted)  // 2 n8 tiles at a time: the fewest spills (12 bytes)
-          mma3_k8_promoted<4, 2, true>(acc[2 * v + mm], a_big, a_small, b_big, b_small);
+        if constexpr (kPromoted)  // one n8 tile at a time, unchained: the fastest of 4 forms
+          mma3_k8_promoted<4, 1, false>(acc[2 * v + mm], a_big, a_small, b_big, b_small);
         else
           mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
       }
@@ -279,8 +279,11 @@ __device__ __forceinline__ void store_tile(const GemmParams& p, const Tile& t, c
 
 // Epilogue::kPromoted (optional, default false): promote the accumulation per k8 step. The MMA
 // accumulator truncates toward zero, so K = 256 kept there put L2_093's error under the
-// robustness trials' scaled inputs (x 1000) at 1.2-3.9x the tolerance on some seeds (the
-// reference 0.1x): `fragile`.
+// robustness trials' scaled inputs (x 1000) at 1.2-1.7x the tolerance on seeds 5, 10-13 (the
+// reference 0.1-0.4x; `fragile` at seed 5); promoted, 0.06-0.68x over seeds 5-13. Cost (H200,
+// L2_093's full preset, session 22): 2.76 -> 3.06 ms with one n8 tile per promotion (16 bytes
+// of spills at the 128-register cap of 2 CTAs per SM); 2 tiles chained 3.56, 4 tiles 3.16, the
+// small terms alone in a fresh accumulator 3.07 (and only 3x less truncation).
 template <class Epilogue>
 constexpr bool promoted() {
   if constexpr (requires { Epilogue::kPromoted; })
