@@ -12,15 +12,16 @@
 // Design (row_ln below; its tiles use kernels/cores/tf32x3/mma.cuh and mainloop.cuh): per output
 // parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in (2 taps per axis); 3xTF32 on
 // mma.sync m16n8k8. A CTA owns 128 / kW output rows x both W parities x 64 channels (M = 256,
-// N = 64), kW = W rounded up to 8, 16, 32 or 64 (every W the layer allows up to 64: C_out = 2W,
-// so C_out <= 128, in channel blocks of 64), so each LayerNorm row (n, co, od, oh) is reduced on
+// N = 64), kW = W rounded up to 16, 32 or 64 (every W from 13 the layer allows up to 64: C_out =
+// 2W, so C_out <= 128, in channel blocks of 64), so each LayerNorm row (n, co, od, oh) is reduced on
 // the accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
 // then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
 // (no im2col duplication): 16-byte copies of whole x rows when W % 4 == 0 and x is 16-byte
 // aligned, else 4-byte copies; B (weights re-packed per call) streams through the cp.async
-// pipeline. Full preset: 16,384 CTAs of 12,288 MMAs, 2 per SM. Layers of <= 32 M multiply-adds
-// run a strict-fp32 FMA kernel instead: rows of W <= 16 narrow.cuh's (a thread per output row and
-// 2 channels), longer ones fma below (a CTA per output row and channel block).
+// pipeline. Full preset: 16,384 CTAs of 12,288 MMAs, 2 per SM. Rows of W <= 12, and layers of
+// <= 32 M multiply-adds (more where row_ln's tile is mostly padding), run a strict-fp32 FMA kernel
+// instead: rows of W <= 16 narrow.cuh's (a thread per output row and 2 channels), longer ones fma
+// below (a CTA per output row and channel block); see the class for the measured limits.
 // Rows longer than 128 (W > 64, C_out = 2W > 128) take neither: the generic gather writes the
 // conv and a warp per row normalizes it in place (wide below; correct, not tuned).
 // (Until 2026-12-03 the kernel took W = 32 only, and every other shape ran a strict-fp32 FMA
@@ -41,6 +42,8 @@
 // per SM: one CTA's serial k-loop sets the time (70 us against the reference's 38), hence the
 // FMA kernel below 32 M multiply-adds. Sweeps (`--sweep 8`): seed 2026 worst 2.42x the
 // reference; seed 99 worst 0.89x (N 1, C_in 26, C_out 18, D 5, H 31, W 9: 48 against 43 us).
+// Session 22: narrow.cuh takes rows of W <= 12 at every size and W <= 16 under the FMA limits
+// (row_ln's kW 8 tiles dropped); sweeps seeds 5 and 77 worst 2.52x / 2.29x.
 //
 // Accuracy: 3xTF32 ~ fp32 products, K = 256 summed in the MMA accumulator. LayerNorm divides the
 // conv's error by the row's sigma (amplification ~12; host emulation of the index maps: <= 1.2%
@@ -59,7 +62,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -129,7 +131,7 @@ constexpr int kBStageFloats = 2 * kBK * kN;             // 4096 (both W parities
 constexpr int kBCopies = kBStageFloats / 4 / kThreads;  // 4 per thread
 static_assert(kBCopies * 4 * kThreads == kBStageFloats, "copy split");
 
-// The CTA geometry for rows of kW input columns (W rounded up to 8, 16, 32 or 64): kRows =
+// The CTA geometry for rows of kW input columns (W rounded up to 16, 32 or 64): kRows =
 // 128 / kW output rows per W parity, so M = 2 pw x kRows x kW = 256 whatever W is.
 template <int kWPad>
 struct Geometry {
@@ -138,7 +140,7 @@ struct Geometry {
   static constexpr int kRowsPerWarp = 64 / kW;  // rows in a warp's 64 GEMM rows
   // = 8 or 24 mod 32: the 4 (sd, sh) lane groups of a fragment load land on distinct bank octets
   static constexpr int kSlabStride = kW <= 16 ? 24 : kW == 32 ? 40 : 72;
-  static constexpr int kStages = kW == 8 ? 3 : 4;  // 17 slab rows per channel: 3 fit twice per SM
+  static constexpr int kStages = 4;
   static constexpr int kSlabRowsPerCi = (kRows + 1) * 2;  // ih: kRows + 1, id: 2
   static constexpr int kSlabCiStride = kSlabRowsPerCi * kSlabStride;
   static constexpr int kAStageFloats = kCiPerStage * kSlabCiStride;
@@ -147,10 +149,9 @@ struct Geometry {
   static constexpr int kSmemBytes = (kStages * kStageFloats + 2 * kRedFloats) * 4;
   static constexpr int kAChunks = kCiPerStage * kSlabRowsPerCi * kW / 4;  // 16-byte copies
   static constexpr int kAScalars = kCiPerStage * kSlabRowsPerCi * kW;     // 4-byte copies
-  // a1 - a0 (GEMM row m + 8): 8 columns right, or for rows of 8 the next input row (2 slab rows)
-  static constexpr int kA1 = kW >= 16 ? 8 : 2 * kSlabStride;
+  static constexpr int kA1 = 8;  // a1 - a0 (GEMM row m + 8): 8 columns right
 
-  static_assert(kW == 8 || kW == 16 || kW == 32 || kW == 64, "row lengths of the kernel");
+  static_assert(kW == 16 || kW == 32 || kW == 64, "row lengths of the kernel");
   static_assert(kSlabStride >= kHalo + kW + 1 && kSlabStride % 4 == 0, "halo columns, alignment");
   static_assert(kAStageFloats % 4 == 0 && kStageFloats % 4 == 0, "16-byte aligned stages");
   static_assert(kAChunks <= 2 * kThreads, "at most two 16-byte A copies per thread");
@@ -399,8 +400,7 @@ constexpr bool maps_ok() {
         }
   return true;
 }
-static_assert(maps_ok<Geometry<8>>() && maps_ok<Geometry<16>>() && maps_ok<Geometry<32>>() &&
-                  maps_ok<Geometry<64>>(),
+static_assert(maps_ok<Geometry<16>>() && maps_ok<Geometry<32>>() && maps_ok<Geometry<64>>(),
               "fragment loads conflict-free, inside the slab, base + constant forms");
 
 // ---- main loop ----
@@ -577,15 +577,13 @@ __global__ void __launch_bounds__(kThreads, 2) row_ln_kernel(const Params p) {
 
 // The padded row length of input width w (<= kMaxW).
 inline int padded_width(int w) {
-  return w <= 8 ? 8 : w <= 16 ? 16 : w <= 32 ? 32 : 64;
+  return w <= 16 ? 16 : w <= 32 ? 32 : 64;
 }
 
-// f(std::integral_constant<int, kW>) for the kernel's row length w_pad (8, 16, 32 or 64).
+// f(std::integral_constant<int, kW>) for the kernel's row length w_pad (16, 32 or 64).
 template <class F>
 Status with_row_length(int w_pad, F&& f) {
   switch (w_pad) {
-    case 8:
-      return f(std::integral_constant<int, 8>{});
     case 16:
       return f(std::integral_constant<int, 16>{});
     case 32:
@@ -881,17 +879,20 @@ class ConvTLayerNormGelu final : public Implementation {
   // a 3-4 stage pipeline, two barriers in the epilogue) take ~30 us at the sweep's tiny shapes
   // (N 3, C_in 1, C_out 6: 31 us against the FMA kernel's 10.5; N 13, C_in 14, C_out 6, 7 x 9 x
   // 3: 41 us, the FMA kernel 37, the reference 38). Above it the GPU tests' row-kernel presets
-  // (robust, full8 .. part64: 33-44 M, within the golden model's budget) keep every kW tested.
+  // (robust, full16 .. part64: 33-48 M, within the golden model's budget) keep every kW tested.
   static constexpr double kFmaMaxMacs = 32e6;
   // ... and, where row_ln's tile would mostly compute padding (rows of W in kW columns, C_out in
   // 64-channel blocks: the tile's multiply-adds over the layer's, `waste`, of 8 or more), up to
   // kFmaMaxMacs x kFmaWasteCap: N 64, C_in 32, C_out 6, 15 x 5 x 3 (177 M, waste 28) took 781
   // us on row_ln, 308 on fma, the reference 161 (session 22; narrow.cuh now 39).
   static constexpr double kFmaWasteCap = 8;
-  // Rows of W <= 16 (C_out <= 32: row_ln's 64-channel block is at least half padding) run
-  // narrow.cuh's kernel up to this many: N 8, C_in 32, C_out 14, 16 x 16 x 7 (411 M) 71 us against
-  // row_ln's 125, N 32, C_in 24, C_out 18, 8 x 16 x 9 (1.27 G) 162 against 353 (session 22).
-  static constexpr double kNarrowMaxMacs = 2e9;
+  // Rows of W <= kNarrowW (C_out <= 24: row_ln's rows pad to 16 columns and its 64-channel block
+  // is mostly padding) run narrow.cuh's kernel at every size: N 32, C_in 32, C_out 16, 16 x 32 x 8
+  // (4.3 G multiply-adds) 452 us against row_ln's 755, N 16, C_in 32, C_out 24, 16 x 16 x 12
+  // 215 against 430, N 32, C_in 24, C_out 18, 8 x 16 x 9 162 against 353 (session 22). At W 16
+  // row_ln was 2x faster (N 8 and 32, C_in 32, 16 x 32 x 16: 357 / 740 us, 1,368 / 2,778), so
+  // rows of 13..16 take narrow.cuh only under the FMA kernels' limits above.
+  static constexpr int kNarrowW = 12;
 
   // The FMA kernels' sizes (narrow's at W <= 16, else fma's); false when the layer is above
   // kFmaMaxMacs (unless `required`: row_ln cannot take it) or outside fma's limits (grid y = N <=
@@ -907,14 +908,10 @@ class ConvTLayerNormGelu final : public Implementation {
     const double waste =
         double(row_ln::padded_width(params_.w)) / params_.w *
         (double((params_.c_out + row_ln::kN - 1) / row_ln::kN) * row_ln::kN / params_.c_out);
-    const bool narrow_rows = params_.w <= narrow::kMaxW;
-    double limit = narrow_rows              ? kNarrowMaxMacs
-                   : waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap
-                                           : kFmaMaxMacs;
-    if (const char* e = std::getenv("KB_EXP_L2034")) limit = e[0] == 'f' ? 1e30 : 0;  // EXPERIMENT
+    const double limit = waste >= kFmaWasteCap ? kFmaMaxMacs * kFmaWasteCap : kFmaMaxMacs;
     use_narrow_ = false;
-    if (macs > limit && !required) return false;
-    use_narrow_ = narrow_rows;
+    if (macs > limit && params_.w > kNarrowW && !required) return false;
+    use_narrow_ = params_.w <= narrow::kMaxW;
     if (use_narrow_) {
       narrow_ = {};
       narrow_.rows = int64_t{params_.n} * 4 * params_.d * params_.h;
@@ -1020,7 +1017,7 @@ class ConvTLayerNormGelu final : public Implementation {
 
   size_t x_ = 0, weight_ = 0, bias_ = 0, gamma_ = 0, beta_ = 0;
   row_ln::Params params_{};  // sizes; pointers are filled per call
-  int w_pad_ = 0;            // the kernel's row length: W rounded up to 8, 16, 32 or 64
+  int w_pad_ = 0;            // the kernel's row length: W rounded up to 16, 32 or 64
   float* b_pk_ = nullptr;    // packed weight, rewritten every call
   bool use_fma_ = false;     // a small layer: the FMA kernel runs
   fma::Args fma_{};          // its sizes; pointers are filled per call
