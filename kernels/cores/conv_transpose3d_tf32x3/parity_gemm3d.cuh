@@ -22,8 +22,8 @@
 // registers, kNT 4 212 -> 228, no spills; period 1 because a longer one keeps a second 16 kNT
 // accumulator live, past the 255-register limit at kNT 4).
 // At a tile's end the accumulators go straight to y (positions outside the output not stored).
-// Layers of few tiles (at most half the SMs) split each tile's chunks over up to SMs / tiles
-// CTAs (a divisor of the chunk count), each storing its partial sums to a workspace that
+// Layers of few tiles (at most half the SMs) split each tile's chunks (and then its taps) over up
+// to SMs / tiles CTAs, each storing its partial sums to a workspace that
 // kernels/cores/split_sum.cuh adds into y in split order (deterministic).
 //
 // Thread safety: stateless kernels; one ParityConvTranspose3d per thread at a time.
@@ -75,10 +75,12 @@ struct GemmParams {
   const float* x;        // (N, C_in, D, H, W)
   const float* w_split;  // from split_weights_kernel
   float* y;              // (N, C_out, D_out, H_out, W_out)
-  // Split over input channels: `splits` units per tile, unit s summing chunks [s span, s span +
-  // span); with splits > 1 unit s stores its partial sums to partial + s * |y| (y's layout) and
-  // split_sum_kernel adds them into y in order.
-  int splits = 1, span = 1;
+  // Split over input channels and taps: `splits` units per tile, unit s summing chunks
+  // [c span, c span + span) with c = s / tap_splits, and taps [t tap_span, t tap_span +
+  // tap_span) of its class with t = s % tap_splits (none past the class's taps); with splits > 1
+  // unit s stores its partial sums to partial + s * |y| (y's layout) and split_sum_kernel adds
+  // them into y in order.
+  int splits = 1, span = 1, tap_splits = 1, tap_span = kMaxClassTaps;
   float* partial = nullptr;
 };
 
@@ -125,12 +127,24 @@ __device__ __forceinline__ void store_patch(float* patch, int plane_quads,
   }
 }
 
-// One item's weights: the contiguous block (class, n-group, chunk) of w_split.
+// The taps [begin, end) of a tile's class that a unit with tap split `ts` sums.
+struct TapRange {
+  int begin, end;
+};
+__device__ __forceinline__ TapRange tap_range(const GemmParams& g, int cls, int ts) {
+  const int taps = g.plan.class_taps(cls);
+  return {min(taps, ts * g.tap_span), min(taps, (ts + 1) * g.tap_span)};
+}
+
+// One item's weights: taps r of the contiguous block (class, n-group, chunk) of w_split.
 __device__ __forceinline__ void load_weights(const GemmParams& g, uint32_t weights, const Tile& t,
-                                             int chunk) {
+                                             int chunk, TapRange r) {
   const Plan& p = g.plan;
-  const int floats = p.w_block_floats(t.cls);
-  const float* src = g.w_split + p.w_offset[t.cls] + (int64_t{t.ng} * p.chunks + chunk) * floats;
+  const int tap_floats = p.n_tiles * kFragFloats;
+  const int floats = (r.end - r.begin) * tap_floats;
+  const float* src = g.w_split + p.w_offset[t.cls] +
+                     (int64_t{t.ng} * p.chunks + chunk) * p.w_block_floats(t.cls) +
+                     r.begin * tap_floats;
   for (int q = threadIdx.x; q < floats / 4; q += kThreads)
     cp_async_16(weights + 16 * q, src + 4 * q);
 }
@@ -145,14 +159,13 @@ using Acc = float[kMT][kNT][4];
 // acc += the 3xTF32 product of one item. a_at[mt][h]: the lane's float offset of its pixel
 // 16 mt + 8 h + g (plane t, tap offset 0) in the patch; weights: the item's block + 4 lane.
 template <int kNT>
-__device__ __forceinline__ void mma_item(const GemmParams& g, int cls, const float* patch,
-                                         const float* weights, const int (&a_at)[kMT][2],
-                                         Acc<kNT>& acc) {
-  const int taps = g.plan.class_taps(cls);
+__device__ __forceinline__ void mma_item(const GemmParams& g, int cls, TapRange r,
+                                         const float* patch, const float* weights,
+                                         const int (&a_at)[kMT][2], Acc<kNT>& acc) {
 #pragma unroll 2  // lets ptxas issue the next tap's LDS.128 under this tap's MMAs (212 registers)
-  for (int ti = 0; ti < taps; ++ti) {
+  for (int ti = r.begin; ti < r.end; ++ti) {
     const float* tap_patch = patch + 4 * g.plan.tap_off[cls][ti];
-    const float* tap_weights = weights + ti * kNT * kFragFloats;
+    const float* tap_weights = weights + (ti - r.begin) * kNT * kFragFloats;
     uint32_t a_big[kMT][4], a_small[kMT][4], b_big[kNT][2], b_small[kNT][2];
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -241,9 +254,10 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
     }
 
   Tile cur = tile_of(p, first / g.splits);
-  int split = first % g.splits, chunk = split * g.span;
+  int split = first % g.splits, chunk = split / g.tap_splits * g.span;
+  TapRange taps = tap_range(g, cur.cls, split % g.tap_splits);
   PatchRegs raw;
-  load_weights(g, weights_at(0), cur, chunk);
+  load_weights(g, weights_at(0), cur, chunk, taps);
   cp_async_commit();
   load_patch(g, cur, chunk, slot, raw);
   store_patch(patch_of(0), p.plane_quads, slot, raw);
@@ -256,17 +270,20 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
   int unit = first;  // item i = (unit, chunk)
   for (int i = 0; i < items; ++i) {
     const int stage = i & 1;
-    const bool tile_done = chunk + 1 == (split + 1) * g.span, has_next = i + 1 < items;
+    const bool tile_done = chunk + 1 == (split / g.tap_splits + 1) * g.span;
+    const bool has_next = i + 1 < items;
     const int next_unit = tile_done ? unit + step : unit;
     const int next_split = next_unit % g.splits;
-    const int next_chunk = tile_done ? next_split * g.span : chunk + 1;
+    const int next_chunk = tile_done ? next_split / g.tap_splits * g.span : chunk + 1;
     const Tile next = tile_done && has_next ? tile_of(p, next_unit / g.splits) : cur;
+    const TapRange next_taps =
+        tile_done && has_next ? tap_range(g, next.cls, next_split % g.tap_splits) : taps;
     if (has_next) {  // stage ^ 1 was last read in item i - 1, before the barrier that ended it
-      load_weights(g, weights_at(stage ^ 1), next, next_chunk);
+      load_weights(g, weights_at(stage ^ 1), next, next_chunk, next_taps);
       load_patch(g, next, next_chunk, slot, raw);
     }
     cp_async_commit();
-    mma_item<kNT>(g, cur.cls, patch_of(stage), patch_of(stage) + w_at + 4 * lane, a_at, acc);
+    mma_item<kNT>(g, cur.cls, taps, patch_of(stage), patch_of(stage) + w_at + 4 * lane, a_at, acc);
     if (tile_done) store_tile<kNT>(g, cur, split, px, lane, acc);
     if (has_next) store_patch(patch_of(stage ^ 1), p.plane_quads, slot, raw);
     cp_async_wait<0>();
@@ -275,6 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
     split = next_split;
     chunk = next_chunk;
     cur = next;
+    taps = next_taps;
   }
 }
 
@@ -312,7 +330,7 @@ class ParityConvTranspose3d : public Implementation {
     fast_ = plan_.smem_bytes <= smem_optin;
     if (!fast_) return Status::ok();
     KB_CUDA_TRY(cudaMalloc(&w_split_, static_cast<size_t>(plan_.w_floats) * sizeof(float)));
-    splits_ = split_count(plan_.tiles_total, plan_.chunks, sms_);
+    plan_splits();
     if (splits_ > 1) {
       KB_CUDA_TRY(cudaMalloc(&partial_, sizeof(float) * static_cast<size_t>(splits_) *
                                             static_cast<size_t>(geometry_.output_numel())));
@@ -330,7 +348,8 @@ class ParityConvTranspose3d : public Implementation {
         <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(w, w_split_, plan_);
     KB_CUDA_TRY(cudaGetLastError());
     GemmParams gp{plan_, x, w_split_, args.output.data};
-    gp.splits = splits_, gp.span = plan_.chunks / splits_, gp.partial = partial_;
+    gp.splits = splits_, gp.span = span_, gp.tap_splits = tap_splits_, gp.tap_span = tap_span_;
+    gp.partial = partial_;
     KB_TRY(narrow_ ? launch<kNarrowTiles>(gp, stream) : launch<kWideTiles>(gp, stream));
     if (splits_ == 1) return Status::ok();
     return split_sum::launch_split_sum(partial_, args.output.data, geometry_.output_numel(),
@@ -340,15 +359,27 @@ class ParityConvTranspose3d : public Implementation {
  private:
   static constexpr int kNarrowTiles = 3, kWideTiles = 4;  // n8 tiles per channel group
 
-  // Units per tile (a divisor of the chunk count) where the tiles fill at most half of the SMs:
-  // the largest with tiles x splits <= SMs. N 2, C_in 48, C_out 24, 12^3 (16 tiles of 6 chunks)
-  // took 100 us on 16 CTAs against the reference's 42 (session 22).
-  static int split_count(int tiles, int chunks, int sms) {
-    if (2 * tiles > sms) return 1;
-    int best = 1;
-    for (int d = 2; d <= chunks; ++d)
-      if (chunks % d == 0 && int64_t{tiles} * d <= sms) best = d;
-    return best;
+  // Units per tile where the tiles fill at most half of the SMs: the chunks split by the largest
+  // divisor d of their count with tiles x d <= SMs (N 2, C_in 48, C_out 24, 12^3: 16 tiles of 6
+  // chunks took 100 us on 16 CTAs against the reference's 42, session 22), then, while that
+  // still fills at most half, the taps in runs of >= kMinTapSpan (N 2, C_in 48, 5 x 7 x 9: 24
+  // units of 27 taps, 25 us in ncu).
+  static constexpr int kMinTapSpan = 3;
+  void plan_splits() {
+    const int tiles = plan_.tiles_total, chunks = plan_.chunks;
+    int d = 1;
+    if (2 * tiles <= sms_)
+      for (int c = 2; c <= chunks; ++c)
+        if (chunks % c == 0 && int64_t{tiles} * c <= sms_) d = c;
+    int max_taps = 1;
+    for (int c = 0; c < plan_.classes; ++c) max_taps = std::max(max_taps, plan_.class_taps(c));
+    int ts = 1;
+    if (2 * tiles * d <= sms_)
+      ts = std::clamp(sms_ / (tiles * d), 1, (max_taps + kMinTapSpan - 1) / kMinTapSpan);
+    tap_span_ = (max_taps + ts - 1) / ts;
+    tap_splits_ = (max_taps + tap_span_ - 1) / tap_span_;
+    span_ = chunks / d;
+    splits_ = d * tap_splits_;
   }
 
   // The device's limit, not this plan's: the kernel template is shared by every problem whose
@@ -375,7 +406,8 @@ class ParityConvTranspose3d : public Implementation {
   size_t x_ = 0, w_ = 0;
   bool fast_ = false, narrow_ = false;
   int sms_ = 1;
-  int splits_ = 1;  // units per tile (split_count)
+  int splits_ = 1;  // units per tile (plan_splits): chunk splits x tap splits
+  int span_ = 1, tap_splits_ = 1, tap_span_ = kMaxClassTaps;  // chunks per unit; tap splits
   Plan plan_;
   float* w_split_ = nullptr;
   float* partial_ = nullptr;  // (splits, |y|) where splits_ > 1
