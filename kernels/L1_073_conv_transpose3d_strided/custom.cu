@@ -22,7 +22,13 @@
 // 8 warps = 4 pixel groups of 32 x 2 class groups of 13 / 14 taps (96% balance).
 // Fallback: any other layer (channels, kernel, stride, padding, output_padding), layers of
 // <= 8 M MACs and too many boxes run the per-tap gather core (ct3d_gather::ParityConvTranspose3d,
-// parity_gather3d.cuh), which itself falls back to the one-thread-per-output fp32 gather.
+// parity_conv_transpose3d.cuh), which itself falls back to the one-thread-per-output fp32 gather.
+// Tiny layers there (the 512-row grid under 2 CTAs per SM) take 128-row tiles, B read from w
+// (no pack launch), and their k-tiles split over CTAs where even that grid is under one wave:
+// N 2, C_in 13, C_out 7, 11 x 5 x 39 measured 0.72x the reference and N 2, C_in 27, C_out 13,
+// 9 x 3 x 29 0.40x on the 512-row tiles (72 / 32 CTAs, latency-bound). Preset `tiny`.
+// UNMEASURED; temporary switch KB_EXP_L1073 = o (old 512-row tiles), t (128-row, no split),
+// n (default: split within one resident wave), s (within two).
 //
 // Cost model (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620 K; per tap and k8
 // step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts (smem 33% of
@@ -52,7 +58,7 @@
 
 #include "common/cuda/device_query.h"
 #include "kernels/cores/conv_transpose3d_tf32x3/all_classes3d.cuh"
-#include "kernels/cores/conv_transpose3d_tf32x3/parity_gather3d.cuh"
+#include "kernels/cores/conv_transpose3d_tf32x3/parity_conv_transpose3d.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_073 {

@@ -13,15 +13,20 @@
 // phase, k = (tap, ci); B_c (K x C_out) packed per call (weights are call inputs), zero past C_in
 // and C_out. Inputs outside x are zero-filled copies; (q, r) outside the output is not stored.
 //
-// Tiles: CTA 512 (m) x kN (n = 8 kNT: 24 or 32 channels) x 16 (k = 16 channels of one tap), 8
-// warps along m (warp tile 64 x kN), 3-stage cp.async pipeline (kernels/cores/tf32x3/mainloop.cuh
-// with this file's loader and mma_stage): A by 4-byte gathers (thread tid
-// owns pixels tid and tid + 256, 16 channels each), B by 16-byte rows. Shared rows are padded
-// (stride = 8 mod 32 banks) so that the scalar fragment loads are conflict-free. Operands are
-// split after the shared load: big = tf32_rna(v), small = tf32_rna(v - big), acc += a_s b_b +
-// a_b b_s + a_b b_b (the L1_003 scheme, error ~fp32 level). Accumulators go straight to y.
+// Tiles (Tiles<kWM, kNT>): CTA 8 kWM (m) x kN (n = 8 kNT: 24 or 32 channels) x 16 (k = 16
+// channels of one tap), 8 warps along m (warp tile kWM x kN), 3-stage cp.async pipeline
+// (kernels/cores/tf32x3/mainloop.cuh with this file's loader and mma_stage). kWM 64 (512 rows):
+// A by 4-byte gathers (thread tid owns pixels tid and tid + 256, 16 channels each), B from the
+// per-call pack by 16-byte rows. kWM 16 (128 rows, tiny layers): thread tid owns pixel tid % 128,
+// channels 8 (tid / 128) ..; B gathered by 4-byte copies from w itself (no pack launch); the
+// tile's k-tiles may be split over CTAs (GemmParams::splits, partial sums added by
+// ../split_sum.cuh). Shared rows are padded (stride = 8 mod 32 banks) so that the scalar fragment
+// loads are conflict-free. Operands are split after the shared load: big = tf32_rna(v), small =
+// tf32_rna(v - big), acc += a_s b_b + a_b b_s + a_b b_b (the L1_003 scheme, error ~fp32 level).
+// Accumulators go straight to y (or to the split's partial slice). The Implementation that picks
+// the tiles: parity_conv_transpose3d.cuh.
 //
-// Thread safety: stateless kernels; one ParityConvTranspose3d per thread at a time.
+// Thread safety: stateless kernels.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,7 +41,6 @@
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
-#include "kernels/implementation.h"
 
 namespace kb::custom::ct3d_gather {
 
@@ -47,32 +51,44 @@ constexpr int kMaxClasses = kMaxStride * kMaxStride * kMaxStride;
 constexpr int kMaxClassTaps = kMaxJ * kMaxJ * kMaxJ;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kWarpM = 64;                           // m rows per warp
-constexpr int kMT = kWarpM / 16;                     // m16 tiles per warp
-constexpr int kTileM = kWarps * kWarpM;              // 512
-constexpr int kPixelsPerThread = kTileM / kThreads;  // 2
-constexpr int kBK = 16;                              // channels (k) per stage, one tap
+constexpr int kBK = 16;  // channels (k) per stage, one tap
 constexpr int kStages = 3;
-constexpr int kStrideA = kTileM + 8;  // shared A row [k][m], 520 = 8 mod 32
-static_assert(kTileM % kThreads == 0, "whole pixels per thread");
 static_assert(kBK % 8 == 0, "k8 MMA steps");
-static_assert(kStrideA % 32 == 8, "A fragment loads t*stride + g hit 32 distinct banks");
 
 // B row stride [k][n]: a multiple of 4 (16-byte copies), 8 or 24 mod 32 (conflict-free).
 constexpr int b_stride(int n) {
   return n % 32 == 8 || n % 32 == 24 ? n : n + 8;
 }
-template <int kNT>
+// CTA tile kWarps * kWM (m) x 8 kNT (n) x kBK. kWM 64 (512 rows, 2 pixels x 16 channels per
+// thread, B from the packed weights by 16-byte copies) is the main tile; kWM 16 (128 rows, one
+// pixel x 8 channels per thread, B gathered from w itself, no pack launch) serves tiny layers,
+// whose 512-row grid leaves most SMs idle behind a few CTAs that walk every tap.
+template <int kWM, int kNT>
 struct Tiles {
+  static constexpr int kWarpM = kWM;           // m rows per warp
+  static constexpr int kMT = kWM / 16;         // m16 tiles per warp
+  static constexpr int kTileM = kWarps * kWM;  // 512 or 128
+  static constexpr int kStrideA = kTileM + 8;  // shared A row [k][m], 8 mod 32 banks
+  static constexpr int kPixelsPerThread = kTileM >= kThreads ? kTileM / kThreads : 1;
+  static constexpr int kChanGroups = kTileM >= kThreads ? 1 : kThreads / kTileM;
+  static constexpr int kChansPerThread = kBK / kChanGroups;
+  static constexpr bool kDirectB = kWM < 64;  // B gathered from w (no pack kernel)
+  static constexpr int kMinBlocks = kDirectB ? 4 : 2;
   static constexpr int kN = 8 * kNT;
   static constexpr int kStrideB = b_stride(kN);
   static constexpr int kStageFloats = kBK * kStrideA + kBK * kStrideB;
   static constexpr int kSmemBytes = kStages * kStageFloats * 4;
-  static constexpr int kBVectors = kBK * kN / 4;  // 16-byte B copies per stage
+  static constexpr int kBVectors = kBK * kN / 4;                          // 16-byte B copies
+  static constexpr int kBScalars = (kBK * kN + kThreads - 1) / kThreads;  // direct B, per thread
+  static_assert(kWM % 16 == 0, "m16 tiles per warp");
+  static_assert(kPixelsPerThread * kThreads == kTileM * kChanGroups, "pixels tile the threads");
+  static_assert(kBK % kChanGroups == 0, "whole channel groups");
+  static_assert(kStrideA % 32 == 8, "A fragment loads t*stride + g hit 32 distinct banks");
   static_assert(kStrideB % 4 == 0 && (kStrideB % 32 == 8 || kStrideB % 32 == 24), "B banks");
   static_assert(kBVectors <= kThreads, "one B copy per thread at most");
-  static_assert(2 * kSmemBytes <= 227 * 1024, "two CTAs per SM");
+  static_assert(kMinBlocks * kSmemBytes <= 227 * 1024, "kMinBlocks CTAs per SM");
 };
+constexpr int kMainWM = 64, kSmallWM = 16;
 
 // ---- the plan (host-built, passed by value) ----
 
@@ -135,7 +151,9 @@ inline Result<Axis> plan_axis(const gather::ConvTransposeGeometry& g, int a) {
   return ax;
 }
 
-inline Result<Plan> plan_parity_gemm(const gather::ConvTransposeGeometry& g, int n_width) {
+// n_width, tile_m: the CTA tile's channels and rows (Tiles::kN, Tiles::kTileM).
+inline Result<Plan> plan_parity_gemm(const gather::ConvTransposeGeometry& g, int n_width,
+                                     int tile_m) {
   if (g.groups != 1) return not_taken("groups != 1");
   Plan p;
   for (int a = 0; a < kAxes; ++a) {
@@ -154,8 +172,8 @@ inline Result<Plan> plan_parity_gemm(const gather::ConvTransposeGeometry& g, int
   p.n_tiles = (p.c_out + n_width - 1) / n_width;
   p.n_pad = p.n_tiles * n_width;
   p.m_total = g.batch * p.ax[0].q_count * p.ax[1].q_count * p.ax[2].q_count;
-  p.m_tiles = (p.m_total + kTileM - 1) / kTileM;
-  if (p.m_total >= kIntMax - kTileM || p.m_tiles * p.n_tiles * p.classes >= kIntMax)
+  p.m_tiles = (p.m_total + tile_m - 1) / tile_m;
+  if (p.m_total >= kIntMax - tile_m || p.m_tiles * p.n_tiles * p.classes >= kIntMax)
     return not_taken("too many tiles");
   for (int c = 0; c < p.classes; ++c) {
     p.b_offset[c] = p.b_floats;
@@ -203,25 +221,33 @@ __global__ void __launch_bounds__(kBlock)
 struct GemmParams {
   Plan plan;
   const float* x;  // (N, C_in, D, H, W)
-  const float* b;  // packed weights
+  const float* b;  // packed weights (Tiles::kDirectB: w itself, (C_in, C_out, K_d, K_h, K_w))
   float* y;        // (N, C_out, D_out, H_out, W_out)
+  // Split over k-tiles (taps x channel chunks): `splits` units per tile, unit s summing its
+  // class's k-tiles [s span, s span + span); with splits > 1 unit s stores its partial sums to
+  // partial + s * |y| (y's layout; a unit past its class's k-tiles stores zeros) and
+  // split_sum_kernel adds them into y in order.
+  int splits = 1, span = 1 << 30;
+  float* partial = nullptr;
 };
 
 struct TileIds {
-  int cls, n0, m0;
+  int cls, n0, m0, split;
 };
-__device__ __forceinline__ TileIds tile_ids(const Plan& p, int kN) {
-  const int64_t block = blockIdx.x;
-  const int64_t rest = block / p.classes;
-  return {static_cast<int>(block % p.classes), static_cast<int>(rest % p.n_tiles) * kN,
-          static_cast<int>(rest / p.n_tiles) * kTileM};
+// Block = ((m tile * n_tiles + n tile) * classes + class) * splits + split.
+__device__ __forceinline__ TileIds tile_ids(const GemmParams& g, int kN, int tile_m) {
+  const Plan& p = g.plan;
+  const int64_t unit = blockIdx.x / g.splits;
+  const int64_t rest = unit / p.classes;
+  return {static_cast<int>(unit % p.classes), static_cast<int>(rest % p.n_tiles) * kN,
+          static_cast<int>(rest / p.n_tiles) * tile_m, static_cast<int>(blockIdx.x % g.splits)};
 }
 
 // Pixel m of the class grid: (n, q_d, q_h, q_w) in absolute q units.
 struct Pixel {
   int n, q[kAxes];
 };
-__host__ __device__ inline Pixel pixel_of(const Plan& p, int m) {  // m < 2^31 - kTileM
+__host__ __device__ inline Pixel pixel_of(const Plan& p, int m) {  // m < 2^31 - tile_m
   Pixel px;
   for (int a = kAxes - 1; a >= 0; --a) {
     px.q[a] = p.ax[a].q_lo + static_cast<int>(m % p.ax[a].q_count);
@@ -238,50 +264,76 @@ struct ASource {
   bool ok;  // the pixel is in M
 };
 
-// One stage: k-tile kt = (tap kt / chunks, channels 16 (kt % chunks) ..).
-template <int kNT>
+// B of one stage straight from w: b[row][n] = w[c0 + row, n0 + n, tap] or 0 past C_in / C_out.
+template <class T>
+__device__ __forceinline__ void load_b_direct(const GemmParams& g, const TileIds& t, int tap_lin,
+                                              int c0, uint32_t stage) {
+  const Plan& p = g.plan;
+  const int kvol = p.k[0] * p.k[1] * p.k[2];
+#pragma unroll
+  for (int v = 0; v < T::kBScalars; ++v) {
+    const int e = static_cast<int>(threadIdx.x) + v * kThreads;
+    const int row = e / T::kN, col = e % T::kN, ci = c0 + row, co = t.n0 + col;
+    const bool ok = e < kBK * T::kN && ci < p.c_in && co < p.c_out;
+    const float* src = ok ? g.b + (int64_t{ci} * p.c_out + co) * kvol + tap_lin : g.b;
+    if (e < kBK * T::kN)
+      cp_async_4(stage + (kBK * T::kStrideA + row * T::kStrideB + col) * 4, src, ok);
+  }
+}
+
+// One stage: k-tile kt = (tap kt / chunks, channels 16 (kt % chunks) ..). The thread copies
+// channels [cg kChansPerThread, +kChansPerThread) of its pixels (cg = its channel group).
+template <class T>
 __device__ __forceinline__ void load_stage(const GemmParams& g, const TileIds& t,
-                                           const ASource (&src)[kPixelsPerThread], int kt,
+                                           const ASource (&src)[T::kPixelsPerThread], int kt,
                                            uint32_t stage) {
-  using T = Tiles<kNT>;
   const Plan& p = g.plan;
   const int ti = kt / p.chunks, c0 = kt % p.chunks * kBK;
   int i[kAxes];
   p.tap_of(t.cls, ti, i);
-  int j[kAxes];
-  for (int a = 0; a < kAxes; ++a) j[a] = p.ax[a].j[p.phase(t.cls, a)][i[a]];
+  int j[kAxes], tap_lin = 0;
+  for (int a = 0; a < kAxes; ++a) {
+    j[a] = p.ax[a].j[p.phase(t.cls, a)][i[a]];
+    tap_lin = tap_lin * p.k[a] + p.ax[a].t[p.phase(t.cls, a)][i[a]];
+  }
   const int64_t plane = p.in_plane();
+  const int slot = static_cast<int>(threadIdx.x) % T::kTileM;
+  const int ca = static_cast<int>(threadIdx.x) / T::kTileM * T::kChansPerThread;  // first channel
 #pragma unroll
-  for (int u = 0; u < kPixelsPerThread; ++u) {
+  for (int u = 0; u < T::kPixelsPerThread; ++u) {
     const int i0 = src[u].q[0] - j[0], i1 = src[u].q[1] - j[1], i2 = src[u].q[2] - j[2];
     const bool inside = src[u].ok && i0 >= 0 && i0 < p.ax[0].in && i1 >= 0 && i1 < p.ax[1].in &&
                         i2 >= 0 && i2 < p.ax[2].in;
-    const float* base =
-        inside ? src[u].image + (int64_t{i0} * p.ax[1].in + i1) * p.ax[2].in + i2 + c0 * plane
-               : g.x;
-    const uint32_t dst = stage + (threadIdx.x + u * kThreads) * 4;
+    const float* base = inside ? src[u].image + (int64_t{i0} * p.ax[1].in + i1) * p.ax[2].in + i2 +
+                                     (c0 + ca) * plane
+                               : g.x;
+    const uint32_t dst = stage + (slot + u * kThreads + ca * T::kStrideA) * 4;
 #pragma unroll
-    for (int c = 0; c < kBK; ++c) {
-      const bool ok = inside && c0 + c < p.c_in;
-      cp_async_4(dst + c * kStrideA * 4, ok ? base + c * plane : g.x, ok);
+    for (int c = 0; c < T::kChansPerThread; ++c) {
+      const bool ok = inside && c0 + ca + c < p.c_in;
+      cp_async_4(dst + c * T::kStrideA * 4, ok ? base + c * plane : g.x, ok);
     }
   }
-  if (threadIdx.x < T::kBVectors) {
+  if constexpr (T::kDirectB) {
+    load_b_direct<T>(g, t, tap_lin, c0, stage);
+  } else if (threadIdx.x < T::kBVectors) {
     const int row = threadIdx.x / (T::kN / 4), col = threadIdx.x % (T::kN / 4) * 4;
     const float* bsrc =
         g.b + p.b_offset[t.cls] + (int64_t{ti} * p.k_pad() + c0 + row) * p.n_pad + t.n0 + col;
-    cp_async_16(stage + (kBK * kStrideA + row * T::kStrideB + col) * 4, bsrc);
+    cp_async_16(stage + (kBK * T::kStrideA + row * T::kStrideB + col) * 4, bsrc);
   }
 }
 
+template <class T>
+using Acc = float[T::kMT][T::kN / 8][4];
+
 // acc += the 3xTF32 product of one stage. Fragments (g = lane / 4, t = lane % 4): a0 (m g, k t),
 // a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); b0 (k t, n g), b1 (k t + 4, n g).
-template <int kNT>
-__device__ __forceinline__ void mma_stage(const float* stage, int warp, int lane,
-                                          float (&acc)[kMT][kNT][4]) {
-  using T = Tiles<kNT>;
+template <class T>
+__device__ __forceinline__ void mma_stage(const float* stage, int warp, int lane, Acc<T>& acc) {
+  constexpr int kNT = T::kN / 8, kStrideA = T::kStrideA;
   const int g = lane / 4, tq = lane % 4;
-  const float* as = stage + tq * kStrideA + warp * kWarpM + g;
+  const float* as = stage + tq * kStrideA + warp * T::kWarpM + g;
   const float* bs = stage + kBK * kStrideA + tq * T::kStrideB + g;
 #pragma unroll
   for (int s = 0; s < kBK / 8; ++s) {
@@ -294,7 +346,7 @@ __device__ __forceinline__ void mma_stage(const float* stage, int warp, int lane
         b_big[nt][h] = v.big, b_small[nt][h] = v.small;
       }
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
+    for (int mt = 0; mt < T::kMT; ++mt) {
       const float* a = as + 8 * s * kStrideA + 16 * mt;
       const float src[4] = {a[0], a[8], a[4 * kStrideA], a[4 * kStrideA + 8]};
       uint32_t a_big[4], a_small[4];
@@ -317,122 +369,57 @@ __host__ __device__ inline int64_t output_pixel(const Plan& p, int cls, int m) {
   return int64_t{px.n} * p.c_out * p.out_plane() + at;
 }
 
-// c0 (m g, n 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
-template <int kNT>
+// c0 (m g, n 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1). To y, or to the unit's
+// partial slice when the tile is split.
+template <class T>
 __device__ __forceinline__ void store_acc(const GemmParams& g, const TileIds& t, int warp, int lane,
-                                          const float (&acc)[kMT][kNT][4]) {
+                                          const Acc<T>& acc) {
   const int64_t plane = g.plan.out_plane();
+  float* out =
+      g.splits == 1 ? g.y : g.partial + t.split * (int64_t{g.plan.batch} * g.plan.c_out * plane);
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+  for (int mt = 0; mt < T::kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int m = t.m0 + warp * kWarpM + 16 * mt + 8 * h + lane / 4;
+      const int m = t.m0 + warp * T::kWarpM + 16 * mt + 8 * h + lane / 4;
       const int64_t at = output_pixel(g.plan, t.cls, m);
       if (at < 0) continue;
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
+      for (int nt = 0; nt < T::kN / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int co = t.n0 + 8 * nt + 2 * (lane % 4) + e;
-          if (co < g.plan.c_out) g.y[at + co * plane] = acc[mt][nt][2 * h + e];
+          if (co < g.plan.c_out) out[at + co * plane] = acc[mt][nt][2 * h + e];
         }
     }
 }
 
-template <int kNT>
-__global__ void __launch_bounds__(kThreads, 2) parity_gemm3d_kernel(const GemmParams g) {
-  using T = Tiles<kNT>;
+// Grid: m_tiles x n_tiles x classes x splits (tile_ids); block kThreads; dynamic shared
+// T::kSmemBytes.
+template <class T>
+__global__ void __launch_bounds__(kThreads, T::kMinBlocks)
+    parity_gemm3d_kernel(const GemmParams g) {
   extern __shared__ __align__(128) float smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const Plan& p = g.plan;
-  const TileIds t = tile_ids(p, T::kN);
-  ASource src[kPixelsPerThread];
+  const TileIds t = tile_ids(g, T::kN, T::kTileM);
+  ASource src[T::kPixelsPerThread];
 #pragma unroll
-  for (int u = 0; u < kPixelsPerThread; ++u) {
-    const int m = t.m0 + static_cast<int>(threadIdx.x) + u * kThreads;
+  for (int u = 0; u < T::kPixelsPerThread; ++u) {
+    const int m = t.m0 + static_cast<int>(threadIdx.x) % T::kTileM + u * kThreads;
     const Pixel px = pixel_of(p, m);
     src[u] = {
         g.x + int64_t{px.n} * p.c_in * p.in_plane(), {px.q[0], px.q[1], px.q[2]}, m < p.m_total};
   }
-  float acc[kMT][kNT][4];
+  const int class_k_tiles = p.class_taps(t.cls) * p.chunks;
+  const int k_first = min(t.split * g.span, class_k_tiles);
+  const int k_tiles = min(class_k_tiles - k_first, g.span);
+  Acc<T> acc;
   tf32x3::mainloop<kStages, T::kStageFloats>(
-      smem, p.class_taps(t.cls) * p.chunks, acc,
-      [&](uint32_t stage, int kt) { load_stage<kNT>(g, t, src, kt, stage); },
-      [&](const float* stage, float(&c)[kMT][kNT][4]) { mma_stage<kNT>(stage, warp, lane, c); });
-  store_acc<kNT>(g, t, warp, lane, acc);
+      smem, k_tiles, acc,
+      [&](uint32_t stage, int kt) { load_stage<T>(g, t, src, k_first + kt, stage); },
+      [&](const float* stage, Acc<T>& c) { mma_stage<T>(stage, warp, lane, c); });
+  store_acc<T>(g, t, warp, lane, acc);
 }
-
-// ---- the custom variant ----
-
-// Runs conv_transpose node `node` (input x_name, weight w_name) as the parity GEMM when the plan
-// applies, else as the generic gather. Channel tiles of 24 when C_out <= 24, else of 32.
-class ParityConvTranspose3d : public Implementation {
- public:
-  ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
-      : node_(node), x_name_(x_name), w_name_(w_name) {}
-  ~ParityConvTranspose3d() override {
-    if (packed_ != nullptr) cudaFree(packed_);
-  }
-
-  Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
-    Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, node_);
-    if (!g.is_ok()) return g.status();
-    geometry_ = g.value();
-    x_ = input_index(p, x_name_);
-    w_ = param_index(p, w_name_);
-    fast_ = false;
-    if (gather::generic_is_faster(geometry_)) return Status::ok();  // the gather is faster here
-    narrow_ = geometry_.out_channels <= Tiles<3>::kN;
-    Result<Plan> plan = plan_parity_gemm(geometry_, narrow_ ? Tiles<3>::kN : Tiles<4>::kN);
-    fast_ = plan.is_ok();
-    if (!fast_) return Status::ok();
-    plan_ = plan.value();
-    KB_CUDA_TRY(cudaMalloc(
-        &packed_, static_cast<size_t>(std::max<int64_t>(plan_.b_floats, 4)) * sizeof(float)));
-    return narrow_ ? allow<3>() : allow<4>();
-  }
-
-  Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    const float* w = args.params[w_].data;
-    if (!fast_) return gather::launch_generic(x, w, args.output.data, geometry_, stream);
-    const int64_t pack_total = int64_t{plan_.classes} * kMaxClassTaps * plan_.k_pad() * plan_.n_pad;
-    const int64_t pack_blocks = std::min<int64_t>((pack_total + 255) / 256, int64_t{1} << 16);
-    pack_weights_kernel<256>
-        <<<static_cast<unsigned>(pack_blocks), 256, 0, stream>>>(w, packed_, plan_);
-    KB_CUDA_TRY(cudaGetLastError());
-    const GemmParams gp{plan_, x, packed_, args.output.data};
-    return narrow_ ? launch<3>(gp, stream) : launch<4>(gp, stream);
-  }
-
- private:
-  template <int kNT>
-  Status allow() {
-    KB_CUDA_TRY(cudaFuncSetAttribute(parity_gemm3d_kernel<kNT>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     Tiles<kNT>::kSmemBytes));
-    KB_CUDA_TRY(cudaFuncSetAttribute(parity_gemm3d_kernel<kNT>,
-                                     cudaFuncAttributePreferredSharedMemoryCarveout,
-                                     cudaSharedmemCarveoutMaxShared));
-    return Status::ok();
-  }
-  template <int kNT>
-  Status launch(const GemmParams& gp, cudaStream_t stream) {
-    const int64_t blocks = plan_.m_tiles * plan_.n_tiles * plan_.classes;
-    parity_gemm3d_kernel<kNT>
-        <<<static_cast<unsigned>(blocks), kThreads, Tiles<kNT>::kSmemBytes, stream>>>(gp);
-    KB_CUDA_TRY(cudaGetLastError());
-    return Status::ok();
-  }
-
-  const char* node_;
-  const char* x_name_;
-  const char* w_name_;
-  gather::ConvTransposeGeometry geometry_;
-  size_t x_ = 0, w_ = 0;
-  bool fast_ = false, narrow_ = false;
-  Plan plan_;
-  float* packed_ = nullptr;
-};
 
 }  // namespace kb::custom::ct3d_gather
