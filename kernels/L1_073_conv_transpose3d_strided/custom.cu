@@ -26,9 +26,11 @@
 // Tiny layers there (the 512-row grid under 2 CTAs per SM) take 128-row tiles, B read from w
 // (no pack launch), and their k-tiles split over CTAs where even that grid is under one wave:
 // N 2, C_in 13, C_out 7, 11 x 5 x 39 measured 0.72x the reference and N 2, C_in 27, C_out 13,
-// 9 x 3 x 29 0.40x on the 512-row tiles (72 / 32 CTAs, latency-bound). Preset `tiny`.
-// UNMEASURED; temporary switch KB_EXP_L1073 = o (old 512-row tiles), t (128-row, no split),
-// n (default: split within one resident wave), s (within two).
+// 9 x 3 x 29 0.40x on the 512-row tiles (72 / 32 CTAs, latency-bound). Preset `tiny`. Measured
+// (session 22, `kb bench L1_073 --dims ... --time-cap 1 --trials 3 --seed 7`, custom us, old ->
+// new): 45 -> 25 at 27 -> 13, 9 x 3 x 29; 29 -> 25 at 13 -> 7, 11 x 5 x 39; 71 -> 25 at N 1, 40 ->
+// 40, 8^3; 46 -> 40 at N 2, 24 -> 24, 12^3; 42 -> 44 at N 4, 8 -> 4, 16^3 (the references 17-54
+// us and noisy from run to run); splits within two waves or none measured no better.
 //
 // Cost model (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620 K; per tap and k8
 // step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts (smem 33% of

@@ -21,7 +21,7 @@
 //    (kernels/cores/conv3d_direct/tf32x3_tile.cuh, D = 1, 32-channel blocks) with TensorEpilogue,
 //    which stores g and writes per-(n, row, column tile, channel) sums; the fold reads them with
 //    width cpg. 3xTF32 is ~fp32 per product (that header); the sums and sigmoid are as below.
-//  - FMA tile (other unit convs that keep a quarter of a block busy): conv_kernel, S tasks below.
+//  - FMA tile (other unit convs that keep 1/16 of a block busy): conv_kernel, S tasks below.
 // S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
 // before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes
 // 2 rows x 4 channels x 8 columns (64 FFMA accumulators, 30 shared loads per 576 FFMA), then t =
@@ -32,7 +32,7 @@
 // a different order (|err| ~1e-7, ~15x after GroupNorm: << 1e-4). N task (n, channel, part of
 // the plane): (g - mean) * rstd * gamma + beta, float4 when aligned.
 // Fallback: other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared
-// memory, or too narrow to keep a quarter of a block busy) run group_kernel when a group, its
+// memory, or too narrow to keep 1/16 of a block busy) run group_kernel when a group, its
 // sample's input and weights fit in 48 KB of shared memory (one launch, a block per (n, group)),
 // else the generic kernels: one thread per output element, parallel statistics (pipeline.cuh),
 // in place.
@@ -673,12 +673,14 @@ class ConvSigmoidGroupNorm final : public Implementation {
     smem_ = smem_bytes(g_);
     // A conv task's block maps quads x col_groups_pad slots to its 256 threads; narrow images
     // with few channels leave most of them idle (C_out 8, Wo 9: 4 working threads of 256, 3.6x
-    // slower than the reference in the shape sweep). Below a quarter of the block, the generic
-    // kernels are faster.
+    // slower than the reference in the shape sweep). Below 1/16 of the block the generic kernels
+    // are faster (N 4, C_in 8, C_out 8, 30 x 30, 8 of 256: 31 against 36 us); above it the tile
+    // (N 53, C_in 2, C_out 8, 91 x 229, 58 of 256: 190 us against the generic path's 462 and
+    // the reference's 408; N 8, C_in 3, C_out 8, 64 x 64, 16 of 256: 33 against 37; session 22).
     const int64_t slots = g_.quads * g_.col_groups_pad;
     const double busy = static_cast<double>(g_.quads * g_.col_groups) /
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
-    fast_ = unit && smem_ <= 100 * 1024 && busy >= 0.25;
+    fast_ = unit && smem_ <= 100 * 1024 && busy >= 1.0 / 16;
     KB_TRY(setup_tensor(unit));
     int64_t parts = g_.s_tasks;
     if (tensor_) parts = std::max(parts, g_.ho * tensor_->params.col_tiles * g_.c_out / g_.groups);

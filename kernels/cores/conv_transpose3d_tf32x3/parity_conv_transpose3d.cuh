@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "common/cuda/cuda_check.h"
@@ -56,21 +55,19 @@ class ParityConvTranspose3d : public Implementation {
     fast_ = small_ = false;
     splits_ = 1, span_ = 1 << 30;
     if (gather::generic_is_faster(geometry_)) return Status::ok();  // the gather is faster here
-    char mode = 'n';
-    if (const char* e = std::getenv("KB_EXP_L1073")) mode = e[0];  // EXPERIMENT o/t/n/s
     narrow_ = geometry_.out_channels <= Tiles<kMainWM, 3>::kN;
     const int n_width = narrow_ ? Tiles<kMainWM, 3>::kN : Tiles<kMainWM, 4>::kN;
     Result<Plan> main = plan_parity_gemm(geometry_, n_width, Tiles<kMainWM, 3>::kTileM);
     if (!main.is_ok()) return Status::ok();
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     const int64_t main_grid = main.value().m_tiles * main.value().n_tiles * main.value().classes;
-    small_ = mode != 'o' && main_grid <= int64_t{Tiles<kMainWM, 3>::kMinBlocks} * sms;
+    small_ = main_grid <= int64_t{Tiles<kMainWM, 3>::kMinBlocks} * sms;
     const Result<Plan> plan =
         small_ ? plan_parity_gemm(geometry_, n_width, Tiles<kSmallWM, 3>::kTileM) : main;
     fast_ = plan.is_ok();
     if (!fast_) return Status::ok();
     plan_ = plan.value();
-    if (small_ && (mode == 'n' || mode == 's')) choose_split(sms, mode == 's' ? 2 : 1);
+    if (small_) choose_split(sms);
     return small_ ? prepare<kSmallWM>() : prepare<kMainWM>();
   }
 
@@ -98,11 +95,11 @@ class ParityConvTranspose3d : public Implementation {
 
  private:
   // splits_ x span_ covers the longest class's k-tiles (8 taps x chunks at k 3, stride 2) with
-  // spans of >= 2 k-tiles, while tiles x splits stays within `waves` resident waves of the
+  // spans of >= 2 k-tiles, while tiles x splits stays within one resident wave of the
   // 128-row kernel. N 2, C_in 27, C_out 13, 9 x 3 x 29: 104 tiles, 16 k-tiles -> 4 x 4.
-  void choose_split(int sms, int waves) {
+  void choose_split(int sms) {
     const int64_t tiles = plan_.m_tiles * plan_.n_tiles * plan_.classes;
-    const int64_t resident = int64_t{waves} * Tiles<kSmallWM, 3>::kMinBlocks * sms;
+    const int64_t resident = int64_t{Tiles<kSmallWM, 3>::kMinBlocks} * sms;
     int k_max = 0;
     for (int c = 0; c < plan_.classes; ++c)
       k_max = std::max(k_max, plan_.class_taps(c) * plan_.chunks);
