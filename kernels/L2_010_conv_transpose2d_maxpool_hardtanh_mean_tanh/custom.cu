@@ -31,9 +31,12 @@
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
 //   narrow (C_out <= 8): one thread per pooled window, 4 x C_out fp32 FMA accumulators, then
-//     finish_kernel. 3x3 with dilation 1 (the problem's geometry): narrow3x3_pool_kernel, the
-//     input patch and weights staged in shared memory per chunk of 8 channels; any other
-//     stride-1 geometry: narrow_conv_pool_kernel, straight from global memory.
+//     finish_kernel. 3x3 with dilation 1 (the problem's geometry): narrow3x3.cuh (16-column
+//     tiles for pooled widths <= 16, input channels split over up to 8 thread groups when the
+//     grid is under a wave, double-buffered chunks, C_out as a template argument); the older
+//     narrow3x3_pool_kernel (8 x 32 pooled positions, chunks of 8 channels staged one at a
+//     time) stays as the A/B switch's old path (KB_EXP_L2010=o); any other stride-1 geometry:
+//     narrow_conv_pool_kernel, straight from global memory.
 //
 // Cost model of the fast path (full preset): 906M mma.sync m16n8k8 (3 per product tile). The
 // im2col version issued ~5 instructions per MMA (split of A and B after every shared load, one
@@ -71,10 +74,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/narrow3x3.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh"
@@ -476,7 +481,15 @@ class ConvPoolMeanTanh final : public Implementation {
     g.dil = dil_, g.pad_h = dil_ * (kh_ - 1) - a_.ph, g.pad_w = dil_ * (kw_ - 1) - a_.pw;
     g.hp = hp_, g.wp = a_.wp;
     patch_narrow_ = kh_ == 3 && kw_ == 3 && dil_ == 1;
-    if (patch_narrow_) {
+    split_narrow_ = patch_narrow_;
+    if (const char* e = std::getenv("KB_EXP_L2010")) split_narrow_ &= e[0] != 'o';  // EXPERIMENT
+    if (split_narrow_) {
+      KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+      split_plan_ = narrow3x3::plan(n_, c_in_, g.c_out, g.h, g.w, g.pad_h, g.pad_w, hp_, a_.wp, sms,
+                                    a_.lo, a_.hi);
+      KB_TRY(narrow3x3::configure(split_plan_));
+      g.tiles = split_plan_.args.tiles;
+    } else if (patch_narrow_) {
       patch_tiles_x_ = (a_.wp + kPatchTileX - 1) / kPatchTileX;
       g.tiles = (hp_ + kPatchTileY - 1) / kPatchTileY * patch_tiles_x_;
     } else {
@@ -497,7 +510,11 @@ class ConvPoolMeanTanh final : public Implementation {
     if (g.tiles > 0 &&
         n_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
       const dim3 grid(static_cast<unsigned>(g.tiles), static_cast<unsigned>(n_));
-      if (patch_narrow_) {
+      if (split_narrow_) {
+        narrow3x3::Args s = split_plan_.args;
+        s.x = g.x, s.weight = g.weight, s.bias = g.bias, s.partial = g.partial;
+        KB_TRY(narrow3x3::launch(s, split_plan_.smem_bytes, n_, stream));
+      } else if (patch_narrow_) {
         narrow3x3_pool_kernel<<<grid, kNarrowThreads, 0, stream>>>(g, patch_tiles_x_);
       } else {
         narrow_conv_pool_kernel<<<grid, kNarrowThreads, 0, stream>>>(g);
@@ -653,18 +670,20 @@ class ConvPoolMeanTanh final : public Implementation {
 
   size_t x_ = 0, weight_ = 0, bias_ = 0;
   int n_ = 0, c_in_ = 0, kh_ = 0, kw_ = 0, dil_ = 1;
-  PoolConvArgs a_{};          // sizes; pointers are filled per call
-  int* taps_ = nullptr;       // (3 K_pad) tap table
-  float* w_t_ = nullptr;      // (C_out, K) flipped weight, rewritten every call
-  float* partial_ = nullptr;  // (N, C_out, col_tiles) or, fast, (N, C_out, tiles_h * tiles_w)
-  int hp_ = 0;                // pooled rows
-  bool fast_ = false;         // 3x3, dilation 1, padding 1: conv3x3_pool_patch.cuh
-  bool narrow_ = false;       // C_out <= 8: narrow_conv_pool_kernel (fp32 FMA)
-  NarrowArgs narrow_args_{};  // narrow path sizes; pointers are filled per call
+  PoolConvArgs a_{};           // sizes; pointers are filled per call
+  int* taps_ = nullptr;        // (3 K_pad) tap table
+  float* w_t_ = nullptr;       // (C_out, K) flipped weight, rewritten every call
+  float* partial_ = nullptr;   // (N, C_out, col_tiles) or, fast, (N, C_out, tiles_h * tiles_w)
+  int hp_ = 0;                 // pooled rows
+  bool fast_ = false;          // 3x3, dilation 1, padding 1: conv3x3_pool_patch.cuh
+  bool narrow_ = false;        // C_out <= 8: narrow_conv_pool_kernel (fp32 FMA)
+  NarrowArgs narrow_args_{};   // narrow path sizes; pointers are filled per call
   bool patch_narrow_ = false;  // narrow and 3x3, dilation 1: narrow3x3_pool_kernel
   int patch_tiles_x_ = 0;      // narrow3x3_pool_kernel's tiles along the pooled width
-  patch::PatchArgs f_{};      // fast path sizes; pointers are filled per call
-  bool wgmma_ = false;        // fast path on wgmma (conv3x3_pool_wgmma.cuh)
+  bool split_narrow_ = false;  // patch_narrow_ on narrow3x3.cuh (channel splits, double-buffered)
+  narrow3x3::Plan split_plan_{};  // its sizes; pointers are filled per call
+  patch::PatchArgs f_{};          // fast path sizes; pointers are filled per call
+  bool wgmma_ = false;            // fast path on wgmma (conv3x3_pool_wgmma.cuh)
   wgp::Conv3x3Wgmma wgmma_plan_;  // its plan: sizes, split weights, launches
   float* w_split_ = nullptr;      // fast, mma.sync: (co_tiles, chunks, kAStageFloats), every call
   unsigned grid_ = 0;             // fast, mma.sync: persistent CTAs
