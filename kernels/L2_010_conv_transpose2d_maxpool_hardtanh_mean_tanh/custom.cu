@@ -33,10 +33,14 @@
 //   narrow (C_out <= 8): one thread per pooled window, 4 x C_out fp32 FMA accumulators, then
 //     finish_kernel. 3x3 with dilation 1 (the problem's geometry): narrow3x3.cuh (16-column
 //     tiles for pooled widths <= 16, input channels split over up to 8 thread groups when the
-//     grid is under a wave, double-buffered chunks, C_out as a template argument); the older
-//     narrow3x3_pool_kernel (8 x 32 pooled positions, chunks of 8 channels staged one at a
-//     time) stays as the A/B switch's old path (KB_EXP_L2010=o); any other stride-1 geometry:
-//     narrow_conv_pool_kernel, straight from global memory.
+//     grid is under a wave, double-buffered chunks, C_out as a template argument) where it
+//     narrows the tile or splits the channels; otherwise the older narrow3x3_pool_kernel (8 x
+//     32 pooled positions, chunks of 8 channels staged one at a time), measured the faster
+//     there; any other stride-1 geometry: narrow_conv_pool_kernel, straight from global memory.
+//     Session 22 (`kb bench L2_010 --dims ... --time-cap 1 --trials 3 --seed 7`, custom us,
+//     narrow3x3_pool_kernel -> narrow3x3.cuh): 56 -> 39 at N 14, C_in 50, C_out 5, 95 x 25
+//     (0.82x -> 1.8-2.3x the reference), 82 -> 25 at N 3, C_in 64, C_out 8, 40 x 40, 33 -> 16
+//     at N 1, C_in 23, C_out 7, 5 x 101, 43 -> 42 at N 128, C_in 16, C_out 4, 64 x 20.
 //
 // Cost model of the fast path (full preset): 906M mma.sync m16n8k8 (3 per product tile). The
 // im2col version issued ~5 instructions per MMA (split of A and B after every shared load, one
@@ -74,7 +78,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "common/cuda/cuda_check.h"
@@ -481,12 +484,17 @@ class ConvPoolMeanTanh final : public Implementation {
     g.dil = dil_, g.pad_h = dil_ * (kh_ - 1) - a_.ph, g.pad_w = dil_ * (kw_ - 1) - a_.pw;
     g.hp = hp_, g.wp = a_.wp;
     patch_narrow_ = kh_ == 3 && kw_ == 3 && dil_ == 1;
-    split_narrow_ = patch_narrow_;
-    if (const char* e = std::getenv("KB_EXP_L2010")) split_narrow_ &= e[0] != 'o';  // EXPERIMENT
-    if (split_narrow_) {
+    split_narrow_ = false;
+    if (patch_narrow_) {
       KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
       split_plan_ = narrow3x3::plan(n_, c_in_, g.c_out, g.h, g.w, g.pad_h, g.pad_w, hp_, a_.wp, sms,
                                     a_.lo, a_.hi);
+      // 32-column tiles without a channel split are narrow3x3_pool_kernel's own work, and it was
+      // the faster there (N 128, C_in 64, C_out 8, 128 x 128: 0.841 against 0.933 ms; N 46,
+      // C_in 44, C_out 2, 83 x 125: 0.126 / 0.124; session 22).
+      split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX;
+    }
+    if (split_narrow_) {
       KB_TRY(narrow3x3::configure(split_plan_));
       g.tiles = split_plan_.args.tiles;
     } else if (patch_narrow_) {

@@ -1,7 +1,7 @@
 // L2_010's narrow 3x3 kernel (C_out <= 8, kernel 3x3, dilation 1, any padding; plain fp32 FMA):
 // conv -> +bias -> 2x2 max pool -> clamp -> per-tile sum, partial: (N, C_out, tiles), then
-// custom.cu's finish_kernel. Replaces custom.cu's narrow3x3_pool_kernel (kept there as the old
-// path of the temporary KB_EXP_L2010 switch).
+// custom.cu's finish_kernel. Runs where plan() narrows the tile or splits the channels; custom.cu's
+// narrow3x3_pool_kernel keeps 32-column tiles without a split (measured faster there).
 //
 // Why: narrow3x3_pool_kernel gives a block 8 x 32 pooled positions and one thread per position
 // for all C_in. At N 14, C_in 50, C_out 5, 95 x 25 (pooled 47 x 12) that is 84 CTAs with 12 of
