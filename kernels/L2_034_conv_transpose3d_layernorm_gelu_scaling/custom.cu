@@ -13,8 +13,8 @@
 // parity (pd, ph, pw) the conv is a dense implicit GEMM, K = 8 C_in (2 taps per axis); 3xTF32 on
 // mma.sync m16n8k8. A CTA owns 128 / kW output rows x both W parities x 64 channels (M = 256,
 // N = 64), kW = W rounded up to 16, 32 or 64 (every W from 13 the layer allows up to 64: C_out =
-// 2W, so C_out <= 128, in channel blocks of 64), so each LayerNorm row (n, co, od, oh) is reduced on
-// the accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
+// 2W, so C_out <= 128, in channel blocks of 64), so each LayerNorm row (n, co, od, oh) is reduced
+// on the accumulators (shuffles + one shared exchange between the two W-parity warps, two passes),
 // then gamma/beta, gelu and scale, one store. A is read straight from an x slab in shared memory
 // (no im2col duplication): 16-byte copies of whole x rows when W % 4 == 0 and x is 16-byte
 // aligned, else 4-byte copies; B (weights re-packed per call) streams through the cp.async

@@ -26,18 +26,19 @@
 // 2.840 ms in docs/bench-h200-2026-12-02b.json (49 TFLOP/s, 1.36x the floor): under the
 // 3.34 ms goal.
 //
-// Accuracy: the conv in 3xTF32 ~ fp32 (K = 256 kept in the MMA accumulator, which truncates
-// each step); the epilogue is the reference's op order ((y + b) + 0.5, a NaN-propagating min,
-// gelu by A&S's erf, kernels/cores/gelu.cuh, <= 5e-7 from gelu for v <= 0, * 2; session
+// Accuracy: the conv in 3xTF32 ~ fp32, its accumulation promoted per k8 step (GeluEpilogue::
+// kPromoted, parity_gemm.cuh; until session 22 K = 256 stayed in the MMA accumulator, which
+// truncates each step); the epilogue is the reference's op order ((y + b) + 0.5, a NaN-propagating
+// min, gelu by A&S's erf, kernels/cores/gelu.cuh, <= 5e-7 from gelu for v <= 0, * 2; session
 // 15: 2.850 -> 2.756 ms, max |err| 1.68e-6 -> 1.69e-6). Only the ~164 outputs with conv + 0.5 < 0
 // are non-zero (the check's weakest point, docs/problems.md#l2_093); they pass through gelu with
 // slope <= 1.2 after the x2. No statistics. Measured max |err| 1.7e-6 at the full preset (bench
 // 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs the golden
 // model): shift (x + 100) 0.063x the tolerance (reference 0.010x), scale (x 1000) 0.60x (0.095x),
-// centered 0.004x (0.0002x): pass; other seeds reached 1.5-3.9x under scale, some `fragile`
-// (docs/kernels.md, docs/problems.md#l2_093), likely the accumulator truncation that L1_070's
-// per-tap promotion cured (not measured separately here). That promotion spilled and cost
-// 24-44% in this core (branch accum-promote): not taken.
+// centered 0.004x (0.0002x): pass; other seeds reached 1.2-3.9x under scale, `fragile` at seed 5
+// (1.67x, the reference 0.12x). Promoted (session 22): 0.06-0.68x under scale over seeds 5-13,
+// at 3.06 ms instead of 2.76 (16 bytes of spills at the 2-CTA register cap; other forms of the
+// promotion measured 3.07-3.56 ms, parity_gemm.cuh); kernelbench22 3.031 ms, goal 3.34.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -568,8 +568,7 @@ class VisionAttention final : public Implementation {
   Status plan_epilogue() {
     const int embed = static_cast<int>(embed_);
     const int64_t grid32 = batch_ * ((len_ + kEpiTok - 1) / kEpiTok);
-    epi_small_ = grid32 < sms_ && embed % 4 == 0 &&
-                 epilogue_small_smem_bytes(embed) <= 227 * 1024;
+    epi_small_ = grid32 < sms_ && embed % 4 == 0 && epilogue_small_smem_bytes(embed) <= 227 * 1024;
     epi_smem_ = epi_small_ ? epilogue_small_smem_bytes(embed) : epilogue_smem_bytes(embed);
     if (epi_smem_ > 227 * 1024)
       return Status::failed_precondition("L3_031 custom: E too large for the epilogue tile");

@@ -305,7 +305,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   float acc[4][4][4];
   tf32x3::mainloop<kStages, kStageFloats>(
       smem, p.plan.k_tiles, acc, [&](uint32_t stage, int) { load_stage(p, loader, stage); },
-      [&](const float* stage, float(&c)[4][4][4]) { mma_stage<promoted<Epilogue>()>(stage, a_base, b_base, c); });
+      [&](const float* stage, float(&c)[4][4][4]) {
+        mma_stage<promoted<Epilogue>()>(stage, a_base, b_base, c);
+      });
   __syncthreads();  // every warp is done with the stages: they become the C tile
   stash_tile(smem, warp_m, warp_n, lane, acc);
   __syncthreads();
