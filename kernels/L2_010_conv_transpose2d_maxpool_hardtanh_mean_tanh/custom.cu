@@ -378,18 +378,7 @@ __global__ void __launch_bounds__(kNarrowThreads)
 #pragma unroll
       for (int co = 0; co < kNarrowCo; ++co) {
         if (co >= a.c_out) break;
-        const float4 w0 = *reinterpret_cast<const float4*>(&ws[ci][co][0]);
-        const float4 w1 = *reinterpret_cast<const float4*>(&ws[ci][co][4]);
-        const float w2 = ws[ci][co][8];
-        const float wv[9] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w, w2};
-#pragma unroll
-        for (int ky = 0; ky < 3; ++ky)
-#pragma unroll
-          for (int kx = 0; kx < 3; ++kx)
-#pragma unroll
-            for (int q = 0; q < 4; ++q)  // window output (q / 2, q % 2) reads row q/2 + 2 - ky
-              acc[q][co] =
-                  fmaf(xv[(q >> 1) + 2 - ky][(q & 1) + 2 - kx], wv[ky * 3 + kx], acc[q][co]);
+        narrow3x3::window_taps(xv, &ws[ci][co][0], co, acc);
       }
     }
   }

@@ -134,6 +134,23 @@ __device__ __forceinline__ void stage_chunk(const Args& a, float* st, const floa
   __pipeline_commit();
 }
 
+// acc[q][co] += the 9 taps w[0..8] (16-byte aligned) of one input channel for window output
+// (q / 2, q % 2), from the thread's 4 x 4 input window xv; also custom.cu's narrow3x3_pool_kernel.
+template <int kCo>
+__device__ __forceinline__ void window_taps(const float (&xv)[4][4], const float* w, int co,
+                                            float (&acc)[4][kCo]) {
+  const float4 w0 = *reinterpret_cast<const float4*>(w);
+  const float4 w1 = *reinterpret_cast<const float4*>(w + 4);
+  const float wv[9] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w, w[8]};
+#pragma unroll
+  for (int ky = 0; ky < 3; ++ky)
+#pragma unroll
+    for (int kx = 0; kx < 3; ++kx)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)  // window output (q / 2, q % 2) reads row q/2 + 2 - ky
+        acc[q][co] = fmaf(xv[(q >> 1) + 2 - ky][(q & 1) + 2 - kx], wv[ky * 3 + kx], acc[q][co]);
+}
+
 // acc[q][co] += the 9 taps of channel ci (of the stage st) for window output (q / 2, q % 2) of
 // the thread's pooled position (ty, tx); patch rows 2 ty .. 2 ty + 3, columns 2 tx .. 2 tx + 3.
 template <int kCo>
@@ -149,19 +166,7 @@ __device__ __forceinline__ void accumulate(const Args& a, const float* st, int c
     xv[r][0] = lo.x, xv[r][1] = lo.y, xv[r][2] = hi.x, xv[r][3] = hi.y;
   }
 #pragma unroll
-  for (int co = 0; co < kCo; ++co) {
-    const float4 w0 = *reinterpret_cast<const float4*>(wp + co * kWeightStride);
-    const float4 w1 = *reinterpret_cast<const float4*>(wp + co * kWeightStride + 4);
-    const float w2 = wp[co * kWeightStride + 8];
-    const float wv[9] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w, w2};
-#pragma unroll
-    for (int ky = 0; ky < 3; ++ky)
-#pragma unroll
-      for (int kx = 0; kx < 3; ++kx)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)  // window output (q / 2, q % 2) reads row q/2 + 2 - ky
-          acc[q][co] = fmaf(xv[(q >> 1) + 2 - ky][(q & 1) + 2 - kx], wv[ky * 3 + kx], acc[q][co]);
-  }
+  for (int co = 0; co < kCo; ++co) window_taps(xv, wp + co * kWeightStride, co, acc);
 }
 
 // Groups 1..S-1 hand their partial conv outputs to group 0 through red: (S-1, 4 kCo, positions);

@@ -39,6 +39,19 @@ struct EpilogueArgs {
   float eps;
 };
 
+// One warp's LayerNorm statistics of the token row y (E values): two passes (mean, then the
+// centred sum of squares: a shift of x costs no digits), biased variance as LayerNorm, 1 / sqrtf.
+__device__ __forceinline__ void row_stats(const float* y, int lane, const EpilogueArgs& a,
+                                          float& mean, float& rstd) {
+  float s = 0.f;
+  for (int c = lane; c < a.embed; c += 32) s += y[c];
+  const float mu = warp_sum(s) / a.embed;
+  float s2 = 0.f;
+  for (int c = lane; c < a.embed; c += 32) s2 = fmaf(y[c] - mu, y[c] - mu, s2);
+  const float var = warp_sum(s2) / a.embed;
+  if (lane == 0) mean = mu, rstd = 1.f / sqrtf(var + a.eps);
+}
+
 // ---- 32 tokens per CTA ----
 
 constexpr int kEpiTok = 32;
@@ -84,16 +97,8 @@ __global__ void __launch_bounds__(kEpiThreads) out_proj_layernorm_kernel(const E
         ys[lane * stride + c0 + u] = acc[u] + (l < a.len ? x[int64_t{c0 + u} * a.len + l] : 0.f);
   }
   __syncthreads();
-  for (int tok = warp; tok < kEpiTok; tok += kEpiWarps) {  // two-pass statistics
-    const float* y = ys + tok * stride;
-    float s = 0.f;
-    for (int c = lane; c < a.embed; c += 32) s += y[c];
-    const float mu = warp_sum(s) / a.embed;
-    float s2 = 0.f;
-    for (int c = lane; c < a.embed; c += 32) s2 = fmaf(y[c] - mu, y[c] - mu, s2);
-    const float var = warp_sum(s2) / a.embed;  // biased, as LayerNorm
-    if (lane == 0) mean[tok] = mu, rstd[tok] = 1.f / sqrtf(var + a.eps);
-  }
+  for (int tok = warp; tok < kEpiTok; tok += kEpiWarps)
+    row_stats(ys + tok * stride, lane, a, mean[tok], rstd[tok]);
   __syncthreads();
   if (l >= a.len) return;
   float* out = a.out + int64_t{n} * a.embed * a.len + l;
@@ -184,16 +189,7 @@ __global__ void __launch_bounds__(kEpiThreads)
     load_pass();
   }
   __syncthreads();
-  {  // two-pass statistics, warp = token
-    const float* y = ys + warp * stride;
-    float s = 0.f;
-    for (int c = lane; c < a.embed; c += 32) s += y[c];
-    const float mu = warp_sum(s) / a.embed;
-    float s2 = 0.f;
-    for (int c = lane; c < a.embed; c += 32) s2 = fmaf(y[c] - mu, y[c] - mu, s2);
-    const float var = warp_sum(s2) / a.embed;  // biased, as LayerNorm
-    if (lane == 0) mean[warp] = mu, rstd[warp] = 1.f / sqrtf(var + a.eps);
-  }
+  row_stats(ys + warp * stride, lane, a, mean[warp], rstd[warp]);  // warp = token
   __syncthreads();
   float* out = a.out + int64_t{n} * a.embed * a.len + l0;
   for (int i = threadIdx.x; i < kEpiSmallTok * a.embed; i += kEpiThreads) {  // 32-byte runs of l
