@@ -3,7 +3,8 @@
 // under kernels/cores/conv_transpose*) fall back on. Included by .cu files and device headers.
 //
 //   - ConvTransposeGeometry: a conv_transpose graph node's sizes and attributes, read from the
-//     ProblemInstance and padded to 3 spatial dims (unit dims first);
+//     ProblemInstance and padded to 3 spatial dims (unit dims first); ConvTransposeNode: that node
+//     with its x and w's indices in ImplArgs, as the custom variants bind it at setup;
 //   - the gather form of one axis: output o receives kernel tap t from input i = (o + p - t*d) / s
 //     when s divides o + p - t*d and 0 <= i < in. Writing o + p = q*s + r (the "phase" r), tap t
 //     lands on phase (t*d) mod s at input q - floor(t*d / s): each phase is a dense correlation;
@@ -336,6 +337,32 @@ inline Status launch_generic(const float* x, const float* w, float* y,
                 dim3(static_cast<unsigned>(std::min(blocks, kGenericMaxBlocks))), kGenericThreads,
                 0, stream, x, w, y, g, split);
 }
+
+// ---- The node a custom variant runs ----
+
+// A custom variant's conv_transpose node `name` (input x_name, weight w_name) as bind() reads it
+// at setup: its geometry and where run() finds x and w in ImplArgs. Shared by every custom
+// variant that runs one such node (RowGatherConvTranspose, TensorRowConvTranspose,
+// ../conv_transpose3d_tf32x3's ParityConvTranspose3d's). The names are borrowed (string
+// literals in practice) and must outlive it.
+struct ConvTransposeNode {
+  const char* name;    // the graph node
+  const char* x_name;  // its input x (N, C_in, *S): an input of the problem
+  const char* w_name;  // its weight w (C_in, C_out / groups, *K): a parameter
+  ConvTransposeGeometry geometry{};
+  size_t x = 0, w = 0;  // input_index(x_name), param_index(w_name)
+
+  // Reads geometry, x and w. A node that is missing or that read_conv_transpose rejects: its
+  // error, and nothing changed.
+  Status bind(const ProblemInstance& p) {
+    KB_ASSIGN_OR_RETURN(geometry, read_conv_transpose(p, name));
+    x = input_index(p, x_name);
+    w = param_index(p, w_name);
+    return Status::ok();
+  }
+  const float* input(const ImplArgs& args) const { return args.inputs[x].data; }
+  const float* weight(const ImplArgs& args) const { return args.params[w].data; }
+};
 
 // ---- The 2-D row gather (fast path) ----
 //
@@ -727,27 +754,23 @@ template <int kKw, int kSw, int kDw>
 class RowGatherConvTranspose : public Implementation {
  public:
   RowGatherConvTranspose(const char* node, const char* x_name, const char* w_name)
-      : node_(node), x_name_(x_name), w_name_(w_name) {}
+      : node_{node, x_name, w_name} {}
   RowGatherConvTranspose(const RowGatherConvTranspose&) = delete;
   RowGatherConvTranspose& operator=(const RowGatherConvTranspose&) = delete;
   ~RowGatherConvTranspose() override { KB_CUDA_WARN(cudaFree(prepared_w_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
-    Result<ConvTransposeGeometry> g = read_conv_transpose(p, node_);
-    if (!g.is_ok()) return g.status();
-    geometry_ = g.value();
-    x_ = input_index(p, x_name_);
-    w_ = param_index(p, w_name_);
+    KB_TRY(node_.bind(p));
     Result<int> max_smem = cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     if (!max_smem.is_ok()) return max_smem.status();
     Result<RowGatherPlan> plan =
-        plan_row_gather<kKw, kSw, kDw, RowThreadTile>(geometry_, max_smem.value());
+        plan_row_gather<kKw, kSw, kDw, RowThreadTile>(node_.geometry, max_smem.value());
     // Rows of a few column positions leave most of a block's threads idle behind its staging
     // latency: in a small layer the generic gather is faster there (the sweep measured L1_075 at
     // 0.67x the reference at 11 x 28 x 59 x 7, 7 positions, and 1.5x on the generic gather).
     // With rows of 19-55 positions (L1_081, N = 1) the row gather stayed the faster one.
-    fast_ =
-        plan.is_ok() && !(generic_is_faster(geometry_) && plan.value().params.q_count < kNarrowRow);
+    fast_ = plan.is_ok() &&
+            !(generic_is_faster(node_.geometry) && plan.value().params.q_count < kNarrowRow);
     if (!fast_) return Status::ok();
     plan_ = plan.value();
     KB_CUDA_TRY(cudaFree(prepared_w_));
@@ -757,9 +780,9 @@ class RowGatherConvTranspose : public Implementation {
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    const float* w = args.params[w_].data;
-    if (!fast_) return launch_generic(x, w, args.output.data, geometry_, stream);
+    const float* x = node_.input(args);
+    const float* w = node_.weight(args);
+    if (!fast_) return launch_generic(x, w, args.output.data, node_.geometry, stream);
     RowGatherParams p = plan_.params;
     p.x = x, p.w = prepared_w_, p.y = args.output.data;
     p.x_vec = p.x_vec && reinterpret_cast<uintptr_t>(x) % 16 == 0;
@@ -772,11 +795,7 @@ class RowGatherConvTranspose : public Implementation {
   }
 
  private:
-  const char* node_;
-  const char* x_name_;
-  const char* w_name_;
-  ConvTransposeGeometry geometry_;
-  size_t x_ = 0, w_ = 0;
+  ConvTransposeNode node_;
   bool fast_ = false;
   RowGatherPlan plan_;
   float* prepared_w_ = nullptr;  // owned: plan_.weight_floats, prepare_row_weights_kernel's layout

@@ -357,25 +357,22 @@ template <int kKw, int kSw, int kDw>
 class TensorRowConvTranspose : public Implementation {
  public:
   TensorRowConvTranspose(const char* node, const char* x_name, const char* w_name)
-      : node_(node), x_name_(x_name), w_name_(w_name), fallback_(node, x_name, w_name) {}
+      : node_{node, x_name, w_name}, fallback_(node, x_name, w_name) {}
   TensorRowConvTranspose(const TensorRowConvTranspose&) = delete;
   TensorRowConvTranspose& operator=(const TensorRowConvTranspose&) = delete;
   ~TensorRowConvTranspose() override { KB_CUDA_WARN(cudaFree(prepared_w_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
-    Result<ConvTransposeGeometry> g = read_conv_transpose(p, node_);
-    if (!g.is_ok()) return g.status();
-    x_ = input_index(p, x_name_);
-    w_ = param_index(p, w_name_);
+    KB_TRY(node_.bind(p));
     KB_ASSIGN_OR_RETURN(const int max_smem,
                         cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
-    Result<TensorRowPlan> plan = plan_tensor_rows<kKw, kSw, kDw>(g.value(), max_smem);
+    Result<TensorRowPlan> plan = plan_tensor_rows<kKw, kSw, kDw>(node_.geometry, max_smem);
     // A small layer (<= 8 M multiply-adds) runs as the row gather decides (FFMA rows, or the
     // generic gather for narrow rows), as measured before: with the tensor rows at every size
     // the shape sweep missed its goal on L1_075 (session 16; its per-shape table did not come
     // back), and the one small sweep shape they took, 5 x 4 x 13 x 89 (1.0 M multiply-adds),
     // keeps 1 of a step's 8 input and 3 of a tile's 16 output channels busy.
-    tensor_ = plan.is_ok() && !generic_is_faster(g.value());
+    tensor_ = plan.is_ok() && !generic_is_faster(node_.geometry);
     if (!tensor_) return fallback_.setup(p, stream);
     plan_ = plan.value();
     KB_CUDA_TRY(cudaFree(prepared_w_));
@@ -389,14 +386,14 @@ class TensorRowConvTranspose : public Implementation {
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     if (!tensor_) return fallback_.run(args, stream);
-    const float* x = args.inputs[x_].data;
+    const float* x = node_.input(args);
     TensorRowParams tp = plan_.params;
     tp.rows.x = x, tp.rows.w = prepared_w_, tp.rows.y = args.output.data;
     tp.rows.x_vec = tp.rows.x_vec && reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const int64_t prep_blocks = (plan_.weight_floats + kGenericThreads - 1) / kGenericThreads;
     KB_TRY(launch(prepare_tensor_weights_kernel<kKw>,
                   dim3(static_cast<unsigned>(std::min(prep_blocks, kGenericMaxBlocks))),
-                  kGenericThreads, 0, stream, args.params[w_].data, prepared_w_, tp));
+                  kGenericThreads, 0, stream, node_.weight(args), prepared_w_, tp));
     return launch(kernel(plan_.lead), plan_.grid, kRowThreads, plan_.smem_bytes, stream, tp);
   }
 
@@ -409,11 +406,8 @@ class TensorRowConvTranspose : public Implementation {
     return kKernels[lead];
   }
 
-  const char* node_;
-  const char* x_name_;
-  const char* w_name_;
+  ConvTransposeNode node_;
   RowGatherConvTranspose<kKw, kSw, kDw> fallback_;
-  size_t x_ = 0, w_ = 0;
   bool tensor_ = false;
   TensorRowPlan plan_;
   float* prepared_w_ = nullptr;  // owned: plan_.weight_floats, prepare_tensor_weights's layout
