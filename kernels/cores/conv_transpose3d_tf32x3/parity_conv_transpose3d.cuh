@@ -38,7 +38,7 @@ namespace kb::custom::ct3d_gather {
 class ParityConvTranspose3d : public Implementation {
  public:
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
-      : node_(node), x_name_(x_name), w_name_(w_name) {}
+      : node_{node, x_name, w_name} {}
   ParityConvTranspose3d(const ParityConvTranspose3d&) = delete;
   ParityConvTranspose3d& operator=(const ParityConvTranspose3d&) = delete;
   ~ParityConvTranspose3d() override {
@@ -47,23 +47,20 @@ class ParityConvTranspose3d : public Implementation {
   }
 
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
-    Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, node_);
-    if (!g.is_ok()) return g.status();
-    geometry_ = g.value();
-    x_ = input_index(p, x_name_);
-    w_ = param_index(p, w_name_);
+    KB_TRY(node_.bind(p));
     fast_ = small_ = false;
     splits_ = 1, span_ = 1 << 30;
-    if (gather::generic_is_faster(geometry_)) return Status::ok();  // the gather is faster here
-    narrow_ = geometry_.out_channels <= Tiles<kMainWM, 3>::kN;
+    // The generic gather is faster here (run() takes it while fast_ is false).
+    if (gather::generic_is_faster(node_.geometry)) return Status::ok();
+    narrow_ = node_.geometry.out_channels <= Tiles<kMainWM, 3>::kN;
     const int n_width = narrow_ ? Tiles<kMainWM, 3>::kN : Tiles<kMainWM, 4>::kN;
-    Result<Plan> main = plan_parity_gemm(geometry_, n_width, Tiles<kMainWM, 3>::kTileM);
+    Result<Plan> main = plan_parity_gemm(node_.geometry, n_width, Tiles<kMainWM, 3>::kTileM);
     if (!main.is_ok()) return Status::ok();
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     const int64_t main_grid = main.value().m_tiles * main.value().n_tiles * main.value().classes;
     small_ = main_grid <= int64_t{Tiles<kMainWM, 3>::kMinBlocks} * sms;
     const Result<Plan> plan =
-        small_ ? plan_parity_gemm(geometry_, n_width, Tiles<kSmallWM, 3>::kTileM) : main;
+        small_ ? plan_parity_gemm(node_.geometry, n_width, Tiles<kSmallWM, 3>::kTileM) : main;
     fast_ = plan.is_ok();
     if (!fast_) return Status::ok();
     plan_ = plan.value();
@@ -72,16 +69,16 @@ class ParityConvTranspose3d : public Implementation {
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    const float* w = args.params[w_].data;
-    if (!fast_) return gather::launch_generic(x, w, args.output.data, geometry_, stream);
+    const float* x = node_.input(args);
+    const float* w = node_.weight(args);
+    if (!fast_) return gather::launch_generic(x, w, args.output.data, node_.geometry, stream);
     if (small_) {
       GemmParams gp{plan_, x, w, args.output.data};
       gp.splits = splits_, gp.span = span_, gp.partial = partial_;
       const Status launched =
           narrow_ ? launch<kSmallWM, 3>(gp, stream) : launch<kSmallWM, 4>(gp, stream);
       if (!launched.is_ok() || splits_ == 1) return launched;
-      return split_sum::launch_split_sum(partial_, args.output.data, geometry_.output_numel(),
+      return split_sum::launch_split_sum(partial_, args.output.data, node_.geometry.output_numel(),
                                          splits_, stream);
     }
     const int64_t pack_total = int64_t{plan_.classes} * kMaxClassTaps * plan_.k_pad() * plan_.n_pad;
@@ -113,7 +110,7 @@ class ParityConvTranspose3d : public Implementation {
   Status prepare() {
     if (splits_ > 1)
       KB_CUDA_TRY(cudaMalloc(&partial_, sizeof(float) * static_cast<size_t>(splits_) *
-                                            static_cast<size_t>(geometry_.output_numel())));
+                                            static_cast<size_t>(node_.geometry.output_numel())));
     if (!small_)
       KB_CUDA_TRY(cudaMalloc(
           &packed_, static_cast<size_t>(std::max<int64_t>(plan_.b_floats, 4)) * sizeof(float)));
@@ -137,11 +134,7 @@ class ParityConvTranspose3d : public Implementation {
     return Status::ok();
   }
 
-  const char* node_;
-  const char* x_name_;
-  const char* w_name_;
-  gather::ConvTransposeGeometry geometry_;
-  size_t x_ = 0, w_ = 0;
+  gather::ConvTransposeNode node_;
   bool fast_ = false, narrow_ = false, small_ = false;
   Plan plan_;
   int splits_ = 1, span_ = 1 << 30;  // GemmParams::splits / span

@@ -303,24 +303,21 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
 class ParityConvTranspose3d : public Implementation {
  public:
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
-      : node_(node), x_name_(x_name), w_name_(w_name) {}
+      : node_{node, x_name, w_name} {}
   ~ParityConvTranspose3d() override {
     KB_CUDA_WARN(cudaFree(w_split_));
     KB_CUDA_WARN(cudaFree(partial_));
   }
 
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
-    Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, node_);
-    if (!g.is_ok()) return g.status();
-    geometry_ = g.value();
-    x_ = input_index(p, x_name_);
-    w_ = param_index(p, w_name_);
+    KB_TRY(node_.bind(p));
     fast_ = false;
-    narrow_ = geometry_.out_channels <= 8 * kNarrowTiles;
+    narrow_ = node_.geometry.out_channels <= 8 * kNarrowTiles;
     const double waste =
-        gather::tile_waste(geometry_, 8 * (narrow_ ? kNarrowTiles : kWideTiles), kChunk);
-    if (gather::generic_is_faster(geometry_, waste)) return Status::ok();  // the gather is faster
-    Result<Plan> plan = plan_patch_gemm(geometry_, narrow_ ? kNarrowTiles : kWideTiles);
+        gather::tile_waste(node_.geometry, 8 * (narrow_ ? kNarrowTiles : kWideTiles), kChunk);
+    // The generic gather is faster (run() takes it while fast_ is false).
+    if (gather::generic_is_faster(node_.geometry, waste)) return Status::ok();
+    Result<Plan> plan = plan_patch_gemm(node_.geometry, narrow_ ? kNarrowTiles : kWideTiles);
     fast_ = plan.is_ok();
     if (!fast_) return Status::ok();
     plan_ = plan.value();
@@ -333,15 +330,15 @@ class ParityConvTranspose3d : public Implementation {
     plan_splits();
     if (splits_ > 1) {
       KB_CUDA_TRY(cudaMalloc(&partial_, sizeof(float) * static_cast<size_t>(splits_) *
-                                            static_cast<size_t>(geometry_.output_numel())));
+                                            static_cast<size_t>(node_.geometry.output_numel())));
     }
     return narrow_ ? allow<kNarrowTiles>(smem_optin) : allow<kWideTiles>(smem_optin);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    const float* w = args.params[w_].data;
-    if (!fast_) return gather::launch_generic(x, w, args.output.data, geometry_, stream);
+    const float* x = node_.input(args);
+    const float* w = node_.weight(args);
+    if (!fast_) return gather::launch_generic(x, w, args.output.data, node_.geometry, stream);
     constexpr int kBlock = 256;
     const int64_t blocks = std::min<int64_t>((plan_.w_floats + kBlock - 1) / kBlock, 1 << 16);
     split_weights_kernel<kBlock>
@@ -352,7 +349,7 @@ class ParityConvTranspose3d : public Implementation {
     gp.partial = partial_;
     KB_TRY(narrow_ ? launch<kNarrowTiles>(gp, stream) : launch<kWideTiles>(gp, stream));
     if (splits_ == 1) return Status::ok();
-    return split_sum::launch_split_sum(partial_, args.output.data, geometry_.output_numel(),
+    return split_sum::launch_split_sum(partial_, args.output.data, node_.geometry.output_numel(),
                                        splits_, stream);
   }
 
@@ -399,11 +396,7 @@ class ParityConvTranspose3d : public Implementation {
     return Status::ok();
   }
 
-  const char* node_;
-  const char* x_name_;
-  const char* w_name_;
-  gather::ConvTransposeGeometry geometry_;
-  size_t x_ = 0, w_ = 0;
+  gather::ConvTransposeNode node_;
   bool fast_ = false, narrow_ = false;
   int sms_ = 1;
   int splits_ = 1;  // units per tile (plan_splits): chunk splits x tap splits
