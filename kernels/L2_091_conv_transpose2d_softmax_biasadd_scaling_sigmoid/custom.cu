@@ -212,21 +212,17 @@ class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
   ~ConvTransposeSoftmaxBiasSigmoid() override { KB_CUDA_WARN(cudaFree(workspace_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
-    Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose");
-    if (!g.is_ok()) return g.status();
-    geometry_ = g.value();
+    KB_TRY(conv_.bind(p));
     const int64_t dim = p.int_attr("softmax", "dim");
     if (dim != 1 && dim != 1 - static_cast<int64_t>(p.shape_of("y").size()))
       return Status::failed_precondition("L2_091 custom: softmax must run over the channels");
-    x_ = input_index(p, "x");
-    w_ = param_index(p, "conv_transpose.weight");
     conv_bias_ = param_index(p, "conv_transpose.bias");
     bias_ = param_index(p, "bias");
     tail_ = {nullptr, nullptr, static_cast<float>(p.number("scale", "value"))};
-    Result<pg::ParityPlan> plan = pg::plan_parity_gemm(geometry_, /*max_c_out=*/pg::kTile);
+    Result<pg::ParityPlan> plan = pg::plan_parity_gemm(conv_.geometry, /*max_c_out=*/pg::kTile);
     fast_ = plan.is_ok();
     if (!fast_) {  // y of the generic gather
-      KB_CUDA_TRY(cudaMalloc(&workspace_, geometry_.output_numel() * sizeof(float)));
+      KB_CUDA_TRY(cudaMalloc(&workspace_, conv_.geometry.output_numel() * sizeof(float)));
       return Status::ok();
     }
     plan_ = plan.value();
@@ -247,12 +243,12 @@ class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    const float* w = args.params[w_].data;
+    const float* x = conv_.input(args);
+    const float* w = conv_.weight(args);
     SigmoidTail e = tail_;
     e.conv_bias = args.params[conv_bias_].data;
     e.bias = args.params[bias_].data;
-    if (geometry_.output_numel() == 0) return Status::ok();
+    if (conv_.geometry.output_numel() == 0) return Status::ok();
     if (fast_) {
       const pg::GemmParams params{plan_, x, nullptr, args.output.data};
       return with_channel_tile(tile_, [&](auto n) {
@@ -264,21 +260,21 @@ class ConvTransposeSoftmaxBiasSigmoid final : public Implementation {
           return pg::launch_narrow_gemm<kN>(params, w, workspace_, epilogue, stream);
       });
     }
-    KB_TRY(gather::launch_generic(x, w, workspace_, geometry_, stream));
-    const int64_t plane = geometry_.out[0] * geometry_.out[1] * geometry_.out[2];
-    const int64_t pixels = geometry_.batch * plane;
+    KB_TRY(gather::launch_generic(x, w, workspace_, conv_.geometry, stream));
+    const int64_t plane = conv_.geometry.out[0] * conv_.geometry.out[1] * conv_.geometry.out[2];
+    const int64_t pixels = conv_.geometry.batch * plane;
     const int64_t blocks = std::min<int64_t>((pixels + 255) / 256, int64_t{1} << 20);
     fallback_softmax_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
-        workspace_, args.output.data, e, pixels, plane, geometry_.out_channels);
+        workspace_, args.output.data, e, pixels, plane, conv_.geometry.out_channels);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
 
  private:
-  gather::ConvTransposeGeometry geometry_;
+  gather::ConvTransposeNode conv_{"conv_transpose", "x", "conv_transpose.weight"};
   pg::ParityPlan plan_;
   SigmoidTail tail_{};
-  size_t x_ = 0, w_ = 0, conv_bias_ = 0, bias_ = 0;
+  size_t conv_bias_ = 0, bias_ = 0;
   bool fast_ = false;
   int tile_ = pg::kTile;        // channel tile of the GEMM (channel_tile)
   float* workspace_ = nullptr;  // owned: packed weights (fast) or y (fallback)

@@ -86,52 +86,48 @@ class ConvTransposeAddMinGeluScale final : public Implementation {
   ~ConvTransposeAddMinGeluScale() override { KB_CUDA_WARN(cudaFree(workspace_)); }
 
   Status setup(const ProblemInstance& p, cudaStream_t) override {
-    Result<gather::ConvTransposeGeometry> g = gather::read_conv_transpose(p, "conv_transpose");
-    if (!g.is_ok()) return g.status();
-    geometry_ = g.value();
-    x_ = input_index(p, "x");
-    w_ = param_index(p, "conv_transpose.weight");
+    KB_TRY(conv_.bind(p));
     b_ = param_index(p, "conv_transpose.bias");
     epilogue_ = {nullptr, static_cast<float>(p.number("add", "value")),
                  static_cast<float>(p.number("min", "value")),
                  static_cast<float>(p.number("multiply", "value"))};
-    Result<pg::ParityPlan> plan = pg::plan_parity_gemm(geometry_, INT64_MAX);
+    Result<pg::ParityPlan> plan = pg::plan_parity_gemm(conv_.geometry, INT64_MAX);
     fast_ = plan.is_ok();
     if (fast_) {
       plan_ = plan.value();
       KB_TRY(pg::prepare_parity_gemm<GeluEpilogue>());
       KB_CUDA_TRY(cudaMalloc(&workspace_, pg::packed_weight_floats(plan_) * sizeof(float)));
     } else {  // y of the generic gather
-      KB_CUDA_TRY(cudaMalloc(&workspace_, geometry_.output_numel() * sizeof(float)));
+      KB_CUDA_TRY(cudaMalloc(&workspace_, conv_.geometry.output_numel() * sizeof(float)));
     }
     return Status::ok();
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    const float* x = args.inputs[x_].data;
-    const float* w = args.params[w_].data;
+    const float* x = conv_.input(args);
+    const float* w = conv_.weight(args);
     GeluEpilogue e = epilogue_;
     e.conv_bias = args.params[b_].data;
-    const int64_t total = geometry_.output_numel();
+    const int64_t total = conv_.geometry.output_numel();
     if (total == 0) return Status::ok();
     if (fast_) {
       const pg::GemmParams params{plan_, x, nullptr, args.output.data};
       return pg::launch_parity_gemm(params, w, workspace_, e, stream);
     }
-    KB_TRY(gather::launch_generic(x, w, workspace_, geometry_, stream));
-    const int64_t plane = geometry_.out[0] * geometry_.out[1] * geometry_.out[2];
+    KB_TRY(gather::launch_generic(x, w, workspace_, conv_.geometry, stream));
+    const int64_t plane = conv_.geometry.out[0] * conv_.geometry.out[1] * conv_.geometry.out[2];
     const int64_t blocks = std::min<int64_t>((total + 255) / 256, int64_t{1} << 20);
     fallback_epilogue_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
-        workspace_, args.output.data, e, total, plane, geometry_.out_channels);
+        workspace_, args.output.data, e, total, plane, conv_.geometry.out_channels);
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
 
  private:
-  gather::ConvTransposeGeometry geometry_;
+  gather::ConvTransposeNode conv_{"conv_transpose", "x", "conv_transpose.weight"};
   pg::ParityPlan plan_;
   GeluEpilogue epilogue_{};
-  size_t x_ = 0, w_ = 0, b_ = 0;
+  size_t b_ = 0;
   bool fast_ = false;
   float* workspace_ = nullptr;  // owned: packed weights (fast) or y (fallback)
 };

@@ -342,9 +342,9 @@ inline Status launch_generic(const float* x, const float* w, float* y,
 
 // A custom variant's conv_transpose node `name` (input x_name, weight w_name) as bind() reads it
 // at setup: its geometry and where run() finds x and w in ImplArgs. Shared by every custom
-// variant that runs one such node (RowGatherConvTranspose, TensorRowConvTranspose,
-// ../conv_transpose3d_tf32x3's ParityConvTranspose3d's). The names are borrowed (string
-// literals in practice) and must outlive it.
+// variant that runs one such node on the generic gather or a fast path (RowGatherConvTranspose,
+// TensorRowConvTranspose, ../conv_transpose3d_tf32x3's ParityConvTranspose3d's, L2_091,
+// L2_093). The names are borrowed (string literals in practice) and must outlive it.
 struct ConvTransposeNode {
   const char* name;    // the graph node
   const char* x_name;  // its input x (N, C_in, *S): an input of the problem
