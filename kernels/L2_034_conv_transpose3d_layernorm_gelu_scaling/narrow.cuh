@@ -1,5 +1,5 @@
 // L2_034's FMA kernel for narrow rows (W <= 16, so C_out = 2W <= 32), taken by custom.cu's FMA
-// path in place of its CTA-per-row kernel (namespace fma there) at those widths.
+// path in place of its CTA-per-row kernel (fma.cuh) at those widths.
 //
 // Why: fma's CTA per output row (n, od, oh) puts a channel on each of 32 lanes and 16 output
 // columns on each thread; at C_out 6 (W 3) 6 of 32 lanes and 6 of 16 columns are real work
