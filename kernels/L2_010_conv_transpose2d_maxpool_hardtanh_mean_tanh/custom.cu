@@ -10,7 +10,7 @@
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
-// fp32, below); otherwise three tensor-core paths, three kernels each:
+// fp32, narrow.cuh and narrow3x3.cuh); otherwise three tensor-core paths, three kernels each:
 //   fast on wgmma (3x3, dilation 1, padding 1, W >= 80, sm_90a code loaded: the full preset),
 //   kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh with the pooling epilogue of
 //   kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh: the same three steps as the next
@@ -26,7 +26,7 @@
 //        16 x 16 pixels; per 8-channel chunk the 18 x 18 input patch is loaded once, split once
 //        and read by all 9 taps from shared memory; epilogue max4 -> +bias (max and +bias commute
 //        exactly) -> clamp -> fixed-order per-tile sum: partial (N, C_out, tiles), 8 MB.
-//   generic (any other stride-1 kernel / dilation / padding),
+//   generic (any other stride-1 kernel / dilation / padding), generic.cuh on
 //   kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh:
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
@@ -34,9 +34,10 @@
 //     finish_kernel. 3x3 with dilation 1 (the problem's geometry): narrow3x3.cuh (16-column
 //     tiles for pooled widths <= 16, input channels split over up to 8 thread groups when the
 //     grid is under a wave, double-buffered chunks, C_out as a template argument) where it
-//     narrows the tile or splits the channels; otherwise the older narrow3x3_pool_kernel (8 x
-//     32 pooled positions, chunks of 8 channels staged one at a time), measured the faster
-//     there; any other stride-1 geometry: narrow_conv_pool_kernel, straight from global memory.
+//     narrows the tile or splits the channels; otherwise the older narrow3x3_pool_kernel
+//     (narrow.cuh: 8 x 32 pooled positions, chunks of 8 channels staged one at a time), measured
+//     the faster there; any other stride-1 geometry: narrow_conv_pool_kernel (narrow.cuh),
+//     straight from global memory.
 //     Session 22 (`kb bench L2_010 --dims ... --time-cap 1 --trials 3 --seed 7`, custom us,
 //     narrow3x3_pool_kernel -> narrow3x3.cuh): 56 -> 39 at N 14, C_in 50, C_out 5, 95 x 25
 //     (0.82x -> 1.8-2.3x the reference), 82 -> 25 at N 3, C_in 64, C_out 8, 40 x 40, 33 -> 16
@@ -58,11 +59,8 @@
 // 13.3 ms, 0.97x the reference. Shape sweep (docs/kernels.md): at C_out 2 the 64-channel tiles
 // waste 31 of 32 MMAs; the narrow path brought 0.29x to 0.75-0.81x the reference, still a miss.
 // Session 7: the narrow path of the 3x3 layer stages its input patch in shared memory
-// (narrow3x3_pool_kernel): first with plain loads, 0.273 ms at N 46, C_in 44, C_out 2, 83 x 125
-// (0.58x: each warp waited on ~27 serial global loads per chunk); with cp.async, all of a
-// chunk's copies in flight, 0.126 ms (1.37-1.58x the reference over two runs; kb bench L2_010
-// --dims N=46,C_in=44,C_out=2,H=83,W=125, device call 7); at C_out 8, N 128, 128 x 128 0.842 ms
-// (1.99x). Sweep (seed 2026) worst 1.26x: the sweep goal is met.
+// (narrow3x3_pool_kernel; its figures in narrow.cuh). Sweep (seed 2026) worst 1.26x: the sweep
+// goal is met.
 //
 // Accuracy: 3xTF32 (flipped weights and the input patch split once into big + small, 3 MMAs
 // per product) ~ fp32 (K = 576, |conv| < 1); the sum of a tile stays in the MMA accumulator. Max,
@@ -72,7 +70,6 @@
 // (bench 2026-12-02b) vs 1e-4 + 1e-4 |r| allowed. Robustness trials (small preset, seed 7, vs
 // the golden model): shift (x + 100) 0.0004x the tolerance (reference the same), scale (x 1000)
 // 0.017x (reference 0.013x), centered 0.0007x (0.0002x).
-#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -82,12 +79,14 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/generic.cuh"
+#include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/narrow.cuh"
 #include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/narrow3x3.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh"
 #include "kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh"
-#include "kernels/cores/tf32x3/mainloop.cuh"
+#include "kernels/cores/tf32x3/wgmma.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L2_010 {
@@ -97,293 +96,7 @@ namespace patch = kb::custom::conv3x3_pool_patch;
 namespace wgp = kb::custom::conv3x3_wgmma;
 using kb::custom::conv3x3_pool_wgmma::PoolSumEpilogue;
 
-// Sizes validated to fit int by setup(). Grid: one CTA per (n, column tile, channel tile),
-// blockIdx.x = (n * col_tiles + column tile) * co_tiles + channel tile.
-struct PoolConvArgs {
-  const float* x;     // (N, C_in, H, W)
-  const float* w;     // (C_out, K): flipped, transposed weight
-  const float* bias;  // (C_out)
-  const int* taps;    // (3 K_pad): tap_off, then (dh, dw) pairs; 16-byte aligned
-  float* partial;     // (N, C_out, col_tiles)
-  int64_t x_image;    // C_in*H*W
-  int c_out, k, k_pad, h, w_in, wp, cols_total;  // cols_total = 4 * Hp * Wp
-  int ph, pw;
-  int co_tiles, col_tiles;
-  float lo, hi;
-};
-
-// ---- global -> shared ----
-
-template <bool kVec>
-__device__ __forceinline__ CopySlot weight_slot(int tid, int j) {
-  return kVec ? a_copy_vec(tid, j) : a_copy_scalar(tid, j);
-}
-// Copies the weight k-tile starting at k0 into the stage at byte address stage_a.
-template <bool kVec>
-__device__ __forceinline__ void load_weights(const PoolConvArgs& p, int co0, uint32_t stage_a,
-                                             int k0) {
-  constexpr int kCopies = kVec ? kWeightVecCopies : kWeightScalarCopies;
-#pragma unroll
-  for (int j = 0; j < kCopies; ++j) {
-    const CopySlot s = weight_slot<kVec>(threadIdx.x, j);
-    // vector path: K % 4 == 0, so a chunk is all in or all out
-    const bool ok = co0 + s.row < p.c_out && k0 + s.col < p.k;
-    const float* src = ok ? p.w + int64_t{co0 + s.row} * p.k + k0 + s.col : p.w;
-    if constexpr (kVec)
-      cp_async_16(stage_a + s.smem * 4, src, ok);
-    else
-      cp_async_4(stage_a + s.smem * 4, src, ok);
-  }
-}
-// Gathers the im2col k-tile starting at k0 of this thread's column into the stage at stage_b.
-__device__ __forceinline__ void gather_column(const PoolConvArgs& p, const PixelOrigin& o,
-                                              uint32_t stage_b, int k0) {
-  const int4* taps = reinterpret_cast<const int4*>(p.taps + k0);
-  const int4* taps_hw = reinterpret_cast<const int4*>(p.taps + p.k_pad + 2 * k0);
-  const int s0 = b_copy_scalar(threadIdx.x, 0).smem;
-  // x_pix may point outside x (only rel brings it in); the empty asm keeps one IMAD.WIDE per copy.
-  const float* x_pix = p.x + o.x_off;
-  asm("" : "+l"(x_pix));
-#pragma unroll 2  // fully unrolled, the hoisted table loads spill at the 168-register cap
-  for (int j4 = 0; j4 < kGatherCopies / 4; ++j4) {
-    const int4 off = __ldg(taps + j4);
-    const int4 hw01 = __ldg(taps_hw + 2 * j4), hw23 = __ldg(taps_hw + 2 * j4 + 1);
-    const int offs[4] = {off.x, off.y, off.z, off.w};
-    const int dh[4] = {hw01.x, hw01.z, hw23.x, hw23.z}, dw[4] = {hw01.y, hw01.w, hw23.y, hw23.w};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int j = 4 * j4 + e;
-      const GatherSource src = gather_source(o, k0 + j, p.k, offs[e], dh[e], dw[e], p.h, p.w_in);
-      cp_async_4(stage_b + b_copy_fast(s0, j) * 4, x_pix + src.rel, src.ok);
-    }
-  }
-}
-
-// ---- epilogue: pool, bias, clamp, per-channel tile sum ----
-
-// partial[n][co0 + row][ct] = sum over this tile's windows of clamp(max4 + bias, lo, hi).
-// red: the (no longer used) pipeline stages. cols: valid columns of the tile (a multiple of 4).
-__device__ __forceinline__ void pool_sum_tile(const PoolConvArgs& p, float* red, const Acc& acc,
-                                              int n, int col_tile, int co0, int cols, int warp_n,
-                                              int lane) {
-  float sums[kMmaTilesM][2];
-#pragma unroll
-  for (int mt = 0; mt < kMmaTilesM; ++mt)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int co = co0 + c_row(0, lane, mt, half);
-      const float b = co < p.c_out ? __ldg(p.bias + co) : 0.0f;
-      float s = 0.0f;
-#pragma unroll
-      for (int vec = 0; vec < 2; ++vec) {  // acc[mt][0..3][2 half + vec] is one 2x2 window
-        const int e = 2 * half + vec;
-        const float m =
-            fmaxf(fmaxf(acc[mt][0][e], acc[mt][1][e]), fmaxf(acc[mt][2][e], acc[mt][3][e])) + b;
-        if (c_col(warp_n, lane, vec) < cols) s += fminf(fmaxf(m, p.lo), p.hi);
-      }
-      s += __shfl_xor_sync(0xffffffffu, s, 1);  // the 4 lanes of a row (t = lane % 4)
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-      sums[mt][half] = s;
-    }
-  __syncthreads();  // every warp is done with the stages
-  if ((lane & 3) == 0)
-#pragma unroll
-    for (int mt = 0; mt < kMmaTilesM; ++mt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-        red[warp_n * kBM + c_row(0, lane, mt, half)] = sums[mt][half];
-  __syncthreads();
-  const int row = threadIdx.x;
-  if (row < kBM && co0 + row < p.c_out) {
-    float s = 0.0f;
-#pragma unroll
-    for (int wn = 0; wn < kWarpsN; ++wn) s += red[wn * kBM + row];
-    p.partial[(int64_t{n} * p.c_out + co0 + row) * p.col_tiles + col_tile] = s;
-  }
-}
-
-// ---- kernels ----
-
-template <bool kVecW>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) conv_pool_kernel(const PoolConvArgs p) {
-  extern __shared__ __align__(128) float smem[];
-  const int lane = threadIdx.x & 31, warp_n = threadIdx.x >> 5;
-  const int b = static_cast<int>(blockIdx.x), r = b / p.co_tiles;
-  const int n = r / p.col_tiles, col_tile = r % p.col_tiles, co0 = (b % p.co_tiles) * kBM;
-  const int c0 = col_tile * kBN, cols = min(kBN, p.cols_total - c0);
-  const PixelOrigin origin = pixel_origin(n * p.x_image, c0 + b_copy_scalar(threadIdx.x, 0).col,
-                                          p.cols_total, p.wp, p.w_in, p.ph, p.pw);
-  const int a_base = a_frag_index(0, lane, 0, 0, 0);  // one warp along M
-  const int b_base = kStageFloatsA + b_frag_index(warp_n, lane, 0, 0);
-  Acc acc;
-  tf32x3::mainloop<kStages, kStageFloatsA + kStageFloatsB>(
-      smem, (p.k + kBK - 1) / kBK, acc,
-      [&](uint32_t stage, int kt) {
-        load_weights<kVecW>(p, co0, stage, kt * kBK);
-        gather_column(p, origin, stage + kStageFloatsA * 4, kt * kBK);
-      },
-      [&](const float* stage, Acc& c) { mma_stage(stage, a_base, b_base, c); });
-  pool_sum_tile(p, smem, acc, n, col_tile, co0, cols, warp_n, lane);
-}
-
-// w_t[co][ci][a][b] = weight[ci][co][KH-1-a][KW-1-b]; weight: (C_in, C_out, KH, KW).
-__global__ void flip_weight_kernel(const float* __restrict__ weight, float* __restrict__ w_t,
-                                   int c_in, int c_out, int kh, int kw) {
-  const int taps = kh * kw, total = c_in * c_out * taps;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const int t = i % taps, ci = i / taps % c_in, co = i / (taps * c_in);
-    const int a = t / kw, b = t % kw;
-    w_t[i] = weight[(int64_t{ci} * c_out + co) * taps + (kh - 1 - a) * kw + (kw - 1 - b)];
-  }
-}
-
-// ---- narrow path: C_out <= 8, plain fp32 FMA ----
-//
-// The tensor-core paths tile 64 output channels; at C_out = 2 they waste 31 of 32 MMAs and ran
-// 3.4x slower than the reference in the shape sweep (N 46, C_in 44, C_out 2, 83 x 125). Here a
-// thread owns one pooled position of one image for every output channel: 4 window outputs x
-// C_out accumulators over C_in x KH x KW taps (weights warp-uniform, read through the read-only
-// cache), then max -> +bias -> clamp, and a fixed-order block sum per channel:
-// partial[(n * C_out + co) * tiles + blockIdx.x], summed by finish_kernel.
-constexpr int kNarrowCo = 8, kNarrowThreads = 256;
-
-struct NarrowArgs {
-  const float* x;       // (N, C_in, H, W)
-  const float* weight;  // (C_in, C_out, KH, KW), unflipped: y[oy] += x[oy + pad - ky * dil] w[ky]
-  const float* bias;    // (C_out)
-  float* partial;       // (N, C_out, tiles)
-  int c_in, c_out, h, w, kh, kw, dil, pad_h, pad_w, hp, wp, tiles;
-  float lo, hi;
-};
-
-// The epilogue of both narrow kernels: per output channel, the max of the thread's 2x2 window ->
-// +bias -> clamp (0 for a thread past the pooled grid), then the block's fixed-order sum:
-// warps by shuffles, then warp 0..7 in order into partial[(n * C_out + co) * tiles + block].
-__device__ __forceinline__ void narrow_epilogue(const NarrowArgs& a,
-                                                const float (&acc)[4][kNarrowCo], bool live, int n,
-                                                float (&sums)[kNarrowThreads / 32][kNarrowCo]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int co = 0; co < kNarrowCo; ++co) {
-    if (co >= a.c_out) break;
-    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
-    float v = live ? fminf(fmaxf(m + __ldg(&a.bias[co]), a.lo), a.hi) : 0.f;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0) sums[warp][co] = v;
-  }
-  __syncthreads();
-  if (threadIdx.x < a.c_out) {
-    float t = 0.f;
-    for (int k = 0; k < kNarrowThreads / 32; ++k) t += sums[k][threadIdx.x];
-    a.partial[(int64_t{n} * a.c_out + threadIdx.x) * a.tiles + blockIdx.x] = t;
-  }
-}
-
-// grid (tiles, N): block b of image n covers pooled positions [256 b, 256 b + 256).
-__global__ void __launch_bounds__(kNarrowThreads) narrow_conv_pool_kernel(const NarrowArgs a) {
-  __shared__ float sums[kNarrowThreads / 32][kNarrowCo];
-  const int n = blockIdx.y, pos = blockIdx.x * kNarrowThreads + threadIdx.x;
-  const bool live = pos < a.hp * a.wp;
-  const int py = live ? pos / a.wp : 0, px = live ? pos % a.wp : 0;
-  float acc[4][kNarrowCo] = {};
-  const float* xn = a.x + int64_t{n} * a.c_in * a.h * a.w;
-  const int taps = a.kh * a.kw;
-  for (int ci = 0; ci < a.c_in; ++ci) {
-    const float* xc = xn + int64_t{ci} * a.h * a.w;
-    const float* wc = a.weight + int64_t{ci} * a.c_out * taps;
-    for (int ky = 0; ky < a.kh; ++ky) {
-      for (int kx = 0; kx < a.kw; ++kx) {
-        float xv[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int iy = 2 * py + (q >> 1) + a.pad_h - ky * a.dil;
-          const int ix = 2 * px + (q & 1) + a.pad_w - kx * a.dil;
-          xv[q] =
-              live && iy >= 0 && iy < a.h && ix >= 0 && ix < a.w ? __ldg(&xc[iy * a.w + ix]) : 0.f;
-        }
-#pragma unroll
-        for (int co = 0; co < kNarrowCo; ++co) {
-          if (co >= a.c_out) break;
-          const float wv = __ldg(&wc[co * taps + ky * a.kw + kx]);
-#pragma unroll
-          for (int q = 0; q < 4; ++q) acc[q][co] = fmaf(xv[q], wv, acc[q][co]);
-        }
-      }
-    }
-  }
-  narrow_epilogue(a, acc, live, n, sums);
-}
-
-// The narrow path of the 3x3, dilation-1 layer (the problem's own geometry): a block owns
-// 8 x 32 pooled positions (16 x 64 conv outputs) of one image and stages, per chunk of 8 input
-// channels, the 18 x 66 input patch (cp.async, all copies of a chunk in flight at once) and the
-// chunk's weights in shared memory: one coalesced read of x instead of 4 x 9 bounds-checked
-// loads per channel and thread. A thread reads its 4 x 4
-// input window as 8-byte pairs and does 36 multiply-adds per channel and output channel.
-// Same sums in the same order as narrow_conv_pool_kernel (channel by channel, taps in (ky, kx)
-// order), the same epilogue. partial: (N, C_out, tiles), tiles = tiles_y * tiles_x.
-constexpr int kPatchTileY = 8, kPatchTileX = 32;  // pooled positions per block
-constexpr int kPatchCi = 8;                       // input channels per staged chunk
-constexpr int kPatchRows = 2 * kPatchTileY + 2, kPatchCols = 2 * kPatchTileX + 2;
-constexpr int kPatchStride = kPatchCols + 2;  // even: 8-byte pairs stay aligned
-static_assert(kPatchTileY * kPatchTileX == kNarrowThreads, "one pooled position per thread");
-
-__global__ void __launch_bounds__(kNarrowThreads)
-    narrow3x3_pool_kernel(const NarrowArgs a, int tiles_x) {
-  __shared__ __align__(16) float xs[kPatchCi][kPatchRows][kPatchStride];
-  __shared__ __align__(16) float ws[kPatchCi][kNarrowCo][12];  // 9 taps, padded to 3 float4
-  __shared__ float sums[kNarrowThreads / 32][kNarrowCo];
-  const int n = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int ty0 = static_cast<int>(blockIdx.x) / tiles_x * kPatchTileY;
-  const int tx0 = static_cast<int>(blockIdx.x) % tiles_x * kPatchTileX;
-  const int ty = tid / kPatchTileX, tx = tid % kPatchTileX;
-  const bool live = ty0 + ty < a.hp && tx0 + tx < a.wp;
-  // Patch row r, column c hold x[.., iy0 + r, ix0 + c]: conv output oy reads iy = oy + pad - ky.
-  const int iy0 = 2 * ty0 + a.pad_h - 2, ix0 = 2 * tx0 + a.pad_w - 2;
-  const float* xn = a.x + int64_t{n} * a.c_in * a.h * a.w;
-  float acc[4][kNarrowCo] = {};
-  for (int c0 = 0; c0 < a.c_in; c0 += kPatchCi) {
-    __syncthreads();  // every thread is done with the previous chunk
-    for (int row = warp; row < kPatchCi * kPatchRows; row += kNarrowThreads / 32) {
-      const int ci = row / kPatchRows, r = row % kPatchRows, iy = iy0 + r;
-      const bool row_in = c0 + ci < a.c_in && iy >= 0 && iy < a.h;
-      const float* src = xn + (int64_t{c0 + ci} * a.h + iy) * a.w;
-      for (int c = lane; c < kPatchCols; c += 32) {
-        const int ix = ix0 + c;
-        if (row_in && ix >= 0 && ix < a.w) {
-          __pipeline_memcpy_async(&xs[ci][r][c], src + ix, sizeof(float));
-        } else {
-          xs[ci][r][c] = 0.f;
-        }
-      }
-    }
-    __pipeline_commit();  // every copy of the chunk in flight at once
-    for (int e = tid; e < kPatchCi * kNarrowCo * 12; e += kNarrowThreads) {
-      const int t = e % 12, co = e / 12 % kNarrowCo, ci = e / (12 * kNarrowCo);
-      const bool in = t < 9 && co < a.c_out && c0 + ci < a.c_in;
-      ws[ci][co][t] = in ? __ldg(&a.weight[(int64_t{c0 + ci} * a.c_out + co) * 9 + t]) : 0.f;
-    }
-    __pipeline_wait_prior(0);
-    __syncthreads();
-    const int chunk = min(kPatchCi, a.c_in - c0);
-    for (int ci = 0; ci < chunk; ++ci) {
-      float xv[4][4];  // rows 2 ty .. 2 ty + 3, columns 2 tx .. 2 tx + 3 of the patch
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float2 lo = *reinterpret_cast<const float2*>(&xs[ci][2 * ty + r][2 * tx]);
-        const float2 hi = *reinterpret_cast<const float2*>(&xs[ci][2 * ty + r][2 * tx + 2]);
-        xv[r][0] = lo.x, xv[r][1] = lo.y, xv[r][2] = hi.x, xv[r][3] = hi.y;
-      }
-#pragma unroll
-      for (int co = 0; co < kNarrowCo; ++co) {
-        if (co >= a.c_out) break;
-        narrow3x3::window_taps(xv, &ws[ci][co][0], co, acc);
-      }
-    }
-  }
-  narrow_epilogue(a, acc, live, n, sums);
-}
+// ---- every path's last step ----
 
 // out[nc] = tanh(sum_t partial[nc][t] / count); one warp per (n, co). out: (N*C_out).
 __global__ void finish_kernel(const float* __restrict__ partial, float* __restrict__ out,

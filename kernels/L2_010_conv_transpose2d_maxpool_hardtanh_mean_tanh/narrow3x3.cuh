@@ -1,7 +1,7 @@
 // L2_010's narrow 3x3 kernel (C_out <= 8, kernel 3x3, dilation 1, any padding; plain fp32 FMA):
 // conv -> +bias -> 2x2 max pool -> clamp -> per-tile sum, partial: (N, C_out, tiles), then
-// custom.cu's finish_kernel. Runs where plan() narrows the tile or splits the channels; custom.cu's
-// narrow3x3_pool_kernel keeps 32-column tiles without a split (measured faster there).
+// custom.cu's finish_kernel. Runs where plan() narrows the tile or splits the channels;
+// narrow.cuh's narrow3x3_pool_kernel keeps 32-column tiles without a split (measured faster there).
 //
 // Why: narrow3x3_pool_kernel gives a block 8 x 32 pooled positions and one thread per position
 // for all C_in. At N 14, C_in 50, C_out 5, 95 x 25 (pooled 47 x 12) that is 84 CTAs with 12 of
@@ -135,7 +135,7 @@ __device__ __forceinline__ void stage_chunk(const Args& a, float* st, const floa
 }
 
 // acc[q][co] += the 9 taps w[0..8] (16-byte aligned) of one input channel for window output
-// (q / 2, q % 2), from the thread's 4 x 4 input window xv; also custom.cu's narrow3x3_pool_kernel.
+// (q / 2, q % 2), from the thread's 4 x 4 input window xv; also narrow.cuh's narrow3x3_pool_kernel.
 template <int kCo>
 __device__ __forceinline__ void window_taps(const float (&xv)[4][4], const float* w, int co,
                                             float (&acc)[4][kCo]) {
