@@ -10,7 +10,7 @@
 // (k), 4 warps of 64 x 32, 3 stages, 3 CTAs per SM. The stage layout (swizzles), fragment maps and
 // mma_stage are gemm128's (kernels/cores/tf32x3/gemm128.cuh: the same 64 x 32 warp tile over
 // 32 k x 128 columns, one warp along M, so warp_m = 0); the copy slots are this tile's own. The
-// pipeline is kernels/cores/tf32x3/mainloop.cuh (kernel and epilogue: L2_010's custom.cu).
+// pipeline is kernels/cores/tf32x3/mainloop.cuh (kernel and epilogue: L2_010's generic.cuh).
 // Columns are "pool-window major": column c of an image is window q = c / 4 (row q / Wp, column
 // q % Wp of the pooled map), element c % 4 = (dy, dx) = (c / 2 % 2, c % 2) of that window, so a
 // thread's 4 consecutive accumulator columns are one window. Floor mode: only Hp = Ho/2 rows and
