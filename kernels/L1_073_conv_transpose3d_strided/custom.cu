@@ -57,15 +57,18 @@
 // 4.8e-7 at the full preset (2.3e-6 before); 1.95-1.97 ms (1.887-1.889 ms unpromoted, same
 // call; 1.932 ms in docs/bench-h200-2026-12-03-s14.json).
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/cuda/device_query.h"
 #include "kernels/cores/conv_transpose3d_tf32x3/all_classes3d.cuh"
 #include "kernels/cores/conv_transpose3d_tf32x3/parity_conv_transpose3d.cuh"
+#include "kernels/cores/conv_transpose3d_tf32x3/wgmma_classes3d.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_073 {
 
 namespace all = ::kb::custom::ct3d_all;
+namespace wg = ::kb::custom::ct3d_wgmma;
 
 class ConvTranspose3dStrided final : public Implementation {
  public:
@@ -97,7 +100,25 @@ class ConvTranspose3dStrided final : public Implementation {
     if (!fast_) return fallback_.setup(p, stream);
     x_ = input_index(p, "x");
     w_ = param_index(p, "conv_transpose3d.weight");
+    static_assert(wg::kWeightFloats == all::kWeightFloats, "one prepared-weight buffer");
     KB_CUDA_TRY(cudaMalloc(&wf_, all::kWeightFloats * sizeof(float)));
+    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_));
+    if (const char* e = std::getenv("KB_EXP_L1073")) wgmma_ = wgmma_ && e[0] == 'w';  // EXPERIMENT
+    if (wgmma_) {
+      const gather::ConvTransposeGeometry& geo = g.value();
+      wparams_.batch = static_cast<int>(geo.batch);
+      for (int a = 0; a < 3; ++a) {
+        wparams_.in[a] = static_cast<int>(geo.in[a]);
+        wparams_.out[a] = static_cast<int>(geo.out[a]);
+      }
+      wparams_.q_tiles = (wparams_.in[2] + wg::kTileQ - 1) / wg::kTileQ;
+      const int64_t tiles = geo.batch * geo.in[0] * geo.in[1] * int64_t{wparams_.q_tiles};
+      wgmma_ = tiles < (int64_t{1} << 30);
+      wparams_.tiles_total = static_cast<int>(tiles);
+      KB_CUDA_TRY(cudaFuncSetAttribute(wg::wgmma_classes3d_kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       wg::kSmemBytes));
+    }
     KB_CUDA_TRY(cudaFuncSetAttribute(all::all_classes3d_kernel,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      all::kSmemBytes));
@@ -106,6 +127,20 @@ class ConvTranspose3dStrided final : public Implementation {
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     if (!fast_) return fallback_.run(args, stream);
+    if (wgmma_) {
+      constexpr int kPrepBlocks = (wg::kWeightFloats + wg::kThreads - 1) / wg::kThreads;
+      wg::prep_weights_kernel<<<kPrepBlocks, wg::kThreads, 0, stream>>>(args.params[w_].data,
+                                                                         wf_);
+      KB_CUDA_TRY(cudaGetLastError());
+      wg::Params p = wparams_;
+      p.x = args.inputs[x_].data;
+      p.wf = wf_;
+      p.y = args.output.data;
+      const int grid = std::min(p.tiles_total, sms_);
+      wg::wgmma_classes3d_kernel<<<grid, wg::kThreads, wg::kSmemBytes, stream>>>(p);
+      KB_CUDA_TRY(cudaGetLastError());
+      return Status::ok();
+    }
     constexpr int kPrepBlocks = (all::kWeightFloats + all::kThreads - 1) / all::kThreads;
     all::prep_weights_kernel<<<kPrepBlocks, all::kThreads, 0, stream>>>(args.params[w_].data,
                                                                          wf_);
@@ -143,9 +178,12 @@ class ConvTranspose3dStrided final : public Implementation {
   ct3d_gather::ParityConvTranspose3d fallback_{"conv_transpose3d", "x",
                                                "conv_transpose3d.weight"};
   bool fast_ = false;
+  bool wgmma_ = false;
+  bool round4_ = false;  // EXPERIMENT  // the fast path on wgmma (sm_90a code loaded), else on mma.sync
   int sms_ = 1;
   size_t x_ = 0, w_ = 0;
   all::Params params_{};
+  wg::Params wparams_{};
   float* wf_ = nullptr;
 };
 

@@ -1,6 +1,7 @@
 // The Hopper warpgroup MMA (wgmma, sm_90a) for the 3xTF32 kernels: shared-memory matrix
 // descriptors of K-major operand tiles (128-byte swizzled, or plain 8 x 16-byte core matrices),
-// the m64n256k8 and m64n128k8 TF32 MMAs with both operands in shared memory, and the
+// the m64n256k8 and m64n128k8 TF32 MMAs with both operands in shared memory, the m64n64k8 one
+// with A from registers, and the
 // warpgroup's fence / commit / wait. The mainloop that drives
 // them is wgmma_gemm.cuh.
 //
@@ -32,16 +33,15 @@
 #define KB_WGMMA_ACC128(d) KB_WGMMA_ACC64(d), KB_WGMMA_ACC64((d + 64))
 
 // The 64 accumulators of an m64n128 fragment `d`, likewise.
-#define KB_WGMMA_ACC64(d)                                                                         \
+#define KB_WGMMA_ACC64(d) KB_WGMMA_ACC32(d), KB_WGMMA_ACC32((d + 32))
+
+// The 32 accumulators of an m64n64 fragment `d`, likewise.
+#define KB_WGMMA_ACC32(d)                                                                         \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
       "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),  \
       "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
-      "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),  \
-      "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),  \
-      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),  \
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),  \
-      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
 namespace kb::tf32x3::wgmma {
 
@@ -139,6 +139,17 @@ __device__ __forceinline__ void wait_group(float (&d)[64]) {
 #endif
 }
 
+// The same for a kernel whose wgmmas write 32 accumulators.
+template <int kPending>
+__device__ __forceinline__ void wait_group(float (&d)[32]) {
+#if KB_WGMMA_ENABLED
+  asm volatile("wgmma.wait_group.sync.aligned %32;" : KB_WGMMA_ACC32(d) : "n"(kPending) : "memory");
+#else
+  (void)d;
+  __trap();
+#endif
+}
+
 // Makes this thread's ordinary shared-memory stores visible to the async proxy (wgmma operands);
 // a barrier after it publishes them to the warpgroups.
 __device__ __forceinline__ void fence_operand_stores() {
@@ -193,6 +204,29 @@ __device__ __forceinline__ void mma_m64n128k8(float (&d)[64], uint64_t a, uint64
       "}, %64, %65, p, 1, 1;\n}"
       : KB_WGMMA_ACC64(d)
       : "l"(a), "l"(b), "r"(accumulate ? 1 : 0));
+#else
+  (void)d, (void)a, (void)b, (void)accumulate;
+  __trap();
+#endif
+}
+
+// d = a * b + (accumulate ? d : 0) for one warpgroup, A from registers: a is this thread's
+// fragment of the 64 x 8 TF32 A (warp w = t / 32 % 4 holds rows 16 w .. 16 w + 15; with g = (t %
+// 32) / 4 and c = t % 4: a[0] = (row g, k c), a[1] = (g + 8, c), a[2] = (g, c + 4), a[3] = (g + 8,
+// c + 4), as mma.sync's m16n8k8 A), b a 64 x 8 K-major tile (descriptor), d 64 x 64 fp32 (the
+// fragment of mma_m64n256k8 over 64 columns). The wgmma reads a asynchronously: the registers
+// stay unchanged until a wait_group covers it (ptxas keeps them live or serializes, warning).
+__device__ __forceinline__ void mma_m64n64k8_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b,
+                                                bool accumulate = true) {
+#if KB_WGMMA_ENABLED
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}"
+      : KB_WGMMA_ACC32(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate ? 1 : 0));
 #else
   (void)d, (void)a, (void)b, (void)accumulate;
   __trap();
