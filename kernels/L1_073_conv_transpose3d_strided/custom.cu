@@ -11,15 +11,22 @@
 // 10.6 ms; best strict-fp32 peer 10.53 ms (autotuned cuDNN, docs/baselines.md); previous custom
 // (per-class gather, parity_gather3d.cuh) 2.12 ms; goal <= 1.33 ms (1.6 x the floor).
 //
-// Design (kernels/cores/conv_transpose3d_tf32x3/all_classes3d.cuh), two launches:
-// prep_weights_kernel writes w in B-fragment order once per call; all_classes3d_kernel: one
-// persistent CTA per SM keeps the 27 x 32 x 32 weights (raw, 110.6 KB) in shared memory and walks
-// boxes of 2 x 2 x 32 q positions; per box it stages the 3 x 3 x 33 x 32-channel input patch once
-// (40 KB, double-buffered by cp.async) and runs ALL 8 parity classes = all 27 tap-GEMMs (M 128,
-// N 32, K 32) from it with 3xTF32 mma.sync m16n8k8, so x is read once per box (1.16x halo, L2)
-// instead of once per tap, and the box's outputs (whole 64-wide output lines of 2 x 4 rows) are
-// written by one CTA within a short window (L2 merges the two stride-2 phases of each sector).
-// 8 warps = 4 pixel groups of 32 x 2 class groups of 13 / 14 taps (96% balance).
+// Design, two launches: a prep kernel writes w in the fast kernel's order once per call, then
+//  - on Hopper (the sm_90a code loaded; takes_wgmma: tiles mostly full or within one wave) the
+//    wgmma kernel (kernels/cores/conv_transpose3d_tf32x3/wgmma_classes3d.cuh): a tile is the 4
+//    output rows (od, oh) of one input (m, p) and 64 input columns; M = the 32 channels x both
+//    output column parities (the weights, A from registers), N = 64 columns (the input patch's
+//    big / small TF32 planes in shared memory, B), K = 8 input channels per stage; 4 warpgroups,
+//    one output row each (warpgroup 3 also row 0's taps 2-3); sums of <= 12-24 wgmmas promoted
+//    to fp32 totals in shared memory. 1.318 ms (session 23).
+//  - elsewhere the mma.sync kernel (all_classes3d.cuh): one persistent CTA per SM keeps the 27 x
+//    32 x 32 weights (raw, 110.6 KB) in shared memory and walks boxes of 2 x 2 x 32 q positions;
+//    per box it stages the 3 x 3 x 33 x 32-channel input patch once (40 KB, double-buffered by
+//    cp.async) and runs ALL 8 parity classes = all 27 tap-GEMMs (M 128, N 32, K 32) from it with
+//    3xTF32 mma.sync m16n8k8, so x is read once per box (1.16x halo, L2) instead of once per
+//    tap, and the box's outputs (whole 64-wide output lines of 2 x 4 rows) are written by one CTA
+//    within a short window (L2 merges the two stride-2 phases of each sector). 8 warps = 4 pixel
+//    groups of 32 x 2 class groups of 13 / 14 taps (96% balance). 1.93 ms.
 // Fallback: any other layer (channels, kernel, stride, padding, output_padding), layers of
 // <= 8 M MACs and too many boxes run the per-tap gather core (ct3d_gather::ParityConvTranspose3d,
 // parity_conv_transpose3d.cuh), which itself falls back to the one-thread-per-output fp32 gather.
@@ -32,11 +39,11 @@
 // 40, 8^3; 46 -> 40 at N 2, 24 -> 24, 12^3; 42 -> 44 at N 4, 8 -> 4, 16^3 (the references 17-54
 // us and noisy from run to run); splits within two waves or none measured no better.
 //
-// Cost model (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620 K; per tap and k8
-// step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts (smem 33% of
-// the MMA time), 16 operand splits (~80 ALU instructions). Shared 190,464 B -> 1 CTA (8 warps)
-// per SM; 176 registers (ptxas, no spills). At ~5 clk per MMA per sub-partition the MMAs take
-// ~0.45 ms; the issue slots (MMA + split + LDS ~ 130 per 24 MMAs) about the same, so the
+// Cost model of the mma.sync kernel (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620
+// K; per tap and k8 step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts
+// (smem 33% of the MMA time), 16 operand splits (~80 ALU instructions). Shared 190,464 B -> 1 CTA
+// (8 warps) per SM; 176 registers (ptxas, no spills). At ~5 clk per MMA per sub-partition the MMAs
+// take ~0.45 ms; the issue slots (MMA + split + LDS ~ 130 per 24 MMAs) about the same, so the
 // kernel is issue/tensor bound at ~0.5-0.6 ms, the 1.05 GB of stores (~0.25 ms of HBM)
 // overlapped; the patch copies (37 4-byte cp.async per thread per box of ~1,300 MMAs per
 // warp) ~5%, tail 62.1 / 63 boxes per CTA.
@@ -44,10 +51,16 @@
 // sub-partition). Measured: 1.83 ms (2026-11-30, docs/kernels.md; 30.5 TFLOP/s), 1.859 ms in
 // docs/bench-h200-2026-12-02b.json (2.2x the floor, 1.4x the goal). ncu
 // (docs/profiles/ncu-h200-2026-11-30-L1_073.txt): issue slots 34% busy, 12.5% occupancy, DRAM
-// 22%: latency-bound, the risk named above. Next: two CTAs per SM (weights out of shared memory).
+// 22%: latency-bound, the risk named above. Session 23 replaced it on Hopper by the wgmma kernel
+// (its ladder in wgmma_classes3d.cuh): 1.93 -> 1.318 ms, the goal (1.33) met.
 //
-// Accuracy: 3xTF32 (operands split at the fragment load, big = tf32_rna(v), small =
-// tf32_rna(v - big); a_s b_b + a_b b_s + a_b b_b) ~ fp32 products; no fast intrinsics, no
+// Accuracy (wgmma kernel, session 23): 3xTF32 with big = tf32_rna(v) and small = v - big left
+// for the tensor core to truncate (2^-21 |v|); sums of 12 wgmmas (24 for rows 1-2) promoted.
+// `kb bench L1_073 --preset robust --time-cap 0.2 --trials 3 --seed S`, S = 5, 7-12: scale (x
+// 1000) 0.61-0.91x the tolerance (reference 0.30-0.58x), shift 0.09-0.13x, centered 0.00x: pass;
+// max |err| 5.1e-7 at the full preset.
+// Accuracy (mma.sync kernel): 3xTF32 (operands split at the fragment load, big = tf32_rna(v), small
+// = tf32_rna(v - big); a_s b_b + a_b b_s + a_b b_b) ~ fp32 products; no fast intrinsics, no
 // statistics, no norm. Each tap's 4 k8 steps sum in a fresh MMA accumulator, added to the class's
 // sum by FADD (all_classes3d.cuh: the MMA accumulator truncates toward zero, so a class's up to
 // 96 MMAs kept there put the robustness trials' scaled inputs at 2.7-4x the tolerance, where the
@@ -57,7 +70,6 @@
 // 4.8e-7 at the full preset (2.3e-6 before); 1.95-1.97 ms (1.887-1.889 ms unpromoted, same
 // call; 1.932 ms in docs/bench-h200-2026-12-03-s14.json).
 #include <algorithm>
-#include <cstdlib>
 
 #include "common/cuda/device_query.h"
 #include "kernels/cores/conv_transpose3d_tf32x3/all_classes3d.cuh"
@@ -103,9 +115,10 @@ class ConvTranspose3dStrided final : public Implementation {
     static_assert(wg::kWeightFloats == all::kWeightFloats, "one prepared-weight buffer");
     KB_CUDA_TRY(cudaMalloc(&wf_, all::kWeightFloats * sizeof(float)));
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_));
-    if (const char* e = std::getenv("KB_EXP_L1073")) wgmma_ = wgmma_ && e[0] == 'w';  // EXPERIMENT
     if (wgmma_) {
       const gather::ConvTransposeGeometry& geo = g.value();
+      KB_ASSIGN_OR_RETURN(const int smem_optin,
+                          cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
       wparams_.batch = static_cast<int>(geo.batch);
       for (int a = 0; a < 3; ++a) {
         wparams_.in[a] = static_cast<int>(geo.in[a]);
@@ -113,11 +126,12 @@ class ConvTranspose3dStrided final : public Implementation {
       }
       wparams_.q_tiles = (wparams_.in[2] + wg::kTileQ - 1) / wg::kTileQ;
       const int64_t tiles = geo.batch * geo.in[0] * geo.in[1] * int64_t{wparams_.q_tiles};
-      wgmma_ = tiles < (int64_t{1} << 30);
-      wparams_.tiles_total = static_cast<int>(tiles);
-      KB_CUDA_TRY(cudaFuncSetAttribute(wg::wgmma_classes3d_kernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       wg::kSmemBytes));
+      wparams_.tiles_total = static_cast<int>(std::min<int64_t>(tiles, 1 << 30));
+      wgmma_ = takes_wgmma(geo, tiles, sms_) && wg::kSmemBytes <= smem_optin;
+    }
+    if (wgmma_) {
+      KB_CUDA_TRY(cudaFuncSetAttribute(
+          wg::wgmma_classes3d_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, wg::kSmemBytes));
     }
     KB_CUDA_TRY(cudaFuncSetAttribute(all::all_classes3d_kernel,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -129,8 +143,7 @@ class ConvTranspose3dStrided final : public Implementation {
     if (!fast_) return fallback_.run(args, stream);
     if (wgmma_) {
       constexpr int kPrepBlocks = (wg::kWeightFloats + wg::kThreads - 1) / wg::kThreads;
-      wg::prep_weights_kernel<<<kPrepBlocks, wg::kThreads, 0, stream>>>(args.params[w_].data,
-                                                                         wf_);
+      wg::prep_weights_kernel<<<kPrepBlocks, wg::kThreads, 0, stream>>>(args.params[w_].data, wf_);
       KB_CUDA_TRY(cudaGetLastError());
       wg::Params p = wparams_;
       p.x = args.inputs[x_].data;
@@ -160,6 +173,21 @@ class ConvTranspose3dStrided final : public Implementation {
   }
 
  private:
+  // Where the fast layer runs on wgmma rather than mma.sync: its 64-column tiles at least 60%
+  // full, or a grid within one wave (tiles <= SMs), and the kernel's int offsets in range
+  // (32 D H W < 2^31). Measured (session 23, `kb bench L1_073 --dims ...`, both paths in one call,
+  // ms wgmma / mma.sync): W 128 (full preset) 1.32 / 1.93, N 1 31 x 63 x 127 0.392 / 0.503,
+  // N 4 8 x 16 x 64 0.065 / 0.072, N 1 8^3 (64 tiles) 0.021 / 0.035; mma.sync where the tiles
+  // are mostly padding: N 3 17 x 33 x 65 (51% full) 0.324 / 0.306, N 2 12 x 22 x 9 (14%, 528
+  // tiles) 0.062 / 0.037.
+  static bool takes_wgmma(const gather::ConvTransposeGeometry& g, int64_t tiles, int sms) {
+    const double full = static_cast<double>(g.in[2]) /
+                        ((g.in[2] + wg::kTileQ - 1) / wg::kTileQ * static_cast<double>(wg::kTileQ));
+    return tiles < (int64_t{1} << 30) &&
+           g.in[0] * g.in[1] * g.in[2] * wg::kC < (int64_t{1} << 31) &&
+           (full >= 0.6 || tiles <= sms);
+  }
+
   // The fast path's layer: rank 3, 32 -> 32 channels, groups 1, k 3, stride 2, padding 1,
   // dilation 1, output 2 L - 1 (output_padding 0) on every axis, sizes in int range.
   static bool takes(const gather::ConvTransposeGeometry& g) {
@@ -178,8 +206,7 @@ class ConvTranspose3dStrided final : public Implementation {
   ct3d_gather::ParityConvTranspose3d fallback_{"conv_transpose3d", "x",
                                                "conv_transpose3d.weight"};
   bool fast_ = false;
-  bool wgmma_ = false;
-  bool round4_ = false;  // EXPERIMENT  // the fast path on wgmma (sm_90a code loaded), else on mma.sync
+  bool wgmma_ = false;  // the fast path on wgmma (sm_90a code loaded, takes_wgmma), else mma.sync
   int sms_ = 1;
   size_t x_ = 0, w_ = 0;
   all::Params params_{};

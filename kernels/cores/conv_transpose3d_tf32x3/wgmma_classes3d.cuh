@@ -22,23 +22,37 @@
 // prep_weights_kernel writes them), each thread loading its A fragment (2 LDS.64) and splitting it
 // in registers. 3xTF32: a_small b_big, a_big b_small, a_big b_big.
 //
-// CTA: persistent, one per SM, 2 warpgroups; warpgroup 0 owns the rows (2m, 2p) (1 tap) and
-// (2m - 1, 2p - 1) (4 taps), warpgroup 1 (2m, 2p - 1) and (2m - 1, 2p) (2 each), each row an
-// m64n64 sum. Per stage (8 input channels: 4 stages per tile) a warpgroup runs rounds of at most
-// 2 taps per row: fresh sums in part[] (at most 2 taps x 2 e x 3 = 12 wgmmas), wait, then
-// total += part by FADD (the tensor core truncates toward zero against the running sum,
-// mma.cuh: all_classes3d.cuh measured 2.7-4x the tolerance under the robustness trials' scaled
-// inputs with 96 MMAs per sum, 0.48-0.79x with 12). The next stage's patch is loaded and split
-// while the last round runs (double-buffered). Epilogue per row: the 32 x 128 outputs through
-// shared memory (a warpgroup's staging), then stored as 128-byte rows of consecutive columns.
+// CTA: persistent, one per SM, 4 warpgroups (512 threads, 128 registers, 76 bytes spilled);
+// warpgroup g computes output row g of the tile (row 0 (2m - 1, 2p - 1): 4 taps, 1 (2m - 1, 2p):
+// 2, 2 (2m, 2p - 1): 2, 3 (2m, 2p): 1) as one m64n64 sum, and warpgroup 3 also row 0's taps 2-3:
+// 12, 12, 12 and 6 + 12 wgmmas per stage (8 input channels; 4 stages per tile). Promotion: a
+// sum of at most 12 wgmmas (rows 1 and 2: 24, two stages) starts afresh in part[], then is
+// added by FADD to the row's totals in shared memory (the tensor core truncates toward zero
+// against the running sum, mma.cuh: all_classes3d.cuh measured 2.7-4x the tolerance under the
+// robustness trials' scaled inputs with 96 MMAs per sum, 0.48-0.79x with 12). The next stage's
+// patch is loaded at the stage's start and split into the other buffer while the wgmmas run
+// (double-buffered, one CTA barrier per stage). The tile's rows are stored from the totals as
+// 128-byte rows of consecutive output columns.
 //
 // Cost model (full preset, 4 x 32 x 32 x 64 x 128 -> 63 x 127 x 255; 16,384 tiles, 124.1 per SM):
-// per tile 9 (d, h) taps x 2 e x 4 k8 x 3 = 216 m64n64k8 wgmmas (64 K multiply-adds each, ~32
-// cycles at 1,024 TF32 multiply-adds per cycle per SM): 6.9 K cycles; 125 tiles -> 0.86 M cycles
-// = 0.44-0.47 ms at 1.83-1.98 GHz. Stores 1.04 GB (~0.27 ms of HBM) overlap. Predicted 0.6-0.8 ms
-// (mma.sync kernel: 1.93 ms, latency-bound at 8 warps per SM).
+// per tile 9 (d, h) taps x 2 e x 4 k8 x 3 = 216 m64n64k8 wgmmas (64 K multiply-adds each, 32
+// cycles at 1,024 TF32 multiply-adds per cycle per SM: measured 32.1-32.3 with 2-4 warpgroups,
+// A from registers, session 23): 6.9 K cycles; 125 tiles -> 0.86 M cycles = 0.44-0.47 ms at
+// 1.83-1.98 GHz. Stores 1.04 GB (~0.27 ms of HBM) overlap. Predicted 0.6-0.8 ms.
+// Measured (H200, `kb bench L1_073 --time-cap 2 --seed 7`, each against the previous build in one
+// call; ncu `--section SourceCounters` chose each step): 2 warpgroups of 2 rows 1.707 ms (the
+// mma.sync kernel 1.967); 4 warpgroups, one row each 1.567; patch offsets formed once per thread
+// and 3-instruction operand splits 1.541; row 0's taps 2-3 on warpgroup 3 1.490; tile coordinates
+// once per tile (not per stage under a predicate) 1.452; the stores' pointers walked (not rebuilt
+// per store) 1.348; rows 1-2 promoted every two stages **1.318** (all rows every two stages:
+// 1.31, but scale 1.14x the tolerance at seed 10, `marginal`; this: 0.61-0.91x over seeds 5,
+// 7-12, the reference 0.30-0.58x). ncu at 1.35 ms: the tensor pipe ~32% busy; the warps in
+// lockstep per stage (barrier 15%, shared-memory queue 15%, LDS results 14%): the totals'
+// read-modify-writes and the wgmmas' B reads are ~270 of ~330 KB of shared-memory traffic per
+// stage. Next: fewer CTA-wide barriers (mbarrier-paced stages so warpgroups drift), registers
+// for a second part (the 128-register cap at 512 threads makes every added live value spill).
 //
-// Shared memory: weights 110.6 KB + 2 patch stages x 18 KB + 2 staging x 18 KB = 180 KB.
+// Shared memory: weights 110.6 KB + 2 patch stages x 18 KB + 4 rows' totals x 18 KB = 216 KB.
 //
 // Thread safety: stateless kernels.
 #pragma once
@@ -58,15 +72,15 @@ using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 using ::kb::tf32x3::SplitTf32;
 
-constexpr int kC = 32;        // C_in = C_out
-constexpr int kTaps = 27;     // 3 x 3 x 3
-constexpr int kK8 = kC / 8;   // k8 steps = stages per tile
-constexpr int kThreads = 512;  // 4 warpgroups, one output row of the tile each
-constexpr int kTileQ = 64;     // input columns per tile: N of the wgmma
-constexpr int kPatchRows = 4;  // (plane m - 1 + dd, row p - 1 + hh) at dd * 2 + hh
-constexpr int kPatchCols = kTileQ + 1;   // q0 - 1 .. q0 + 63
-constexpr int kPatchPitch = 72;          // columns per (part, row, quad) plane
-constexpr int kPatchItems = kPatchRows * 2 * kPatchCols;  // (row, quad, column): 520
+constexpr int kC = 32;                  // C_in = C_out
+constexpr int kTaps = 27;               // 3 x 3 x 3
+constexpr int kK8 = kC / 8;             // k8 steps = stages per tile
+constexpr int kThreads = 512;           // 4 warpgroups, one output row of the tile each
+constexpr int kTileQ = 64;              // input columns per tile: N of the wgmma
+constexpr int kPatchRows = 4;           // (plane m - 1 + dd, row p - 1 + hh) at dd * 2 + hh
+constexpr int kPatchCols = kTileQ + 1;  // q0 - 1 .. q0 + 63
+constexpr int kPatchPitch = 72;         // columns per (part, row, quad) plane
+constexpr int kPatchItems = kPatchRows * 2 * kPatchCols;              // (row, quad, column): 520
 constexpr int kPatchSlots = (kPatchItems + kThreads - 1) / kThreads;  // 2
 constexpr int kPatchFloats = 2 * kPatchRows * 2 * kPatchPitch * 4;    // both parts: 4,608
 constexpr int kWeightFloats = kTaps * kK8 * kC * 8;                   // 27,648
@@ -118,14 +132,24 @@ __device__ __forceinline__ Tile tile_of(const Params& p, int t) {
 
 // One axis of an output row: even (2m) takes (patch offset 1, tap 1); odd (2m - 1) takes (1, tap
 // 0) and (0, tap 2), where the patch offset dd / hh selects plane m - 1 + dd / row p - 1 + hh.
-__host__ __device__ constexpr int axis_taps(bool odd) { return odd ? 2 : 1; }
-__host__ __device__ constexpr int axis_offset(bool odd, int i) { return odd && i == 1 ? 0 : 1; }
-__host__ __device__ constexpr int axis_k(bool odd, int i) { return odd ? (i == 0 ? 0 : 2) : 1; }
+__host__ __device__ constexpr int axis_taps(bool odd) {
+  return odd ? 2 : 1;
+}
+__host__ __device__ constexpr int axis_offset(bool odd, int i) {
+  return odd && i == 1 ? 0 : 1;
+}
+__host__ __device__ constexpr int axis_k(bool odd, int i) {
+  return odd ? (i == 0 ? 0 : 2) : 1;
+}
 
 // The row of warpgroup g: whether its od / oh is odd (g 0 (2m - 1, 2p - 1): 4 taps, g 1 (2m - 1,
 // 2p): 2, g 2 (2m, 2p - 1): 2, g 3 (2m, 2p): 1).
-__host__ __device__ constexpr bool row_odd_d(int g) { return g < 2; }
-__host__ __device__ constexpr bool row_odd_h(int g) { return g % 2 == 0; }
+__host__ __device__ constexpr bool row_odd_d(int g) {
+  return g < 2;
+}
+__host__ __device__ constexpr bool row_odd_h(int g) {
+  return g % 2 == 0;
+}
 __host__ __device__ constexpr int row_taps(int g) {
   return axis_taps(row_odd_d(g)) * axis_taps(row_odd_h(g));
 }
@@ -181,15 +205,15 @@ struct PatchTile {
 };
 __device__ __forceinline__ PatchTile patch_tile(const Params& p, const Tile& t) {
   PatchTile pt;
-  pt.origin = p.x + ((int64_t{t.n} * kC * p.in[0] + t.m - 1) * p.in[1] + t.p - 1) * p.in[2] +
-              t.q0 - 1;
+  pt.origin =
+      p.x + ((int64_t{t.n} * kC * p.in[0] + t.m - 1) * p.in[1] + t.p - 1) * p.in[2] + t.q0 - 1;
   pt.ok = 0;
 #pragma unroll
   for (int s = 0; s < kPatchSlots; ++s) {
     const PatchItem it = patch_item(s);
     const int q = t.q0 - 1 + it.col;
-    const bool ok = has_item(s) && (it.row / 2 == 1 || t.m >= 1) &&
-                    (it.row % 2 == 1 || t.p >= 1) && q >= 0 && q < p.in[2];
+    const bool ok = has_item(s) && (it.row / 2 == 1 || t.m >= 1) && (it.row % 2 == 1 || t.p >= 1) &&
+                    q >= 0 && q < p.in[2];
     pt.ok |= ok ? 1u << s : 0u;
   }
   return pt;
@@ -229,13 +253,12 @@ __device__ __forceinline__ void store_patch(const PatchLanes& l, float* patch,
 struct AFrag {
   uint32_t big[4], small[4];
 };
-__device__ __forceinline__ AFrag load_a(const float* w_s, int kd, int kh, int e, int k8,
-                                        int co, int c) {
+__device__ __forceinline__ AFrag load_a(const float* w_s, int kd, int kh, int e, int k8, int co,
+                                        int c) {
   const int tap0 = (kd * 3 + kh) * 3 + (e == 0 ? 0 : 2);
   const float2 v0 = *reinterpret_cast<const float2*>(w_s + weight_index(tap0, 8 * k8 + c, co));
   float2 v1 = make_float2(0.0f, 0.0f);
-  if (e == 0)
-    v1 = *reinterpret_cast<const float2*>(w_s + weight_index(tap0 + 1, 8 * k8 + c, co));
+  if (e == 0) v1 = *reinterpret_cast<const float2*>(w_s + weight_index(tap0 + 1, 8 * k8 + c, co));
   const float v[4] = {v0.x, v1.x, v0.y, v1.y};
   AFrag a;
 #pragma unroll
@@ -252,7 +275,7 @@ __device__ __forceinline__ AFrag load_a(const float* w_s, int kd, int kh, int e,
 // compiler cannot prove warpgroup-uniform is serialized (ptxas C7520).
 template <int kRow, int kFirst, int kCount>
 __device__ __forceinline__ void issue_round(const float* w_s, const float* patch, int k8, int co,
-                                            int c, float (&part)[32]) {
+                                            int c, float (&part)[32], bool fresh = true) {
   constexpr uint32_t kQuadBytes = kPatchPitch * 16;  // next 4 channels (K)
   constexpr uint32_t kCoreBytes = 8 * 16;            // next 8 columns (N)
   constexpr int kSmall = patch_index(1, 0, 0, 0);
@@ -277,7 +300,7 @@ __device__ __forceinline__ void issue_round(const float* w_s, const float* patch
       const float* b = patch + patch_index(0, row, 0, 1 - e);
       const uint64_t bb = wgmma::plain_descriptor(b, kQuadBytes, kCoreBytes);
       const uint64_t bs = wgmma::plain_descriptor(b + kSmall, kQuadBytes, kCoreBytes);
-      wgmma::mma_m64n64k8_rs(part, a[i][e].small, bb, !(i == 0 && e == 0));
+      wgmma::mma_m64n64k8_rs(part, a[i][e].small, bb, !(fresh && i == 0 && e == 0));
       wgmma::mma_m64n64k8_rs(part, a[i][e].big, bs);
       wgmma::mma_m64n64k8_rs(part, a[i][e].big, bb);
     }
@@ -313,19 +336,24 @@ constexpr int kRow0Barrier = 5;
 // Warpgroup kG's stage k8 of the tile. The rows have 4 (row 0), 2, 2 and 1 (row 3) taps; a
 // warpgroup per row waited at every stage's barrier for warpgroup 0's two rounds (24 wgmmas
 // against 6-12: ncu, session 23, 21% of the warps' cycles stalled on the barrier), so warpgroup 3
-// runs row 0's taps 2 and 3 after its own: 12, 12, 12 and 6 + 12 wgmmas. Each round is followed by
-// its wait and promotion; `store_next` (the next stage's patch, loaded at the stage's start) runs
-// while the last round computes. Row 0's two promotions run in a fixed order (0, then 3): the
-// sums are the same from run to run.
+// runs row 0's taps 2 and 3 after its own: 12, 12, 12 and 6 + 12 wgmmas (its own row first:
+// the other order measured 1.34 against 1.31 ms). Each round is followed by its wait and
+// promotion; rows 1 and 2 promote every second stage. `store_next` (the next stage's patch,
+// loaded at the stage's start) runs while the last round computes. Row 0's two promotions run
+// in a fixed order (0, then 3): the sums are the same from run to run.
 template <int kG, class StoreNext>
 __device__ __forceinline__ void run_stage(const float* w_s, const float* patch, int k8, int co,
                                           int c, float (&part)[32], float* totals,
                                           const StoreNext& store_next) {
   if constexpr (kG < 3) {
-    issue_round<kG, 0, 2>(w_s, patch, k8, co, c, part);
+    // Rows 1 and 2 (one writer each) sum two stages (24 wgmmas) before each promotion.
+    constexpr bool kPairs = kG > 0;
+    static_assert(kK8 % 2 == 0, "promotion periods of two stages");
+    const bool promote_now = !kPairs || k8 % 2 == 1;
+    issue_round<kG, 0, 2>(w_s, patch, k8, co, c, part, !kPairs || k8 % 2 == 0);
     store_next();
     wgmma::wait_group<0>(part);
-    promote(k8 == 0, part, totals + kG * kOutFloats, co, c);
+    if (promote_now) promote(k8 == (kPairs ? 1 : 0), part, totals + kG * kOutFloats, co, c);
     if constexpr (kG == 0) asm volatile("bar.arrive %0, 256;" ::"n"(kRow0Barrier) : "memory");
   } else {
     static_assert(row_taps(0) == 4 && row_taps(3) == 1, "rows of 4, 2, 2, 1 taps");
@@ -424,10 +452,18 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_classes3d_kernel(const Para
   // The warpgroup as a warp-uniform value (a shuffle), so that ptxas sees each branch's wgmmas
   // run by whole warps (else it serializes them, C7520).
   switch (__shfl_sync(0xffffffffu, threadIdx.x / 128, 0)) {
-    case 0: run_tiles<0>(p, smem); break;
-    case 1: run_tiles<1>(p, smem); break;
-    case 2: run_tiles<2>(p, smem); break;
-    default: run_tiles<3>(p, smem); break;
+    case 0:
+      run_tiles<0>(p, smem);
+      break;
+    case 1:
+      run_tiles<1>(p, smem);
+      break;
+    case 2:
+      run_tiles<2>(p, smem);
+      break;
+    default:
+      run_tiles<3>(p, smem);
+      break;
   }
 #else
   (void)p;
