@@ -142,30 +142,11 @@ class ConvTranspose3dStrided final : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     if (!fast_) return fallback_.run(args, stream);
     if (wgmma_) {
-      constexpr int kPrepBlocks = (wg::kWeightFloats + wg::kThreads - 1) / wg::kThreads;
-      wg::prep_weights_kernel<<<kPrepBlocks, wg::kThreads, 0, stream>>>(args.params[w_].data, wf_);
-      KB_CUDA_TRY(cudaGetLastError());
-      wg::Params p = wparams_;
-      p.x = args.inputs[x_].data;
-      p.wf = wf_;
-      p.y = args.output.data;
-      const int grid = std::min(p.tiles_total, sms_);
-      wg::wgmma_classes3d_kernel<<<grid, wg::kThreads, wg::kSmemBytes, stream>>>(p);
-      KB_CUDA_TRY(cudaGetLastError());
-      return Status::ok();
+      return launch(wg::prep_weights_kernel, wg::kThreads, wg::wgmma_classes3d_kernel, wg::kThreads,
+                    wg::kSmemBytes, wparams_, wparams_.tiles_total, args, stream);
     }
-    constexpr int kPrepBlocks = (all::kWeightFloats + all::kThreads - 1) / all::kThreads;
-    all::prep_weights_kernel<<<kPrepBlocks, all::kThreads, 0, stream>>>(args.params[w_].data,
-                                                                         wf_);
-    KB_CUDA_TRY(cudaGetLastError());
-    all::Params p = params_;
-    p.x = args.inputs[x_].data;
-    p.wf = wf_;
-    p.y = args.output.data;
-    const int grid = std::min(p.boxes_total, sms_);
-    all::all_classes3d_kernel<<<grid, all::kThreads, all::kSmemBytes, stream>>>(p);
-    KB_CUDA_TRY(cudaGetLastError());
-    return Status::ok();
+    return launch(all::prep_weights_kernel, all::kThreads, all::all_classes3d_kernel, all::kThreads,
+                  all::kSmemBytes, params_, params_.boxes_total, args, stream);
   }
 
   ~ConvTranspose3dStrided() override {
@@ -173,6 +154,23 @@ class ConvTranspose3dStrided final : public Implementation {
   }
 
  private:
+  // Either fast kernel's launches: the weights in its order, then its persistent grid of at most
+  // one CTA per SM over `units` tiles or boxes.
+  template <class Params>
+  Status launch(void (*prep)(const float*, float*), int prep_threads, void (*kernel)(Params),
+                int threads, int smem, Params p, int units, const ImplArgs& args,
+                cudaStream_t stream) const {
+    prep<<<(all::kWeightFloats + prep_threads - 1) / prep_threads, prep_threads, 0, stream>>>(
+        args.params[w_].data, wf_);
+    KB_CUDA_TRY(cudaGetLastError());
+    p.x = args.inputs[x_].data;
+    p.wf = wf_;
+    p.y = args.output.data;
+    kernel<<<std::min(units, sms_), threads, smem, stream>>>(p);
+    KB_CUDA_TRY(cudaGetLastError());
+    return Status::ok();
+  }
+
   // Where the fast layer runs on wgmma rather than mma.sync: its 64-column tiles at least 60%
   // full, or a grid within one wave (tiles <= SMs), and the kernel's int offsets in range
   // (32 D H W < 2^31). Measured (session 23, `kb bench L1_073 --dims ...`, both paths in one call,
