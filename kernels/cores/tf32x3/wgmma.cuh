@@ -1,9 +1,9 @@
 // The Hopper warpgroup MMA (wgmma, sm_90a) for the 3xTF32 kernels: shared-memory matrix
 // descriptors of K-major operand tiles (128-byte swizzled, or plain 8 x 16-byte core matrices),
 // the m64n256k8 and m64n128k8 TF32 MMAs with both operands in shared memory, the m64n64k8 one
-// with A from registers, and the
-// warpgroup's fence / commit / wait. The mainloop that drives
-// them is wgmma_gemm.cuh.
+// with A from registers, and the warpgroup's fence / commit / wait. Their users: the GEMM
+// mainloop wgmma_gemm.cuh (L1_003), the 3x3 conv cores (conv3x3_wgmma/, conv2d_tf32x3/,
+// conv2d_pool_tf32x3/) and conv_transpose3d_tf32x3/wgmma_classes3d.cuh (L1_073).
 //
 // Compiled only where the compiler targets sm_90a (__CUDA_ARCH_FEAT_SM90_ALL): other targets get
 // the declarations with bodies that trap, so a translation unit compiled for sm_90 and sm_90a at
