@@ -188,16 +188,10 @@ __device__ __forceinline__ void narrow_mma_stage(const float* stage, int a_base,
     }
 #pragma unroll
     for (int v = 0; v < 2; ++v) {
-      const float4 k0 = *reinterpret_cast<const float4*>(stage + a_frag_fast(a_base, s, 0, v));
-      const float4 k1 = *reinterpret_cast<const float4*>(stage + a_frag_fast(a_base, s, 1, v));
-      const float lo[4] = {k0.x, k0.y, k0.z, k0.w}, hi[4] = {k1.x, k1.y, k1.z, k1.w};
-#pragma unroll
-      for (int mm = 0; mm < 2; ++mm) {
-        const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
-        uint32_t a_big[4], a_small[4];
-        split_tf32_frag(src, a_big, a_small);
-        mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);
-      }
+      for_a_frag_pair(stage, a_base, s, v,
+                      [&](int mm, const uint32_t(&a_big)[4], const uint32_t(&a_small)[4]) {
+                        mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);
+                      });
     }
   }
 }

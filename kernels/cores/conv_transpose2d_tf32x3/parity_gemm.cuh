@@ -186,6 +186,25 @@ __device__ __forceinline__ void load_stage(const GemmParams& p, StageLoader& l, 
   l.b += int64_t{kBK} * p.plan.n_pad();
 }
 
+// The A fragments of m-tiles 2 v and 2 v + 1 at k8 step s from the stage (two float4 loads at
+// a_frag_fast), each split into big and small TF32 and passed to mma(mm, a_big, a_small), mm = 0,
+// 1: a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4). The wide tile's mainloop
+// and narrow_gemm.cuh's share it.
+template <class Mma>
+__device__ __forceinline__ void for_a_frag_pair(const float* stage, int a_base, int s, int v,
+                                                const Mma& mma) {
+  const float4 k0 = *reinterpret_cast<const float4*>(stage + a_frag_fast(a_base, s, 0, v));
+  const float4 k1 = *reinterpret_cast<const float4*>(stage + a_frag_fast(a_base, s, 1, v));
+  const float lo[4] = {k0.x, k0.y, k0.z, k0.w}, hi[4] = {k1.x, k1.y, k1.z, k1.w};
+#pragma unroll
+  for (int mm = 0; mm < 2; ++mm) {
+    const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
+    uint32_t a_big[4], a_small[4];
+    split_tf32_frag(src, a_big, a_small);
+    mma(mm, a_big, a_small);
+  }
+}
+
 // acc += the 3xTF32 product of one stage; A split one m-tile pair (one float4 per k) at a time.
 // kPromoted: each k8 step's three MMAs sum in a fresh accumulator added to acc by FADD
 // (tf32x3::mma3_k8_promoted), for epilogues that need fp32-level absolute accuracy of sums whose
@@ -208,20 +227,13 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
     }
 #pragma unroll
     for (int v = 0; v < 2; ++v) {
-      const float4 k0 = *reinterpret_cast<const float4*>(stage + a_frag_fast(a_base, s, 0, v));
-      const float4 k1 = *reinterpret_cast<const float4*>(stage + a_frag_fast(a_base, s, 1, v));
-      const float lo[4] = {k0.x, k0.y, k0.z, k0.w}, hi[4] = {k1.x, k1.y, k1.z, k1.w};
-#pragma unroll
-      for (int mm = 0; mm < 2; ++mm) {
-        // a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
-        const float src[4] = {lo[2 * mm], lo[2 * mm + 1], hi[2 * mm], hi[2 * mm + 1]};
-        uint32_t a_big[4], a_small[4];
-        split_tf32_frag(src, a_big, a_small);
-        if constexpr (kPromoted)  // one n8 tile at a time, unchained: the fastest of 4 forms
-          mma3_k8_promoted<4, 1, false>(acc[2 * v + mm], a_big, a_small, b_big, b_small);
-        else
-          mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
-      }
+      for_a_frag_pair(
+          stage, a_base, s, v, [&](int mm, const uint32_t(&a_big)[4], const uint32_t(&a_small)[4]) {
+            if constexpr (kPromoted)  // one n8 tile at a time, unchained: the fastest of 4 forms
+              mma3_k8_promoted<4, 1, false>(acc[2 * v + mm], a_big, a_small, b_big, b_small);
+            else
+              mma3_k8(acc[2 * v + mm], a_big, a_small, b_big, b_small);  // small terms first
+          });
     }
   }
 }
