@@ -92,6 +92,9 @@
 //      thread and ended (session 12's ncu: 644 us, DRAM 67%). Predicted -0.1 ms (2.1 GB at ~4 TB/s)
 //      -> measured 2.078-2.085 -> **1.951-1.953 ms** (kb bench L2_021 --time-cap 2 --seed 7, two
 //      runs each against the session-16 pack, same call; the task kernel in the same build 2.078).
+//   v5 (session 24) the sigmoid's division as the IEEE division's own fast path, without its
+//      branch to the slow path (activation.cuh; bit-identical for arguments above -87): the
+//      epilogue's BSSY / BRA / BSYNC were ~8% of its instructions: 1.95 -> 1.80 ms on this path.
 //   next (for <= 1.0): the epilogue is ~46% of the conv's instructions: row sums kept in
 //      registers across a block's tiles of one sample (contiguous tile order) instead of shuffled
 //      per tile; then the pre-norm tensor's DRAM round trip (chunks of samples kept in L2).
@@ -103,6 +106,7 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/activation.cuh"
 #include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
 #include "kernels/cores/group_norm_pipeline/pipeline.cuh"
@@ -143,15 +147,6 @@ struct Buffers {
   double2* partials;    // [N][s_tasks or parts][groups] (sum g, sum g^2) of each statistics task
   float2* coef;         // [N][C_out] (scale, shift)
 };
-
-// sigmoid((y + bias) * scale), rounded as the reference rounds it (fp32 add, mul, then
-// 1 / (1 + expf(-t)) with an IEEE division). GroupNorm divides by the group's standard deviation,
-// which is tiny for small groups (the odd fixture has one channel of 35 values per group): the
-// approximate ex2/rcp pair and a -log2(e) folded into the scale cost 4x the tolerance there.
-__device__ __forceinline__ float activation(float y, float bias, float scale) {
-  const float t = (y + bias) * scale;
-  return 1.0f / (1.0f + expf(-t));
-}
 
 // ---- Tensor-core path: the conv3d 3xTF32 tile (D = 1) with a statistics epilogue ----
 
@@ -549,8 +544,7 @@ __device__ float conv_at(const float* x_n, const float* w_o, const Geometry& g, 
 
 // g of channel o from its conv value, rounded as the reference: ((y + conv bias) + bias) * scale.
 __device__ __forceinline__ float generic_sigmoid(const Buffers& b, int64_t o, float acc) {
-  const float t = ((acc + b.b_conv[o]) + b.bias[o]) * b.scale[o];
-  return 1.0f / (1.0f + expf(-t));
+  return activation(acc + b.b_conv[o], b.bias[o], b.scale[o]);
 }
 
 __global__ void __launch_bounds__(kThreads) generic_activation_kernel(Buffers b, Geometry g, ConvGeom cv) {

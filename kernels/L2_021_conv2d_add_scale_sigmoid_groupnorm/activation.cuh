@@ -1,0 +1,31 @@
+// L2_021's activation, one definition for all of its kernels (custom.cu, wgmma_rows.cuh).
+// Thread safety: a pure device function.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace kb::custom::L2_021 {
+
+// 1 / d for d >= 1 (or NaN), rounded as the IEEE division rounds it: the hardware reciprocal and
+// one Newton step, the division's own fast path, without its branch to the slow path (taken only
+// for extreme exponents). d is first clamped to 2^126 (NaN kept: min.NaN), so the Newton step
+// never meets inf * 0. For 1 <= d < 2^126 the result is the division's bit for bit; above it is
+// 2^-126 where the division gives a subnormal or 0 (sigmoid arguments below -87).
+__device__ __forceinline__ float reciprocal_from_one(float d) {
+  float r;
+  asm("min.NaN.f32 %0, %0, 0f7E800000;" : "+f"(d));  // 2^126
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  return fmaf(r, fmaf(-d, r, 1.0f), r);
+}
+
+// sigmoid((y + bias) * scale), rounded as the reference rounds it (fp32 add, mul, then
+// 1 / (1 + expf(-t)): the accurate expf and the IEEE division's rounding). GroupNorm divides by
+// the group's standard deviation, which is tiny for small groups (the odd fixture has one channel
+// of 35 values per group): the approximate ex2/rcp pair and a -log2(e) folded into the scale cost
+// 4x the tolerance there.
+__device__ __forceinline__ float activation(float y, float bias, float scale) {
+  const float t = (y + bias) * scale;
+  return reciprocal_from_one(1.0f + expf(-t));
+}
+
+}  // namespace kb::custom::L2_021
