@@ -9,18 +9,23 @@
 // 268 MB + out 1.06 GB -> t_mem 0.31 ms. Floor 0.62 ms. Reference 6.7-6.8 ms, best strict-fp32
 // peer 3.55 ms (torch.compile, docs/baselines.md), goal <= 1.00 ms (1.6 x the floor).
 //
-// Design. Why not recompute: a second conv pass costs another ~0.6 ms of FFMA, more than
-// re-reading the pre-norm tensor. So three launches (kernels/cores/group_norm_pipeline/
-// pipeline.cuh): conv_kernel writes the sigmoid output into `out` and per-task group sums to its
-// own partials slot; a one-warp-per-(n, group) fold makes coef[n][o]; normalize_flat_kernel
-// rescales `out` in place as float4s, persistent blocks, last float4 first (the last samples are
-// still in L2 when the conv launch ends); normalize_kernel (tasks of 16 K elements) where the
-// plane or `out` is not 16-byte aligned.
-// The conv launch is one of two kernels:
-//  - tensor path (3x3 unit conv, C_out >= 16, W' >= 48: the full preset): the conv3d 3xTF32 tile
-//    (kernels/cores/conv3d_direct/tf32x3_tile.cuh, D = 1, 32-channel blocks) with TensorEpilogue,
-//    which stores g and writes per-(n, row, column tile, channel) sums; the fold reads them with
-//    width cpg. 3xTF32 is ~fp32 per product (that header); the sums and sigmoid are as below.
+// Design. On Hopper, where the conv fits it (3x3 unit conv, C_in <= 8, 16 < C_out <= 32, W' >=
+// 96: the full preset), the wgmma path (wgmma_rows.cuh) computes the conv twice on the tensor
+// cores: a statistics pass, the fold, and a store pass that writes the normalized output once;
+// the second conv costs less than the pre-norm tensor's DRAM round trip. Elsewhere the conv is
+// computed once and its output re-read: a second pass of the FMA or mma.sync kernels (~0.6 ms
+// at the full preset) would cost more than the round trip. Those are three launches
+// (kernels/cores/group_norm_pipeline/pipeline.cuh): conv_kernel writes the sigmoid output into
+// `out` and per-task group sums to its own partials slot; a one-warp-per-(n, group) fold makes
+// coef[n][o]; normalize_flat_kernel rescales `out` in place as float4s, persistent blocks, last
+// float4 first (the last samples are still in L2 when the conv launch ends); normalize_kernel
+// (tasks of 16 K elements) where the plane or `out` is not 16-byte aligned. The conv launch is one
+// of two kernels:
+//  - tensor path (3x3 unit conv, C_out >= 16, W' >= 48, not on the wgmma path): the conv3d
+//    3xTF32 tile (kernels/cores/conv3d_direct/tf32x3_tile.cuh, D = 1, 32-channel blocks) with
+//    TensorEpilogue, which stores g and writes per-(n, row, column tile, channel) sums; the fold
+//    reads them with width cpg. 3xTF32 is ~fp32 per product (that header); the sums and sigmoid
+//    are as below.
 //  - FMA tile (other unit convs that keep 1/16 of a block busy): conv_kernel, S tasks below.
 // S task (n, two output rows): stage 4 input rows of all C_in channels (16-byte loads, all issued
 // before the first store, when W % 4 == 0) and the weights in shared memory; each thread computes
@@ -95,9 +100,13 @@
 //   v5 (session 24) the sigmoid's division as the IEEE division's own fast path, without its
 //      branch to the slow path (activation.cuh; bit-identical for arguments above -87): the
 //      epilogue's BSSY / BRA / BSYNC were ~8% of its instructions: 1.95 -> 1.80 ms on this path.
-//   next (for <= 1.0): the epilogue is ~46% of the conv's instructions: row sums kept in
-//      registers across a block's tiles of one sample (contiguous tile order) instead of shuffled
-//      per tile; then the pre-norm tensor's DRAM round trip (chunks of samples kept in L2).
+//   v6 (session 24) the wgmma path (wgmma_rows.cuh): the conv twice on Hopper's tensor cores,
+//      statistics then normalized stores, no pre-norm round trip. Predicted ~0.7 ms (tensor
+//      ~0.3 ms per pass, epilogue under it) -> measured 1.77 ms with two lockstep warpgroups per
+//      CTA, 1.55 ms with 4 independent warpgroups and staged stores (statistics 0.63 ms, store
+//      0.91 ms under ncu; kb bench L2_021 --time-cap 2 --seed 7, docs/kernels.md).
+//   next (for <= 1.0): both passes are latency-bound (7.7 cycles per issued instruction, 16
+//      warps per SM); the store pass's copy-out index math (~40% of its instructions) first.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -107,6 +116,7 @@
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/activation.cuh"
+#include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/wgmma_rows.cuh"
 #include "kernels/cores/block_reduce.cuh"
 #include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
 #include "kernels/cores/group_norm_pipeline/pipeline.cuh"
@@ -675,8 +685,11 @@ class ConvSigmoidGroupNorm final : public Implementation {
     const double busy = static_cast<double>(g_.quads * g_.col_groups) /
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
     fast_ = unit && smem_ <= 100 * 1024 && busy >= 1.0 / 16;
-    KB_TRY(setup_tensor(unit));
+    rows_taken_ = false;
+    if (unit) KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
+    if (!rows_taken_) KB_TRY(setup_tensor(unit));
     int64_t parts = g_.s_tasks;
+    if (rows_taken_) parts = std::max(parts, rows_.parts() * g_.cpg);
     if (tensor_) parts = std::max(parts, g_.ho * tensor_->params.col_tiles * g_.c_out / g_.groups);
     if (fast_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -719,6 +732,17 @@ class ConvSigmoidGroupNorm final : public Implementation {
                     args.output.data,
                     partials,
                     coef};
+    if (rows_taken_) {
+      rows::Args a{};
+      a.x = b.x, a.w = b.w, a.b_conv = b.b_conv, a.bias = b.bias, a.scale = b.scale;
+      a.partials = partials, a.coef = coef, a.out = b.out;
+      KB_TRY(rows_.run_statistics(a, stream));
+      sp::launch_coefficients(partials, g_.batch, rows_.parts(), g_.groups, g_.cpg,
+                              static_cast<double>(g_.cpg * g_.plane()), b.gamma, b.beta, g_.eps,
+                              coef, stream, g_.cpg);
+      KB_CUDA_TRY(cudaGetLastError());
+      return rows_.run_store(a, stream);
+    }
     if (tensor_) {
       tc::Params p = tensor_->params;
       p.x = b.x, p.w = b.w, p.y = b.out;
@@ -824,6 +848,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
   ConvGeom cv_{};
   bool fast_ = false;
   bool small_groups_ = false;         // group_kernel runs (instead of the generic path)
+  rows::RowsConv rows_;               // the wgmma path's plan
+  bool rows_taken_ = false;           // the wgmma path runs (wgmma_rows.cuh)
   std::optional<TensorPlan> tensor_;  // set when the tensor path runs
   size_t smem_ = 0;
   int conv_blocks_ = 1;
