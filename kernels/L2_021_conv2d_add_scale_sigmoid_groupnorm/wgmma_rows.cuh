@@ -253,6 +253,35 @@ __host__ __device__ constexpr int stage_index(int r, int co, int col) {
 }
 static_assert(kTileRows * kChannels * kTileCols <= kPatchFloats, "the staging fits the patch");
 
+// Checked at compile time: stage_index is a permutation of the staging floats that keeps each
+// column pair adjacent (8-byte accesses), and a half-warp's float2 writes in stage_row (channels
+// c .. c + 3 for c a multiple of 4, columns 8 j + 0..7) cover all 32 banks once.
+constexpr bool stage_index_is_sound() {
+  constexpr int kFloats = kTileRows * kChannels * kTileCols;
+  bool seen[kFloats] = {};
+  for (int r = 0; r < kTileRows; ++r)
+    for (int co = 0; co < kChannels; ++co)
+      for (int col = 0; col < kTileCols; ++col) {
+        const int i = stage_index(r, co, col);
+        if (i < 0 || i >= kFloats || seen[i]) return false;
+        if (col % 2 == 1 && stage_index(r, co, col - 1) + 1 != i) return false;
+        seen[i] = true;
+      }
+  for (int r = 0; r < kTileRows; ++r)
+    for (int c = 0; c < kChannels; c += 4)
+      for (int j = 0; j < kTileCols / 8; ++j) {
+        bool bank[32] = {};
+        for (int q = 0; q < 4; ++q)
+          for (int col = 8 * j; col < 8 * j + 8; ++col) {
+            const int b = stage_index(r, c + q, col) % 32;
+            if (bank[b]) return false;
+            bank[b] = true;
+          }
+      }
+  return true;
+}
+static_assert(stage_index_is_sound(), "stage_index: a permutation, pairs adjacent, no conflicts");
+
 // Writes this thread's normalized values of output row r (of the item's 2) into `stage`.
 __device__ __forceinline__ void stage_row(float* stage, int r, const Channels& ch,
                                           const float2 (&coef)[2], const float (&acc)[kAccs]) {
