@@ -59,6 +59,7 @@
 #include "common/cuda/device_query.h"
 #include "common/status.h"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/activation.cuh"
+#include "kernels/cores/conv3x3_patch/patch_loads.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/cores/tf32x3/wgmma.cuh"
 
@@ -92,11 +93,6 @@ static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
 __host__ __device__ constexpr int weight_index(int tap, int part, int ci, int m) {
   return (((tap * 2 + part) * kQuads + ci / 4) * kM + m) * 4 + ci % 4;
 }
-// Float index of patch (part, ci, pixel) in a warpgroup's patch: [part][ci / 4][pixel][ci % 4].
-__host__ __device__ constexpr int patch_index(int part, int ci, int pixel) {
-  return ((part * kQuads + ci / 4) * kPatchPitch + pixel) * 4 + ci % 4;
-}
-
 // Sizes validated by the host (RowsConv::setup): every plane and the tile count fit int.
 struct Args {
   const float* x;       // (N, C_in, H, W)
@@ -135,35 +131,15 @@ __device__ __forceinline__ Tile tile_at(const Args& a, int tile) {
 
 using PatchRegs = float[kPatchSlots][kCi];
 
-// raw[s][c] = x[n][c][r0 + pos / 130][c0 + pos % 130], pos = wt + 128 s (wt: the thread in its
-// warpgroup); 0 outside the image, past C_in or past the patch.
+// The item's patch (rows r0 .. r0 + 3, columns c0 .. c0 + 129, 8 channels) in thread wt's
+// registers (wt: the thread in its warpgroup), then split into the warpgroup's planes.
 __device__ __forceinline__ void load_patch(const Args& a, const Tile& t, int wt, PatchRegs& raw) {
-  const int plane = a.h * a.w_in;
-  const float* xn = a.x + int64_t{t.n} * a.c_in * plane;
-#pragma unroll
-  for (int s = 0; s < kPatchSlots; ++s) {
-    const int pos = wt + s * kGroupThreads;
-    const int ih = t.r0 + pos / kPatchCols, iw = t.c0 + pos % kPatchCols;
-    const bool inside = pos < kPatchPixels && ih < a.h && iw < a.w_in;
-    const float* src = xn + (inside ? ih * a.w_in + iw : 0);
-#pragma unroll
-    for (int c = 0; c < kCi; ++c) raw[s][c] = inside && c < a.c_in ? __ldg(src + c * plane) : 0.0f;
-  }
+  conv3x3_patch::load_patch<kPatchCols, kPatchPixels, kGroupThreads>(
+      a.x, t.n, a.c_in, 0, a.h, a.w_in, t.r0, t.c0, static_cast<unsigned>(wt), raw);
 }
-// Splits the registers and stores each pixel's 4-channel quads, big and small.
 __device__ __forceinline__ void store_patch(float* patch, int wt, const PatchRegs& raw) {
-#pragma unroll
-  for (int s = 0; s < kPatchSlots; ++s) {
-    const int pos = wt + s * kGroupThreads;
-    if (pos >= kPatchPixels) continue;
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) {
-      float4 big, small;
-      ::kb::tf32x3::split_tf32_quad(raw[s] + 4 * q, big, small);
-      *reinterpret_cast<float4*>(patch + patch_index(0, 4 * q, pos)) = big;
-      *reinterpret_cast<float4*>(patch + patch_index(1, 4 * q, pos)) = small;
-    }
-  }
+  conv3x3_patch::store_patch_planes<kPatchPixels, kPatchPitch, kGroupThreads>(
+      patch, static_cast<unsigned>(wt), raw);
 }
 
 // Warpgroup `group`'s barrier (named barrier 1 + group; 0 is __syncthreads').

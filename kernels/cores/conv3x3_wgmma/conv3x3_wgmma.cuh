@@ -105,12 +105,6 @@ static_assert(kWStageFloats % (4 * kThreads) == 0, "weights: whole 16-byte copie
 __host__ __device__ constexpr int weight_index(int tap, int part, int ci, int co) {
   return (((tap * 2 + part) * kQuads + ci / 4) * kTileCo + co) * 4 + ci % 4;
 }
-// Float index of patch (part, ci, pixel) in a stage's patch: [part][ci / 4][pixel][ci % 4].
-template <class G>
-__host__ __device__ constexpr int patch_index(int part, int ci, int pixel) {
-  return ((part * kQuads + ci / 4) * G::kPatchPitch + pixel) * 4 + ci % 4;
-}
-
 // ---- per-call weight preparation ----
 
 // w_split[ct][chunk][stage weights] from the conv weight w'[co][ci][kh][kw]: `weight` itself
@@ -177,18 +171,9 @@ __device__ __forceinline__ void load_patch(const WgmmaArgs& p, const TileCoord& 
 // Splits the registers and stores each pixel's 4-channel quads, big and small.
 template <class G>
 __device__ __forceinline__ void store_patch(float* patch, const PatchRegs<G>& raw) {
-#pragma unroll
-  for (int s = 0; s < G::kPatchSlots; ++s) {
-    const int pos = threadIdx.x + s * kThreads;
-    if (pos >= G::kPatchPixels) continue;
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) {
-      float4 big, small;
-      split_tf32_quad(raw[s] + 4 * q, big, small);
-      *reinterpret_cast<float4*>(patch + patch_index<G>(0, 4 * q, pos)) = big;
-      *reinterpret_cast<float4*>(patch + patch_index<G>(1, 4 * q, pos)) = small;
-    }
-  }
+  static_assert(kChunkCi == 8, "conv3x3_patch's planes hold 8 channels");
+  conv3x3_patch::store_patch_planes<G::kPatchPixels, G::kPatchPitch, kThreads>(patch, threadIdx.x,
+                                                                               raw);
 }
 // One stage's weights: a contiguous copy of w_split[ct][chunk].
 __device__ __forceinline__ void load_weights(const WgmmaArgs& p, uint32_t w_stage, int ct,
