@@ -3,8 +3,9 @@
 // of one kernel: the statistics pass (per-row sums of the sigmoid output, nothing stored), the
 // coefficient fold (group_norm_pipeline/pipeline.cuh), then the store pass, which recomputes the
 // conv and writes the normalized output once. Recomputing costs a second conv on the tensor
-// cores (~0.3 ms at the full preset); storing the pre-norm tensor and reading it back cost a
-// 2.1 GB DRAM round trip (~0.5 ms) on top of the stores (session 17's normalize pass).
+// cores (~0.3 ms of tensor time at the full preset; the statistics pass measured 0.63 ms,
+// latency-bound); storing the pre-norm tensor and reading it back cost a 2.1 GB DRAM round trip
+// (~0.5 ms) on top of the stores (session 17's normalize pass).
 //
 // GEMM view. C_out is 32 at most, so one m64 of output channels would leave half of M idle.
 // Instead M = 2 output rows x 32 channels: a warpgroup's rows oh, oh + 1 read the 4 input rows
