@@ -148,8 +148,11 @@ __device__ __forceinline__ void group_barrier(int group) {
   asm volatile("bar.sync %0, %1;" ::"r"(1 + group), "n"(kGroupThreads) : "memory");
 }
 
-// A value the compiler cannot see through: the descriptors derived from it are rebuilt per tile
-// (one add each) instead of hoisted out of the tile loop, where their 96 registers spilled.
+// A value the compiler cannot see through, so that the descriptors derived from it are rebuilt
+// per item (one add each) rather than hoisted out of the item loop as 48 live 64-bit values.
+// Added against spills that turned out to come from elsewhere (ptxas -v reported the same 108
+// bytes with and without it; the patch loads hoisted into the epilogue were the cause); its own
+// effect is unmeasured, and it stays because the measured build (session 24, call 6) has it.
 __device__ __forceinline__ uint64_t opaque(uint64_t v) {
   asm volatile("mov.b64 %0, %0;" : "+l"(v));
   return v;
@@ -377,9 +380,10 @@ class RowsConv {
   // Whether this conv takes the path: the shape fits its item (C_in <= 8, C_out <= 32), over
   // half of M is real channels (C_out > 16; at 16 the mma.sync path was faster: N 16, C_in 3,
   // 100 x 70, 0.066 against 0.035 ms), the rows fill 3/4 of a 128-column tile (W' >= 96), the
-  // sizes fit int, and (setup) the loaded code is the sm_90a build. H200, session 24: equal to
-  // the mma.sync path at N 7, 32 channels, 129 x 95 and at N 1, 254 x 254; faster at the full
-  // preset (docs/kernels.md).
+  // sizes fit int, and (setup) the loaded code is the sm_90a build. H200, session 24, measured
+  // on the build before the staged stores: equal to the mma.sync path at N 7, 32 channels,
+  // 129 x 95 and at N 1, 254 x 254; the shipped build is faster at the full preset
+  // (docs/kernels.md).
   static bool fits(const Sizes& z) {
     const int64_t limit = int64_t{1} << 30;
     return z.c_in >= 1 && z.c_in <= kCi && z.c_out > 16 && z.c_out <= kChannels && z.w - 2 >= 96 &&
