@@ -17,11 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define KB_HD __host__ __device__ __forceinline__
-#else
-#define KB_HD inline
-#endif
+#include "common/host_device.h"
 
 namespace kb::philox {
 

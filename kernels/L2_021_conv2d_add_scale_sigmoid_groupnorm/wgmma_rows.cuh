@@ -60,6 +60,7 @@
 #include "common/cuda/device_query.h"
 #include "common/status.h"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/activation.cuh"
+#include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/staging.h"
 #include "kernels/cores/conv3x3_patch/patch_loads.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/cores/tf32x3/wgmma.cuh"
@@ -69,14 +70,10 @@ namespace kb::custom::L2_021::rows {
 namespace wgmma = ::kb::tf32x3::wgmma;
 
 constexpr int kGroups = 4;  // independent warpgroups per CTA, one CTA per SM
-constexpr int kGroupThreads = 128;
 constexpr int kThreads = kGroups * kGroupThreads;
-constexpr int kChannels = 32;  // output channels per M half: C_out <= 32
-constexpr int kM = 64;         // 2 output rows x 32 channels
-constexpr int kCi = 8;         // K: C_in <= 8, one k8 step per tap
+constexpr int kM = 64;  // 2 output rows x 32 channels
+constexpr int kCi = 8;  // K: C_in <= 8, one k8 step per tap
 constexpr int kQuads = kCi / 4;
-constexpr int kTileRows = 2;            // a warpgroup's item: 2 output rows
-constexpr int kTileCols = 128;          // n128
 constexpr int kInRows = kTileRows + 2;  // its input rows
 constexpr int kTaps = kInRows * 3;
 constexpr int kPatchCols = kTileCols + 2;           // 130
@@ -223,44 +220,7 @@ __device__ __forceinline__ void row_sums(const Args& a, const Tile& t, int oh, c
   }
 }
 
-// The store pass's items go out through the warpgroup's patch buffer, free once its wgmmas ended:
-// each thread's float2 pairs are scattered over 8 channel rows per warp store (8 sectors in 8
-// lines); staged, a warp stores 256 contiguous bytes of one (channel, row). Staging index of (r,
-// co, col): rows of 128 floats, the 8-float column block XORed with co % 4, so a half-warp's float2
-// writes (4 channels x 4 lanes) hit distinct banks.
-__host__ __device__ constexpr int stage_index(int r, int co, int col) {
-  return (r * kChannels + co) * kTileCols + (col ^ ((co & 3) << 3));
-}
 static_assert(kTileRows * kChannels * kTileCols <= kPatchFloats, "the staging fits the patch");
-
-// Checked at compile time: stage_index is a permutation of the staging floats that keeps each
-// column pair adjacent (8-byte accesses), and a half-warp's float2 writes in stage_row (channels
-// c .. c + 3 for c a multiple of 4, columns 8 j + 0..7) cover all 32 banks once.
-constexpr bool stage_index_is_sound() {
-  constexpr int kFloats = kTileRows * kChannels * kTileCols;
-  bool seen[kFloats] = {};
-  for (int r = 0; r < kTileRows; ++r)
-    for (int co = 0; co < kChannels; ++co)
-      for (int col = 0; col < kTileCols; ++col) {
-        const int i = stage_index(r, co, col);
-        if (i < 0 || i >= kFloats || seen[i]) return false;
-        if (col % 2 == 1 && stage_index(r, co, col - 1) + 1 != i) return false;
-        seen[i] = true;
-      }
-  for (int r = 0; r < kTileRows; ++r)
-    for (int c = 0; c < kChannels; c += 4)
-      for (int j = 0; j < kTileCols / 8; ++j) {
-        bool bank[32] = {};
-        for (int q = 0; q < 4; ++q)
-          for (int col = 8 * j; col < 8 * j + 8; ++col) {
-            const int b = stage_index(r, c + q, col) % 32;
-            if (bank[b]) return false;
-            bank[b] = true;
-          }
-      }
-  return true;
-}
-static_assert(stage_index_is_sound(), "stage_index: a permutation, pairs adjacent, no conflicts");
 
 // Writes this thread's normalized values of output row r (of the item's 2) into `stage`.
 __device__ __forceinline__ void stage_row(float* stage, int r, const Channels& ch,
@@ -278,29 +238,6 @@ __device__ __forceinline__ void stage_row(float* stage, int r, const Channels& c
                     coef[h].x, coef[h].y);
       *reinterpret_cast<float2*>(stage + stage_index(r, co, 8 * j + col0)) =
           make_float2(v[0], v[1]);
-    }
-  }
-}
-
-// Copies the staged item (rows r0, r0 + 1 that exist, channels < C_out, the columns < W') to
-// `out`: thread wt of the warpgroup, column pairs, a warp per 64 consecutive pairs of one row;
-// 8-byte stores where a.pairs, else two 4-byte ones.
-__device__ __forceinline__ void store_staged(const Args& a, const Tile& t, int wt,
-                                             const float* stage) {
-  constexpr int kUnits = kTileCols / 2;  // column pairs per (row, channel)
-  const int cols = min(kTileCols, a.wo - t.c0);
-#pragma unroll 1
-  for (int u = wt; u < kTileRows * kChannels * kUnits; u += kGroupThreads) {
-    const int rc = u / kUnits, col = 2 * (u % kUnits);
-    const int r = rc / kChannels, co = rc % kChannels, oh = t.r0 + r;
-    if (co >= a.c_out || oh >= a.ho || col >= cols) continue;
-    const float2 v = *reinterpret_cast<const float2*>(stage + stage_index(r, co, col));
-    float* dst = a.out + ((int64_t{t.n} * a.c_out + co) * a.ho + oh) * a.wo + t.c0 + col;
-    if (a.pairs && col + 1 < cols) {
-      __stcs(reinterpret_cast<float2*>(dst), v);
-    } else {
-      __stcs(dst, v.x);
-      if (col + 1 < cols) __stcs(dst + 1, v.y);
     }
   }
 }
@@ -354,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1) rows_kernel(const Args a) {
       group_barrier(group);  // every warp's wait passed: the wgmmas read the patch no more
       stage_row(patch, warp / 2, ch, coef, acc);
       group_barrier(group);
-      store_staged(a, t, wt, patch);
+      store_staged(a.out, a.c_out, a.ho, a.wo, a.pairs, t.n, t.r0, t.c0, wt, patch);
     } else if (oh < a.ho) {  // warp-uniform
       if (full) {
         row_sums<true>(a, t, oh, ch, acc);
