@@ -60,7 +60,7 @@ static_assert(stage_index_is_sound(), "stage_index: a permutation, pairs adjacen
 
 // Copies the staged item (rows r0, r0 + 1 that exist, channels < C_out, the columns < W') of
 // sample n, column tile c0 to `out` (N, C_out, H', W'): thread wt of the warpgroup, column pairs, a
-// warp per 64 consecutive pairs of one row; 8-byte stores where a.pairs, else two 4-byte ones.
+// warp per 64 consecutive pairs of one row; 8-byte stores where `pairs`, else two 4-byte ones.
 KB_HD void store_staged(float* out, int c_out, int ho, int wo, bool pairs, int n, int r0, int c0,
                         int wt, const float* stage) {
   constexpr int kUnits = kTileCols / 2;  // column pairs per (row, channel)
