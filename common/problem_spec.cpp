@@ -24,19 +24,26 @@ Result<Shape> resolve_shape(const std::vector<ShapeExpr>& exprs, const Dims& dim
 }
 
 Status check_dims(const ProblemSpec& spec, const Dims& dims) {
+  std::string declared_list;
+  for (const std::string& d : spec.dims) declared_list += (declared_list.empty() ? "" : ", ") + d;
+  const std::string takes = " (" + spec.id + " takes " + declared_list + ")";
+  for (const auto& [name, value] : dims) {
+    bool declared = false;
+    for (const std::string& d : spec.dims) declared = declared || d == name;
+    if (!declared)
+      return Status::invalid_argument("'" + name + "' is not a dim of " + spec.id + takes);
+  }
+  std::string missing;
   for (const std::string& d : spec.dims) {
     auto it = dims.find(d);
-    if (it == dims.end()) return Status::invalid_argument("dim '" + d + "' is not bound");
-    if (it->second < 1) {
+    if (it == dims.end()) {
+      missing += (missing.empty() ? "'" : ", '") + d + "'";
+    } else if (it->second < 1) {
       return Status::invalid_argument("dim '" + d + "': expected an integer >= 1, got " +
                                       std::to_string(it->second));
     }
   }
-  for (const auto& [name, value] : dims) {
-    bool declared = false;
-    for (const std::string& d : spec.dims) declared = declared || d == name;
-    if (!declared) return Status::invalid_argument("'" + name + "' is not a dim of " + spec.id);
-  }
+  if (!missing.empty()) return Status::invalid_argument("dims not bound: " + missing + takes);
   return Status::ok();
 }
 

@@ -42,6 +42,6 @@ PY
 python3 - "$tmp/bad.json" <<'PY' || fail "a shape without all of the spec's dims"
 import json, sys
 (r,) = json.load(open(sys.argv[1]))["results"]
-assert r["status"] == "unsupported" and "'C_out' is not bound" in r["message"], r["message"]
+assert r["status"] == "unsupported" and "dims not bound: 'C_out', 'D', 'H', 'W'" in r["message"], r["message"]
 PY
 echo "ok: 4 sweep jobs and 1 --dims job"

@@ -149,6 +149,30 @@ TEST(SpecLoader, TheRealL2_017SpecValidates) {
   EXPECT_EQ(full->output_shape(), (Shape{128, 128, 126, 126}));
 }
 
+// A user's own dims (kb bench --dims): an unknown name is named first, then every missing dim at
+// once, each with the list of dims the problem takes.
+TEST(SpecLoader, UserDimsNameTheUnknownAndTheMissing) {
+  Result<std::shared_ptr<const ProblemSpec>> spec = parse_problem_spec(kConv, "conv.yaml");
+  KB_ASSERT_OK(spec);
+  const std::string takes = spec.value()->id + " takes ";
+  Result<ProblemInstance> unknown = ProblemInstance::create(spec.value(), Dims{{"FOO", 3}});
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("'FOO' is not a dim of"), std::string::npos)
+      << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find(takes), std::string::npos);
+  Result<ProblemInstance> missing = ProblemInstance::create(spec.value(), Dims{{"N", 1}});
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("dims not bound: '"), std::string::npos)
+      << missing.status().message();
+  EXPECT_EQ(missing.status().message().find("'N'"), std::string::npos) << "N is bound";
+  Dims zero = spec.value()->find_preset("small")->dims;
+  zero.begin()->second = 0;
+  Result<ProblemInstance> below = ProblemInstance::create(spec.value(), zero);
+  ASSERT_FALSE(below.is_ok());
+  EXPECT_NE(below.status().message().find("expected an integer >= 1, got 0"), std::string::npos)
+      << below.status().message();
+}
+
 TEST(SpecLoader, LoadProblemSpecNamesAMissingFile) {
   Result<std::shared_ptr<const ProblemSpec>> spec = load_problem_spec("/nonexistent/L1_001_x.yaml");
   ASSERT_FALSE(spec.is_ok());
