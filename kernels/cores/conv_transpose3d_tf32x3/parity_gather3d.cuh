@@ -5,9 +5,8 @@
 // only 1-8 taps, too few to amortize a patch per chunk. Layers it cannot take run the generic
 // gather of ../conv_transpose_gather.
 //
-// Math, per axis (stride s, padding p, dilation d, kernel K; unit axes for rank < 3): write
-// o + p = q*s + r (phase r < s). Tap t with t*d = j*s + r lands on phase r at input i = q - j.
-// A class c = (r_d, r_h, r_w) has the taps T_c = T_d(r_d) x T_h(r_h) x T_w(r_w) (0 to 27 here):
+// Math: the phases and classes of parity_axes.h (unit axes for rank < 3; 0 to 27 taps per
+// class):
 //   y[n, co, o] = sum_{tap in T_c, ci} x[n, ci, q - j(tap)] * w[ci, co, t(tap)]
 // So, per class, A (M x K): m = (n, q_d, q_h, q_w) over every q that reaches the output in some
 // phase, k = (tap, ci); B_c (K x C_out) packed per call (weights are call inputs), zero past C_in
@@ -38,17 +37,18 @@
 #include "common/cuda/cuda_check.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
+#include "kernels/cores/conv_transpose3d_tf32x3/parity_axes.h"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 #include "kernels/cores/tf32x3/mainloop.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 
 namespace kb::custom::ct3d_gather {
 
-constexpr int kAxes = 3;
-constexpr int kMaxStride = 2;  // phases per axis the tables hold
-constexpr int kMaxJ = 3;       // taps per axis and phase
-constexpr int kMaxClasses = kMaxStride * kMaxStride * kMaxStride;
-constexpr int kMaxClassTaps = kMaxJ * kMaxJ * kMaxJ;
+using ct3d_parity::kAxes;
+using ct3d_parity::kMaxClasses;
+using ct3d_parity::kMaxClassTaps;
+using ct3d_parity::kMaxJ;
+using ct3d_parity::kMaxStride;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBK = 16;  // channels (k) per stage, one tap
@@ -92,39 +92,15 @@ constexpr int kMainWM = 64, kSmallWM = 16;
 
 // ---- the plan (host-built, passed by value) ----
 
-struct Axis {
-  int stride = 1, pad = 0, in = 1, out = 1;
-  int q_lo = 0, q_count = 1;      // q in [q_lo, q_lo + q_count) reaches the output
-  int taps[kMaxStride] = {};      // taps of phase r
-  int j[kMaxStride][kMaxJ] = {};  // input offset of tap i of phase r
-  int t[kMaxStride][kMaxJ] = {};  // kernel index of tap i of phase r
-};
+using Axis = ct3d_parity::ParityAxis;
 
-struct Plan {
-  Axis ax[kAxes];  // d, h, w
+struct Plan : ct3d_parity::ParityClasses<Axis> {
   int batch = 0, c_in = 0, c_out = 0, k[kAxes] = {1, 1, 1};
   int classes = 1, chunks = 1, n_tiles = 1, n_pad = 8;
   int64_t m_total = 0, m_tiles = 0;
   int64_t b_offset[kMaxClasses] = {};  // packed B of class c: [tap][chunks * kBK][n_pad]
   int64_t b_floats = 0;
   __host__ __device__ int k_pad() const { return chunks * kBK; }
-  __host__ __device__ int64_t in_plane() const { return int64_t{ax[0].in} * ax[1].in * ax[2].in; }
-  __host__ __device__ int64_t out_plane() const {
-    return int64_t{ax[0].out} * ax[1].out * ax[2].out;
-  }
-  __host__ __device__ int phase(int cls, int a) const {  // class = (r_d, r_h, r_w), w fastest
-    if (a == 2) return cls % ax[2].stride;
-    if (a == 1) return cls / ax[2].stride % ax[1].stride;
-    return cls / (ax[2].stride * ax[1].stride);
-  }
-  __host__ __device__ int class_taps(int cls) const {
-    return ax[0].taps[phase(cls, 0)] * ax[1].taps[phase(cls, 1)] * ax[2].taps[phase(cls, 2)];
-  }
-  // Tap ti of class cls, split per axis: i[a] indexes Axis::j / Axis::t of the class's phase.
-  __host__ __device__ void tap_of(int cls, int ti, int (&i)[kAxes]) const {
-    const int nw = ax[2].taps[phase(cls, 2)], nh = ax[1].taps[phase(cls, 1)];
-    i[2] = ti % nw, i[1] = ti / nw % nh, i[0] = ti / (nw * nh);
-  }
 };
 
 inline Status not_taken(const std::string& why) {
@@ -132,22 +108,10 @@ inline Status not_taken(const std::string& why) {
 }
 
 inline Result<Axis> plan_axis(const gather::ConvTransposeGeometry& g, int a) {
-  const int64_t s = g.stride[a], p = g.padding[a], d = g.dilation[a], k = g.kernel[a];
-  if (s > kMaxStride) return not_taken("stride above 2");
-  constexpr int64_t kLimit = int64_t{1} << 20;
-  if (g.in[a] >= kLimit || g.out[a] >= kLimit || p >= kLimit || k * d >= kLimit)
-    return not_taken("large sizes");
   Axis ax;
-  ax.stride = static_cast<int>(s), ax.pad = static_cast<int>(p);
-  ax.in = static_cast<int>(g.in[a]), ax.out = static_cast<int>(g.out[a]);
-  ax.q_lo = static_cast<int>(p / s);
-  ax.q_count = static_cast<int>((g.out[a] - 1 + p) / s - p / s + 1);
-  for (int64_t t = 0; t < k; ++t) {
-    const int r = static_cast<int>(t * d % s);
-    if (ax.taps[r] == kMaxJ) return not_taken("more than 3 taps per axis and phase");
-    ax.j[r][ax.taps[r]] = static_cast<int>(t * d / s);
-    ax.t[r][ax.taps[r]++] = static_cast<int>(t);
-  }
+  const Status parity = ct3d_parity::fill_parity_axis(g.stride[a], g.padding[a], g.dilation[a],
+                                                      g.kernel[a], g.in[a], g.out[a], ax);
+  if (!parity.is_ok()) return not_taken(parity.message());
   return ax;
 }
 

@@ -2,9 +2,7 @@
 // parity_gemm3d.cuh (L1_070, L1_073): host-built, passed to the kernels by value, and usable from
 // a host emulation (all maps are __host__ __device__).
 //
-// Math, per axis (stride s <= 2, padding p, dilation d, kernel K): write o + p = q*s + r (phase
-// r < s). Tap t with t*d = j*s + r lands on phase r at input i = q - j. A class c = (r_d, r_h, r_w)
-// has the taps T_c = T_d(r_d) x T_h(r_h) x T_w(r_w) (1 to 27):
+// Math: the phases and classes of parity_axes.h (1 to 27 taps per class):
 //   y[n, co, q*s + r - p] = sum_{tap in T_c, ci} x[n, ci, q - j(tap)] * w[ci, co, t(tap)]
 // A CTA tile is (class, 8 kNT output channels, image n, a box of Bd x Bh x Bw q positions <= 512).
 // Its input "patch" is the box grown by J - 1 on the low side of each axis (J = 1 + the largest
@@ -34,15 +32,16 @@
 #include <string>
 
 #include "common/status.h"
+#include "kernels/cores/conv_transpose3d_tf32x3/parity_axes.h"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
 
 namespace kb::custom::ct3d {
 
-constexpr int kAxes = 3;
-constexpr int kMaxStride = 2;  // phases per axis the tables hold
-constexpr int kMaxJ = 3;       // taps per axis and phase
-constexpr int kMaxClasses = kMaxStride * kMaxStride * kMaxStride;
-constexpr int kMaxClassTaps = kMaxJ * kMaxJ * kMaxJ;
+using ct3d_parity::kAxes;
+using ct3d_parity::kMaxClasses;
+using ct3d_parity::kMaxClassTaps;
+using ct3d_parity::kMaxJ;
+using ct3d_parity::kMaxStride;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMT = 4;                            // m16 tiles per warp
@@ -60,7 +59,7 @@ constexpr int kSmemLimit = 227 * 1024;
 static_assert(kMaxPatch <= kMaxCoord + 1, "patch positions fit the packed coordinates");
 static_assert(kTileRows <= kMaxCoord, "box sizes fit the packed coordinates");
 
-struct Axis {
+struct Axis {  // ct3d_parity::ParityAxis's fields, then the patch's
   int stride = 1, pad = 0, in = 1, out = 1;
   int q_lo = 0, q_count = 1;          // q in [q_lo, q_lo + q_count) reaches the output
   int taps[kMaxStride] = {};          // taps of phase r
@@ -70,8 +69,7 @@ struct Axis {
   int box = 1, tiles = 1, patch = 1;  // B, ceil(q_count / B), B + J - 1
 };
 
-struct Plan {
-  Axis ax[kAxes];  // d, h, w
+struct Plan : ct3d_parity::ParityClasses<Axis> {
   int batch = 0, c_in = 0, c_out = 0, k[kAxes] = {1, 1, 1};
   int classes = 1, chunks = 1, n_tiles = 4, n_groups = 1;  // n-tiles of 8 per group (kNT)
   int box_count = 1, patch_count = 1, plane_quads = 2;
@@ -81,23 +79,6 @@ struct Plan {
   int64_t w_offset[kMaxClasses] = {};  // split weights of class c: [ng][chunk][tap][nt][lane][4]
   int64_t w_floats = 0;
 
-  __host__ __device__ int64_t in_plane() const { return int64_t{ax[0].in} * ax[1].in * ax[2].in; }
-  __host__ __device__ int64_t out_plane() const {
-    return int64_t{ax[0].out} * ax[1].out * ax[2].out;
-  }
-  __host__ __device__ int phase(int cls, int a) const {  // class = (r_d, r_h, r_w), w fastest
-    if (a == 2) return cls % ax[2].stride;
-    if (a == 1) return cls / ax[2].stride % ax[1].stride;
-    return cls / (ax[2].stride * ax[1].stride);
-  }
-  __host__ __device__ int class_taps(int cls) const {
-    return ax[0].taps[phase(cls, 0)] * ax[1].taps[phase(cls, 1)] * ax[2].taps[phase(cls, 2)];
-  }
-  // Tap ti of class cls, split per axis: i[a] indexes Axis::j / Axis::t of the class's phase.
-  __host__ __device__ void tap_of(int cls, int ti, int (&i)[kAxes]) const {
-    const int nw = ax[2].taps[phase(cls, 2)], nh = ax[1].taps[phase(cls, 1)];
-    i[2] = ti % nw, i[1] = ti / nw % nh, i[0] = ti / (nw * nh);
-  }
   // Floats of one (class, n-group, chunk) block of split weights.
   __host__ __device__ int w_block_floats(int cls) const {
     return class_taps(cls) * n_tiles * kFragFloats;
@@ -187,23 +168,12 @@ inline Status not_taken(const std::string& why) {
 }
 
 inline Result<Axis> plan_axis(const gather::ConvTransposeGeometry& g, int a) {
-  const int64_t s = g.stride[a], p = g.padding[a], d = g.dilation[a], k = g.kernel[a];
-  if (s > kMaxStride) return not_taken("stride above 2");
-  constexpr int64_t kLimit = int64_t{1} << 20;
-  if (g.in[a] >= kLimit || g.out[a] >= kLimit || p >= kLimit || k * d >= kLimit)
-    return not_taken("large sizes");
   Axis ax;
-  ax.stride = static_cast<int>(s), ax.pad = static_cast<int>(p);
-  ax.in = static_cast<int>(g.in[a]), ax.out = static_cast<int>(g.out[a]);
-  ax.q_lo = static_cast<int>(p / s);
-  ax.q_count = static_cast<int>((g.out[a] - 1 + p) / s - p / s + 1);
-  for (int64_t t = 0; t < k; ++t) {
-    const int r = static_cast<int>(t * d % s);
-    if (ax.taps[r] == kMaxJ) return not_taken("more than 3 taps per axis and phase");
-    ax.j[r][ax.taps[r]] = static_cast<int>(t * d / s);
-    ax.t[r][ax.taps[r]++] = static_cast<int>(t);
-    ax.span = std::max(ax.span, static_cast<int>(t * d / s) + 1);
-  }
+  const Status parity = ct3d_parity::fill_parity_axis(g.stride[a], g.padding[a], g.dilation[a],
+                                                      g.kernel[a], g.in[a], g.out[a], ax);
+  if (!parity.is_ok()) return not_taken(parity.message());
+  for (int r = 0; r < ax.stride; ++r)
+    for (int i = 0; i < ax.taps[r]; ++i) ax.span = std::max(ax.span, ax.j[r][i] + 1);
   if (ax.span > kMaxCoord / 2) return not_taken("dilation too large for a patch");
   return ax;
 }
