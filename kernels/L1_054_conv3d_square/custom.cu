@@ -47,34 +47,12 @@
 // Robustness trials (small preset, seed 7, vs the golden model): shift (x + 100) 0.38x the
 // tolerance (reference 0.33x), scale (x 1000) 0.62x (0.80x), centered 0.002x: the error follows |x|
 // exactly as the fp32 reference's does.
-#include <cuda_runtime.h>
-
-#include <cstddef>
-
 #include "kernels/cores/conv3d_direct/direct.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_054 {
 
-using Conv = conv3d_direct::Conv3d<3, 3, 3, conv3d_direct::NoEpilogue>;
-
-class Conv3dSquare final : public Implementation {
- public:
-  Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
-    x_ = input_index(p, "x");
-    weight_ = param_index(p, "conv3d.weight");
-    return conv_.setup(p, "conv3d");
-  }
-
-  Status run(const ImplArgs& args, cudaStream_t stream) override {
-    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data,
-                     conv3d_direct::NoEpilogue{}, stream);
-  }
-
- private:
-  Conv conv_;
-  size_t x_ = 0, weight_ = 0;
-};
+using Conv3dSquare = conv3d_direct::PlainConv3dVariant<3, 3, 3>;
 
 }  // namespace kb::custom::L1_054
 

@@ -41,34 +41,12 @@
 // 7, vs the golden model): shift (x + 100) 0.20x the tolerance (reference 0.18x); scale (x
 // 1000) 1.43x, `ill_conditioned` (the reference is outside too, 1.25x: K = 315 fp32 sums of outputs
 // ~1e3); centered 0.004x.
-#include <cuda_runtime.h>
-
-#include <cstddef>
-
 #include "kernels/cores/conv3d_direct/direct.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::L1_060 {
 
-using Conv = conv3d_direct::Conv3d<3, 5, 7, conv3d_direct::NoEpilogue>;
-
-class Conv3dAsymmetricKernel final : public Implementation {
- public:
-  Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
-    x_ = input_index(p, "x");
-    weight_ = param_index(p, "conv3d.weight");
-    return conv_.setup(p, "conv3d");
-  }
-
-  Status run(const ImplArgs& args, cudaStream_t stream) override {
-    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data,
-                     conv3d_direct::NoEpilogue{}, stream);
-  }
-
- private:
-  Conv conv_;
-  size_t x_ = 0, weight_ = 0;
-};
+using Conv3dAsymmetricKernel = conv3d_direct::PlainConv3dVariant<3, 5, 7>;
 
 }  // namespace kb::custom::L1_060
 

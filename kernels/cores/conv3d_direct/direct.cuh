@@ -7,8 +7,8 @@
 // Owns: Conv3dGeometry (read from the ProblemInstance), the tile kernel (stride 1, dilation 1,
 // groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the narrow
 // kernel (the tile's geometries, one thread per output: small layers and one output channel), the
-// generic kernel (one thread per output, any geometry: the fallback) and Conv3d, the plan that
-// picks one.
+// generic kernel (one thread per output, any geometry: the fallback), Conv3d, the plan that
+// picks one, and PlainConv3dVariant, the custom variant of a conv3d without epilogue.
 //
 // Tile kernel. A block (256 threads, two per multiprocessor) owns one output plane d of one
 // sample, 4*row_groups output rows h, 64 output columns and 8*co_groups channels. It stages, once,
@@ -42,6 +42,7 @@
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
+#include "kernels/implementation.h"
 
 // Loop unrolling in __host__ __device__ code: only the device pass is told (the host compiler
 // warns about #pragma unroll).
@@ -74,6 +75,20 @@ struct Conv3dGeometry {
   int64_t in[3] = {}, out[3] = {}, kernel[3] = {};
   int64_t stride[3] = {}, padding[3] = {}, dilation[3] = {};
 };
+
+// The sizes both tiles' parameters (TileParams, tf32::Params) carry, from g (checked to fit int
+// by the caller).
+template <class Params>
+void set_sizes(const Conv3dGeometry& g, Params& p) {
+  p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
+  p.cout = static_cast<int>(g.cout);
+  p.in_d = static_cast<int>(g.in[0]), p.in_h = static_cast<int>(g.in[1]);
+  p.in_w = static_cast<int>(g.in[2]);
+  p.out_d = static_cast<int>(g.out[0]), p.out_h = static_cast<int>(g.out[1]);
+  p.out_w = static_cast<int>(g.out[2]);
+  p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
+  p.pad_w = static_cast<int>(g.padding[2]);
+}
 
 // Reads conv node `node` (inputs x (N, C_in, D, H, W), w (C_out, C_in/groups, KD, KH, KW)).
 inline Result<Conv3dGeometry> read_conv3d(const ProblemInstance& p, const std::string& node) {
@@ -449,14 +464,7 @@ template <int KD, int KH, int KW>
 TileParams make_tile_params(const Conv3dGeometry& g) {
   using S = TileShape<KD, KH, KW>;
   TileParams p = {};
-  p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
-  p.cout = static_cast<int>(g.cout);
-  p.in_d = static_cast<int>(g.in[0]), p.in_h = static_cast<int>(g.in[1]);
-  p.in_w = static_cast<int>(g.in[2]);
-  p.out_d = static_cast<int>(g.out[0]), p.out_h = static_cast<int>(g.out[1]);
-  p.out_w = static_cast<int>(g.out[2]);
-  p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
-  p.pad_w = static_cast<int>(g.padding[2]);
+  set_sizes(g, p);
   p.w_tiles = (p.out_w + kTileW - 1) / kTileW;
   const int row_groups = (p.out_h + kRowsThread - 1) / kRowsThread;
   const int co_groups = (p.cout + kCoThread - 1) / kCoThread;
@@ -610,14 +618,7 @@ class Conv3d {
     const Conv3dGeometry& g = geometry_;
     if (g.cout <= 16) return false;
     tf32::Params p = {};
-    p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.cin);
-    p.cout = static_cast<int>(g.cout);
-    p.in_d = static_cast<int>(g.in[0]), p.in_h = static_cast<int>(g.in[1]);
-    p.in_w = static_cast<int>(g.in[2]);
-    p.out_d = static_cast<int>(g.out[0]), p.out_h = static_cast<int>(g.out[1]);
-    p.out_w = static_cast<int>(g.out[2]);
-    p.pad_d = static_cast<int>(g.padding[0]), p.pad_h = static_cast<int>(g.padding[1]);
-    p.pad_w = static_cast<int>(g.padding[2]);
+    set_sizes(g, p);
     tf32::derive_params<KD, KH, KW>(p);
     tf32_narrow_block_ = g.cout <= kTf32NarrowChannels;
     KB_ASSIGN_OR_RETURN(
@@ -652,6 +653,27 @@ class Conv3d {
   int64_t blocks_ = 0;
   int ctaps_ = 0;        // C_in * KD * KH * KW
   float* wt_ = nullptr;  // owned: transposed weights, (ctaps_, tile_.cout_pad)
+};
+
+// The custom variant of a problem that is one Conv3d without bias or epilogue (node "conv3d",
+// input "x"): L1_054 and L1_060, which differ only in their kernel extents.
+template <int KD, int KH, int KW>
+class PlainConv3dVariant final : public Implementation {
+ public:
+  Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
+    x_ = input_index(p, "x");
+    weight_ = param_index(p, "conv3d.weight");
+    return conv_.setup(p, "conv3d");
+  }
+
+  Status run(const ImplArgs& args, cudaStream_t stream) override {
+    return conv_.run(args.inputs[x_].data, args.params[weight_].data, args.output.data,
+                     NoEpilogue{}, stream);
+  }
+
+ private:
+  Conv3d<KD, KH, KW, NoEpilogue> conv_;
+  size_t x_ = 0, weight_ = 0;
 };
 
 }  // namespace kb::custom::conv3d_direct
