@@ -7,6 +7,10 @@
 // Every other variant reads as not implemented, so a pack answers only for its own slot.
 #include "kernels/pack_abi.h"
 
+#ifndef KB_GIT_COMMIT
+#include "kb_git_commit.h"  // generated at build time (kernels/write_commit.cmake)
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>

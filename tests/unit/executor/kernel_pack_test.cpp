@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -100,6 +101,22 @@ TEST(KernelPack, RefusesAFileThatIsNotAPack) {
   ASSERT_FALSE(p.is_ok());
   EXPECT_NE(p.status().message().find("cannot load kernel pack /nonexistent/libnothing.so"),
             std::string::npos);
+}
+
+// The commit a pack reports is the one it was built from (kernels/write_commit.cmake runs at
+// every build), so every job's environment names the code that ran. The test builds and runs at
+// one commit, so it checks the format and the match, not staleness across commits.
+TEST(KernelPack, ReportsTheCommitItWasBuiltFrom) {
+  std::string head;
+  if (FILE* git = popen("git -C " KB_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
+    char line[64] = {};
+    if (fgets(line, sizeof line, git) != nullptr) head = line;
+    if (pclose(git) != 0) head.clear();
+  }
+  if (!head.empty() && head.back() == '\n') head.pop_back();
+  if (head.size() != 12) GTEST_SKIP() << "not a git checkout here";
+  const std::string commit = pack().table().commit;
+  EXPECT_TRUE(commit == head || commit == head + "-dirty") << commit << " against HEAD " << head;
 }
 
 TEST(KernelPack, TableListsEveryProblemWithItsGoldenModel) {
