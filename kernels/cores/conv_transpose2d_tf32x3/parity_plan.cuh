@@ -1,6 +1,7 @@
 // The sub-pixel ("parity") form of a 2-D transposed convolution as one implicit GEMM per output
 // phase class, and every index map of the 3xTF32 kernel in parity_gemm.cuh. Included by the
-// custom.cu of L2_091 and L2_093 (through parity_gemm.cuh) and by host emulations.
+// custom.cu of L2_091 and L2_093 (through parity_gemm.cuh); the GEMM these maps form is emulated
+// on the host against the definition by tests/host_cuda/parity_gemm2d_test.cu.
 //
 // Math, per axis (stride s, padding p, dilation d, kernel K): write o + p = q*s + r (phase
 // r < s). Output o receives tap t from input i = (o + p - t*d) / s when s divides it; the tap

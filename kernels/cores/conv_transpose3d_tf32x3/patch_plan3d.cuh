@@ -1,6 +1,6 @@
 // The plan and every index map of the patch-staged 3-D transposed convolution in
-// parity_gemm3d.cuh (L1_070, L1_073): host-built, passed to the kernels by value, and usable from
-// a host emulation (all maps are __host__ __device__).
+// parity_gemm3d.cuh (L1_070, L1_073): host-built, passed to the kernels by value; all maps are
+// __host__ __device__, checked on the host by tests/host_cuda/ct3d_patch_plan_test.cu.
 //
 // Math: the phases and classes of parity_axes.h (1 to 27 taps per class):
 //   y[n, co, q*s + r - p] = sum_{tap in T_c, ci} x[n, ci, q - j(tap)] * w[ci, co, t(tap)]

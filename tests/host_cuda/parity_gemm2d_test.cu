@@ -1,0 +1,156 @@
+// kernels/cores/conv_transpose2d_tf32x3 (L2_091's and L2_093's conv core), run on the host: the
+// implicit GEMM its kernel computes, emulated through the core's own maps (plan_parity_gemm,
+// tile_of, a_source / a_copy_source for A, packed_weight_source for B, pixel_of and the phase for
+// the output), in double, against the transposed convolution computed from its definition.
+// Every output must receive exactly its sum, and nothing outside the output may be stored.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
+
+namespace kb::custom::parity_gemm {
+namespace {
+
+struct Layer {
+  int64_t batch, c_in, c_out, in_h, in_w, k_h, k_w, s_h, s_w, p_h, p_w, d_h, d_w, op_h, op_w;
+};
+
+gather::ConvTransposeGeometry geometry(const Layer& l) {
+  gather::ConvTransposeGeometry g;
+  g.rank = 2, g.batch = l.batch, g.in_channels = l.c_in, g.out_channels = l.c_out;
+  const int64_t in[2] = {l.in_h, l.in_w}, k[2] = {l.k_h, l.k_w}, s[2] = {l.s_h, l.s_w},
+                p[2] = {l.p_h, l.p_w}, d[2] = {l.d_h, l.d_w}, op[2] = {l.op_h, l.op_w};
+  for (int a = 0; a < 2; ++a) {  // the 2-D layer in the last two of the geometry's 3 axes
+    g.in[a + 1] = in[a], g.kernel[a + 1] = k[a], g.stride[a + 1] = s[a];
+    g.padding[a + 1] = p[a], g.dilation[a + 1] = d[a];
+    g.out[a + 1] = (in[a] - 1) * s[a] - 2 * p[a] + d[a] * (k[a] - 1) + op[a] + 1;
+  }
+  return g;
+}
+
+std::string name(const Layer& l) {
+  return "N" + std::to_string(l.batch) + " " + std::to_string(l.c_in) + "->" +
+         std::to_string(l.c_out) + " " + std::to_string(l.in_h) + "x" + std::to_string(l.in_w) +
+         " k" + std::to_string(l.k_h) + "x" + std::to_string(l.k_w) + " s" + std::to_string(l.s_h) +
+         "x" + std::to_string(l.s_w) + " p" + std::to_string(l.p_h) + "x" + std::to_string(l.p_w) +
+         " d" + std::to_string(l.d_h) + "x" + std::to_string(l.d_w);
+}
+
+// y = ConvTranspose2d(x, w) from the definition: output o = i s - p + t d for input i, tap t.
+std::vector<double> direct(const Layer& l, const gather::ConvTransposeGeometry& g,
+                           const std::vector<float>& x, const std::vector<float>& w) {
+  const int64_t oh_n = g.out[1], ow_n = g.out[2];
+  std::vector<double> y(static_cast<size_t>(l.batch * l.c_out * oh_n * ow_n), 0.0);
+  for (int64_t n = 0; n < l.batch; ++n)
+    for (int64_t ci = 0; ci < l.c_in; ++ci)
+      for (int64_t co = 0; co < l.c_out; ++co)
+        for (int64_t ih = 0; ih < l.in_h; ++ih)
+          for (int64_t iw = 0; iw < l.in_w; ++iw)
+            for (int64_t th = 0; th < l.k_h; ++th)
+              for (int64_t tw = 0; tw < l.k_w; ++tw) {
+                const int64_t oh = ih * l.s_h - l.p_h + th * l.d_h;
+                const int64_t ow = iw * l.s_w - l.p_w + tw * l.d_w;
+                if (oh < 0 || oh >= oh_n || ow < 0 || ow >= ow_n) continue;
+                y[static_cast<size_t>(((n * l.c_out + co) * oh_n + oh) * ow_n + ow)] +=
+                    double{
+                        x[static_cast<size_t>(((n * l.c_in + ci) * l.in_h + ih) * l.in_w + iw)]} *
+                    w[static_cast<size_t>(((ci * l.c_out + co) * l.k_h + th) * l.k_w + tw)];
+              }
+  return y;
+}
+
+// The kernel's GEMM through the core's maps: per CTA tile, thread tid's A copies (k = 32 kt +
+// jw + 2 j for jw = tid / 128), B from the packed weights, each (m, n) sum stored where the
+// epilogue stores it. stored[] counts the stores per output.
+std::vector<double> emulated(const ParityPlan& p, const std::vector<float>& x,
+                             const std::vector<float>& w, std::vector<int>& stored) {
+  const int64_t out_size = int64_t{p.batch} * p.c_out * p.out_plane();
+  std::vector<double> y(static_cast<size_t>(out_size), 0.0);
+  stored.assign(static_cast<size_t>(out_size), 0);
+  std::vector<double> a(static_cast<size_t>(kTile) * p.k_pad());  // [m in tile][k]
+  for (int64_t block = 0; block < p.blocks(); ++block) {
+    const Tile t = tile_of(p, static_cast<int>(block));
+    std::fill(a.begin(), a.end(), 0.0);
+    for (int tid = 0; tid < kThreads; ++tid) {
+      const ASource s = a_source(p, t, tid);
+      for (int kt = 0; kt < p.k_tiles; ++kt)
+        for (int j = 0; j < kACopies; ++j) {
+          const int64_t src = a_copy_source(p, s, kt, j);
+          const int k = kt * kBK + tid / kTile + 2 * j;
+          a[static_cast<size_t>(tid % kTile) * p.k_pad() + k] =
+              src < 0 ? 0.0 : double{x[static_cast<size_t>(src)]};
+        }
+    }
+    for (int mi = 0; mi < kTile; ++mi) {
+      const int m = t.m0 + mi;
+      if (m >= p.m_total) continue;
+      const Pixel px = pixel_of(p, m);
+      const int oh = px.qh * p.h.stride + t.rh - p.h.pad, ow = px.qw * p.w.stride + t.rw - p.w.pad;
+      if (oh < 0 || oh >= p.h.out || ow < 0 || ow >= p.w.out) continue;  // computed, not stored
+      for (int n = t.n0; n < t.n0 + kTile && n < p.c_out; ++n) {
+        double sum = 0.0;
+        for (int k = 0; k < p.k_pad(); ++k) {
+          const int64_t src = packed_weight_source(p, t.cls, k, n);
+          if (src >= 0)
+            sum += a[static_cast<size_t>(mi) * p.k_pad() + k] * w[static_cast<size_t>(src)];
+        }
+        const size_t at =
+            static_cast<size_t>(((int64_t{px.n} * p.c_out + n) * p.h.out + oh) * p.w.out + ow);
+        y[at] += sum;
+        ++stored[at];
+      }
+    }
+  }
+  return y;
+}
+
+// L2_091's and L2_093's form (k 4, stride 2, padding 1, output padding 1 / 0) at small sizes, and
+// strides 1-4 with dilations that keep <= 2 taps per phase; C_in not a multiple of 8, C_out above
+// one 128-channel tile in one layer.
+std::vector<Layer> layers() {
+  return {
+      {2, 5, 7, 6, 5, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1},
+      {1, 9, 3, 7, 8, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0},
+      {2, 3, 130, 5, 4, 3, 2, 3, 2, 0, 1, 1, 1, 2, 0},
+      {1, 11, 6, 9, 3, 2, 3, 1, 4, 0, 1, 1, 2, 0, 3},
+      {3, 2, 4, 4, 6, 3, 1, 2, 1, 2, 0, 1, 1, 1, 0},
+  };
+}
+
+TEST(ParityGemm2d, TheEmulatedGemmIsTheTransposedConvolution) {
+  std::mt19937 rng(2026);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const Layer& l : layers()) {
+    const gather::ConvTransposeGeometry g = geometry(l);
+    Result<ParityPlan> plan = plan_parity_gemm(g, INT64_MAX);
+    ASSERT_TRUE(plan.is_ok()) << name(l) << ": " << plan.status().message();
+    std::vector<float> x(static_cast<size_t>(l.batch * l.c_in * l.in_h * l.in_w));
+    std::vector<float> w(static_cast<size_t>(l.c_in * l.c_out * l.k_h * l.k_w));
+    for (float& v : x) v = u(rng);
+    for (float& v : w) v = u(rng);
+    std::vector<int> stored;
+    const std::vector<double> got = emulated(plan.value(), x, w, stored);
+    const std::vector<double> want = direct(l, g, x, w);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(stored[i], 1) << name(l) << " output " << i << " stored " << stored[i] << " times";
+      ASSERT_NEAR(got[i], want[i], 1e-9 * (1.0 + std::fabs(want[i]))) << name(l) << " output " << i;
+    }
+  }
+}
+
+TEST(ParityGemm2d, RefusesMoreThanTwoTapsPerPhase) {
+  const Layer l{1, 4, 4, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0};  // stride 1: 3 taps on one phase
+  Result<ParityPlan> plan = plan_parity_gemm(geometry(l), INT64_MAX);
+  ASSERT_FALSE(plan.is_ok());
+  EXPECT_NE(plan.status().message().find("more than 2 taps per phase"), std::string::npos)
+      << plan.status().message();
+}
+
+}  // namespace
+}  // namespace kb::custom::parity_gemm
