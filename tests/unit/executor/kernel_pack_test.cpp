@@ -108,7 +108,7 @@ TEST(KernelPack, RefusesAFileThatIsNotAPack) {
 // one commit, so it checks the format and the match, not staleness across commits.
 TEST(KernelPack, ReportsTheCommitItWasBuiltFrom) {
   std::string head;
-  if (FILE* git = popen("git -C " KB_SOURCE_DIR " rev-parse --short=12 HEAD 2>/dev/null", "r")) {
+  if (FILE* git = popen("git -C '" KB_SOURCE_DIR "' rev-parse --short=12 HEAD 2>/dev/null", "r")) {
     char line[64] = {};
     if (fgets(line, sizeof line, git) != nullptr) head = line;
     if (pclose(git) != 0) head.clear();
