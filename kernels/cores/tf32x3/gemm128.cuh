@@ -1,10 +1,10 @@
 // The 128 x 128 x 32 3xTF32 GEMM tile: its geometry, the shared-memory swizzles, every index map
-// (global -> shared -> fragment -> C, __host__ __device__ constexpr so a host emulation can
-// check them) and the per-stage MMA (mma_stage), for the mainloop of mainloop.cuh. Users: L1_003
-// and L3_025 (with dense_loader.cuh), the conv2d core (its im2col gather), and the 64-row CTA of
-// the pooled conv2d core, which shares the stage layout, fragment maps and mma_stage (a warp
-// tile of 64 x 32 over 32 k x 128 columns per stage; its own copy slots for 4 warps). Loaders
-// and epilogues stay with their kernels.
+// (global -> shared -> fragment -> C, __host__ __device__ constexpr: one CTA tile is emulated
+// through them on the host by tests/host_cuda/gemm128_maps_test.cu) and the per-stage MMA
+// (mma_stage), for the mainloop of mainloop.cuh. Users: L1_003 and L3_025 (with dense_loader.cuh),
+// the conv2d core (its im2col gather), and the 64-row CTA of the pooled conv2d core, which shares
+// the stage layout, fragment maps and mma_stage (a warp tile of 64 x 32 over 32 k x 128 columns per
+// stage; its own copy slots for 4 warps). Loaders and epilogues stay with their kernels.
 //
 // Precision (error-compensated TF32, "3xTF32"): each operand x is split into
 //   big = tf32_rna(x)  (round to nearest, ties away: the value of cvt.rna.tf32.f32, computed with
