@@ -23,8 +23,8 @@
 // column half): coalesced for any W', no alignment assumption. Summation order per output: c,
 // kd, kw, kh (fp32 FMA, no TF32).
 //
-// The stage/compute/store steps are __host__ __device__ functions of (block, warp, lane), so a
-// host emulation can run the exact index math.
+// The stage/compute/store steps are __host__ __device__ functions of (block, warp, lane):
+// tests/host_cuda/conv3d_tile_test.cu runs them on the host for a whole grid.
 // Thread safety: stateless; Conv3d follows Implementation (one thread at a time).
 #pragma once
 
