@@ -1,9 +1,9 @@
 // kernels/cores/conv3d_direct/direct.cuh's FMA tile (L1_054, L1_060 and L2_007 at C_out <= 16
 // or 32), run on the host: the kernel's own pieces (make_tile_params, tile_coord,
 // transposed_weight, stage_weights, stage_input, compute_task, store_task) called for every
-// block, thread, warp task and lane of the grid the kernel would launch, against the convolution
-// computed from its definition. Small integer values keep every fp32 sum exact, so the output
-// must match exactly; every output is written once (the tensor starts as NaN).
+// block, thread, warp task and lane of the grid the kernel would launch, against the golden
+// model's convolution (kernels/cpu/ops.h). Small integer values keep every fp32 sum exact, so the
+// output must match exactly; every output is written once (the tensor starts as NaN).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cores/conv3d_direct/direct.cuh"
+#include "kernels/cpu/ops.h"
 
 namespace kb::custom::conv3d_direct {
 namespace {
@@ -77,32 +78,19 @@ void check(const Conv3dGeometry& g) {
         }
       }
   }
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t co = 0; co < g.cout; ++co)
-      for (int64_t d = 0; d < g.out[0]; ++d)
-        for (int64_t h = 0; h < g.out[1]; ++h)
-          for (int64_t v = 0; v < g.out[2]; ++v) {
-            double want = 0.0;
-            for (int64_t c = 0; c < g.cin; ++c)
-              for (int a = 0; a < KD; ++a)
-                for (int b = 0; b < KH; ++b)
-                  for (int e = 0; e < KW; ++e) {
-                    const int64_t id = d + a - g.padding[0], ih = h + b - g.padding[1],
-                                  iw = v + e - g.padding[2];
-                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 ||
-                        iw >= g.in[2])
-                      continue;
-                    want +=
-                        double{x[static_cast<size_t>(
-                            (((n * g.cin + c) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw)]} *
-                        w[static_cast<size_t>((co * g.cin + c) * S::kTaps + (a * KH + b) * KW + e)];
-                  }
-            const size_t at = static_cast<size_t>(
-                (((n * g.cout + co) * g.out[0] + d) * g.out[1] + h) * g.out[2] + v);
-            ASSERT_EQ(y[at], static_cast<float>(want))
-                << name(g) << " y(" << n << ", " << co << ", " << d << ", " << h << ", " << v
-                << ")";
-          }
+  // The golden model's convolution (kernels/cpu/ops.h), in double.
+  HostTensor<double> xt(Shape{g.batch, g.cin, g.in[0], g.in[1], g.in[2]});
+  HostTensor<double> wtt(Shape{g.cout, g.cin, KD, KH, KW});
+  for (size_t i = 0; i < x.size(); ++i) xt.data[i] = x[i];
+  for (size_t i = 0; i < w.size(); ++i) wtt.data[i] = w[i];
+  cpu::ConvParams cp;
+  cp.stride = cp.dilation = {1, 1, 1};
+  cp.padding = {g.padding[0], g.padding[1], g.padding[2]};
+  cp.output_padding = {0, 0, 0};
+  const HostTensor<double> want = cpu::conv<double>(xt, wtt, nullptr, cp);
+  ASSERT_EQ(want.data.size(), y.size()) << name(g);
+  for (size_t at = 0; at < y.size(); ++at)
+    ASSERT_EQ(y[at], static_cast<float>(want.data[at])) << name(g) << " output " << at;
 }
 
 // L1_054's kernel (3 x 3 x 3) and L1_060's (3 x 5 x 7): C_out not a multiple of 8, W' over one

@@ -1,7 +1,7 @@
 // kernels/cores/conv_transpose2d_tf32x3 (L2_091's and L2_093's conv core), run on the host: the
 // implicit GEMM its kernel computes, emulated through the core's own maps (plan_parity_gemm,
 // tile_of, a_source / a_copy_source for A, packed_weight_source for B, pixel_of and the phase for
-// the output), in double, against the transposed convolution computed from its definition.
+// the output), in double, against the golden model's transposed convolution (kernels/cpu/ops.h).
 // Every output must receive exactly its sum, and nothing outside the output may be stored.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
+#include "kernels/cpu/ops.h"
 
 namespace kb::custom::parity_gemm {
 namespace {
@@ -41,27 +42,17 @@ std::string name(const Layer& l) {
          " d" + std::to_string(l.d_h) + "x" + std::to_string(l.d_w);
 }
 
-// y = ConvTranspose2d(x, w) from the definition: output o = i s - p + t d for input i, tap t.
-std::vector<double> direct(const Layer& l, const gather::ConvTransposeGeometry& g,
-                           const std::vector<float>& x, const std::vector<float>& w) {
-  const int64_t oh_n = g.out[1], ow_n = g.out[2];
-  std::vector<double> y(static_cast<size_t>(l.batch * l.c_out * oh_n * ow_n), 0.0);
-  for (int64_t n = 0; n < l.batch; ++n)
-    for (int64_t ci = 0; ci < l.c_in; ++ci)
-      for (int64_t co = 0; co < l.c_out; ++co)
-        for (int64_t ih = 0; ih < l.in_h; ++ih)
-          for (int64_t iw = 0; iw < l.in_w; ++iw)
-            for (int64_t th = 0; th < l.k_h; ++th)
-              for (int64_t tw = 0; tw < l.k_w; ++tw) {
-                const int64_t oh = ih * l.s_h - l.p_h + th * l.d_h;
-                const int64_t ow = iw * l.s_w - l.p_w + tw * l.d_w;
-                if (oh < 0 || oh >= oh_n || ow < 0 || ow >= ow_n) continue;
-                y[static_cast<size_t>(((n * l.c_out + co) * oh_n + oh) * ow_n + ow)] +=
-                    double{
-                        x[static_cast<size_t>(((n * l.c_in + ci) * l.in_h + ih) * l.in_w + iw)]} *
-                    w[static_cast<size_t>(((ci * l.c_out + co) * l.k_h + th) * l.k_w + tw)];
-              }
-  return y;
+// y = ConvTranspose2d(x, w) by the golden model's op (kernels/cpu/ops.h), in double.
+std::vector<double> golden(const Layer& l, const std::vector<float>& x,
+                           const std::vector<float>& w) {
+  HostTensor<double> xt(Shape{l.batch, l.c_in, l.in_h, l.in_w});
+  HostTensor<double> wt(Shape{l.c_in, l.c_out, l.k_h, l.k_w});
+  for (size_t i = 0; i < x.size(); ++i) xt.data[i] = x[i];
+  for (size_t i = 0; i < w.size(); ++i) wt.data[i] = w[i];
+  cpu::ConvParams cp;
+  cp.stride = {l.s_h, l.s_w}, cp.padding = {l.p_h, l.p_w}, cp.dilation = {l.d_h, l.d_w};
+  cp.output_padding = {l.op_h, l.op_w};
+  return cpu::conv_transpose<double>(xt, wt, nullptr, cp).data;
 }
 
 // The kernel's GEMM through the core's maps: per CTA tile, thread tid's A copies (k = 32 kt +
@@ -135,7 +126,7 @@ TEST(ParityGemm2d, TheEmulatedGemmIsTheTransposedConvolution) {
     for (float& v : w) v = u(rng);
     std::vector<int> stored;
     const std::vector<double> got = emulated(plan.value(), x, w, stored);
-    const std::vector<double> want = direct(l, g, x, w);
+    const std::vector<double> want = golden(l, x, w);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_EQ(stored[i], 1) << name(l) << " output " << i << " stored " << stored[i] << " times";
