@@ -1,6 +1,7 @@
 // KB_HD: a function compiled for both the host and the device under nvcc, a plain inline one
 // under a host compiler, so that index math and formulas shared by kernels and their host-side
-// tests are written once.
+// tests are written once. KB_UNROLL: `#pragma unroll` for nvcc, nothing for a host compiler (which
+// would warn of an unknown pragma).
 //
 // Thread safety: a macro.
 #pragma once
@@ -9,4 +10,10 @@
 #define KB_HD __host__ __device__ __forceinline__
 #else
 #define KB_HD inline
+#endif
+
+#if defined(__CUDA_ARCH__)  // nvcc's device pass (its host pass would warn too)
+#define KB_UNROLL _Pragma("unroll")
+#else
+#define KB_UNROLL
 #endif

@@ -58,40 +58,88 @@ constexpr bool stage_index_is_sound() {
 }
 static_assert(stage_index_is_sound(), "stage_index: a permutation, pairs adjacent, no conflicts");
 
-// Copies the staged item (rows r0, r0 + 1 that exist, channels < C_out, the columns < W') of
-// sample n, column tile c0 to `out` (N, C_out, H', W'): thread wt of the warpgroup, column pairs, a
-// warp per 64 consecutive pairs of one row; 8-byte stores where `pairs`, else two 4-byte ones.
+// The copy-out's thread map: thread wt of the warpgroup owns column pair col = 2 (wt % 64) of
+// channels co0 = wt / 64, co0 + 2, ..., co0 + 30, in both rows, so a warp stores 256 contiguous
+// bytes of one (channel, row) per step (as a flat loop over (row, channel, pair) units stepping by
+// 128 threads would). Step k's staged float is the row's first plus k kCopyStride and the column
+// XOR of step parity k % 2 (co % 4 is co0 or co0 + 2).
+constexpr int kCopyUnits = kTileCols / 2;                // column pairs per (row, channel)
+constexpr int kCopyCoStep = kGroupThreads / kCopyUnits;  // channels apart per step: 2
+constexpr int kCopySteps = kChannels / kCopyCoStep;      // steps per row: 16
+constexpr int kCopyStride = kCopyCoStep * kTileCols;     // staged floats per step
+constexpr int copy_column(int col, int co0, int parity) {
+  return col ^ ((co0 + parity * kCopyCoStep) << 3);
+}
+
+// Checked at compile time: the copy-out's (thread, row, step) visit every staged (row, channel,
+// column pair) once, at the float stage_index gives it.
+constexpr bool copy_map_is_sound() {
+  bool seen[kTileRows][kChannels][kCopyUnits] = {};
+  for (int wt = 0; wt < kGroupThreads; ++wt)
+    for (int r = 0; r < kTileRows; ++r)
+      for (int k = 0; k < kCopySteps; ++k) {
+        const int col = 2 * (wt % kCopyUnits), co0 = wt / kCopyUnits, co = co0 + k * kCopyCoStep;
+        const int at =
+            (r * kChannels + co0) * kTileCols + k * kCopyStride + copy_column(col, co0, k % 2);
+        if (co >= kChannels || seen[r][co][col / 2] || at != stage_index(r, co, col)) return false;
+        seen[r][co][col / 2] = true;
+      }
+  return true;
+}
+static_assert(copy_map_is_sound(), "the copy-out's thread map covers the staging once");
+
+// One output row of the copy-out: the thread's kCopySteps channels (those below `steps` stored)
+// from `src` (the row's first staged float of channel co0) to out[dst], dst advancing a
+// plane_step per step. kPairs: 8-byte stores; else the first float, and the second where `second`.
+template <bool kPairs>
+KB_HD void copy_row(float* out, unsigned dst, unsigned plane_step, const float* src,
+                    const int (&s_col)[2], int steps, bool second) {
+  KB_UNROLL
+  for (int k = 0; k < kCopySteps; ++k) {
+#if defined(__CUDA_ARCH__)
+    const float2 v = *reinterpret_cast<const float2*>(src + k * kCopyStride + s_col[k % 2]);
+    if (k < steps) {
+      if constexpr (kPairs) {
+        __stcs(reinterpret_cast<float2*>(out + dst), v);
+      } else {
+        __stcs(out + dst, v.x);
+        if (second) __stcs(out + dst + 1, v.y);
+      }
+    }
+#else  // the host's model of the same stores (staging_test.cpp)
+    const float* v = src + k * kCopyStride + s_col[k % 2];
+    if (k < steps) {
+      out[dst] = v[0];
+      if (kPairs || second) out[dst + 1] = v[1];
+    }
+#endif
+    dst += plane_step;
+  }
+}
+
+// Copies the staged item (rows r0, r0 + 1 that exist, channels < C_out, the columns < W') to
+// `out` on the copy-out's thread map. Output indices are 32-bit: fits() bounds the output below
+// 2^31 floats. 8-byte stores where a.pairs, else two 4-byte ones.
 KB_HD void store_staged(float* out, int c_out, int ho, int wo, bool pairs, int n, int r0, int c0,
                         int wt, const float* stage) {
-  constexpr int kUnits = kTileCols / 2;  // column pairs per (row, channel)
+  const int col = 2 * (wt % kCopyUnits), co0 = wt / kCopyUnits;
   const int cols = wo - c0 < kTileCols ? wo - c0 : kTileCols;
-#if defined(__CUDA_ARCH__)
-#pragma unroll 1
-#endif
-  for (int u = wt; u < kTileRows * kChannels * kUnits; u += kGroupThreads) {
-    const int rc = u / kUnits, col = 2 * (u % kUnits);
-    const int r = rc / kChannels, co = rc % kChannels, oh = r0 + r;
-    if (co >= c_out || oh >= ho || col >= cols) continue;
-    const float* src = stage + stage_index(r, co, col);
-#if defined(__CUDA_ARCH__)
-    const float2 v = *reinterpret_cast<const float2*>(src);
-#endif
-    float* dst = out + ((int64_t{n} * c_out + co) * ho + oh) * wo + c0 + col;
-#if defined(__CUDA_ARCH__)
-    if (pairs && col + 1 < cols) {
-      __stcs(reinterpret_cast<float2*>(dst), v);
+  if (col >= cols) return;
+  const bool pair = pairs && col + 1 < cols;
+  const int s_col[2] = {copy_column(col, co0, 0), copy_column(col, co0, 1)};
+  const int steps = (c_out - co0 + kCopyCoStep - 1) / kCopyCoStep;
+  const unsigned plane_step = static_cast<unsigned>(kCopyCoStep * ho * wo);
+  KB_UNROLL
+  for (int r = 0; r < kTileRows; ++r) {
+    const int oh = r0 + r;
+    if (oh >= ho) break;
+    const float* src = stage + (r * kChannels + co0) * kTileCols;
+    const unsigned dst = static_cast<unsigned>(((n * c_out + co0) * ho + oh) * wo + c0 + col);
+    if (pair) {
+      copy_row<true>(out, dst, plane_step, src, s_col, steps, true);
     } else {
-      __stcs(dst, v.x);
-      if (col + 1 < cols) __stcs(dst + 1, v.y);
+      copy_row<false>(out, dst, plane_step, src, s_col, steps, col + 1 < cols);
     }
-#else  // the host's model of the same stores (l2021_staging_test.cpp)
-    if (pairs && col + 1 < cols) {
-      dst[0] = src[0], dst[1] = src[1];
-    } else {
-      dst[0] = src[0];
-      if (col + 1 < cols) dst[1] = src[1];
-    }
-#endif
   }
 }
 
