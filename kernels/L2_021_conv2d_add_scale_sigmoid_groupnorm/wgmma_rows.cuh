@@ -60,6 +60,7 @@
 #include "common/cuda/device_query.h"
 #include "common/status.h"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/activation.cuh"
+#include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/item_walk.h"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/staging.h"
 #include "kernels/cores/conv3x3_patch/patch_loads.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
@@ -102,8 +103,9 @@ struct Args {
   const float2* coef;   // store pass: [N][C_out] (scale, shift)
   float* out;           // store pass: (N, C_out, H', W')
   int c_in, c_out, h, w_in, ho, wo;
-  int tiles_h, tiles_w, tiles_total;  // items: (n, row pair, column tile)
-  bool pairs;  // store pass: W' even and `out` 8-byte aligned (8-byte stores)
+  int batch, tiles_h, tiles_w;  // items: (n, row pair, column tile)
+  ItemWalk step;  // a warpgroup's item stride, gridDim.x kGroups of the launch, decomposed
+  bool pairs;     // store pass: W' even and `out` 8-byte aligned (8-byte stores)
 };
 
 // The split weights in shared memory, zero outside each tap's rows (see the GEMM view).
@@ -122,9 +124,8 @@ __device__ __forceinline__ void stage_weights(const Args& a, float* weights) {
 struct Tile {
   int n, r0, c0, tw;
 };
-__device__ __forceinline__ Tile tile_at(const Args& a, int tile) {
-  const int tw = tile % a.tiles_w, rest = tile / a.tiles_w;
-  return {rest / a.tiles_h, rest % a.tiles_h * kTileRows, tw * kTileCols, tw};
+__device__ __forceinline__ Tile tile_of(const ItemWalk& item) {
+  return {item.n, item.th * kTileRows, item.tw * kTileCols, item.tw};
 }
 
 using PatchRegs = float[kPatchSlots][kCi];
@@ -264,12 +265,13 @@ __global__ void __launch_bounds__(kThreads, 1) rows_kernel(const Args a) {
     const int co = ch.co0 + 8 * h, c = co < a.c_out ? co : 0;
     ch.b_conv[h] = a.b_conv[c], ch.bias[h] = a.bias[c], ch.scale[h] = a.scale[c];
   }
-  const int step = static_cast<int>(gridDim.x) * kGroups;
-  int item = static_cast<int>(blockIdx.x) * kGroups + group;
+  ItemWalk item =
+      ItemWalk::at(static_cast<int>(blockIdx.x) * kGroups + group, a.tiles_h, a.tiles_w);
   PatchRegs raw;
   float acc[kAccs];
-  for (; item < a.tiles_total; item += step) {
-    load_patch(a, tile_at(a, item), wt, raw);
+  for (; item.n < a.batch; item.advance(a.step, a.tiles_h, a.tiles_w)) {
+    const Tile t = tile_of(item);
+    load_patch(a, t, wt, raw);
     group_barrier(group);  // the previous item's wgmmas (all 4 warps waited) read the patch no more
     store_patch(patch, wt, raw);
     wgmma::fence_operand_stores();
@@ -277,7 +279,6 @@ __global__ void __launch_bounds__(kThreads, 1) rows_kernel(const Args a) {
     wgmma::fence();
     mma_tile(weights, patch, acc);
     wgmma::commit_group();
-    const Tile t = tile_at(a, item);
     float2 coef[2] = {};  // the store pass's (scale, shift) of the thread's channels, read early
     if constexpr (kStore) {
 #pragma unroll
@@ -340,7 +341,6 @@ class RowsConv {
     tiles_w_ = static_cast<int>((z.w - 2 + kTileCols - 1) / kTileCols);
     const int64_t tiles = z.n * tiles_h_ * tiles_w_;
     if (tiles > 0x7fffffff) return Status::ok();
-    tiles_total_ = static_cast<int>(tiles);
     for (auto kernel : {&rows_kernel<false>, &rows_kernel<true>})
       KB_CUDA_TRY(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
@@ -363,7 +363,8 @@ class RowsConv {
     a.c_in = static_cast<int>(sizes_.c_in), a.c_out = static_cast<int>(sizes_.c_out);
     a.h = static_cast<int>(sizes_.h), a.w_in = static_cast<int>(sizes_.w);
     a.ho = a.h - 2, a.wo = a.w_in - 2;
-    a.tiles_h = tiles_h_, a.tiles_w = tiles_w_, a.tiles_total = tiles_total_;
+    a.batch = static_cast<int>(sizes_.n), a.tiles_h = tiles_h_, a.tiles_w = tiles_w_;
+    a.step = ItemWalk::at(static_cast<int>(grid_) * kGroups, tiles_h_, tiles_w_);
     a.pairs = a.wo % 2 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
     rows_kernel<kStore><<<grid_, kThreads, kSmemBytes, stream>>>(a);
     KB_CUDA_TRY(cudaGetLastError());
@@ -371,7 +372,7 @@ class RowsConv {
   }
 
   Sizes sizes_{};
-  int tiles_h_ = 0, tiles_w_ = 0, tiles_total_ = 0;
+  int tiles_h_ = 0, tiles_w_ = 0;
   unsigned grid_ = 0;
 };
 
