@@ -493,17 +493,13 @@ __global__ void __launch_bounds__(kThreads, 2) unit_swish_kernel(Buffers b, Geom
 
 // s = swish(conv_transpose(x) + bias), one thread per output (gather::gather_one: any geometry).
 __global__ void __launch_bounds__(kThreads)
-    generic_swish_kernel(Buffers b, gather::ConvTransposeGeometry cg) {
+    generic_swish_kernel(Buffers b, gather::ConvTransposeGeometry cg, gather::GatherDividers dv) {
   const int64_t total = cg.output_numel();
   for (int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * kThreads) {
-    int64_t o[gather::kSpatial], rest = e;
-    for (int a = gather::kSpatial - 1; a >= 0; --a) {
-      o[a] = rest % cg.out[a];
-      rest /= cg.out[a];
-    }
-    const int64_t n = rest / cg.out_channels, co = rest % cg.out_channels;
-    b.s[e] = swish(__ldg(&b.bias[co]) + gather::gather_one(b.x, b.w, cg, n, co, o));
+    int64_t n, co, o[gather::kSpatial];
+    gather::decode_output(e, cg, dv, n, co, o);
+    b.s[e] = swish(__ldg(&b.bias[co]) + gather::gather_one(b.x, b.w, cg, dv, n, co, o));
   }
 }
 
@@ -622,7 +618,8 @@ class ConvTransposeSwishGroupNormHardswish final : public Implementation {
                           static_cast<unsigned>((g_.c_out + kUnitCo - 1) / kUnitCo));
         unit_swish_kernel<<<blocks, kThreads, unit_smem_bytes(g_), stream>>>(b, g_);
       } else {
-        generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, cg_);
+        generic_swish_kernel<<<grid(total), kThreads, 0, stream>>>(b, cg_,
+                                                                   gather::GatherDividers(cg_));
       }
       KB_CUDA_TRY(cudaGetLastError());
       sp::launch_group_partials(s, g_.batch, g_.groups, g_.cpg * g_.plane(), parts_, partials,

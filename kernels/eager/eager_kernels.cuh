@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/cuda/int_divider.h"
 #include "kernels/eager/eager_ops.h"
 
 namespace kb::eager {
@@ -18,35 +19,6 @@ namespace kb::eager {
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr int kMaxRank = 8;  // dims of an index map after merging
-
-// ---- Integer division by a divisor fixed at launch ----
-
-template <typename I>
-struct Divider;
-
-// Magic-number division for 32-bit indices (Granlund-Montgomery, as ATen's IntDivider): exact
-// for n and divisor below 2^31.
-template <>
-struct Divider<uint32_t> {
-  uint32_t divisor = 1, magic = 1, shift = 0;
-  Divider() = default;
-  explicit Divider(uint32_t d) : divisor(d) {
-    while (shift < 32 && (uint32_t{1} << shift) < d) ++shift;
-    const uint64_t one = 1;
-    magic = static_cast<uint32_t>(((one << 32) * ((one << shift) - d)) / d + 1);
-  }
-  __device__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
-  __device__ uint32_t mod(uint32_t n) const { return n - div(n) * divisor; }
-};
-
-template <>
-struct Divider<uint64_t> {
-  uint64_t divisor = 1;
-  Divider() = default;
-  explicit Divider(uint64_t d) : divisor(d) {}
-  __device__ uint64_t div(uint64_t n) const { return n / divisor; }
-  __device__ uint64_t mod(uint64_t n) const { return n % divisor; }
-};
 
 // Maps a linear output index to element offsets in up to two strided operands. Dims are stored
 // innermost first.

@@ -32,6 +32,7 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "common/cuda/int_divider.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/implementation.h"
@@ -106,6 +107,10 @@ inline Result<ConvTransposeGeometry> read_conv_transpose(const ProblemInstance& 
     return Status::invalid_argument(what + ": channels do not match groups " +
                                     std::to_string(g.groups));
   }
+  constexpr int64_t kLimit = int64_t{1} << 30;  // the generic gather's 32-bit index arithmetic
+  if (g.in_channels >= kLimit || g.out_channels >= kLimit) {
+    return Status::failed_precondition(what + ": a channel count above 2^30");
+  }
   const size_t rank = static_cast<size_t>(g.rank);
   if (stride.size() != rank || pad.size() != rank || dil.size() != rank || out_pad.size() != rank) {
     return Status::invalid_argument(what + ": one stride/padding/dilation entry per dim");
@@ -119,7 +124,6 @@ inline Result<ConvTransposeGeometry> read_conv_transpose(const ProblemInstance& 
     if (stride[a] < 1 || dil[a] < 1 || pad[a] < 0 || out_pad[a] < 0 || g.out[s] != expected) {
       return Status::invalid_argument(what + ": attributes do not give this output size");
     }
-    constexpr int64_t kLimit = int64_t{1} << 30;  // gather_one's 32-bit tap arithmetic
     if (g.in[s] >= kLimit || g.out[s] + pad[a] >= kLimit || dil[a] * g.kernel[s] >= kLimit ||
         stride[a] * g.in[s] >= kLimit) {
       return Status::failed_precondition(what + ": a spatial size or tap offset above 2^30");
@@ -192,43 +196,68 @@ __device__ __forceinline__ void store_zeros(float* dst, int len, int rank, int c
 constexpr int kGenericThreads = 256;
 constexpr int64_t kGenericMaxBlocks = int64_t{1} << 20;
 
-// axis_input in 32-bit, one division: the generic gather's inner loops (read_conv_transpose
-// keeps every size of a layer below 2^30, so nothing here overflows).
-__device__ __forceinline__ int axis_input32(int o, int t, int stride, int pad, int dilation,
-                                            int in) {
+// The generic gather's runtime divisions as dividers (common/cuda/int_divider.h), built once on
+// the host: the output decode's (each output extent, C_out), a channel's group (C_out / groups)
+// and each axis's stride. With plain divisions (64-bit ones among them) the index arithmetic was
+// most of the kernel: 8.0 M warp instructions for L1_073 at N 3, 4 -> 7 channels, 5 x 7 x 9, where
+// cuDNN's kernel executed 0.44 M (ncu, session 27). read_conv_transpose keeps every size, tap
+// offset and channel count below 2^30, so the 32-bit dividers are exact on the sizes and on
+// element indices below 2^31 (decode_output's 32-bit branch).
+struct GatherDividers {
+  Divider<uint32_t> out[kSpatial], out_channels, out_per_group, stride[kSpatial];
+
+  GatherDividers() = default;
+  explicit GatherDividers(const ConvTransposeGeometry& g)
+      : out_channels(static_cast<uint32_t>(g.out_channels)),
+        out_per_group(static_cast<uint32_t>(g.out_per_group())) {
+    for (int a = 0; a < kSpatial; ++a) {
+      out[a] = Divider<uint32_t>(static_cast<uint32_t>(g.out[a]));
+      stride[a] = Divider<uint32_t>(static_cast<uint32_t>(g.stride[a]));
+    }
+  }
+};
+
+// axis_input in 32-bit, the stride's division by its divider: the generic gather's inner loops
+// (read_conv_transpose keeps o + pad and every size below 2^30, so nothing here overflows).
+__device__ __forceinline__ int axis_input32(int o, int t, const Divider<uint32_t>& stride, int pad,
+                                            int dilation, int in) {
   const int u = o + pad - t * dilation;
   if (u < 0) return -1;
-  const int i = stride == 1 ? u : u / stride;
-  return i * stride == u && i < in ? i : -1;
+  const uint32_t i = stride.div(static_cast<uint32_t>(u));
+  return i * stride.divisor == static_cast<uint32_t>(u) && i < static_cast<uint32_t>(in)
+             ? static_cast<int>(i)
+             : -1;
 }
 
 // y[n, co, o] by gather: every kernel tap that lands on o, the input channels c_begin, c_begin +
-// c_step, ... of co's group (all of them by default).
+// c_step, ... of co's group (all of them by default); dv = GatherDividers(g).
 // (The 64-bit form of v1, a 64-bit division per tap and index products per channel, ran 2.7x
 // slower: L2_060's generic path at N 39, C_in 1, 0.209 against 0.076 ms.)
 __device__ inline float gather_one(const float* __restrict__ x, const float* __restrict__ w,
-                                   const ConvTransposeGeometry& g, int64_t n, int64_t co,
-                                   const int64_t (&o)[kSpatial], int c_begin = 0, int c_step = 1) {
+                                   const ConvTransposeGeometry& g, const GatherDividers& dv,
+                                   int64_t n, int64_t co, const int64_t (&o)[kSpatial],
+                                   int c_begin = 0, int c_step = 1) {
   const int64_t cin_g = g.in_per_group(), cout_g = g.out_per_group();
-  const int64_t c_first = co / cout_g * cin_g, co_local = co % cout_g;
+  const uint32_t group = dv.out_per_group.div(static_cast<uint32_t>(co));
+  const int64_t c_first = int64_t{group} * cin_g, co_local = co - int64_t{group} * cout_g;
   const int64_t x_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t w_taps = g.kernel[0] * g.kernel[1] * g.kernel[2], w_step = cout_g * w_taps;
   const float* x_base = x + (n * g.in_channels + c_first) * x_plane;
   const float* w_base = w + (c_first * cout_g + co_local) * w_taps;
-  int k[kSpatial], s[kSpatial], p[kSpatial], d[kSpatial], in[kSpatial], oo[kSpatial];
+  int k[kSpatial], p[kSpatial], d[kSpatial], in[kSpatial], oo[kSpatial];
 #pragma unroll
   for (int a = 0; a < kSpatial; ++a) {
-    k[a] = static_cast<int>(g.kernel[a]), s[a] = static_cast<int>(g.stride[a]);
+    k[a] = static_cast<int>(g.kernel[a]);
     p[a] = static_cast<int>(g.padding[a]), d[a] = static_cast<int>(g.dilation[a]);
     in[a] = static_cast<int>(g.in[a]), oo[a] = static_cast<int>(o[a]);
   }
   float acc = 0.f;
   for (int t0 = 0; t0 < k[0]; ++t0) {
-    const int i0 = axis_input32(oo[0], t0, s[0], p[0], d[0], in[0]);
+    const int i0 = axis_input32(oo[0], t0, dv.stride[0], p[0], d[0], in[0]);
     for (int t1 = 0; i0 >= 0 && t1 < k[1]; ++t1) {
-      const int i1 = axis_input32(oo[1], t1, s[1], p[1], d[1], in[1]);
+      const int i1 = axis_input32(oo[1], t1, dv.stride[1], p[1], d[1], in[1]);
       for (int t2 = 0; i1 >= 0 && t2 < k[2]; ++t2) {
-        const int i2 = axis_input32(oo[2], t2, s[2], p[2], d[2], in[2]);
+        const int i2 = axis_input32(oo[2], t2, dv.stride[2], p[2], d[2], in[2]);
         if (i2 < 0) continue;
         const float* xp = x_base + (int64_t{i0} * in[1] + i1) * in[2] + i2 + c_begin * x_plane;
         const float* wp = w_base + (t0 * k[1] + t1) * k[2] + t2 + c_begin * w_step;
@@ -242,23 +271,28 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
   return acc;
 }
 
-// Element e of y (N, C_out, *S_out) as (n * C_out + co, o): below 2^31 it decodes in 32-bit.
-__device__ __forceinline__ int64_t decode_output(int64_t e, const ConvTransposeGeometry& g,
-                                                 int64_t (&o)[kSpatial]) {
+// Element e of y (N, C_out, *S_out) as its sample n, channel co and position o: below 2^31 by
+// the 32-bit dividers, else by 64-bit divisions.
+__device__ __forceinline__ void decode_output(int64_t e, const ConvTransposeGeometry& g,
+                                              const GatherDividers& dv, int64_t& n, int64_t& co,
+                                              int64_t (&o)[kSpatial]) {
   if (e <= 0x7fffffff) {
-    unsigned r = static_cast<unsigned>(e);
+    uint32_t r = static_cast<uint32_t>(e);
+#pragma unroll
     for (int a = kSpatial - 1; a >= 0; --a) {
-      const unsigned extent = static_cast<unsigned>(g.out[a]);
-      o[a] = r % extent;
-      r /= extent;
+      const uint32_t q = dv.out[a].div(r);
+      o[a] = r - q * dv.out[a].divisor;
+      r = q;
     }
-    return r;
+    const uint32_t q = dv.out_channels.div(r);
+    n = q, co = r - q * dv.out_channels.divisor;
+    return;
   }
   for (int a = kSpatial - 1; a >= 0; --a) {
     o[a] = e % g.out[a];
     e /= g.out[a];
   }
-  return e;
+  n = e / g.out_channels, co = e % g.out_channels;
 }
 
 // y: (N, C_out, *S_out): `split` consecutive lanes per element (a power of two <= 32), lane r of
@@ -268,16 +302,18 @@ __device__ __forceinline__ int64_t decode_output(int64_t e, const ConvTransposeG
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     gather_generic_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                          float* __restrict__ y, ConvTransposeGeometry g, int split) {
+                          float* __restrict__ y, ConvTransposeGeometry g, GatherDividers dv,
+                          int split) {
   const int64_t total = g.output_numel();
-  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads / split);
+  const int split_log2 = __ffs(split) - 1;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * (kThreads >> split_log2);
   const int lane = static_cast<int>(threadIdx.x) % kWarp, r = lane & (split - 1);
   const unsigned group = (split == kWarp ? 0xffffffffu : (1u << split) - 1u) << (lane - r);
-  for (int64_t e = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / split; e < total;
-       e += step) {
-    int64_t o[kSpatial];
-    const int64_t rest = decode_output(e, g, o);
-    float v = gather_one(x, w, g, rest / g.out_channels, rest % g.out_channels, o, r, split);
+  for (int64_t e = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) >> split_log2;
+       e < total; e += step) {
+    int64_t n, co, o[kSpatial];
+    decode_output(e, g, dv, n, co, o);
+    float v = gather_one(x, w, g, dv, n, co, o, r, split);
     for (int off = split / 2; off > 0; off /= 2) v += __shfl_xor_sync(group, v, off);
     if (r == 0) y[e] = v;
   }
@@ -335,7 +371,7 @@ inline Status launch_generic(const float* x, const float* w, float* y,
   const int64_t blocks = (g.output_numel() * split + kGenericThreads - 1) / kGenericThreads;
   return launch(gather_generic_kernel<kGenericThreads>,
                 dim3(static_cast<unsigned>(std::min(blocks, kGenericMaxBlocks))), kGenericThreads,
-                0, stream, x, w, y, g, split);
+                0, stream, x, w, y, g, GatherDividers(g), split);
 }
 
 // ---- The node a custom variant runs ----
