@@ -109,8 +109,15 @@
 //      ~0.3 ms per pass, epilogue under it) -> measured 1.77 ms with two lockstep warpgroups per
 //      CTA, 1.55 ms with 4 independent warpgroups and staged stores (statistics 0.63 ms, store
 //      0.91 ms under ncu; kb bench L2_021 --time-cap 2 --seed 7, docs/kernels.md).
-//   next (for <= 1.0): both passes are latency-bound (7.7 cycles per issued instruction, 16
-//      warps per SM); the store pass's copy-out index math (~40% of its instructions) first.
+//   v7 (sessions 25-27) the store pass's copy-out with each thread's column fixed and its channel
+//      stepped by one add (staging.h), and a warpgroup's items walked with carries, not two
+//      divisions each (item_walk.h). Predicted 1.25-1.35 ms -> measured **1.378-1.388 ms**
+//      against 1.542-1.544 (session 27, device call 4, kb bench L2_021 --time-cap 2 --seed 7,
+//      three rounds alternating with the v6 pack); ncu: store pass 900 -> 732 us, 474 M -> 297 M
+//      warp instructions, now 8.7 cycles per issued instruction; statistics pass 626 us.
+//   next (for <= 1.0): both passes are latency-bound at 16 warps per SM (7.8 and 8.7 cycles per
+//      issued instruction): the statistics pass's per-row epilogue (more independent values per
+//      warp in flight), then the store pass's wait on its staged rows.
 #include <cuda_runtime.h>
 
 #include <algorithm>
