@@ -33,6 +33,7 @@
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
 #include "common/cuda/int_divider.h"
+#include "common/host_device.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/implementation.h"
@@ -217,10 +218,19 @@ struct GatherDividers {
   }
 };
 
+// A load through the read-only path on the device (a plain load in host tests).
+__host__ __device__ __forceinline__ float load_read_only(const float* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
 // axis_input in 32-bit, the stride's division by its divider: the generic gather's inner loops
 // (read_conv_transpose keeps o + pad and every size below 2^30, so nothing here overflows).
-__device__ __forceinline__ int axis_input32(int o, int t, const Divider<uint32_t>& stride, int pad,
-                                            int dilation, int in) {
+__host__ __device__ __forceinline__ int axis_input32(int o, int t, const Divider<uint32_t>& stride,
+                                                     int pad, int dilation, int in) {
   const int u = o + pad - t * dilation;
   if (u < 0) return -1;
   const uint32_t i = stride.div(static_cast<uint32_t>(u));
@@ -233,10 +243,12 @@ __device__ __forceinline__ int axis_input32(int o, int t, const Divider<uint32_t
 // c_step, ... of co's group (all of them by default); dv = GatherDividers(g).
 // (The 64-bit form of v1, a 64-bit division per tap and index products per channel, ran 2.7x
 // slower: L2_060's generic path at N 39, C_in 1, 0.209 against 0.076 ms.)
-__device__ inline float gather_one(const float* __restrict__ x, const float* __restrict__ w,
-                                   const ConvTransposeGeometry& g, const GatherDividers& dv,
-                                   int64_t n, int64_t co, const int64_t (&o)[kSpatial],
-                                   int c_begin = 0, int c_step = 1) {
+__host__ __device__ inline float gather_one(const float* __restrict__ x,
+                                            const float* __restrict__ w,
+                                            const ConvTransposeGeometry& g,
+                                            const GatherDividers& dv, int64_t n, int64_t co,
+                                            const int64_t (&o)[kSpatial], int c_begin = 0,
+                                            int c_step = 1) {
   const int64_t cin_g = g.in_per_group(), cout_g = g.out_per_group();
   const uint32_t group = dv.out_per_group.div(static_cast<uint32_t>(co));
   const int64_t c_first = int64_t{group} * cin_g, co_local = co - int64_t{group} * cout_g;
@@ -245,7 +257,7 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
   const float* x_base = x + (n * g.in_channels + c_first) * x_plane;
   const float* w_base = w + (c_first * cout_g + co_local) * w_taps;
   int k[kSpatial], p[kSpatial], d[kSpatial], in[kSpatial], oo[kSpatial];
-#pragma unroll
+  KB_UNROLL
   for (int a = 0; a < kSpatial; ++a) {
     k[a] = static_cast<int>(g.kernel[a]);
     p[a] = static_cast<int>(g.padding[a]), d[a] = static_cast<int>(g.dilation[a]);
@@ -261,10 +273,10 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
         if (i2 < 0) continue;
         const float* xp = x_base + (int64_t{i0} * in[1] + i1) * in[2] + i2 + c_begin * x_plane;
         const float* wp = w_base + (t0 * k[1] + t1) * k[2] + t2 + c_begin * w_step;
-#pragma unroll 4
+        KB_UNROLL_BY(4)
         for (int64_t c = c_begin; c < cin_g;
              c += c_step, xp += c_step * x_plane, wp += c_step * w_step)
-          acc = fmaf(__ldg(xp), __ldg(wp), acc);
+          acc = fmaf(load_read_only(xp), load_read_only(wp), acc);
       }
     }
   }
@@ -273,12 +285,12 @@ __device__ inline float gather_one(const float* __restrict__ x, const float* __r
 
 // Element e of y (N, C_out, *S_out) as its sample n, channel co and position o: below 2^31 by
 // the 32-bit dividers, else by 64-bit divisions.
-__device__ __forceinline__ void decode_output(int64_t e, const ConvTransposeGeometry& g,
-                                              const GatherDividers& dv, int64_t& n, int64_t& co,
-                                              int64_t (&o)[kSpatial]) {
+__host__ __device__ __forceinline__ void decode_output(int64_t e, const ConvTransposeGeometry& g,
+                                                       const GatherDividers& dv, int64_t& n,
+                                                       int64_t& co, int64_t (&o)[kSpatial]) {
   if (e <= 0x7fffffff) {
     uint32_t r = static_cast<uint32_t>(e);
-#pragma unroll
+    KB_UNROLL
     for (int a = kSpatial - 1; a >= 0; --a) {
       const uint32_t q = dv.out[a].div(r);
       o[a] = r - q * dv.out[a].divisor;
