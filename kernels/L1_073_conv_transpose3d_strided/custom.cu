@@ -38,6 +38,10 @@
 // new): 45 -> 25 at 27 -> 13, 9 x 3 x 29; 29 -> 25 at 13 -> 7, 11 x 5 x 39; 71 -> 25 at N 1, 40 ->
 // 40, 8^3; 46 -> 40 at N 2, 24 -> 24, 12^3; 42 -> 44 at N 4, 8 -> 4, 16^3 (the references 17-54
 // us and noisy from run to run); splits within two waves or none measured no better.
+// Session 27 sweep (seed 77): N 3, 4 -> 7, 5 x 7 x 9 (0.7 M MACs, the generic gather) 0.75x the
+// reference, ncu: 8.0 M warp instructions, mostly the gather's runtime divisions, now
+// magic-number dividers (gather.cuh; not yet measured on the H200); N 2, 13 -> 7, 11 x 5 x 39
+// (the per-tap GEMM's 16-row tiles) 0.82x.
 //
 // Cost model of the mma.sync kernel (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620
 // K; per tap and k8 step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts
