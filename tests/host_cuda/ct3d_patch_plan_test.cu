@@ -17,46 +17,37 @@
 #include <vector>
 
 #include "kernels/cores/conv_transpose3d_tf32x3/patch_plan3d.cuh"
+#include "tests/host_cuda/transposed_layer.h"
 
 namespace kb::custom::ct3d {
 namespace {
 
-struct Layer {
-  int64_t batch, c_in, c_out;
-  int64_t in[3], kernel[3], stride[3], padding[3], dilation[3];
-};
+using host_test::geometry;
+using host_test::name;
+using Layer = host_test::TransposedLayer;
 
-gather::ConvTransposeGeometry geometry(const Layer& l) {
-  gather::ConvTransposeGeometry g;
-  g.rank = 3, g.batch = l.batch, g.in_channels = l.c_in, g.out_channels = l.c_out;
+// A layer of three axes (no groups, no output padding).
+Layer layer(int64_t batch, int64_t c_in, int64_t c_out, const int64_t (&in)[3],
+            const int64_t (&kernel)[3], const int64_t (&stride)[3], const int64_t (&padding)[3],
+            const int64_t (&dilation)[3]) {
+  Layer l;
+  l.batch = batch, l.c_in = c_in, l.c_out = c_out;
   for (int a = 0; a < 3; ++a) {
-    g.in[a] = l.in[a], g.kernel[a] = l.kernel[a], g.stride[a] = l.stride[a];
-    g.padding[a] = l.padding[a], g.dilation[a] = l.dilation[a];
-    g.out[a] =
-        (l.in[a] - 1) * l.stride[a] - 2 * l.padding[a] + l.dilation[a] * (l.kernel[a] - 1) + 1;
+    l.in[a] = in[a], l.kernel[a] = kernel[a], l.stride[a] = stride[a];
+    l.padding[a] = padding[a], l.dilation[a] = dilation[a];
   }
-  return g;
-}
-
-std::string name(const Layer& l) {
-  std::string s =
-      "N" + std::to_string(l.batch) + " " + std::to_string(l.c_in) + "->" + std::to_string(l.c_out);
-  for (int a = 0; a < 3; ++a)
-    s += " [in " + std::to_string(l.in[a]) + " k" + std::to_string(l.kernel[a]) + " s" +
-         std::to_string(l.stride[a]) + " p" + std::to_string(l.padding[a]) + " d" +
-         std::to_string(l.dilation[a]) + "]";
-  return s;
+  return l;
 }
 
 // L1_070's and L1_073's layers at small sizes, and axes that differ in stride, dilation, padding
 // and kernel (a 1-D or 2-D layer is one with unit leading axes).
 std::vector<Layer> layers() {
   return {
-      {2, 3, 5, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}},    // L1_070's form
-      {1, 32, 32, {3, 4, 5}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}},  // L1_073's form
-      {2, 9, 17, {5, 3, 7}, {3, 2, 3}, {2, 1, 2}, {1, 0, 2}, {1, 1, 2}},
-      {1, 4, 3, {6, 6, 9}, {2, 3, 1}, {2, 2, 1}, {0, 2, 0}, {2, 1, 1}},
-      {3, 8, 40, {1, 1, 13}, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 1}},
+      layer(2, 3, 5, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}),    // L1_070's form
+      layer(1, 32, 32, {3, 4, 5}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}),  // L1_073's form
+      layer(2, 9, 17, {5, 3, 7}, {3, 2, 3}, {2, 1, 2}, {1, 0, 2}, {1, 1, 2}),
+      layer(1, 4, 3, {6, 6, 9}, {2, 3, 1}, {2, 2, 1}, {0, 2, 0}, {2, 1, 1}),
+      layer(3, 8, 40, {1, 1, 13}, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 1}),
   };
 }
 

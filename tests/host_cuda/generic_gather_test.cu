@@ -11,42 +11,15 @@
 #include <vector>
 
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
-#include "kernels/cpu/ops.h"
+#include "tests/host_cuda/transposed_layer.h"
 
 namespace kb::custom::gather {
 namespace {
 
-struct Layer {
-  int rank;
-  int64_t batch, c_in, c_out, groups;
-  int64_t in[kSpatial], kernel[kSpatial], stride[kSpatial], pad[kSpatial], dilation[kSpatial],
-      out_pad[kSpatial];
-};
-
-// The layer in the geometry's last `rank` axes (unit dims first, as read_conv_transpose pads).
-ConvTransposeGeometry geometry(const Layer& l) {
-  ConvTransposeGeometry g;
-  g.rank = l.rank, g.batch = l.batch, g.in_channels = l.c_in, g.out_channels = l.c_out;
-  g.groups = l.groups;
-  for (int a = kSpatial - l.rank; a < kSpatial; ++a) {
-    g.in[a] = l.in[a], g.kernel[a] = l.kernel[a], g.stride[a] = l.stride[a];
-    g.padding[a] = l.pad[a], g.dilation[a] = l.dilation[a];
-    g.out[a] = (l.in[a] - 1) * l.stride[a] - 2 * l.pad[a] + l.dilation[a] * (l.kernel[a] - 1) +
-               l.out_pad[a] + 1;
-  }
-  return g;
-}
-
-std::string name(const Layer& l) {
-  std::string s = "N" + std::to_string(l.batch) + " " + std::to_string(l.c_in) + "->" +
-                  std::to_string(l.c_out) + " g" + std::to_string(l.groups);
-  for (int a = kSpatial - l.rank; a < kSpatial; ++a) {
-    s += " [in " + std::to_string(l.in[a]) + " k" + std::to_string(l.kernel[a]) + " s" +
-         std::to_string(l.stride[a]) + " p" + std::to_string(l.pad[a]) + " d" +
-         std::to_string(l.dilation[a]) + " op" + std::to_string(l.out_pad[a]) + "]";
-  }
-  return s;
-}
+using host_test::geometry;
+using host_test::golden;
+using host_test::name;
+using Layer = host_test::TransposedLayer;
 
 // A random valid layer: PyTorch's constraints (output padding below the stride or the dilation,
 // an output of >= 1), channels divisible by the groups.
@@ -54,43 +27,22 @@ Layer random_layer(std::mt19937& rng, int rank) {
   const auto pick = [&rng](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  Layer l{};
+  Layer l;
   l.rank = rank;
   l.groups = pick(1, 3);
   l.batch = pick(1, 2);
   l.c_in = l.groups * pick(1, 5);
   l.c_out = l.groups * pick(1, 4);
-  for (int a = 0; a < kSpatial; ++a) {
-    l.in[a] = 1, l.kernel[a] = 1, l.stride[a] = 1, l.pad[a] = 0, l.dilation[a] = 1;
-    l.out_pad[a] = 0;
-  }
   for (int a = kSpatial - rank; a < kSpatial; ++a) {
     l.in[a] = pick(1, rank == 3 ? 5 : 9);
     l.kernel[a] = pick(1, 4);
     l.stride[a] = pick(1, 4);
     l.dilation[a] = pick(1, 3);
-    l.out_pad[a] = pick(0, std::max(l.stride[a], l.dilation[a]) - 1);
+    l.output_padding[a] = pick(0, std::max(l.stride[a], l.dilation[a]) - 1);
     const int64_t span = (l.in[a] - 1) * l.stride[a] + l.dilation[a] * (l.kernel[a] - 1) + 1;
-    l.pad[a] = pick(0, std::min<int64_t>(l.dilation[a] * (l.kernel[a] - 1), (span - 1) / 2));
+    l.padding[a] = pick(0, std::min<int64_t>(l.dilation[a] * (l.kernel[a] - 1), (span - 1) / 2));
   }
   return l;
-}
-
-// y = ConvTranspose(x, w) by the golden model's op, in double.
-std::vector<double> golden(const Layer& l, const std::vector<float>& x,
-                           const std::vector<float>& w) {
-  Shape xs{l.batch, l.c_in}, ws{l.c_in, l.c_out / l.groups};
-  cpu::ConvParams cp;
-  cp.groups = l.groups;
-  for (int a = kSpatial - l.rank; a < kSpatial; ++a) {
-    xs.push_back(l.in[a]), ws.push_back(l.kernel[a]);
-    cp.stride.push_back(l.stride[a]), cp.padding.push_back(l.pad[a]);
-    cp.dilation.push_back(l.dilation[a]), cp.output_padding.push_back(l.out_pad[a]);
-  }
-  HostTensor<double> xt(xs), wt(ws);
-  for (size_t i = 0; i < x.size(); ++i) xt.data[i] = x[i];
-  for (size_t i = 0; i < w.size(); ++i) wt.data[i] = w[i];
-  return cpu::conv_transpose<double>(xt, wt, nullptr, cp).data;
 }
 
 // Every output as gather_generic_kernel computes it with `split` lanes per output: lane r sums the

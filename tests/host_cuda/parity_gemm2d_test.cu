@@ -12,47 +12,27 @@
 #include <vector>
 
 #include "kernels/cores/conv_transpose2d_tf32x3/parity_gemm.cuh"
-#include "kernels/cpu/ops.h"
+#include "tests/host_cuda/transposed_layer.h"
 
 namespace kb::custom::parity_gemm {
 namespace {
 
-struct Layer {
-  int64_t batch, c_in, c_out, in_h, in_w, k_h, k_w, s_h, s_w, p_h, p_w, d_h, d_w, op_h, op_w;
-};
+using host_test::geometry;
+using host_test::golden;
+using host_test::name;
+using Layer = host_test::TransposedLayer;
 
-gather::ConvTransposeGeometry geometry(const Layer& l) {
-  gather::ConvTransposeGeometry g;
-  g.rank = 2, g.batch = l.batch, g.in_channels = l.c_in, g.out_channels = l.c_out;
-  const int64_t in[2] = {l.in_h, l.in_w}, k[2] = {l.k_h, l.k_w}, s[2] = {l.s_h, l.s_w},
-                p[2] = {l.p_h, l.p_w}, d[2] = {l.d_h, l.d_w}, op[2] = {l.op_h, l.op_w};
-  for (int a = 0; a < 2; ++a) {  // the 2-D layer in the last two of the geometry's 3 axes
-    g.in[a + 1] = in[a], g.kernel[a + 1] = k[a], g.stride[a + 1] = s[a];
-    g.padding[a + 1] = p[a], g.dilation[a + 1] = d[a];
-    g.out[a + 1] = (in[a] - 1) * s[a] - 2 * p[a] + d[a] * (k[a] - 1) + op[a] + 1;
-  }
-  return g;
-}
-
-std::string name(const Layer& l) {
-  return "N" + std::to_string(l.batch) + " " + std::to_string(l.c_in) + "->" +
-         std::to_string(l.c_out) + " " + std::to_string(l.in_h) + "x" + std::to_string(l.in_w) +
-         " k" + std::to_string(l.k_h) + "x" + std::to_string(l.k_w) + " s" + std::to_string(l.s_h) +
-         "x" + std::to_string(l.s_w) + " p" + std::to_string(l.p_h) + "x" + std::to_string(l.p_w) +
-         " d" + std::to_string(l.d_h) + "x" + std::to_string(l.d_w);
-}
-
-// y = ConvTranspose2d(x, w) by the golden model's op (kernels/cpu/ops.h), in double.
-std::vector<double> golden(const Layer& l, const std::vector<float>& x,
-                           const std::vector<float>& w) {
-  HostTensor<double> xt(Shape{l.batch, l.c_in, l.in_h, l.in_w});
-  HostTensor<double> wt(Shape{l.c_in, l.c_out, l.k_h, l.k_w});
-  for (size_t i = 0; i < x.size(); ++i) xt.data[i] = x[i];
-  for (size_t i = 0; i < w.size(); ++i) wt.data[i] = w[i];
-  cpu::ConvParams cp;
-  cp.stride = {l.s_h, l.s_w}, cp.padding = {l.p_h, l.p_w}, cp.dilation = {l.d_h, l.d_w};
-  cp.output_padding = {l.op_h, l.op_w};
-  return cpu::conv_transpose<double>(xt, wt, nullptr, cp).data;
+// A 2-D layer (the geometry's last two axes): batch, channels, then (h, w) pairs of input size,
+// kernel, stride, padding, dilation and output padding.
+Layer layer(int64_t batch, int64_t c_in, int64_t c_out, int64_t in_h, int64_t in_w, int64_t k_h,
+            int64_t k_w, int64_t s_h, int64_t s_w, int64_t p_h, int64_t p_w, int64_t d_h,
+            int64_t d_w, int64_t op_h, int64_t op_w) {
+  Layer l;
+  l.rank = 2, l.batch = batch, l.c_in = c_in, l.c_out = c_out;
+  l.in[1] = in_h, l.in[2] = in_w, l.kernel[1] = k_h, l.kernel[2] = k_w;
+  l.stride[1] = s_h, l.stride[2] = s_w, l.padding[1] = p_h, l.padding[2] = p_w;
+  l.dilation[1] = d_h, l.dilation[2] = d_w, l.output_padding[1] = op_h, l.output_padding[2] = op_w;
+  return l;
 }
 
 // The kernel's GEMM through the core's maps: per CTA tile, thread tid's A copies (k = 32 kt +
@@ -105,11 +85,11 @@ std::vector<double> emulated(const ParityPlan& p, const std::vector<float>& x,
 // one 128-channel tile in one layer.
 std::vector<Layer> layers() {
   return {
-      {2, 5, 7, 6, 5, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1},
-      {1, 9, 3, 7, 8, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0},
-      {2, 3, 130, 5, 4, 3, 2, 3, 2, 0, 1, 1, 1, 2, 0},
-      {1, 11, 6, 9, 3, 2, 3, 1, 4, 0, 1, 1, 2, 0, 3},
-      {3, 2, 4, 4, 6, 3, 1, 2, 1, 2, 0, 1, 1, 1, 0},
+      layer(2, 5, 7, 6, 5, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1),
+      layer(1, 9, 3, 7, 8, 4, 4, 2, 2, 1, 1, 1, 1, 0, 0),
+      layer(2, 3, 130, 5, 4, 3, 2, 3, 2, 0, 1, 1, 1, 2, 0),
+      layer(1, 11, 6, 9, 3, 2, 3, 1, 4, 0, 1, 1, 2, 0, 3),
+      layer(3, 2, 4, 4, 6, 3, 1, 2, 1, 2, 0, 1, 1, 1, 0),
   };
 }
 
@@ -120,8 +100,8 @@ TEST(ParityGemm2d, TheEmulatedGemmIsTheTransposedConvolution) {
     const gather::ConvTransposeGeometry g = geometry(l);
     Result<ParityPlan> plan = plan_parity_gemm(g, INT64_MAX);
     ASSERT_TRUE(plan.is_ok()) << name(l) << ": " << plan.status().message();
-    std::vector<float> x(static_cast<size_t>(l.batch * l.c_in * l.in_h * l.in_w));
-    std::vector<float> w(static_cast<size_t>(l.c_in * l.c_out * l.k_h * l.k_w));
+    std::vector<float> x(static_cast<size_t>(l.batch * l.c_in * l.in[1] * l.in[2]));
+    std::vector<float> w(static_cast<size_t>(l.c_in * l.c_out * l.kernel[1] * l.kernel[2]));
     for (float& v : x) v = u(rng);
     for (float& v : w) v = u(rng);
     std::vector<int> stored;
@@ -136,7 +116,8 @@ TEST(ParityGemm2d, TheEmulatedGemmIsTheTransposedConvolution) {
 }
 
 TEST(ParityGemm2d, RefusesMoreThanTwoTapsPerPhase) {
-  const Layer l{1, 4, 4, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0};  // stride 1: 3 taps on one phase
+  const Layer l =
+      layer(1, 4, 4, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0);  // stride 1: 3 taps on one phase
   Result<ParityPlan> plan = plan_parity_gemm(geometry(l), INT64_MAX);
   ASSERT_FALSE(plan.is_ok());
   EXPECT_NE(plan.status().message().find("more than 2 taps per phase"), std::string::npos)
