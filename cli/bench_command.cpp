@@ -162,14 +162,7 @@ void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog,
   if (!o.json_path.empty()) {
     nlohmann::json all = {{"device", o.device}, {"sweep", o.sweep},
                           {"seed", o.seed},     {"pack", o.pack},
-                          {"wall_s", total},    {"rows", nlohmann::json::array()}};
-    for (const SweepRow& row : rows) {
-      all["rows"].push_back({{"problem_id", row.problem_id},
-                             {"dims", row.dims},
-                             {"flop_share", row.shape.flop_share},
-                             {"large", row.shape.large},
-                             {"result", to_json(row.result)}});
-    }
+                          {"wall_s", total},    {"rows", sweep_rows_to_json(rows)}};
     std::ofstream(o.json_path) << all.dump(1) << "\n";
   }
   std::printf("%s", sweep_text(rows).c_str());
@@ -286,6 +279,48 @@ void add_bench_command(CLI::App& app) {
                     "Write each correctness trial's inputs, parameters and both outputs as .npy here");
   bench->add_option("--json-out", o->json_path, "Also write all results as JSON to this file");
   bench->callback([o] { run_bench(*o); });
+}
+
+namespace {
+
+// The rows of a `kb bench --sweep --json-out` file, or exit 2 saying why not.
+std::vector<SweepRow> read_sweep_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.is_open()) {
+    std::fprintf(stderr, "kb: cannot open %s\n", path.c_str());
+    throw CLI::RuntimeError(2);
+  }
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("rows")) {
+    std::fprintf(stderr, "kb: %s: not the JSON of a `kb bench --sweep --json-out` run\n",
+                 path.c_str());
+    throw CLI::RuntimeError(2);
+  }
+  Result<std::vector<SweepRow>> rows = sweep_rows_from_json(j.at("rows"));
+  if (!rows.is_ok()) {
+    std::fprintf(stderr, "kb: %s: %s\n", path.c_str(), rows.status().message().c_str());
+    throw CLI::RuntimeError(2);
+  }
+  return std::move(rows).value();
+}
+
+}  // namespace
+
+void add_sweep_table_command(CLI::App& app) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  CLI::App* table = app.add_subcommand(
+      "sweep-table",
+      "The tables of a `kb bench --sweep --json-out` file; with a second file, the worst speedup "
+      "per problem and the sweep goal before and after");
+  table->add_option("files", *files, "SWEEP_JSON [AFTER_JSON]")->required()->expected(1, 2);
+  table->callback([files] {
+    const std::vector<SweepRow> first = read_sweep_file(files->front());
+    if (files->size() == 1) {
+      std::printf("%s", sweep_text(first).c_str());
+      return;
+    }
+    std::printf("%s", sweep_comparison_text(first, read_sweep_file(files->back())).c_str());
+  });
 }
 
 }  // namespace kb::cli

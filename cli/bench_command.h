@@ -11,6 +11,10 @@ namespace kb::cli {
 
 void add_bench_command(CLI::App& app);
 
+// `kb sweep-table SWEEP_JSON [AFTER_JSON]`: a saved sweep's tables (cli/sweep_report.h), or two
+// sweeps side by side.
+void add_sweep_table_command(CLI::App& app);
+
 // Whether this host has an NVIDIA GPU (its device nodes exist): what `--device auto` picks.
 bool gpu_present();
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kb::cli::add_problems_command(app);  // problems list | show | validate | generate | run-golden
   kb::cli::add_bench_command(app);     // the local runner
+  kb::cli::add_sweep_table_command(app);  // a saved sweep, or two side by side
   kb::cli::add_fleet_commands(app);    // submit watch runs status results workers cancel keygen
   kb::cli::register_history_commands(app);  // history compare regressions report
   return kb::cli::run_app(app, argc, argv);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+
+#include "common/problem_spec.h"
 
 namespace kb::cli {
 
@@ -68,6 +71,107 @@ std::string sweep_text(const std::vector<SweepRow>& rows) {
                 "shape, >= %.1fx at shapes with >= %.0f%% of the preset's FLOPs)\n",
                 meets, verdicts.size(), kSweepMinSpeedup, kSweepLargeMinSpeedup,
                 100 * kSweepLargeShare);
+  out += line;
+  return out;
+}
+
+nlohmann::json sweep_rows_to_json(const std::vector<SweepRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SweepRow& row : rows) {
+    out.push_back({{"problem_id", row.problem_id},
+                   {"dims", row.dims},
+                   {"flop_share", row.shape.flop_share},
+                   {"large", row.shape.large},
+                   {"result", to_json(row.result)}});
+  }
+  return out;
+}
+
+Result<std::vector<SweepRow>> sweep_rows_from_json(const nlohmann::json& rows) {
+  if (!rows.is_array()) return Status::invalid_argument("sweep: no array of rows");
+  std::vector<SweepRow> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const nlohmann::json& j = rows[i];
+    const std::string where = "sweep row " + std::to_string(i);
+    if (!j.is_object() || !j.contains("problem_id") || !j.contains("dims") ||
+        !j.contains("flop_share") || !j.contains("result")) {
+      return Status::invalid_argument(where + ": needs problem_id, dims, flop_share and result");
+    }
+    SweepRow row;
+    try {
+      row.problem_id = j.at("problem_id").get<std::string>();
+      row.dims = j.at("dims").get<std::string>();
+      row.shape.flop_share = j.at("flop_share").get<double>();
+      row.shape.large = j.value("large", false);
+      row.result = job_result_from_json(j.at("result"));
+    } catch (const nlohmann::json::exception& e) {
+      return Status::invalid_argument(where + ": " + e.what());
+    }
+    Result<Dims> dims = parse_dims(row.dims);
+    if (!dims.is_ok()) return Status::invalid_argument(where + ": " + dims.status().message());
+    row.shape.dims = std::move(dims).value();
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+namespace {
+
+std::set<std::string> dims_of(const std::vector<SweepRow>& rows, const std::string& id) {
+  std::set<std::string> out;
+  for (const SweepRow& r : rows)
+    if (r.problem_id == id) out.insert(r.dims);
+  return out;
+}
+
+std::string speedup_cell(const SweepVerdict* v, double SweepVerdict::*field) {
+  if (v == nullptr) return "-";
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "%.3fx", v->*field);
+  return v->*field > 0 ? cell : "-";
+}
+
+}  // namespace
+
+std::string sweep_comparison_text(const std::vector<SweepRow>& before,
+                                  const std::vector<SweepRow>& after) {
+  const std::vector<SweepVerdict> was = sweep_verdicts(before), now = sweep_verdicts(after);
+  std::vector<std::string> ids;
+  for (const auto* list : {&was, &now})
+    for (const SweepVerdict& v : *list)
+      if (std::find(ids.begin(), ids.end(), v.problem_id) == ids.end()) ids.push_back(v.problem_id);
+  const auto find = [](const std::vector<SweepVerdict>& list, const std::string& id) {
+    auto it = std::find_if(list.begin(), list.end(),
+                           [&](const SweepVerdict& v) { return v.problem_id == id; });
+    return it == list.end() ? nullptr : &*it;
+  };
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-7s %13s %19s %19s %-12s %s\n", "problem", "shapes", "worst",
+                "worst25", "goal", "shapes drawn");
+  out += line;
+  int met_before = 0, met_after = 0;
+  for (const std::string& id : ids) {
+    const SweepVerdict *b = find(was, id), *a = find(now, id);
+    met_before += b != nullptr && b->meets_goal;
+    met_after += a != nullptr && a->meets_goal;
+    const auto goal = [](const SweepVerdict* v) -> std::string {
+      return v == nullptr ? "-" : (v->meets_goal ? "met" : "MISS");
+    };
+    const std::string shapes =
+        std::to_string(b ? b->shapes : 0) + " -> " + std::to_string(a ? a->shapes : 0);
+    const std::string worst =
+        speedup_cell(b, &SweepVerdict::worst) + " -> " + speedup_cell(a, &SweepVerdict::worst);
+    const std::string worst25 = speedup_cell(b, &SweepVerdict::worst_large) + " -> " +
+                                speedup_cell(a, &SweepVerdict::worst_large);
+    const bool same = dims_of(before, id) == dims_of(after, id);
+    std::snprintf(line, sizeof line, "%-7s %13s %19s %19s %-12s %s\n", id.c_str(), shapes.c_str(),
+                  worst.c_str(), worst25.c_str(), (goal(b) + " -> " + goal(a)).c_str(),
+                  same ? "the same" : "different");
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "\n%d -> %d of %zu problems meet the sweep goal\n", met_before,
+                met_after, ids.size());
   out += line;
   return out;
 }

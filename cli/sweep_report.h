@@ -1,5 +1,6 @@
 // The table and verdicts of `kb bench --sweep N` (shapes: common/shape_sweep.h): each shape's
-// reference and custom times, and per problem the worst speedup against issue 15's goal.
+// reference and custom times, and per problem the worst speedup against issue 15's goal; the
+// sweep's JSON (`--json-out`) both ways, and two sweeps side by side (`kb sweep-table`).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -7,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/job_result.h"
 #include "common/shape_sweep.h"
+#include "common/status.h"
 
 namespace kb::cli {
 
@@ -41,5 +45,17 @@ std::vector<SweepVerdict> sweep_verdicts(const std::vector<SweepRow>& rows);
 
 // The text tables: every row, then the verdict per problem and the count meeting the goal.
 std::string sweep_text(const std::vector<SweepRow>& rows);
+
+// The "rows" array of a sweep's JSON file: per row problem_id, dims (dims_argument), flop_share,
+// large and the job's result (common/job_result.h's JSON). from_json fails, naming the row, on a
+// row without them or with dims that do not parse.
+nlohmann::json sweep_rows_to_json(const std::vector<SweepRow>& rows);
+Result<std::vector<SweepRow>> sweep_rows_from_json(const nlohmann::json& rows);
+
+// Two sweeps per problem, in `before`'s order then any new in `after`'s: shapes, worst speedup,
+// worst at >= 25% of the FLOPs and the goal, before -> after, and whether the two drew the same
+// shapes (same seed and count: a like-for-like comparison) or not.
+std::string sweep_comparison_text(const std::vector<SweepRow>& before,
+                                  const std::vector<SweepRow>& after);
 
 }  // namespace kb::cli
