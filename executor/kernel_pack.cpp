@@ -71,6 +71,32 @@ Result<int> sealed_memfd(const std::string& bytes, const std::string& path) {
   return fd;
 }
 
+// The name dlopen() is given for the memfd: /proc/self/fd/N, with N moved (fd updated) until no
+// loaded library holds that name. glibc knows a loaded library by the name it was opened with,
+// and a library can outlive its KernelPack: dlclose() leaves one with GNU unique symbols mapped
+// (a sanitizer build's packs have them), as it does one marked RTLD_NODELETE, which a pack can
+// ask for itself. Its /proc/self/fd/N then names nothing open, and a later pack whose memfd got
+// the same number would be handed the old library instead of the bytes just hashed
+// (kernel_pack_test.cpp, KernelPack.ALibraryLeftLoadedNeverStandsInForTheNextPack).
+Result<std::string> unclaimed_name(int& fd, const std::string& path) {
+  constexpr int kAttempts = 64;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::string name = "/proc/self/fd/" + std::to_string(fd);
+    void* resident = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (resident == nullptr) return name;
+    dlclose(resident);  // the reference RTLD_NOLOAD took
+    const int higher = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+    if (higher < 0) {
+      return Status::io_error("cannot renumber the copy of kernel pack " + path + ": " +
+                              std::strerror(errno));
+    }
+    close(fd);
+    fd = higher;
+  }
+  return Status::internal("kernel pack " + path + ": " + std::to_string(kAttempts) +
+                          " descriptor names in a row belong to libraries still loaded");
+}
+
 }  // namespace
 
 Result<KernelPack> KernelPack::open(const std::string& path, const std::string& expected_sha256) {
@@ -80,16 +106,21 @@ Result<KernelPack> KernelPack::open(const std::string& path, const std::string& 
     return Status::failed_precondition("kernel pack " + path + " has sha256 " + actual +
                                        ", expected " + expected_sha256 + ": refused, not loaded");
   }
-  KB_ASSIGN_OR_RETURN(const int fd, sealed_memfd(bytes, path));
+  KB_ASSIGN_OR_RETURN(int fd, sealed_memfd(bytes, path));
+  const Result<std::string> fd_path = unclaimed_name(fd, path);
+  if (!fd_path.is_ok()) {
+    close(fd);
+    return fd_path.status();
+  }
   // RTLD_LOCAL: the reference and the candidate pack in one process must not share symbols.
-  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd);
-  void* handle = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(fd_path.value().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     close(fd);
     return Status::not_found("cannot load kernel pack " + path + ": " + dlerror());
   }
   // The memfd stays open while the library is loaded: glibc knows a library by the name it was
-  // opened with, and a closed fd's number (the same /proc/self/fd/N) could name the next pack.
+  // opened with, and a closed fd's number (the same /proc/self/fd/N) could name the next pack
+  // (unclaimed_name covers a library that stays loaded after its pack is gone).
   KernelPack pack;
   pack.handle_ = handle;
   pack.fd_ = fd;

@@ -4,7 +4,10 @@
 //
 // Why the bytes are copied: the hash must cover what is loaded. The bytes are hashed in memory
 // and written to a sealed memfd that dlopen() then maps, so a file changed between the check and
-// the load (a tampered cache entry, a race with a writer) is never the one that runs.
+// the load (a tampered cache entry, a race with a writer) is never the one that runs. The memfd
+// is loaded under a name (/proc/self/fd/N) that no library still loaded holds: glibc answers a
+// name it knows with the library it already has, and a pack can stay loaded after its object is
+// gone (RTLD_NODELETE, GNU unique symbols).
 //
 // Two packs per job, two instances (docs/design.md#kernel-packs): the trusted
 // reference pack and the untrusted candidate pack are separate files, each opened with

@@ -3,6 +3,7 @@
 // candidate pack (custom, cpu_fp32), and a CPU variant created and run from a spec document.
 #include "executor/kernel_pack.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -94,6 +95,34 @@ TEST(KernelPack, ReferenceAndCandidatePacksEachOfferOnlyTheirOwnSlots) {
             KB_PACK_NOT_IMPLEMENTED);
   EXPECT_EQ(inst, nullptr);
   EXPECT_NE(std::string(error).find("only custom variants"), std::string::npos) << error;
+}
+
+// A candidate pack that stays loaded after its KernelPack is gone (it asked for RTLD_NODELETE, or
+// holds GNU unique symbols, as a sanitizer build's packs do) keeps the name it was loaded under,
+// /proc/self/fd/N. The next pack's memfd gets the lowest free number, that same N: were it
+// dlopen()ed under that name, glibc would hand back the candidate, and the "reference" would be
+// the candidate. (Found by the unit tests under -fsanitize=address,undefined, session 28.)
+TEST(KernelPack, ALibraryLeftLoadedNeverStandsInForTheNextPack) {
+  const void* candidate_table = nullptr;
+  {
+    Result<KernelPack> leftover = KernelPack::open(KB_PACK_PATH);
+    KB_ASSERT_OK(leftover);
+    candidate_table = &leftover.value().table();
+    Dl_info where{};
+    ASSERT_NE(dladdr(candidate_table, &where), 0);
+    ASSERT_EQ(std::string(where.dli_fname).rfind("/proc/self/fd/", 0), 0u) << where.dli_fname;
+    // What a pack can do to itself: no dlclose() will unload it now.
+    void* pinned = dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    ASSERT_NE(pinned, nullptr) << dlerror();
+    dlclose(pinned);
+  }  // its memfd is closed here; the library stays mapped under the old name
+  Result<std::string> pin = read_pack_pin(KB_REF_PACK_PATH);
+  KB_ASSERT_OK(pin);
+  Result<KernelPack> reference = KernelPack::open(KB_REF_PACK_PATH, pin.value());
+  KB_ASSERT_OK(reference);
+  EXPECT_NE(&reference.value().table(), candidate_table);
+  EXPECT_EQ(reference.value().table().has_variant("L1_003", KB_VARIANT_CPU_GOLDEN), 1);
+  EXPECT_EQ(reference.value().table().has_variant("L1_003", KB_VARIANT_CPU_FP32), 0);
 }
 
 TEST(KernelPack, RefusesAFileThatIsNotAPack) {
