@@ -39,20 +39,11 @@
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/device_query.h"
+#include "common/host_device.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
 #include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
 #include "kernels/implementation.h"
-
-// Loop unrolling in __host__ __device__ code: only the device pass is told (the host compiler
-// warns about #pragma unroll).
-#ifdef __CUDA_ARCH__
-#define KB_CONV3D_UNROLL _Pragma("unroll")
-#define KB_CONV3D_UNROLL_NONE _Pragma("unroll 1")
-#else
-#define KB_CONV3D_UNROLL
-#define KB_CONV3D_UNROLL_NONE
-#endif
 
 namespace kb::custom::conv3d_direct {
 
@@ -235,29 +226,29 @@ __host__ __device__ __forceinline__ void compute_task(const TileParams& p, const
   using S = TileShape<KD, KH, KW>;
   constexpr int kWindow = kRowsThread + KH - 1;  // input rows under a task's 4 output rows
   const int rows_in = S::rows_in(p), cob = S::co_block(p);
-  KB_CONV3D_UNROLL
-  for (int j = 0; j < kCoThread; ++j) KB_CONV3D_UNROLL
-  for (int i = 0; i < kRowsThread; ++i) KB_CONV3D_UNROLL
+  KB_UNROLL
+  for (int j = 0; j < kCoThread; ++j) KB_UNROLL
+  for (int i = 0; i < kRowsThread; ++i) KB_UNROLL
   for (int q = 0; q < kColsThread; ++q) acc[j][i][q] = 0.f;
   const float* xp = xs + rg * kRowsThread * S::kColsIn + lane;
   const float* wp = ws + cg * kCoThread;
-  KB_CONV3D_UNROLL_NONE
+  KB_UNROLL_BY(1)
   for (int plane = 0; plane < p.cin * KD; ++plane) {
-    KB_CONV3D_UNROLL_NONE
+    KB_UNROLL_BY(1)
     for (int kw = 0; kw < KW; ++kw) {
       float xv[kColsThread][kWindow];
-      KB_CONV3D_UNROLL
-      for (int q = 0; q < kColsThread; ++q) KB_CONV3D_UNROLL
+      KB_UNROLL
+      for (int q = 0; q < kColsThread; ++q) KB_UNROLL
       for (int i = 0; i < kWindow; ++i) xv[q][i] = xp[i * S::kColsIn + kw + kWarp * q];
-      KB_CONV3D_UNROLL
+      KB_UNROLL
       for (int kh = 0; kh < KH; ++kh) {
         const float* wt = wp + (kh * KW + kw) * cob;
         const float4 lo = *reinterpret_cast<const float4*>(wt);
         const float4 hi = *reinterpret_cast<const float4*>(wt + 4);
         const float wv[kCoThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-        KB_CONV3D_UNROLL
-        for (int j = 0; j < kCoThread; ++j) KB_CONV3D_UNROLL
-        for (int i = 0; i < kRowsThread; ++i) KB_CONV3D_UNROLL
+        KB_UNROLL
+        for (int j = 0; j < kCoThread; ++j) KB_UNROLL
+        for (int i = 0; i < kRowsThread; ++i) KB_UNROLL
         for (int q = 0; q < kColsThread; ++q)
           acc[j][i][q] = fmaf(wv[j], xv[q][i + kh], acc[j][i][q]);
       }
@@ -274,17 +265,17 @@ __host__ __device__ __forceinline__ void store_task(const TileParams& p, const E
                                                     TileCoord t, int cg, int rg, int lane,
                                                     const TaskAcc& acc) {
   const int h_first = t.h0 + rg * kRowsThread;
-  KB_CONV3D_UNROLL
+  KB_UNROLL
   for (int j = 0; j < kCoThread; ++j) {
     const int co = t.co0 + cg * kCoThread + j;
     if (co >= p.cout) break;
     const auto f = epilogue.channel(co);
     float* plane =
         p.y + ((static_cast<int64_t>(t.n) * p.cout + co) * p.out_d + t.d) * p.out_h * p.out_w;
-    KB_CONV3D_UNROLL
+    KB_UNROLL
     for (int i = 0; i < kRowsThread; ++i) {
       if (h_first + i >= p.out_h) break;
-      KB_CONV3D_UNROLL
+      KB_UNROLL
       for (int q = 0; q < kColsThread; ++q) {
         const int col = t.w0 + lane + kWarp * q;
         if (col < p.out_w) {
