@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "cli/cli_app.h"
@@ -128,7 +129,13 @@ class FakeCoordinator {
     thread_.join();
   }
   const std::string& endpoint() const { return endpoint_; }
-  std::vector<wire::Message> received;  // read after the command returned
+  // The requests served so far, in arrival order: a copy, since the serving thread appends to
+  // them under the lock (the reply a command waited for orders it after its request only through
+  // the socket, which a race detector cannot see).
+  std::vector<wire::Message> received() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return received_;
+  }
 
  private:
   void serve() {
@@ -138,7 +145,10 @@ class FakeCoordinator {
       while (auto m = wire::receive_message(socket_, true)) {
         if (!m->decoded.ok || mode_ == Mode::kSilent) continue;
         const wire::Message& request = m->decoded.message;
-        received.push_back(request);
+        {
+          const std::lock_guard<std::mutex> lock(mutex_);
+          received_.push_back(request);
+        }
         wire::Message reply = mode_ == Mode::kMalformed ? malformed_answer() : answer(request);
         reply.body["request_id"] = request.body["request_id"];
         wire::send_message(socket_, reply, m->routing_id);
@@ -173,6 +183,8 @@ class FakeCoordinator {
   bool has_pack_;
   Mode mode_;
   std::atomic<bool> stop_{false};
+  mutable std::mutex mutex_;
+  std::vector<wire::Message> received_;  // guarded by mutex_
   std::thread thread_;
 };
 
@@ -185,14 +197,15 @@ TEST_F(FleetCommandsTest, SubmitSendsThePackOnlyWhenTheCoordinatorLacksIt) {
                           "--gpu", "NVIDIA H200", "--seed", "7", "--json"});
     ASSERT_EQ(o.code, kExitOk) << o.err;
     EXPECT_EQ(nlohmann::json::parse(o.out)["run_id"], 42);
-    ASSERT_EQ(coordinator.received.size(), 2u);
-    const wire::Message& query = coordinator.received[0];
+    const std::vector<wire::Message> received = coordinator.received();
+    ASSERT_EQ(received.size(), 2u);
+    const wire::Message& query = received[0];
     EXPECT_EQ(query.type, wire::MessageType::kQuery);
     EXPECT_EQ(query.body["what"], "pack");
     std::ifstream in(pack_, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
     EXPECT_EQ(query.body["pack"], sha256_hex(bytes));
-    const wire::Message& submit = coordinator.received[1];
+    const wire::Message& submit = received[1];
     EXPECT_EQ(submit.type, wire::MessageType::kSubmit);
     EXPECT_EQ(submit.body["problems"], "L1_098,L2_017,L1_079,L3_013,L2_093");
     EXPECT_EQ(submit.body["suite"], "smoke");
@@ -207,9 +220,10 @@ TEST_F(FleetCommandsTest, SubmitSendsThePackOnlyWhenTheCoordinatorLacksIt) {
   const Outcome o = kb({"submit", "L1_003,L2_017", "--pack", pack_, "--coordinator", coordinator.endpoint()});
   ASSERT_EQ(o.code, kExitOk) << o.err;
   EXPECT_NE(o.out.find("submitted run 42: 5 jobs (problem list, preset full"), std::string::npos) << o.out;
-  ASSERT_EQ(coordinator.received.size(), 2u);
-  EXPECT_TRUE(coordinator.received[1].payload.empty());
-  EXPECT_FALSE(coordinator.received[1].body.contains("suite"));
+  const std::vector<wire::Message> received = coordinator.received();
+  ASSERT_EQ(received.size(), 2u);
+  EXPECT_TRUE(received[1].payload.empty());
+  EXPECT_FALSE(received[1].body.contains("suite"));
 }
 
 // kb submit runs the coordinator's own SUBMIT rules (wire::submit_rules) before it sends.
@@ -220,7 +234,7 @@ TEST_F(FleetCommandsTest, SubmitRefusesWhatTheCoordinatorWouldWithoutARoundTrip)
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_NE(o.err.find("commit_sha: expected 7 to 64 lowercase hex digits"), std::string::npos)
       << o.err;
-  EXPECT_TRUE(coordinator.received.empty());
+  EXPECT_TRUE(coordinator.received().empty());
 }
 
 TEST_F(FleetCommandsTest, SimRunsNeedNoPack) {
@@ -230,8 +244,9 @@ TEST_F(FleetCommandsTest, SimRunsNeedNoPack) {
   const Outcome o = kb({"submit", "--sim-jobs", "4:2.5"});
   unsetenv("KB_PACK_PATH");
   ASSERT_EQ(o.code, kExitOk) << o.err;
-  ASSERT_GE(coordinator.received.size(), 1u);
-  const wire::Message& submit = coordinator.received.back();
+  const std::vector<wire::Message> received = coordinator.received();
+  ASSERT_GE(received.size(), 1u);
+  const wire::Message& submit = received.back();
   EXPECT_EQ(submit.body["sim_jobs"], nlohmann::json::array({2.5, 2.5, 2.5, 2.5}));
   EXPECT_EQ(submit.body["preset"], "sim");
   EXPECT_EQ(submit.body["gpu_models"], nlohmann::json::array({"sim"}));  // only sim workers take them
