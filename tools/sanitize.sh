@@ -6,6 +6,8 @@
 #
 # usage: tools/sanitize.sh address|thread [BUILD_DIR] [-- GTEST_ARGS...]
 #   BUILD_DIR defaults to build-address or build-thread beside the source tree.
+#   The PostgreSQL tests run only with KB_TEST_PG_URL set (tools/pg-local.sh start DIR prints one);
+#   without it they skip, as in tools/test.sh without a server.
 #   exit 0: no report; 1: reports (their files are named); 2: usage; other: the build or tests failed.
 #
 # ThreadSanitizer cannot see the synchronization inside libzmq's and libsodium's own threads (the
