@@ -6,8 +6,8 @@
 #
 # usage: tools/sanitize.sh address|thread [BUILD_DIR] [-- GTEST_ARGS...]
 #   BUILD_DIR defaults to build-address or build-thread beside the source tree.
-#   The PostgreSQL tests run only with KB_TEST_PG_URL set (tools/pg-local.sh start DIR prints one);
-#   without it they skip, as in tools/test.sh without a server.
+#   The PostgreSQL tests use KB_TEST_PG_URL, else a throwaway cluster as in tools/test.sh
+#   (tools/test-pg.bash); without either they skip.
 #   exit 0: no report; 1: reports (their files are named); 2: usage; other: the build or tests failed.
 #
 # ThreadSanitizer cannot see the synchronization inside libzmq's and libsodium's own threads (the
@@ -32,6 +32,8 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKB_WITH_CUDA=OF
   "-DCMAKE_SHARED_LINKER_FLAGS=${flags%% *}" >/dev/null
 cmake --build "$build" --target kb_unit_tests
 
+source "$repo/tools/test-pg.bash"
+test_pg_ensure "$repo"
 logs="$build/sanitizer-logs"
 rm -rf "$logs" && mkdir -p "$logs"
 export ASAN_OPTIONS="halt_on_error=0:log_path=$logs/asan"

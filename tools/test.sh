@@ -20,13 +20,8 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKB_WER
 cmake --build "$build" -j "$jobs"
 $build_only && exit 0
 
-if [[ -z ${KB_TEST_PG_URL:-} ]] && compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
-  pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/kbtest-pg.XXXXXX")
-  trap '"$repo/tools/pg-local.sh" stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
-  KB_TEST_PG_URL=$("$repo/tools/pg-local.sh" start "$pg_dir")
-  export KB_TEST_PG_URL
-  echo "test: PostgreSQL for the tests at $KB_TEST_PG_URL"
-fi
+source "$repo/tools/test-pg.bash"
+test_pg_ensure "$repo"
 
 # Throughput and latency thresholds (label `perf`) last and reported apart; both runs must pass.
 status=0
