@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The unit tests under a sanitizer: a CPU-only Debug build (KB_WITH_CUDA=OFF) with AddressSanitizer
 # and UndefinedBehaviorSanitizer (`address`) or ThreadSanitizer (`thread`), then kb_unit_tests with
-# every report written to a log. Not part of CI (the build alone takes 20-30 min on 2 cores: 18 min for thread here); run it
-# after a change to the executor, the loader, the coordinator or the worker.
+# every report written to a log. Not part of CI (the build alone takes 20-30 min on 2 cores: 18 min
+# for thread here); run it after a change to the executor, the loader, the coordinator or the
+# worker.
 #
 # usage: tools/sanitize.sh address|thread [BUILD_DIR] [-- GTEST_ARGS...]
 #   BUILD_DIR defaults to build-address or build-thread beside the source tree.
