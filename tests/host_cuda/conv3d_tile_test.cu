@@ -61,22 +61,50 @@ void check(const Conv3dGeometry& g) {
   float* ws = reinterpret_cast<float*>(smem.data());
   float* xs = ws + S::weight_floats(p);
   const int64_t blocks = int64_t{p.batch} * p.out_d * p.h_tiles * p.w_tiles * p.co_blocks;
-  for (int64_t block = 0; block < blocks; ++block) {  // as conv3d_tile_kernel, thread by thread
-    const TileCoord t = tile_coord(p, block, S::co_block(p));
-    for (int tid = 0; tid < kThreads; ++tid) stage_weights<KD, KH, KW>(p, ws, t, tid, kThreads);
+  const auto stage = [&](TileCoord t, int c0, int channels) {
+    for (int tid = 0; tid < kThreads; ++tid)
+      stage_weights<KD, KH, KW>(p, ws, t, c0, channels, tid, kThreads);
     for (int warp = 0; warp < kWarps; ++warp)
       for (int lane = 0; lane < kWarp; ++lane)
-        stage_input<KD, KH, KW>(p, xs, t, warp, lane, kWarps);
-    for (int warp = 0; warp < kWarps; ++warp)
-      for (int task = warp; task < p.co_groups * p.row_groups; task += kWarps) {
-        const int cg = task % p.co_groups, rg = task / p.co_groups;
-        if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
-        for (int lane = 0; lane < kWarp; ++lane) {
-          TaskAcc acc;
-          compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, acc);
-          store_task(p, NoEpilogue{}, t, cg, rg, lane, acc);
+        stage_input<KD, KH, KW>(p, xs, t, c0, channels, warp, lane, kWarps);
+  };
+  for (int64_t block = 0; block < blocks; ++block) {  // as conv3d_tile_kernel, thread by thread
+    const TileCoord t = tile_coord(p, block, S::co_block(p));
+    if (p.cin_chunk >= p.cin) {
+      stage(t, 0, p.cin);
+      for (int warp = 0; warp < kWarps; ++warp)
+        for (int task = warp; task < p.co_groups * p.row_groups; task += kWarps) {
+          const int cg = task % p.co_groups, rg = task / p.co_groups;
+          if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
+          for (int lane = 0; lane < kWarp; ++lane) {
+            TaskAcc acc;
+            zero_task(acc);
+            compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, p.cin, acc);
+            store_task(p, NoEpilogue{}, t, cg, rg, lane, acc);
+          }
         }
-      }
+      continue;
+    }
+    // Chunks: one task per warp, its lanes' accumulators carried across the chunks.
+    ASSERT_LE(p.co_groups * p.row_groups, kWarps) << name(g);
+    std::vector<TaskAcc> acc(kThreads);
+    for (TaskAcc& a : acc) zero_task(a);
+    const auto live = [&](int warp) {
+      return warp < p.co_groups * p.row_groups && t.co0 + warp % p.co_groups * kCoThread < p.cout &&
+             t.h0 + warp / p.co_groups * kRowsThread < p.out_h;
+    };
+    for (int c0 = 0; c0 < p.cin; c0 += p.cin_chunk) {
+      const int channels = std::min(p.cin_chunk, p.cin - c0);
+      stage(t, c0, channels);
+      for (int warp = 0; warp < kWarps; ++warp)
+        for (int lane = 0; live(warp) && lane < kWarp; ++lane)
+          compute_task<KD, KH, KW>(p, ws, xs, warp % p.co_groups, warp / p.co_groups, lane,
+                                   channels, acc[warp * kWarp + lane]);
+    }
+    for (int warp = 0; warp < kWarps; ++warp)
+      for (int lane = 0; live(warp) && lane < kWarp; ++lane)
+        store_task(p, NoEpilogue{}, t, warp % p.co_groups, warp / p.co_groups, lane,
+                   acc[warp * kWarp + lane]);
   }
   // The golden model's convolution (kernels/cpu/ops.h), in double.
   HostTensor<double> xt(Shape{g.batch, g.cin, g.in[0], g.in[1], g.in[2]});
@@ -112,6 +140,18 @@ TEST(Conv3dTile, ChannelBlocksWhosePiecesDoNotDivideTheThreads) {
   EXPECT_TRUE(p5.co_groups == 5 && p5.co_blocks == 2) << p5.co_groups << " x " << p5.co_blocks;
   check<3, 3, 3>(g3);
   check<3, 3, 3>(g5);
+}
+
+// More input channels than shared memory holds at once (C_in 23 for 3 x 3 x 3, 14 for 3 x 5 x 7):
+// chunks of input channels, the last one partial, each warp's task carried across them.
+TEST(Conv3dTile, InputChannelsInChunks) {
+  const Conv3dGeometry g27 = geometry(1, 23, 20, {3, 6, 66}, {3, 3, 3}, {0, 1, 0});
+  const Conv3dGeometry g105 = geometry(2, 14, 11, {3, 6, 70}, {3, 5, 7}, {0, 0, 0});
+  const TileParams p27 = make_tile_params<3, 3, 3>(g27), p105 = make_tile_params<3, 5, 7>(g105);
+  EXPECT_TRUE(p27.cin_chunk < 23 && 23 % p27.cin_chunk != 0) << p27.cin_chunk;
+  EXPECT_TRUE(p105.cin_chunk < 14 && 14 % p105.cin_chunk != 0) << p105.cin_chunk;
+  check<3, 3, 3>(g27);
+  check<3, 5, 7>(g105);
 }
 
 }  // namespace

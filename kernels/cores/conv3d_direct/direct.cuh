@@ -6,22 +6,24 @@
 //
 // Owns: Conv3dGeometry (read from the ProblemInstance), the tile kernel (stride 1, dilation 1,
 // groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the narrow
-// kernel (the tile's geometries, one thread per output: small layers and one output channel), the
-// generic kernel (one thread per output, any geometry: the fallback), Conv3d, the plan that
-// picks one, and PlainConv3dVariant, the custom variant of a conv3d without epilogue.
+// kernel (the tile's geometries, one thread per output: small layers, one output channel, and
+// tiles of too few tasks to fill the GPU), the generic kernel (one thread per output, any
+// geometry: the fallback), Conv3d, the plan that picks one, and PlainConv3dVariant, the custom
+// variant of a conv3d without epilogue.
 //
 // Tile kernel. A block (256 threads, two per multiprocessor) owns one output plane d of one
 // sample, 4*row_groups output rows h, 64 output columns and 8*co_groups channels. It stages, once,
 // the input it needs (all C_in channels, KD planes, the rows and columns with halo; zeros outside
-// x) and those channels' weights (pre-transposed to [c, tap][co] by a small kernel each run, so
-// the copy is 16-byte and coalesced) in shared memory; then each warp runs tasks of (8 channels,
-// 4 rows): lane l computes columns l and l + 32 of those 4 rows for 8 channels, 64 fp32
-// accumulators. Per (c, kd, kw) a lane loads 2 x (4 + KH - 1) input values (consecutive lanes,
-// consecutive banks), per tap 8 weights as two broadcast LDS.128, and issues 64 FFMA per tap:
-// ~10 FFMA per shared load. The kw loop stays rolled: unrolled, ptxas wants ~168 registers and
-// spills at the 128 that two blocks allow. Stores are one 128-byte row piece per (channel, row,
-// column half): coalesced for any W', no alignment assumption. Summation order per output: c,
-// kd, kw, kh (fp32 FMA, no TF32).
+// x; where they do not fit in shared memory, in chunks of input channels, one after another, each
+// warp then running one task whose accumulators carry across the chunks) and those channels'
+// weights (pre-transposed to [c, tap][co] by a small kernel each run, so the copy is 16-byte and
+// coalesced) in shared memory; then each warp runs tasks of (8 channels, 4 rows): lane l computes
+// columns l and l + 32 of those 4 rows for 8 channels, 64 fp32 accumulators. Per (c, kd, kw) a lane
+// loads 2 x (4 + KH - 1) input values (consecutive lanes, consecutive banks), per tap 8 weights as
+// two broadcast LDS.128, and issues 64 FFMA per tap: ~10 FFMA per shared load. The kw loop stays
+// rolled: unrolled, ptxas wants ~168 registers and spills at the 128 that two blocks allow. Stores
+// are one 128-byte row piece per (channel, row, column half): coalesced for any W', no alignment
+// assumption. Summation order per output: c, kd, kw, kh (fp32 FMA, no TF32).
 //
 // The stage/compute/store steps are __host__ __device__ functions of (block, warp, lane):
 // tests/host_cuda/conv3d_tile_test.cu runs them on the host for a whole grid.
@@ -124,6 +126,7 @@ struct TileParams {
   int batch, cin, cout, cout_pad;  // cout_pad = co_blocks * 8 * co_groups
   int in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
   int row_groups, co_groups;        // block tile: 4*row_groups rows, 8*co_groups channels
+  int cin_chunk;                    // input channels staged at a time (cin when all fit)
   int h_tiles, w_tiles, co_blocks;  // blocks: ((n, d, h tile, w tile), channel block fastest)
 };
 
@@ -135,12 +138,13 @@ struct TileShape {
     return kRowsThread * p.row_groups + KH - 1;
   }
   static __host__ __device__ int co_block(const TileParams& p) { return kCoThread * p.co_groups; }
-  // Shared memory: weights ws[c*KD + kd][kh][kw][co_block], then xs[c*KD + kd][rows_in][kColsIn].
+  // Shared memory for a chunk of cin_chunk input channels: weights ws[c*KD + kd][kh][kw][co_block],
+  // then xs[c*KD + kd][rows_in][kColsIn] (c counted in the chunk).
   static __host__ __device__ int weight_floats(const TileParams& p) {
-    return p.cin * kTaps * co_block(p);
+    return p.cin_chunk * kTaps * co_block(p);
   }
   static __host__ __device__ int x_floats(const TileParams& p) {
-    return p.cin * KD * rows_in(p) * kColsIn;
+    return p.cin_chunk * KD * rows_in(p) * kColsIn;
   }
   static size_t smem_bytes(const TileParams& p) {
     return sizeof(float) * static_cast<size_t>(weight_floats(p) + x_floats(p));
@@ -178,32 +182,34 @@ static __global__ void transpose_weights_kernel(const float* w, float* wt, int c
   if (e < ctaps * cout_pad) wt[e] = transposed_weight(w, cout, cout_pad, ctaps, e);
 }
 
-// ws[ctap][j] = wt[ctap][co0 + j], j < co_block: 16-byte pieces, coalesced, no division in the
-// loop (the (row, piece) position advances by a fixed step).
+// ws[ctap][j] = wt[c0 taps + ctap][co0 + j], j < co_block, for the chunk's `channels` input
+// channels from c0: 16-byte pieces, coalesced, no division in the loop (the (row, piece) position
+// advances by a fixed step).
 template <int KD, int KH, int KW>
-__host__ __device__ void stage_weights(const TileParams& p, float* ws, TileCoord t, int tid,
-                                       int nthreads) {
+__host__ __device__ void stage_weights(const TileParams& p, float* ws, TileCoord t, int c0,
+                                       int channels, int tid, int nthreads) {
   using S = TileShape<KD, KH, KW>;
-  const int pieces = S::co_block(p) / 4, count = S::weight_floats(p) / 4;
+  const int pieces = S::co_block(p) / 4, count = channels * S::kTaps * pieces;
+  const float* w = p.w + static_cast<int64_t>(c0) * S::kTaps * p.cout_pad;
   const int row_step = nthreads / pieces, piece_step = nthreads % pieces;
   int row = tid / pieces, piece = tid % pieces;
   for (int i = tid; i < count; i += nthreads) {
     *reinterpret_cast<float4*>(ws + 4 * i) = *reinterpret_cast<const float4*>(
-        p.w + static_cast<int64_t>(row) * p.cout_pad + t.co0 + 4 * piece);
+        w + static_cast<int64_t>(row) * p.cout_pad + t.co0 + 4 * piece);
     row += row_step, piece += piece_step;
     if (piece >= pieces) piece -= pieces, ++row;
   }
 }
 
-// xs[c, kd][r][k] = x[n, c, d + kd - pd, h0 + r - ph, w0 + k - pw] (0 outside x). A warp copies
-// one staged row at a time, lanes along the columns (coalesced).
+// xs[c, kd][r][k] = x[n, c0 + c, d + kd - pd, h0 + r - ph, w0 + k - pw] (0 outside x), c <
+// channels. A warp copies one staged row at a time, lanes along the columns (coalesced).
 template <int KD, int KH, int KW>
-__host__ __device__ void stage_input(const TileParams& p, float* xs, TileCoord t, int warp,
-                                     int lane, int nwarps) {
+__host__ __device__ void stage_input(const TileParams& p, float* xs, TileCoord t, int c0,
+                                     int channels, int warp, int lane, int nwarps) {
   using S = TileShape<KD, KH, KW>;
-  const int rows_in = S::rows_in(p), rows = p.cin * KD * rows_in;
+  const int rows_in = S::rows_in(p), rows = channels * KD * rows_in;
   for (int r = warp; r < rows; r += nwarps) {
-    const int row = r % rows_in, plane = r / rows_in, c = plane / KD, kd = plane % KD;
+    const int row = r % rows_in, plane = r / rows_in, c = c0 + plane / KD, kd = plane % KD;
     const int gd = t.d + kd - p.pad_d, gh = t.h0 + row - p.pad_h;
     const bool row_in = gd >= 0 && gd < p.in_d && gh >= 0 && gh < p.in_h;
     const float* src =
@@ -218,22 +224,27 @@ __host__ __device__ void stage_input(const TileParams& p, float* xs, TileCoord t
   }
 }
 
-// acc[j][i][q] = sum over c, taps of w[co0 + 8 cg + j] * x at row 4 rg + i, column lane + 32 q.
-template <int KD, int KH, int KW>
-__host__ __device__ __forceinline__ void compute_task(const TileParams& p, const float* ws,
-                                                      const float* xs, int cg, int rg, int lane,
-                                                      TaskAcc& acc) {
-  using S = TileShape<KD, KH, KW>;
-  constexpr int kWindow = kRowsThread + KH - 1;  // input rows under a task's 4 output rows
-  const int rows_in = S::rows_in(p), cob = S::co_block(p);
+__host__ __device__ __forceinline__ void zero_task(TaskAcc& acc) {
   KB_UNROLL
   for (int j = 0; j < kCoThread; ++j) KB_UNROLL
   for (int i = 0; i < kRowsThread; ++i) KB_UNROLL
   for (int q = 0; q < kColsThread; ++q) acc[j][i][q] = 0.f;
+}
+
+// acc[j][i][q] += sum over the staged chunk's `channels` input channels and the taps of
+// w[co0 + 8 cg + j] * x at row 4 rg + i, column lane + 32 q (channels in order: chunks after one
+// another sum in the unchunked order).
+template <int KD, int KH, int KW>
+__host__ __device__ __forceinline__ void compute_task(const TileParams& p, const float* ws,
+                                                      const float* xs, int cg, int rg, int lane,
+                                                      int channels, TaskAcc& acc) {
+  using S = TileShape<KD, KH, KW>;
+  constexpr int kWindow = kRowsThread + KH - 1;  // input rows under a task's 4 output rows
+  const int rows_in = S::rows_in(p), cob = S::co_block(p);
   const float* xp = xs + rg * kRowsThread * S::kColsIn + lane;
   const float* wp = ws + cg * kCoThread;
   KB_UNROLL_BY(1)
-  for (int plane = 0; plane < p.cin * KD; ++plane) {
+  for (int plane = 0; plane < channels * KD; ++plane) {
     KB_UNROLL_BY(1)
     for (int kw = 0; kw < KW; ++kw) {
       float xv[kColsThread][kWindow];
@@ -303,16 +314,36 @@ __global__ void __launch_bounds__(kThreads, 2) conv3d_tile_kernel(TileParams p, 
   float* xs = ws + S::weight_floats(p);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const TileCoord t = tile_coord(p, blockIdx.x, S::co_block(p));
-  stage_weights<KD, KH, KW>(p, ws, t, threadIdx.x, kThreads);
-  stage_input<KD, KH, KW>(p, xs, t, warp, lane, kWarps);
-  __syncthreads();
-  for (int task = warp; task < p.co_groups * p.row_groups; task += kWarps) {
-    const int cg = task % p.co_groups, rg = task / p.co_groups;
-    if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
-    TaskAcc acc;
-    compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, acc);
-    store_task(p, epilogue, t, cg, rg, lane, acc);
+  if (p.cin_chunk >= p.cin) {  // every input channel staged once; a warp may run several tasks
+    stage_weights<KD, KH, KW>(p, ws, t, 0, p.cin, threadIdx.x, kThreads);
+    stage_input<KD, KH, KW>(p, xs, t, 0, p.cin, warp, lane, kWarps);
+    __syncthreads();
+    for (int task = warp; task < p.co_groups * p.row_groups; task += kWarps) {
+      const int cg = task % p.co_groups, rg = task / p.co_groups;
+      if (t.co0 + cg * kCoThread >= p.cout || t.h0 + rg * kRowsThread >= p.out_h) continue;
+      TaskAcc acc;
+      zero_task(acc);
+      compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, p.cin, acc);
+      store_task(p, epilogue, t, cg, rg, lane, acc);
+    }
+    return;
   }
+  // Chunks of cin_chunk input channels; make_tile_params gives each warp at most one task, whose
+  // accumulators carry across the chunks.
+  const int cg = warp % p.co_groups, rg = warp / p.co_groups;
+  const bool live = warp < p.co_groups * p.row_groups && t.co0 + cg * kCoThread < p.cout &&
+                    t.h0 + rg * kRowsThread < p.out_h;
+  TaskAcc acc;
+  zero_task(acc);
+  for (int c0 = 0; c0 < p.cin; c0 += p.cin_chunk) {
+    const int channels = min(p.cin_chunk, p.cin - c0);
+    if (c0 > 0) __syncthreads();  // every warp is done with the previous chunk
+    stage_weights<KD, KH, KW>(p, ws, t, c0, channels, threadIdx.x, kThreads);
+    stage_input<KD, KH, KW>(p, xs, t, c0, channels, warp, lane, kWarps);
+    __syncthreads();
+    if (live) compute_task<KD, KH, KW>(p, ws, xs, cg, rg, lane, channels, acc);
+  }
+  if (live) store_task(p, epilogue, t, cg, rg, lane, acc);
 }
 
 // ---- Generic kernel: any stride, padding, dilation, groups and kernel ----
@@ -450,7 +481,9 @@ struct NoEpilogue {
 
 // The tile shape for geometry g (which fits_tile accepted): the (row_groups, co_groups) with the
 // fewest issued instructions in a simple model (FFMA of the busiest warp + staging), so that the
-// warps stay busy, the halo is amortized and two blocks fit on a multiprocessor. Tensors unset.
+// warps stay busy, the halo is amortized and two blocks fit on a multiprocessor; cin_chunk the
+// most input channels whose planes and weights fit beside each other (all of them where they fit,
+// else chunks, and then at most one task per warp). Tensors unset.
 template <int KD, int KH, int KW>
 TileParams make_tile_params(const Conv3dGeometry& g) {
   using S = TileShape<KD, KH, KW>;
@@ -465,12 +498,17 @@ TileParams make_tile_params(const Conv3dGeometry& g) {
   for (int rg = 1; rg <= std::min(kMaxRowGroups, row_groups); ++rg) {
     for (int cg = 1; cg <= std::min(kMaxCoGroups, co_groups); ++cg) {
       p.row_groups = rg, p.co_groups = cg;
-      if (S::smem_bytes(p) > kSmemBudget) continue;
+      p.cin_chunk = 1;
+      const int64_t per_channel = S::weight_floats(p) + S::x_floats(p);
+      p.cin_chunk = static_cast<int>(std::min<int64_t>(
+          p.cin, static_cast<int64_t>(kSmemBudget / sizeof(float)) / per_channel));
+      if (p.cin_chunk < 1 || (p.cin_chunk < p.cin && rg * cg > kWarps)) continue;
       p.h_tiles = (row_groups + rg - 1) / rg;
       p.co_blocks = (co_groups + cg - 1) / cg;
       p.cout_pad = p.co_blocks * kCoThread * cg;
       const double blocks = double(p.batch) * p.out_d * p.h_tiles * p.w_tiles * p.co_blocks;
-      const double stage = (2.0 * S::weight_floats(p) + 6.0 * S::x_floats(p)) / kThreads;
+      const double chunks = (p.cin + p.cin_chunk - 1) / p.cin_chunk;
+      const double stage = chunks * (2.0 * S::weight_floats(p) + 6.0 * S::x_floats(p)) / kThreads;
       const double cost = blocks * ((rg * cg + kWarps - 1) / kWarps * task + stage);
       if (best < 0 || cost < best) best = cost, out = p;
     }
@@ -478,8 +516,9 @@ TileParams make_tile_params(const Conv3dGeometry& g) {
   return out;
 }
 
-// Whether the tile kernel computes g: stride 1, dilation 1, groups 1, kernel KD x KH x KW, the
-// smallest tile fits in shared memory, and every index fits in int (offsets are 64-bit).
+// Whether the tile and narrow kernels compute g: stride 1, dilation 1, groups 1, kernel KD x KH x
+// KW, and every index fits in int (offsets are 64-bit). Any C_in: the FMA tile stages it in
+// chunks where it does not fit at once.
 template <int KD, int KH, int KW>
 bool fits_tile(const Conv3dGeometry& g) {
   const int64_t kernel[3] = {KD, KH, KW};
@@ -491,13 +530,10 @@ bool fits_tile(const Conv3dGeometry& g) {
       return false;
     }
   }
-  TileParams p = {};
-  p.cin = static_cast<int>(std::min<int64_t>(g.cin, limit));
-  p.row_groups = p.co_groups = 1;
   const int64_t blocks =
       g.batch * g.out[0] * ((g.out[1] + 3) / 4) * ((g.out[2] + 63) / 64) * ((g.cout + 7) / 8);
   return g.groups == 1 && g.cin * KD * KH * KW * (g.cout + 64) < limit && g.cout < limit &&
-         g.batch < limit && blocks < limit && TileShape<KD, KH, KW>::smem_bytes(p) <= kSmemBudget;
+         g.batch < limit && blocks < limit;
 }
 
 // The convolution of one graph node: the tile kernel where the geometry fits, else the generic
@@ -525,6 +561,12 @@ class Conv3d {
     tf32x3_ = tensor_cores.value();
     if (tf32x3_) return Status::ok();
     tile_ = make_tile_params<KD, KH, KW>(geometry_);
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    if (tile_tasks(tile_) < int64_t{kMinTileTasksPerSm} * sms) {  // too few warps: narrow
+      narrow_ = true;
+      tiled_ = false;
+      return Status::ok();
+    }
     smem_bytes_ = TileShape<KD, KH, KW>::smem_bytes(tile_);
     blocks_ = int64_t{tile_.batch} * tile_.out_d * tile_.h_tiles * tile_.w_tiles * tile_.co_blocks;
     ctaps_ = tile_.cin * TileShape<KD, KH, KW>::kTaps;
@@ -622,14 +664,27 @@ class Conv3d {
     return true;
   }
 
-  // Layers the narrow kernel runs: one output channel, or few multiply-adds. Measured on the
-  // H200 (session 9, narrow against tile at 30 sweep shapes of L1_054 / L1_060 / L2_007): the
-  // narrow kernel won up to ~33 M multiply-adds (L2_007 at N 16, C_in 13, C_out 5, W' 5: 35
-  // against 128 us; at N 8, C_in 1, C_out 18: 15 against 44 us) and lost 4-9x at every shape
-  // of >= 14% of the preset's FLOPs.
+  // The FMA tile's tasks (warps' 8 channels x 4 rows x 64 columns) in all. Below
+  // kMinTileTasksPerSm per SM the tile leaves most schedulers idle behind each task's long
+  // serial FMA chain (C_in x taps x 64 per lane), and the narrow kernel's one thread per output
+  // runs instead.
+  static int64_t tile_tasks(const TileParams& t) {
+    return int64_t{t.batch} * t.out_d * t.h_tiles * t.w_tiles * t.co_blocks *
+           std::min(t.row_groups * t.co_groups, kWarps);
+  }
+  static constexpr int kMinTileTasksPerSm = 2;
+
+  // Layers the narrow kernel runs: one output channel, few multiply-adds, or output rows of
+  // fewer than 8 columns (both tiles' 64 columns then more than 8x padding; the narrow kernel
+  // costs ~4-9x the tile per multiply-add). Measured on the H200 (session 9, narrow against
+  // tile at 30 sweep shapes of L1_054 / L1_060 / L2_007): the narrow kernel won up to ~33 M
+  // multiply-adds (L2_007 at N 16, C_in 13, C_out 5, W' 5: 35 against 128 us; at N 8, C_in 1,
+  // C_out 18: 15 against 44 us) and lost 4-9x at every shape of >= 14% of the preset's FLOPs.
+  // H100, seed-909 sweep (session 31): L1_060 at N 14, C_in 1, C_out 60, 31 x 43 x 7 (W' 1,
+  // 100 M multiply-adds) ran 0.250 ms on the 3xTF32 tile against the reference's 0.073.
   static bool narrow_is_faster(const Conv3dGeometry& g) {
     const int64_t macs = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2] * g.cin * KD * KH * KW;
-    return g.cout == 1 || macs <= int64_t{32} << 20;
+    return g.cout == 1 || macs <= int64_t{32} << 20 || 8 * g.out[2] < kTileW;
   }
 
   Conv3dGeometry geometry_;
