@@ -10,7 +10,9 @@
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
-// fp32, narrow.cuh and narrow3x3.cuh); otherwise three tensor-core paths, three kernels each:
+// fp32, narrow.cuh and narrow3x3.cuh), and so does C_out <= 16 on a 3x3 kernel (dilation 1) where
+// the wgmma path does not run (narrow3x3.cuh in groups of 8 channels: mma.sync's 64-channel tiles
+// would be 4-7x padding); otherwise three tensor-core paths, three kernels each:
 //   fast on wgmma (3x3, dilation 1, padding 1, W >= 80, sm_90a code loaded: the full preset),
 //   kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh with the pooling epilogue of
 //   kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh: the same three steps as the next
@@ -30,7 +32,8 @@
 //   kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh:
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
-//   narrow (C_out <= 8): one thread per pooled window, 4 x C_out fp32 FMA accumulators, then
+//   narrow (C_out <= 8, or <= 16 as above): one thread per pooled window, 4 x C_out fp32 FMA
+//   accumulators, then
 //     finish_kernel. 3x3 with dilation 1 (the problem's geometry): narrow3x3.cuh (16-column
 //     tiles for pooled widths <= 16, input channels split over up to 8 thread groups when the
 //     grid is under a wave, double-buffered chunks, C_out as a template argument) where it
@@ -130,6 +133,19 @@ class ConvPoolMeanTanh final : public Implementation {
     KB_TRY(read_geometry(p));
     a_.lo = static_cast<float>(p.number("hardtanh", "min_val"));
     a_.hi = static_cast<float>(p.number("hardtanh", "max_val"));
+    bool wgmma_loaded = false;
+    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
+    wgmma_ = fast_ && wgmma_loaded && a_.w_in >= wgp::Conv3x3Wgmma::kMinWidth;
+    // C_out <= 8, and 9..16 in channel groups (narrow3x3.cuh) where mma.sync's 64-channel tiles
+    // would run (wgmma, the faster tensor path, keeps its images; not measured against it) on
+    // pooled rows of at least half the narrow tile's 16 columns. H100, `kb bench L2_010 --dims
+    // ... --time-cap 0.4 --trials 3`, mma.sync -> groups, custom ms (session 31): 0.215 -> 0.137
+    // at N 100, C_in 20, C_out 14, 50 x 60; 0.036 -> 0.028 at C_out 9, 45 x 33; 0.053 -> 0.048
+    // at C_out 12, 64 x 64; 0.293 -> 0.306 at N 32, C_in 64, C_out 16, 70 x 70; and at a pooled
+    // width of 1 (N 81, C_in 57, C_out 15, 23 x 3) 0.092 -> 0.137, 1 of 16 columns live.
+    const bool grouped = kh_ == 3 && kw_ == 3 && dil_ == 1 && a_.c_out <= narrow3x3::kMaxCo &&
+                         2 * a_.wp >= narrow3x3::kNarrowTileX;
+    narrow_ = n_ <= 65535 && (a_.c_out <= kNarrowCo || (grouped && !wgmma_));
     if (narrow_) return setup_narrow();
     if (fast_) return setup_fast();
     const std::vector<int> table = build_tap_table(c_in_, a_.h, a_.w_in, kh_, kw_, dil_);
@@ -177,7 +193,7 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
  private:
-  // ---- narrow path: C_out <= 8 ----
+  // ---- narrow path: C_out <= 8, or <= 16 on 3x3 kernels without wgmma ----
 
   Status setup_narrow() {
     NarrowArgs& g = narrow_args_;
@@ -194,7 +210,8 @@ class ConvPoolMeanTanh final : public Implementation {
       // 32-column tiles without a channel split are narrow3x3_pool_kernel's own work, and it was
       // the faster there (N 128, C_in 64, C_out 8, 128 x 128: 0.841 against 0.933 ms; N 46,
       // C_in 44, C_out 2, 83 x 125: 0.126 / 0.124; session 22).
-      split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX;
+      split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX ||
+                      g.c_out > kNarrowCo;  // channel groups: narrow3x3.cuh only
     }
     if (split_narrow_) {
       KB_TRY(narrow3x3::configure(split_plan_));
@@ -241,9 +258,6 @@ class ConvPoolMeanTanh final : public Implementation {
   // ---- fast path: 3x3, dilation 1, padding 1 (conv3x3_pool_patch.cuh) ----
 
   Status setup_fast() {
-    bool wgmma_loaded = false;
-    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
-    wgmma_ = wgmma_loaded && a_.w_in >= wgp::Conv3x3Wgmma::kMinWidth;
     if (wgmma_) return setup_wgmma();
     patch::PatchArgs& f = f_;
     f.c_in = c_in_, f.c_out = a_.c_out, f.h = a_.h, f.w = a_.w_in;
@@ -372,7 +386,6 @@ class ConvPoolMeanTanh final : public Implementation {
     a_.co_tiles = (a_.c_out + kBM - 1) / kBM;
     a_.col_tiles = (a_.cols_total + kBN - 1) / kBN;
     fast_ = kh_ == patch::kKernel && kw_ == patch::kKernel && dil_ == 1 && a_.ph == 1 && a_.pw == 1;
-    narrow_ = a_.c_out <= kNarrowCo && n_ <= 65535;
     if (int64_t{n_} * a_.col_tiles * a_.co_tiles > kIntMax)
       return Status::failed_precondition("L2_010 custom: too many tiles");
     return Status::ok();
@@ -386,7 +399,7 @@ class ConvPoolMeanTanh final : public Implementation {
   float* partial_ = nullptr;   // (N, C_out, col_tiles) or, fast, (N, C_out, tiles_h * tiles_w)
   int hp_ = 0;                 // pooled rows
   bool fast_ = false;          // 3x3, dilation 1, padding 1: conv3x3_pool_patch.cuh
-  bool narrow_ = false;        // C_out <= 8: narrow_conv_pool_kernel (fp32 FMA)
+  bool narrow_ = false;        // the narrow path (fp32 FMA; setup's rule)
   NarrowArgs narrow_args_{};   // narrow path sizes; pointers are filled per call
   bool patch_narrow_ = false;  // narrow and 3x3, dilation 1: narrow3x3_pool_kernel
   int patch_tiles_x_ = 0;      // narrow3x3_pool_kernel's tiles along the pooled width

@@ -1,4 +1,4 @@
-// L2_010's narrow 3x3 kernel (C_out <= 8, kernel 3x3, dilation 1, any padding; plain fp32 FMA):
+// L2_010's narrow 3x3 kernel (C_out <= 16, kernel 3x3, dilation 1, any padding; plain fp32 FMA):
 // conv -> +bias -> 2x2 max pool -> clamp -> per-tile sum, partial: (N, C_out, tiles), then
 // custom.cu's finish_kernel. Runs where plan() narrows the tile or splits the channels;
 // narrow.cuh's narrow3x3_pool_kernel keeps 32-column tiles without a split (measured faster there).
@@ -17,7 +17,12 @@
 //     is in flight while chunk k is computed, one barrier per chunk;
 //   - C_out is a template argument: the 4 x C_out accumulators are independent FMA chains in
 //     one basic block (the old kernel's runtime `co < c_out` breaks left 4 chains per block).
+//   - C_out of 9 to 16 runs in groups of 8 channels (grid.z; the last group's missing channels
+//     have zero weights in shared memory and are not stored) where custom.cu's rule takes it:
+//     mma.sync's 64-channel tiles compute 4-7x their work in padding there (H100, N 100, C_in
+//     20, C_out 14, 50 x 60: 0.215 -> 0.137 ms, session 31).
 // Block: 256 threads = S groups x (tile_y x tile_x) pooled positions, tile_y = 256 / (S tile_x);
+// grid (tiles, N, channel groups).
 // the patch of a chunk is (2 tile_y + 2) x (2 tile_x + 2) inputs per channel.
 //
 // Numerics: fp32 FMA, taps in (ky, kx) order per channel, channels in order within a group;
@@ -41,15 +46,18 @@
 namespace kb::custom::L2_010::narrow3x3 {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kMaxCo = 8;           // the narrow path's C_out limit
+constexpr int kNarrowTileX = 16;    // pooled columns of a tile for pooled widths <= 16, else 32
+constexpr int kGroupCo = 8;         // output channels per block (template argument)
+constexpr int kMaxCo = 16;          // the narrow path's C_out limit: two groups
 constexpr int kMaxSplits = 8;       // groups of 32 positions at least: one warp each
 constexpr int kMaxChunk = 16;       // input channels per staged chunk
 constexpr int kPatchBudget = 8192;  // floats of patch per stage (32 KB)
 constexpr int kWeightStride = 12;   // 9 taps padded to 3 float4 per (channel, output channel)
-// CTAs per SM that the registers allow (ptxas, sm_90): C_out <= 5 fits 80 registers without
-// spills; 6..8 spill at 80 and take 128. plan() splits channels until the grid fills them.
-constexpr int min_blocks(int c_out) {
-  return c_out <= 5 ? 3 : 2;
+// CTAs per SM that the registers allow (ptxas, sm_90): a group of <= 5 channels fits 80
+// registers without spills; 6..8 spill at 80 and take 128. plan() splits channels until the grid
+// fills them.
+constexpr int min_blocks(int group_co) {
+  return group_co <= 5 ? 3 : 2;
 }
 
 struct Args {
@@ -58,9 +66,10 @@ struct Args {
   const float* bias;    // (C_out)
   float* partial;       // (N, C_out, tiles)
   int c_in, c_out, h, w, pad_h, pad_w, hp, wp;  // pad: the transposed conv's own padding
-  int tile_y, tile_x, splits, chunk;            // pooled tile, channel groups, chunk channels
-  int tiles_x, tiles;                           // tiles = tiles_y * tiles_x
-  int stride, plane, stage_floats;  // patch row stride, floats per channel plane, per stage
+  int group_co, co_groups;  // channels per block (min(C_out, kGroupCo)), blocks along C_out
+  int tile_y, tile_x, splits, chunk;  // pooled tile, channel groups, chunk channels
+  int tiles_x, tiles;                 // tiles = tiles_y * tiles_x
+  int stride, plane, stage_floats;    // patch row stride, floats per channel plane, per stage
   float lo, hi;
 };
 
@@ -77,15 +86,17 @@ inline Plan plan(int n, int c_in, int c_out, int h, int w, int pad_h, int pad_w,
   Args& a = p.args;
   a.c_in = c_in, a.c_out = c_out, a.h = h, a.w = w, a.pad_h = pad_h, a.pad_w = pad_w;
   a.hp = hp, a.wp = wp, a.lo = lo, a.hi = hi;
-  a.tile_x = wp <= 16 ? 16 : 32;
+  a.group_co = std::min(c_out, kGroupCo);
+  a.co_groups = (c_out + a.group_co - 1) / a.group_co;
+  a.tile_x = wp <= kNarrowTileX ? kNarrowTileX : 2 * kNarrowTileX;
   a.tiles_x = (wp + a.tile_x - 1) / a.tile_x;
   const auto ctas = [&](int splits) {
     const int tile_y = kThreads / (a.tile_x * splits);
-    return int64_t{n} * ((hp + tile_y - 1) / tile_y) * a.tiles_x;
+    return int64_t{n} * ((hp + tile_y - 1) / tile_y) * a.tiles_x * a.co_groups;
   };
   a.splits = 1;
   while (a.splits < kMaxSplits && 2 * a.splits <= c_in &&
-         ctas(a.splits) < int64_t{min_blocks(c_out)} * sms)
+         ctas(a.splits) < int64_t{min_blocks(a.group_co)} * sms)
     a.splits *= 2;
   a.tile_y = kThreads / (a.tile_x * a.splits);
   a.tiles = (hp + a.tile_y - 1) / a.tile_y * a.tiles_x;
@@ -94,16 +105,17 @@ inline Plan plan(int n, int c_in, int c_out, int h, int w, int pad_h, int pad_w,
   a.chunk = 4;  // a multiple of 4: the weights after the patch stay 16-byte aligned
   while (a.chunk < kMaxChunk && 2 * a.chunk * a.plane <= kPatchBudget) a.chunk *= 2;
   a.chunk = std::max(a.chunk, a.splits);
-  a.stage_floats = a.chunk * (a.plane + c_out * kWeightStride);
-  const int red_floats = (a.splits - 1) * 4 * c_out * (kThreads / a.splits);
+  a.stage_floats = a.chunk * (a.plane + a.group_co * kWeightStride);
+  const int red_floats = (a.splits - 1) * 4 * a.group_co * (kThreads / a.splits);
   p.smem_bytes = size_t(std::max(2 * a.stage_floats, red_floats)) * sizeof(float);
   return p;
 }
 
-// Issues the copies of chunk c0 (patch, then weights) into the stage at st; zeros outside x.
+// Issues the copies of chunk c0 (patch, then the weights of output channels co0 .. co0 + kCo - 1)
+// into the stage at st; zeros outside x and past C_out.
 template <int kCo>
 __device__ __forceinline__ void stage_chunk(const Args& a, float* st, const float* xn, int c0,
-                                            int iy0, int ix0) {
+                                            int co0, int iy0, int ix0) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int rows = 2 * a.tile_y + 2, cols = 2 * a.tile_x + 2;
   for (int row = warp; row < a.chunk * rows; row += kWarps) {
@@ -124,8 +136,8 @@ __device__ __forceinline__ void stage_chunk(const Args& a, float* st, const floa
   for (int e = threadIdx.x; e < a.chunk * kCo * kWeightStride; e += kThreads) {
     const int t = e % kWeightStride, co = e / kWeightStride % kCo;
     const int ci = e / (kWeightStride * kCo);
-    if (t < 9 && c0 + ci < a.c_in) {
-      __pipeline_memcpy_async(ws + e, a.weight + (int64_t{c0 + ci} * kCo + co) * 9 + t,
+    if (t < 9 && c0 + ci < a.c_in && co0 + co < a.c_out) {
+      __pipeline_memcpy_async(ws + e, a.weight + (int64_t{c0 + ci} * a.c_out + co0 + co) * 9 + t,
                               sizeof(float));
     } else {
       ws[e] = 0.f;
@@ -188,13 +200,15 @@ __device__ __forceinline__ void sum_groups(const Args& a, float* red, int group,
         acc[j / kCo][j % kCo] += red[((g - 1) * 4 * kCo + j) * positions + pos];
 }
 
-// grid (tiles, N): block b of image n owns pooled rows [tile_y (b / tiles_x), + tile_y) and
-// columns [tile_x (b % tiles_x), + tile_x); writes partial[(n C_out + co) tiles + b].
+// grid (tiles, N, co_groups): block b of image n owns pooled rows [tile_y (b / tiles_x), + tile_y)
+// and columns [tile_x (b % tiles_x), + tile_x) of output channels co0 = kCo z .. co0 + kCo - 1
+// (those below C_out); writes partial[(n C_out + co) tiles + b].
 template <int kCo>
 __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const Args a) {
   extern __shared__ __align__(16) float smem[];  // 2 stages, then the groups' reduction
   __shared__ float warp_sums[kWarps][kCo];
-  const int n = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int n = blockIdx.y, co0 = kCo * static_cast<int>(blockIdx.z);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int positions = kThreads / a.splits, group = tid / positions, pos = tid % positions;
   const int ty = pos / a.tile_x, tx = pos % a.tile_x;
   const int ty0 = static_cast<int>(blockIdx.x) / a.tiles_x * a.tile_y;
@@ -204,12 +218,13 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const A
   const float* xn = a.x + int64_t{n} * a.c_in * a.h * a.w;
   float acc[4][kCo] = {};
   const int chunks = (a.c_in + a.chunk - 1) / a.chunk;
-  stage_chunk<kCo>(a, smem, xn, 0, iy0, ix0);
+  stage_chunk<kCo>(a, smem, xn, 0, co0, iy0, ix0);
   for (int k = 0; k < chunks; ++k) {
     __pipeline_wait_prior(0);
     __syncthreads();  // chunk k is in for every thread; every thread is done with chunk k - 1
     if (k + 1 < chunks)
-      stage_chunk<kCo>(a, smem + ((k + 1) & 1) * a.stage_floats, xn, (k + 1) * a.chunk, iy0, ix0);
+      stage_chunk<kCo>(a, smem + ((k + 1) & 1) * a.stage_floats, xn, (k + 1) * a.chunk, co0, iy0,
+                       ix0);
     const float* st = smem + (k & 1) * a.stage_floats;
     const int count = min(a.chunk, a.c_in - k * a.chunk);
     for (int ci = group; ci < count; ci += a.splits) accumulate<kCo>(a, st, ci, ty, tx, acc);
@@ -220,30 +235,31 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const A
 #pragma unroll
   for (int co = 0; co < kCo; ++co) {
     const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
-    float v = live ? fminf(fmaxf(m + __ldg(&a.bias[co]), a.lo), a.hi) : 0.f;
+    float v =
+        live && co0 + co < a.c_out ? fminf(fmaxf(m + __ldg(&a.bias[co0 + co]), a.lo), a.hi) : 0.f;
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
     if (lane == 0) warp_sums[warp][co] = v;
   }
   __syncthreads();
-  if (tid < kCo) {
+  if (tid < kCo && co0 + tid < a.c_out) {
     float t = 0.f;
     for (int k = 0; k < positions / 32; ++k) t += warp_sums[k][tid];
-    a.partial[(int64_t{n} * kCo + tid) * a.tiles + blockIdx.x] = t;
+    a.partial[(int64_t{n} * a.c_out + co0 + tid) * a.tiles + blockIdx.x] = t;
   }
 }
 
 using Kernel = void (*)(Args);
-inline Kernel kernel_for(int c_out) {
-  constexpr Kernel kKernels[kMaxCo] = {pool_kernel<1>, pool_kernel<2>, pool_kernel<3>,
-                                       pool_kernel<4>, pool_kernel<5>, pool_kernel<6>,
-                                       pool_kernel<7>, pool_kernel<8>};
-  return kKernels[c_out - 1];
+inline Kernel kernel_for(int group_co) {
+  constexpr Kernel kKernels[kGroupCo] = {pool_kernel<1>, pool_kernel<2>, pool_kernel<3>,
+                                         pool_kernel<4>, pool_kernel<5>, pool_kernel<6>,
+                                         pool_kernel<7>, pool_kernel<8>};
+  return kKernels[group_co - 1];
 }
 
-// Once per plan (host): lets the kernel for plan.args.c_out take plan.smem_bytes.
+// Once per plan (host): lets the kernel for plan.args.group_co take plan.smem_bytes.
 inline Status configure(const Plan& plan) {
-  KB_CUDA_TRY(cudaFuncSetAttribute(kernel_for(plan.args.c_out),
+  KB_CUDA_TRY(cudaFuncSetAttribute(kernel_for(plan.args.group_co),
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(plan.smem_bytes)));
   return Status::ok();
@@ -251,8 +267,9 @@ inline Status configure(const Plan& plan) {
 
 // a: plan.args with the pointers filled; n images. Needs tiles > 0 and n > 0.
 inline Status launch(const Args& a, size_t smem_bytes, int n, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.tiles), static_cast<unsigned>(n));
-  kernel_for(a.c_out)<<<grid, kThreads, smem_bytes, stream>>>(a);
+  const dim3 grid(static_cast<unsigned>(a.tiles), static_cast<unsigned>(n),
+                  static_cast<unsigned>(a.co_groups));
+  kernel_for(a.group_co)<<<grid, kThreads, smem_bytes, stream>>>(a);
   KB_CUDA_TRY(cudaGetLastError());
   return Status::ok();
 }
