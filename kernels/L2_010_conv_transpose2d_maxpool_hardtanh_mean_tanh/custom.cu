@@ -33,11 +33,11 @@
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
 //   narrow (C_out <= 8, or <= 16 as above): one thread per pooled window, 4 x C_out fp32 FMA
-//   accumulators, then
-//     finish_kernel. 3x3 with dilation 1 (the problem's geometry): narrow3x3.cuh (16-column
-//     tiles for pooled widths <= 16, input channels split over up to 8 thread groups when the
-//     grid is under a wave, double-buffered chunks, C_out as a template argument) where it
-//     narrows the tile or splits the channels; otherwise the older narrow3x3_pool_kernel
+//     accumulators, then finish_kernel. 3x3 with dilation 1 (the problem's geometry):
+//     narrow3x3.cuh (16-column tiles for pooled widths <= 16, input channels split over up to 8
+//     thread groups when the grid is under a wave, double-buffered chunks, C_out as a template
+//     argument, 8-channel groups past 8) where it narrows the tile, splits the channels or
+//     groups them; otherwise the older narrow3x3_pool_kernel
 //     (narrow.cuh: 8 x 32 pooled positions, chunks of 8 channels staged one at a time), measured
 //     the faster there; any other stride-1 geometry: narrow_conv_pool_kernel (narrow.cuh),
 //     straight from global memory.
@@ -136,8 +136,9 @@ class ConvPoolMeanTanh final : public Implementation {
     bool wgmma_loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
     wgmma_ = fast_ && wgmma_loaded && a_.w_in >= wgp::Conv3x3Wgmma::kMinWidth;
-    // C_out <= 8, and 9..16 in channel groups (narrow3x3.cuh) where mma.sync's 64-channel tiles
-    // would run (wgmma, the faster tensor path, keeps its images; not measured against it) on
+    // C_out <= 8, and 9..16 in channel groups (narrow3x3.cuh) where the 64-channel tiles of
+    // mma.sync or the generic core would run (wgmma, the faster tensor path, keeps its images;
+    // not measured against it) on
     // pooled rows of at least half the narrow tile's 16 columns. H100, `kb bench L2_010 --dims
     // ... --time-cap 0.4 --trials 3`, mma.sync -> groups, custom ms (session 31): 0.215 -> 0.137
     // at N 100, C_in 20, C_out 14, 50 x 60; 0.036 -> 0.028 at C_out 9, 45 x 33; 0.053 -> 0.048
