@@ -68,6 +68,12 @@ CONF
 
 slurm_down() {
   local pid
+  # The jobs first: their slurmstepd and its tasks (kb-worker) outlive slurmd when it stops first
+  # (seen after a passing run: two workers still running, parented to init).
+  if [[ ${#slurm_pids[@]} -gt 0 ]]; then
+    scancel --full --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 100); do [[ -z $(squeue -h -o %A 2>/dev/null) ]] && break; sleep 0.1; done
+  fi
   for pid in "${slurm_pids[@]}"; do [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${slurm_pids[@]}"; do
     [[ -n $pid ]] || continue
