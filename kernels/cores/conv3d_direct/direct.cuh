@@ -667,7 +667,9 @@ class Conv3d {
   // The FMA tile's tasks (warps' 8 channels x 4 rows x 64 columns) in all. Below
   // kMinTileTasksPerSm per SM the tile leaves most schedulers idle behind each task's long
   // serial FMA chain (C_in x taps x 64 per lane), and the narrow kernel's one thread per output
-  // runs instead.
+  // runs instead. H100 (session 31, custom ms): 72 tasks (L1_060 N 3, C_in 15, C_out 13, 5 x 19
+  // x 61) narrow 0.082 against the tile's 0.259; 336 (L2_007 C_in 23) the tile 0.162 against
+  // 0.173; 504 (L1_054 C_in 23) the tile 0.130 against 0.196.
   static int64_t tile_tasks(const TileParams& t) {
     return int64_t{t.batch} * t.out_d * t.h_tiles * t.w_tiles * t.co_blocks *
            std::min(t.row_groups * t.co_groups, kWarps);
@@ -681,7 +683,8 @@ class Conv3d {
   // multiply-adds (L2_007 at N 16, C_in 13, C_out 5, W' 5: 35 against 128 us; at N 8, C_in 1,
   // C_out 18: 15 against 44 us) and lost 4-9x at every shape of >= 14% of the preset's FLOPs.
   // H100, seed-909 sweep (session 31): L1_060 at N 14, C_in 1, C_out 60, 31 x 43 x 7 (W' 1,
-  // 100 M multiply-adds) ran 0.250 ms on the 3xTF32 tile against the reference's 0.073.
+  // 100 M multiply-adds) ran 0.250 ms on the 3xTF32 tile against the reference's 0.073; on the
+  // narrow kernel 0.056 (H200, 0.255 before).
   static bool narrow_is_faster(const Conv3dGeometry& g) {
     const int64_t macs = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2] * g.cin * KD * KH * KW;
     return g.cout == 1 || macs <= int64_t{32} << 20 || 8 * g.out[2] < kTileW;
