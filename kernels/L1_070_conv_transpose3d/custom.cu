@@ -23,11 +23,14 @@
 // CTAs, summed in order by a second kernel (session 22: N 2, C_in 48, C_out 24, 12^3 0.42x ->
 // 1.28x the reference; N 1, 8 x 20 x 20 0.51x -> 1.43x; the full preset 10.43 -> 10.27 ms, `kb
 // bench L1_070 --time-cap 2 --seed 7` twice against the previous pack). Fallback: layers of
-// <= 8 M MACs, or up to 128 M whose tiles would compute >= 16x their multiply-adds in padding
-// (C_out 1, C_in 2: 0.76x -> 2.40x), (gather::generic_is_faster), and geometries the plan or the
-// shared memory cannot take run the generic gather (a thread or a few lanes per output) of
-// kernels/cores/conv_transpose_gather/gather.cuh (fp32 FMA). Still under 0.9x: the smallest
-// tensor-path layers (~35 us against the reference's 20-30: N 2, 5 x 7 x 9).
+// <= 8 M MACs, or up to 8 M x the padding factor whose tiles would compute >= 4x their
+// multiply-adds in padding (gather::generic_is_faster; session 22 at 16x: C_out 1, C_in 2 0.76x
+// -> 2.40x; session 32 at 4x: C_out 4, C_in 24, 20^3 37 -> 26 us), and geometries the plan or the
+// shared memory cannot take run the generic gather (four outputs a thread, a few lanes for long
+// sums) of kernels/cores/conv_transpose_gather/generic.cuh (fp32 FMA). Still under 0.9x: the
+// smallest tensor-path layers (~35 us against the reference's 20-30: N 2, 5 x 7 x 9); C_out 1 at
+// C_in 41 (N 8, 41 x 5 x 9: 32 us against 19, H100); C_out 3 at C_in 35 with 5-column rows
+// (N 6, 25 x 83 x 5, the patch GEMM: 152 us against 94).
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
 // 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44

@@ -29,7 +29,8 @@
 //    groups of 32 x 2 class groups of 13 / 14 taps (96% balance). 1.93 ms.
 // Fallback: any other layer (channels, kernel, stride, padding, output_padding), layers of
 // <= 8 M MACs and too many boxes run the per-tap gather core (ct3d_gather::ParityConvTranspose3d,
-// parity_conv_transpose3d.cuh), which itself falls back to the one-thread-per-output fp32 gather.
+// parity_conv_transpose3d.cuh), which itself falls back to the generic fp32 gather (four outputs
+// a thread; gather::generic_is_faster: <= 8 M MACs, or tiles >= 4x padding up to 8 M x that).
 // Tiny layers there (the 512-row grid under 2 CTAs per SM) take 128-row tiles, B read from w
 // (no pack launch), and their k-tiles split over CTAs where even that grid is under one wave:
 // N 2, C_in 13, C_out 7, 11 x 5 x 39 measured 0.72x the reference and N 2, C_in 27, C_out 13,
@@ -39,9 +40,11 @@
 // 40, 8^3; 46 -> 40 at N 2, 24 -> 24, 12^3; 42 -> 44 at N 4, 8 -> 4, 16^3 (the references 17-54
 // us and noisy from run to run); splits within two waves or none measured no better.
 // Session 27 sweep (seed 77): N 3, 4 -> 7, 5 x 7 x 9 (0.7 M MACs, the generic gather) 0.75x the
-// reference, ncu: 8.0 M warp instructions, mostly the gather's runtime divisions, now
-// magic-number dividers (gather.cuh; not yet measured on the H200); N 2, 13 -> 7, 11 x 5 x 39
-// (the per-tap GEMM's 16-row tiles) 0.82x.
+// reference, ncu: 8.0 M warp instructions, mostly the gather's runtime divisions, then
+// magic-number dividers; N 2, 13 -> 7, 11 x 5 x 39 (the per-tap GEMM's 16-row tiles) 0.82x.
+// Session 32 (H100, us, generic.cuh's taps per phase and four outputs a thread): the gather at
+// N 3, 4 -> 7 13.3 -> 7.1; N 2, 13 -> 7 now the gather (waste 4.2): 25 (GEMM) -> 15.9; N 2,
+// 23 -> 2, 13 x 57 x 7 53 (GEMM) -> 24.7, the reference 42.
 //
 // Cost model of the mma.sync kernel (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620
 // K; per tap and k8 step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts

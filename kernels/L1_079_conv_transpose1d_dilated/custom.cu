@@ -29,8 +29,8 @@
 // the run ends (rows are 262,145 floats: every row has its own 16-byte phase), while the SM's
 // other block computes.
 // The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
-// padding and output_padding. Anything else runs the generic gather (a thread or a few lanes per
-// output) of kernels/cores/conv_transpose_gather/gather.cuh (correct, slow).
+// padding and output_padding. Anything else runs the generic gather (four outputs a thread, a few
+// lanes for long sums) of kernels/cores/conv_transpose_gather/generic.cuh.
 //
 // Predicted (v4): 0.40-0.45 ms (MMAs ~250 us at the mma.sync rate L1_003 reaches, stores ~310 us,
 // overlapped across the SM's two blocks). Measured 0.556 ms (`kb bench L1_079 --time-cap 2

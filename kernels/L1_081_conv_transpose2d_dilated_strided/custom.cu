@@ -23,7 +23,7 @@
 // launch per call), so that a block stages them with 16-byte copies (v5, below: 0.339 ms).
 // Any N, channels, sizes, padding, output_padding and row taps run the fast path as long as the
 // column taps are (K_w, s_w, d_w) = (3, 5, 2) and the staged rows fit shared memory; anything
-// else runs the generic gather (a thread or a few lanes per output) of gather.cuh (correct, slow).
+// else runs the generic gather (four outputs a thread, a few lanes for long sums) of generic.cuh.
 //
 // Predicted: ~0.24 ms (stores at ~85% of the copy bandwidth; the ~100 us of FMA and shared
 // loads overlap with the other block's stores). Measured (H200, full preset): 0.361 ms

@@ -1,6 +1,6 @@
 // L2_034's fallback for rows of more than 128 values (wide: W > 64, C_out = 2W > 128), which
 // neither row_ln.cuh nor the FMA kernels take: the conv by the generic gather
-// (kernels/cores/conv_transpose_gather/gather.cuh, launched by custom.cu) straight into the
+// (kernels/cores/conv_transpose_gather/generic.cuh, launched by custom.cu) straight into the
 // output, then row_norm_kernel, a warp per row, adds the bias and normalizes in place: mean, then
 // the centred sum of squares (two passes, the row re-read from L1/L2), gamma/beta, gelu and scale.
 //   y (the output): (N, C_out, 2D, 2H, 2W) fp32 NCDHW, as rows of 2W; bias (C_out); gamma, beta

@@ -32,7 +32,7 @@
 // Materialized paths: C_in != 3 (or a C_out too large for the fast path's shared memory) runs
 // unit_swish_kernel, s = swish(y) materialized with the same parity taps; any other geometry
 // (not reachable from the spec, whose graph fixes k 3, s 2, p 1) runs a one-thread-per-output
-// gather (kernels/cores/conv_transpose_gather/gather.cuh) instead. Both are followed by parallel
+// gather (kernels/cores/conv_transpose_gather/generic.cuh) instead. Both are followed by parallel
 // statistics and an elementwise normalize (see "Materialized paths" below).
 //
 // Predicted / measured (H200, full preset): see the ladder; v2 (this code) predicted 0.43-0.48

@@ -50,10 +50,11 @@ class ParityConvTranspose3d : public Implementation {
     KB_TRY(node_.bind(p));
     fast_ = small_ = false;
     splits_ = 1, span_ = 1 << 30;
-    // The generic gather is faster here (run() takes it while fast_ is false).
-    if (gather::generic_is_faster(node_.geometry)) return Status::ok();
     narrow_ = node_.geometry.out_channels <= Tiles<kMainWM, 3>::kN;
     const int n_width = narrow_ ? Tiles<kMainWM, 3>::kN : Tiles<kMainWM, 4>::kN;
+    // The generic gather is faster here (run() takes it while fast_ is false).
+    if (gather::generic_is_faster(node_.geometry, gather::tile_waste(node_.geometry, n_width, kBK)))
+      return Status::ok();
     Result<Plan> main = plan_parity_gemm(node_.geometry, n_width, Tiles<kMainWM, 3>::kTileM);
     if (!main.is_ok()) return Status::ok();
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
