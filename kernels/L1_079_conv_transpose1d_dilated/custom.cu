@@ -29,8 +29,13 @@
 // the run ends (rows are 262,145 floats: every row has its own 16-byte phase), while the SM's
 // other block computes.
 // The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
-// padding and output_padding. Anything else runs the generic gather (four outputs a thread, a few
-// lanes for long sums) of kernels/cores/conv_transpose_gather/generic.cuh.
+// padding and output_padding. Anything else, and layers of at most kTinyMacs multiply-adds (one
+// block whose weight split and staging outlast the work), runs the generic gather (four outputs
+// a thread, a few lanes for long sums) of kernels/cores/conv_transpose_gather/generic.cuh.
+// Session 32 (H100, `kb bench L1_079 --dims D --time-cap 0.3 --trials 2 --seed 7`, 3 rounds
+// alternating the packs; custom time fast path -> generic): N 1, 1 -> 1, L 75 (225 MACs) -17%;
+// L 379 (1.1 K) -13%; N 1, 4 -> 4, L 1000 (48 K) +7%; N 2, 3 -> 5, L 700 (63 K) +10%. The
+// reference takes ~4.5-5 us at the first two, the generic gather ~5.5.
 //
 // Predicted (v4): 0.40-0.45 ms (MMAs ~250 us at the mma.sync rate L1_003 reaches, stores ~310 us,
 // overlapped across the SM's two blocks). Measured 0.556 ms (`kb bench L1_079 --time-cap 2
@@ -90,6 +95,7 @@ constexpr int kWarpQ = 8 * kTilesN;           // 64
 constexpr int kBlockCo = kWarpsCo * kWarpCo;  // 64
 constexpr int kBlockQ = kWarpsQ * kWarpQ;     // 128
 constexpr int kMaxCin = 32;                   // all input channels staged at once
+constexpr double kTinyMacs = 4096;            // at most: the generic gather (see above)
 constexpr int kMaxSteps = kMaxCin / 8;        // k8 steps: 8 input channels each
 constexpr int kHalo = 4;                      // x columns left of the tile (2 used)
 constexpr int kXRow = kHalo + kBlockQ;        // 132 staged x per input channel
@@ -383,7 +389,7 @@ class ConvTranspose1dDilated final : public Implementation {
     geometry_ = g.value();
     x_ = input_index(p, "x");
     w_ = param_index(p, "conv1d_transpose.weight");
-    fast_ = fits_fast_path(geometry_);
+    fast_ = fits_fast_path(geometry_) && gather::layer_macs(geometry_) > kTinyMacs;
     if (!fast_) return Status::ok();
     params_ = make_params(geometry_);
     smem_bytes_ = kSmemBytes;
