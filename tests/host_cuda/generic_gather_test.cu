@@ -1,8 +1,8 @@
 // kernels/cores/conv_transpose_gather/generic.cuh, the generic gather (every transposed-conv
 // custom's fallback, the only path of their smallest layers), run on the host: each output decoded
 // by decode_block and summed by gather_channels over its channel lanes, exactly as
-// gather_generic_kernel does (elements of 1 x 1, 1 x 4, 2 x 2 and 4 x 1 channels x positions,
-// rows walked phase by phase), against the golden model's transposed convolution
+// gather_generic_kernel does (elements of 1 x 1, 1 x 4, 2 x 2, 4 x 1 and 4 x 2 channels x
+// positions, rows walked phase by phase), against the golden model's transposed convolution
 // (kernels/cpu/ops.h). The data are small integers, so every fp32 sum is exact and must equal the
 // golden double sum.
 #include <gtest/gtest.h>
@@ -101,8 +101,9 @@ TEST(GenericGather, EveryOutputIsTheGoldenTransposedConvolution) {
       for (int split = 1; split <= l.c_in / l.groups && split <= 4; split *= 2) {
         const std::vector<double> got[] = {
             gathered<1, 1>(g, x, w, split), gathered<1, 4>(g, x, w, split),
-            gathered<2, 2>(g, x, w, split), gathered<4, 1>(g, x, w, split)};
-        for (int b = 0; b < 4; ++b)
+            gathered<2, 2>(g, x, w, split), gathered<4, 1>(g, x, w, split),
+            gathered<4, 2>(g, x, w, split)};
+        for (int b = 0; b < 5; ++b)
           for (size_t e = 0; e < want.size(); ++e)
             ASSERT_EQ(got[b][e], want[e])
                 << name(l) << " element shape " << b << " split " << split << " output " << e;

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "common/cuda/int_divider.h"
 #include "common/host_device.h"
@@ -380,8 +381,8 @@ inline double tile_waste(const ConvTransposeGeometry& g, int64_t co_tile, int64_
 }
 
 // An element's shape in gather_generic_kernel: kCo output channels at kPos phase-mates (co_block
-// x pos_block, four outputs a thread: their x loads are shared across the channels, their weight
-// loads across the positions), and `split` lanes per element.
+// x pos_block, four or eight outputs a thread: their x loads are shared across the channels,
+// their weight loads across the positions), and `split` lanes per element.
 struct GenericShape {
   int co_block = 1, pos_block = 1, split = 1;
 };
@@ -412,20 +413,28 @@ inline int channel_split(const ConvTransposeGeometry& g, int64_t elements,
 
 // Four outputs a thread: 4 channels where the group has 4 or more, else 2 x 2 or 1 x 4 positions.
 // Session 32 (H100, us, main's one output a thread with all taps tested -> this):
-// L1_073 N 1, 6 -> 22, 3 x 15 x 37 26.5 -> 10.5; N 2, 13 -> 7, 11 x 5 x 39 38.4 -> 15.9;
-// L1_070 N 8, 41 -> 1, 41 x 5 x 9 45.7 -> 31.9; N 1, 24 -> 4, 20^3 42.3 -> 26.0; L2_060's conv
-// N 5, 3 -> 13, 7 x 9 x 11 27.2 -> 12.4.
+// L1_073 N 1, 6 -> 22, 3 x 15 x 37 26.5 -> 10.5; N 2, 13 -> 7, 11 x 5 x 39 38.4 -> 15.5;
+// L1_070 N 8, 41 -> 1, 41 x 5 x 9 45.7 -> 31.8; N 1, 24 -> 4, 20^3 42.3 -> 26.0.
+// Eight (4 channels x 2 phase-mates) where that still leaves kWideLanes lanes or more: 120 -> 66
+// at L2_060's conv N 39, 1 -> 16, 8 x 16 x 16 (427 before); L1_073 N 2, 16 -> 16, 11 x 15 x 39
+// 71 -> 51; N 4, 8 -> 12, 9 x 17 x 21 36 -> 27; L1_070 N 2, 16 -> 8, 13 x 17 x 19 32 -> 29; N 1,
+// 7 -> 5, 21^3 19.0 -> 15.6. With fewer lanes eight lost: L1_073 6 -> 22 10.5 -> 11.9 (32 K
+// lanes), 13 -> 7 15.5 -> 16.7 (15 K).
+constexpr int64_t kWideLanes = int64_t{1} << 15;
 inline GenericShape generic_shape(const ConvTransposeGeometry& g) {
-  GenericShape shape;
+  const auto shape_of = [&g](int co_block, int pos_block) {
+    const int64_t elements = GenericLayout(g, co_block, pos_block).elements;
+    return std::pair{
+        GenericShape{co_block, pos_block, channel_split(g, elements, co_block * pos_block)},
+        elements};
+  };
   const int64_t cout_g = g.out_per_group();
-  shape.co_block = cout_g >= 4 ? 4 : cout_g >= 2 ? 2 : 1;
-  shape.pos_block = 4 / shape.co_block;
-  shape.split = channel_split(g, GenericLayout(g, shape.co_block, shape.pos_block).elements,
-                              shape.co_block * shape.pos_block);
-  return shape;
+  if (cout_g < 4) return shape_of(cout_g >= 2 ? 2 : 1, cout_g >= 2 ? 2 : 4).first;
+  const auto [wide, elements] = shape_of(4, 2);
+  return elements * wide.split >= kWideLanes ? wide : shape_of(4, 1).first;
 }
 
-// gather_generic_kernel at `shape` (co_block x pos_block one of 1 x 1, 1 x 4, 2 x 2, 4 x 1).
+// gather_generic_kernel at `shape` (co_block x pos_block one of 1 x 1, 1 x 4, 2 x 2, 4 x 1, 4 x 2).
 inline Status launch_generic(const float* x, const float* w, float* y,
                              const ConvTransposeGeometry& g, GenericShape shape,
                              cudaStream_t stream) {
@@ -446,6 +455,8 @@ inline Status launch_generic(const float* x, const float* w, float* y,
       return run(gather_generic_kernel<kGenericThreads, 2, 2>);
     case 4 * 8 + 1:
       return run(gather_generic_kernel<kGenericThreads, 4, 1>);
+    case 4 * 8 + 2:
+      return run(gather_generic_kernel<kGenericThreads, 4, 2>);
     default:
       return Status::invalid_argument("gather: no generic kernel of " +
                                       std::to_string(shape.co_block) + " channels x " +
