@@ -416,7 +416,7 @@ inline int channel_split(const ConvTransposeGeometry& g, int64_t elements,
 // L1_073 N 1, 6 -> 22, 3 x 15 x 37 26.5 -> 10.5; N 2, 13 -> 7, 11 x 5 x 39 38.4 -> 15.5;
 // L1_070 N 8, 41 -> 1, 41 x 5 x 9 45.7 -> 31.8; N 1, 24 -> 4, 20^3 42.3 -> 26.0.
 // Eight (4 channels x 2 phase-mates) where that still leaves kWideLanes lanes or more: 117 -> 66
-// at L2_060's conv N 39, 1 -> 16, 8 x 16 x 16 (427 before); L1_073 N 2, 16 -> 16, 11 x 15 x 39
+// at a layer of L2_060's geometry (N 39, 1 -> 16, 8 x 16 x 16; 427 before); L1_073 N 2, 16 -> 16
 // 71 -> 51; N 4, 8 -> 12, 9 x 17 x 21 36 -> 27; L1_070 N 2, 16 -> 8, 13 x 17 x 19 32 -> 29; N 1,
 // 7 -> 5, 21^3 19.0 -> 15.6. With fewer lanes eight lost: L1_073 6 -> 22 10.5 -> 11.9 (32 K
 // lanes), 13 -> 7 15.5 -> 16.7 (15 K).
