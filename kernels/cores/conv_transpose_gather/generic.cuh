@@ -310,7 +310,9 @@ __host__ __device__ inline ChannelBlock decode_block(int64_t e, const ConvTransp
 // consecutive lanes per element (a power of two <= 32), lane r of the group summing the input
 // channels c = r, r + split, ... (gather_channels), the group's lanes added by shuffles;
 // grid-stride over the elements. A template so that each including file may instantiate it
-// without a duplicate host stub.
+// without a duplicate host stub. At least 2 blocks per SM in the bounds: with kThreads alone
+// ptxas held the 4 x 1 and 1 x 1 kernels to 80 registers and spilled (sm_90a); with 2 they take
+// 82-120, no spills (session 32).
 template <int kThreads, int kCo, int kPos>
 __global__ void __launch_bounds__(kThreads, 2)
     gather_generic_kernel(const float* __restrict__ x, const float* __restrict__ w,
