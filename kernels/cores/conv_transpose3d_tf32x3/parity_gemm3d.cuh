@@ -41,6 +41,7 @@
 #include "common/status.h"
 #include "kernels/cores/conv_transpose3d_tf32x3/patch_plan3d.cuh"
 #include "kernels/cores/conv_transpose_gather/gather.cuh"
+#include "kernels/cores/conv_transpose_gather/plane_gather.cuh"
 #include "kernels/cores/split_sum.cuh"
 #include "kernels/cores/tf32x3/mma.cuh"
 #include "kernels/implementation.h"
@@ -302,6 +303,12 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
 // applies, else as the generic gather. Channel groups of 24 when C_out <= 24, else of 32.
 class ParityConvTranspose3d : public Implementation {
  public:
+  // Whether layers of <= 8 output channels run the plane gather (plane_gather.cuh). Off: it is
+  // built and checked (tests/host_cuda and tests/gpu plane_gather_test.cu) but not measured yet
+  // against the patch GEMM and the generic gather it would replace (no device was lent in session
+  // 33; docs/kernels.md, session 33, has the measurement to run before turning it on).
+  static constexpr bool kRoutePlaneGather = false;
+
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
       : node_{node, x_name, w_name} {}
   ~ParityConvTranspose3d() override {
@@ -311,7 +318,15 @@ class ParityConvTranspose3d : public Implementation {
 
   Status setup(const ProblemInstance& p, cudaStream_t /*stream*/) override {
     KB_TRY(node_.bind(p));
-    fast_ = false;
+    fast_ = plane_ = false;
+    KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
+    // Few output channels: the plane gather (run() takes it while plane_ is set).
+    if (Result<gather::PlaneGatherPlan> plane = gather::plan_plane_gather(node_.geometry, sms_);
+        kRoutePlaneGather && plane.is_ok()) {
+      plane_plan_ = plane.value();
+      plane_ = true;
+      return Status::ok();
+    }
     narrow_ = node_.geometry.out_channels <= 8 * kNarrowTiles;
     const double waste =
         gather::tile_waste(node_.geometry, 8 * (narrow_ ? kNarrowTiles : kWideTiles), kChunk);
@@ -321,7 +336,6 @@ class ParityConvTranspose3d : public Implementation {
     fast_ = plan.is_ok();
     if (!fast_) return Status::ok();
     plan_ = plan.value();
-    KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
     KB_ASSIGN_OR_RETURN(const int smem_optin,
                         cuda::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
     fast_ = plan_.smem_bytes <= smem_optin;
@@ -338,6 +352,7 @@ class ParityConvTranspose3d : public Implementation {
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const float* x = node_.input(args);
     const float* w = node_.weight(args);
+    if (plane_) return gather::launch_plane_gather(x, w, args.output.data, plane_plan_, stream);
     if (!fast_) return gather::launch_generic(x, w, args.output.data, node_.geometry, stream);
     constexpr int kBlock = 256;
     const int64_t blocks = std::min<int64_t>((plan_.w_floats + kBlock - 1) / kBlock, 1 << 16);
@@ -397,7 +412,8 @@ class ParityConvTranspose3d : public Implementation {
   }
 
   gather::ConvTransposeNode node_;
-  bool fast_ = false, narrow_ = false;
+  bool fast_ = false, narrow_ = false, plane_ = false;
+  gather::PlaneGatherPlan plane_plan_;
   int sms_ = 1;
   int splits_ = 1;  // units per tile (plan_splits): chunk splits x tap splits
   int span_ = 1, tap_splits_ = 1, tap_span_ = kMaxClassTaps;  // chunks per unit; tap splits

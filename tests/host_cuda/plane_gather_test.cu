@@ -1,0 +1,168 @@
+// kernels/cores/conv_transpose_gather/plane_gather.cuh, the plane gather (L1_070's layers of few
+// output channels), run on the host block by block as plane_gather_kernel runs: each round's
+// staging by every thread, then each busy thread's accumulation, the groups' sums parked and
+// folded, against the golden model's transposed convolution (kernels/cpu/ops.h). The data are
+// small integers, so every fp32 sum is exact and must equal the golden double sum.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cores/conv_transpose_gather/plane_gather.cuh"
+#include "tests/host_cuda/transposed_layer.h"
+
+namespace kb::custom::gather {
+namespace {
+
+using host_test::geometry;
+using host_test::golden;
+using host_test::name;
+using Layer = host_test::TransposedLayer;
+
+Layer stride1_layer(int64_t batch, int64_t c_in, int64_t c_out, int64_t d, int64_t h, int64_t w,
+                    int64_t pad = 0) {
+  Layer l;
+  l.rank = 3, l.batch = batch, l.c_in = c_in, l.c_out = c_out;
+  const int64_t in[kSpatial] = {d, h, w};
+  for (int a = 0; a < kSpatial; ++a) l.in[a] = in[a], l.kernel[a] = 3, l.padding[a] = pad;
+  return l;
+}
+
+// y as plane_gather_kernel<kCo, kRows> computes it: every block's rounds (plane_stage by each
+// thread, then plane_accumulate by each busy thread of a group with a channel), then plane_park
+// and plane_fold_store; y starts as NaN, so an output never stored stays NaN.
+template <int kCo, int kRows>
+std::vector<float> planed(const PlaneGatherPlan& p, const ConvTransposeGeometry& g,
+                          const std::vector<float>& x, const std::vector<float>& w) {
+  std::vector<float> y(static_cast<size_t>(g.output_numel()),
+                       std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> smem(p.smem_bytes / sizeof(float), std::numeric_limits<float>::quiet_NaN());
+  struct Acc {
+    float v[kCo][kRows] = {};
+  };
+  for (int64_t block = 0; block < p.blocks; ++block) {
+    const PlaneTile tile = plane_tile(p, block);
+    std::vector<Acc> acc(kPlaneThreads);
+    for (int c0 = 0; c0 < p.cin; c0 += p.split) {
+      for (int t = 0; t < kPlaneThreads; ++t)
+        plane_stage<kCo>(x.data(), w.data(), p, tile, c0, t, kPlaneThreads, smem.data());
+      for (int t = 0; t < kPlaneThreads; ++t) {
+        const PlaneLane l = plane_lane(p, t);
+        if (l.busy && c0 + l.group < p.cin)
+          plane_accumulate<kCo, kRows>(p, l, smem.data(), acc[static_cast<size_t>(t)].v);
+      }
+    }
+    for (int t = 0; t < kPlaneThreads; ++t)
+      if (p.split > 1)
+        plane_park<kCo, kRows>(p, plane_lane(p, t), acc[static_cast<size_t>(t)].v, smem.data());
+    for (int t = 0; t < kPlaneThreads; ++t)
+      plane_fold_store<kCo, kRows>(p, tile, plane_lane(p, t), acc[static_cast<size_t>(t)].v,
+                                   smem.data(), y.data());
+  }
+  return y;
+}
+
+std::vector<float> planed(const PlaneGatherPlan& p, const ConvTransposeGeometry& g,
+                          const std::vector<float>& x, const std::vector<float>& w) {
+  switch (p.co_block) {
+    case 1:
+      return planed<1, kPlaneRows>(p, g, x, w);
+    case 2:
+      return planed<2, kPlaneRows>(p, g, x, w);
+    case 4:
+      return planed<4, kPlaneRows>(p, g, x, w);
+    default:
+      return planed<8, kPlaneRows>(p, g, x, w);
+  }
+}
+
+// Integer data in [-3, 3]: every partial sum is exact in fp32.
+std::vector<float> small_integers(std::mt19937& rng, int64_t n) {
+  std::uniform_int_distribution<int> pick(-3, 3);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& e : v) e = static_cast<float>(pick(rng));
+  return v;
+}
+
+// Checks every output of layer l at `sms` multiprocessors (which sets the split) against the
+// golden model; returns the plan for the caller's own checks.
+PlaneGatherPlan expect_golden(const Layer& l, int sms, std::mt19937& rng) {
+  const ConvTransposeGeometry g = geometry(l);
+  const Result<PlaneGatherPlan> plan = plan_plane_gather(g, sms);
+  EXPECT_TRUE(plan.is_ok()) << name(l) << ": " << plan.status().message();
+  if (!plan.is_ok()) return {};
+  const PlaneGatherPlan& p = plan.value();
+  EXPECT_LE(p.smem_bytes, size_t{48} * 1024) << name(l);
+  const std::vector<float> x = small_integers(rng, l.batch * l.c_in * l.in[0] * l.in[1] * l.in[2]);
+  const std::vector<float> w = small_integers(rng, l.c_in * l.c_out * 27);
+  const std::vector<double> want = golden(l, x, w);
+  const std::vector<float> got = planed(p, g, x, w);
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (static_cast<double>(got[i]) != want[i] && ++bad <= 3) {
+      ADD_FAILURE() << name(l) << " split " << p.split << " kCo " << p.co_block << " tile "
+                    << p.tile[0] << "x" << p.tile[1] << "x" << p.tile[2] << ": y[" << i
+                    << "] = " << got[i] << ", golden " << want[i];
+    }
+  }
+  EXPECT_EQ(bad, 0) << name(l);
+  return p;
+}
+
+TEST(PlaneGather, RandomLayersMatchTheGoldenModelAtEverySplit) {
+  std::mt19937 rng(20261205);
+  const auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int i = 0; i < 120; ++i) {
+    const int64_t pad = pick(0, 2), least = std::max<int64_t>(2 * pad - 1, 1);  // an output >= 1
+    const Layer l = stride1_layer(pick(1, 3), pick(1, 19), pick(1, 8), pick(least, 7),
+                                  pick(least, 13), pick(least, 23), pad);
+    // 1 SM keeps the split at 1; 1,000 drives it as far as the channels allow.
+    for (const int sms : {1, 132, 1000}) expect_golden(l, sms, rng);
+  }
+}
+
+// Rows longer than a group's threads (the row cut into tiles), one row group of one column, and
+// the layers the path was built for.
+TEST(PlaneGather, WideRowsNarrowRowsAndTheSweepLayers) {
+  std::mt19937 rng(7);
+  expect_golden(stride1_layer(1, 3, 2, 2, 3, 300), 132, rng);
+  expect_golden(stride1_layer(1, 9, 5, 2, 2, 70), 1000, rng);
+  expect_golden(stride1_layer(2, 4, 3, 3, 40, 1), 132, rng);
+  const PlaneGatherPlan narrow = expect_golden(stride1_layer(8, 41, 1, 41, 5, 9), 132, rng);
+  EXPECT_EQ(narrow.split, 8);
+  const PlaneGatherPlan few = expect_golden(stride1_layer(1, 35, 3, 5, 21, 5), 132, rng);
+  EXPECT_EQ(few.co_block, 4);
+}
+
+TEST(PlaneGather, TakesOnlyStride1ThreeTapLayersOfFewOutputs) {
+  const ConvTransposeGeometry fits = geometry(stride1_layer(2, 16, 8, 5, 5, 5));
+  EXPECT_TRUE(plan_plane_gather(fits, 132).is_ok());
+  ConvTransposeGeometry g = fits;
+  g.out_channels = 9;
+  EXPECT_FALSE(plan_plane_gather(g, 132).is_ok());
+  g = geometry([] {
+    Layer l = stride1_layer(2, 16, 8, 5, 5, 5);
+    l.stride[1] = 2;
+    return l;
+  }());
+  EXPECT_FALSE(plan_plane_gather(g, 132).is_ok());
+  g = geometry([] {
+    Layer l = stride1_layer(2, 16, 8, 5, 5, 5);
+    l.kernel[2] = 4;
+    return l;
+  }());
+  EXPECT_FALSE(plan_plane_gather(g, 132).is_ok());
+  g = fits;
+  g.groups = 2;
+  EXPECT_FALSE(plan_plane_gather(g, 132).is_ok());
+}
+
+}  // namespace
+}  // namespace kb::custom::gather
