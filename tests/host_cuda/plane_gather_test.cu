@@ -141,6 +141,44 @@ TEST(PlaneGather, WideRowsNarrowRowsAndTheSweepLayers) {
   EXPECT_EQ(few.co_block, 4);
 }
 
+// The plan's arithmetic at sizes the emulation cannot reach: every group's elements fit its
+// threads, the tiles cover each axis without a tile past it, the blocks are the product of the
+// tiles, and shared memory stays within the 48 KB a launch gets without opting in.
+TEST(PlaneGather, PlansCoverEveryOutputWithinTheirLimits) {
+  std::mt19937 rng(33);
+  const auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int i = 0; i < 4000; ++i) {
+    const int64_t pad = pick(0, 2), least = std::max<int64_t>(2 * pad - 1, 1);
+    const int64_t top = pick(0, 3) == 0 ? 600 : 40;  // some long axes
+    const Layer l = stride1_layer(pick(1, 64), pick(1, 512), pick(1, 8), pick(least, top),
+                                  pick(least, top), pick(least, top), pad);
+    const ConvTransposeGeometry g = geometry(l);
+    for (const int sms : {1, 78, 132, 1000}) {
+      const Result<PlaneGatherPlan> plan = plan_plane_gather(g, sms);
+      ASSERT_TRUE(plan.is_ok()) << name(l) << ": " << plan.status().message();
+      const PlaneGatherPlan& p = plan.value();
+      const std::string at = name(l) + " at " + std::to_string(sms) + " SMs";
+      EXPECT_LE(p.lanes, p.group_threads) << at;
+      EXPECT_EQ(p.split * p.group_threads, kPlaneThreads) << at;
+      EXPECT_LE(p.split, p.cin) << at;
+      EXPECT_EQ(p.tile[1], p.row_groups * p.rows) << at;
+      int64_t blocks = int64_t{p.batch} * p.co_blocks;
+      for (int a = 0; a < kSpatial; ++a) {
+        EXPECT_GE(int64_t{p.tile[a]} * p.tiles[a], p.out[a]) << at << " axis " << a;
+        EXPECT_LT(int64_t{p.tile[a]} * (p.tiles[a] - 1), p.out[a]) << at << " axis " << a;
+        blocks *= p.tiles[a];
+      }
+      EXPECT_EQ(p.blocks, blocks) << at;
+      EXPECT_LE(p.smem_bytes, size_t{48} * 1024) << at;
+      EXPECT_GE(p.smem_bytes, sizeof(float) * (static_cast<size_t>(p.stage_floats()) +
+                                               size_t{kPlaneTapCount} * p.split * p.co_block))
+          << at;
+    }
+  }
+}
+
 TEST(PlaneGather, TakesOnlyStride1ThreeTapLayersOfFewOutputs) {
   const ConvTransposeGeometry fits = geometry(stride1_layer(2, 16, 8, 5, 5, 5));
   EXPECT_TRUE(plan_plane_gather(fits, 132).is_ok());
