@@ -294,8 +294,8 @@ constexpr int kPlaneBlocksPerSm = 4;
 
 // The plane gather's launch for g, or an error where it does not apply (rank-3, stride 1,
 // dilation 1, groups 1, 3 x 3 x 3 kernel, padding <= 2, at most kPlaneMaxChannels outputs).
-// Groups: doubled while the grid is under kPlaneBlocksPerSm blocks per SM and each group keeps
-// 2 or more input channels.
+// Groups: doubled (up to kPlaneMaxSplit, at most C_in) while the grid is under kPlaneBlocksPerSm
+// blocks per SM.
 inline Result<PlaneGatherPlan> plan_plane_gather(const ConvTransposeGeometry& g, int sms) {
   if (g.rank != 3 || g.groups != 1 || g.out_channels > kPlaneMaxChannels)
     return Status::failed_precondition("plane gather: not a 3-D layer of <= 8 outputs");
