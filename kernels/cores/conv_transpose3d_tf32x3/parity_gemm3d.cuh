@@ -321,11 +321,13 @@ class ParityConvTranspose3d : public Implementation {
     fast_ = plane_ = false;
     KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
     // Few output channels: the plane gather (run() takes it while plane_ is set).
-    if (Result<gather::PlaneGatherPlan> plane = gather::plan_plane_gather(node_.geometry, sms_);
-        kRoutePlaneGather && plane.is_ok()) {
-      plane_plan_ = plane.value();
-      plane_ = true;
-      return Status::ok();
+    if constexpr (kRoutePlaneGather) {
+      if (Result<gather::PlaneGatherPlan> plane = gather::plan_plane_gather(node_.geometry, sms_);
+          plane.is_ok()) {
+        plane_plan_ = plane.value();
+        plane_ = true;
+        return Status::ok();
+      }
     }
     narrow_ = node_.geometry.out_channels <= 8 * kNarrowTiles;
     const double waste =

@@ -341,6 +341,9 @@ inline Result<PlaneGatherPlan> plan_plane_gather(const ConvTransposeGeometry& g,
 // plane_gather_kernel at the plan's instance.
 inline Status launch_plane_gather(const float* x, const float* w, float* y,
                                   const PlaneGatherPlan& p, cudaStream_t stream) {
+  if (p.rows != kPlaneRows)  // the tile was cut for other rows than the kernels hold
+    return Status::invalid_argument("plane gather: a plan of " + std::to_string(p.rows) +
+                                    " rows a thread");
   const dim3 grid(static_cast<unsigned>(p.blocks));
   const auto run = [&](auto kernel) {
     return launch(kernel, grid, kPlaneThreads, p.smem_bytes, stream, x, w, y, p);
