@@ -18,12 +18,14 @@
 //  2. mma.sync (kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): the Ampere-style
 //     GEMM, CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB, 2 CTAs per SM), 8 warps
 //     of 64 x 32, m16n8k8 TF32 MMAs, operands split in registers after the shared load; split-K
-//     (plan_split_k) for grids under two CTAs per SM, the splits summed in order by
+//     (split_plan.h) for grids under two CTAs per SM, the splits summed in order by
 //     kernels/cores/split_sum.cuh (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
 //  3. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, and for products with K or N not a multiple of 4 under two (takes_small_grid).
+//     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
+//     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
 // Measured (H200, full preset): mma.sync 3.92-4.01 ms (69-70 TFLOP/s effective; ~4 instructions
 // per MMA put the issue limit near the MMA limit, ncu); **wgmma 3.34 ms** (session 19, `kb bench
@@ -65,6 +67,7 @@
 #include "common/cuda/device_query.h"
 #include "kernels/L1_003_batched_matmul/fma_tile.cuh"
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/L1_003_batched_matmul/split_plan.h"
 #include "kernels/cores/split_sum.cuh"
 #include "kernels/cores/tf32x3/dense_loader.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
@@ -217,8 +220,15 @@ class Tf32x3Bmm final : public Implementation {
       return Status::ok();
     }
     small_grid_ = takes_small_grid(sms);
-    if (small_grid_) return plan_split_k(sms, kFmaSplits);
-    KB_TRY(plan_split_k(sms, kMmaSyncSplits));
+    if (small_grid_) {
+      plan_split_k(sms, kFmaSplits);
+      // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
+      cluster_sum_ =
+          kRouteClusterSum && wgmma_loaded && splits_ >= 2 && splits_ <= small::kMaxClusterSplits;
+      return cluster_sum_ ? Status::ok() : allocate_partials();
+    }
+    plan_split_k(sms, kMmaSyncSplits);
+    KB_TRY(allocate_partials());
     // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
     for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -278,10 +288,8 @@ class Tf32x3Bmm final : public Implementation {
       }
       if (small_grid_) {
         chunk.tiles_n = static_cast<int>((n + small::kTile - 1) / small::kTile);
-        const dim3 grid(static_cast<unsigned>(chunk.tiles_n * splits_),
-                        static_cast<unsigned>((m + small::kTile - 1) / small::kTile),
-                        static_cast<unsigned>(chunk_batch));
-        small::fma_bmm_kernel<<<grid, small::kThreads, 0, stream>>>(chunk);
+        KB_CUDA_TRY(small::launch_fma_bmm(chunk, splits_, static_cast<int>(chunk_batch),
+                                          cluster_sum_, stream));
       } else {
         const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
                         static_cast<unsigned>(splits_));
@@ -291,7 +299,7 @@ class Tf32x3Bmm final : public Implementation {
           tf32x3_bmm_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(chunk);
       }
       KB_CUDA_TRY(cudaGetLastError());
-      if (splits_ > 1) {
+      if (splits_ > 1 && !cluster_sum_) {
         KB_TRY(
             split_sum::launch_split_sum(partials_, chunk.c, chunk_batch * m * n, splits_, stream));
       }
@@ -343,54 +351,35 @@ class Tf32x3Bmm final : public Implementation {
     return (tiny && tiles < sms) || (unaligned && tiles < 2 * int64_t{sms});
   }
 
-  // Split-K when the grid is under rule.ctas_per_sm CTAs per SM (the mma.sync tile: two, its
-  // resident count; the FMA tile: four). K splits into ranges of whole k-tiles, at least
-  // rule.min_k_tiles each, toward that many CTAs per SM, with the partial products' workspace
-  // under kMaxPartialFloats. On mma.sync (the only split path until session 21) the shape sweep's
-  // 3 x 379 x 459 x 189 filled 18 CTAs of 264 slots and ran at 0.35x the reference. Measured
-  // there (H200, `kb bench L1_003 --dims batch=3,M=379,K=459,N=189`): 0.065 ms unsplit, 0.032 ms
-  // in 5 splits of 3 k-tiles (this rule; 0.73x the reference's 0.023 ms), 0.046 ms in 15 splits
-  // of one k-tile.
-  struct SplitRule {
-    int64_t tile_m, tile_n, k_tile;  // the kernel's CTA tile and K step
-    int64_t ctas_per_sm;             // the grid split-K aims at
-    int64_t min_k_tiles;             // per split
-  };
+  // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off
+  // until a device measures it (session 34 built it without one; docs/kernels.md).
+  static constexpr bool kRouteClusterSum = false;
+
+  // The split-K rules of the two tiles (split_plan.h).
   static constexpr SplitRule kMmaSyncSplits{kBM, kBN, kBK, 2, 2};
   static constexpr SplitRule kFmaSplits{small::kTile, small::kTile, small::kStep, 4, 4};
-  Status plan_split_k(int sms, const SplitRule& rule) {
-    constexpr int64_t kMaxPartialFloats = int64_t{1} << 24;  // 64 MB
-    const auto [batch, m, k, n] = shape_;
-    const int64_t ctas =
-        ((m + rule.tile_m - 1) / rule.tile_m) * ((n + rule.tile_n - 1) / rule.tile_n) * batch;
-    const int64_t k_tiles = (k + rule.k_tile - 1) / rule.k_tile;
-    const int64_t slots = rule.ctas_per_sm * int64_t{sms};
-    int64_t splits = 1;
-    if (ctas > 0 && ctas < slots && batch <= 65535) {
-      splits = std::min((slots + ctas - 1) / ctas, k_tiles / rule.min_k_tiles);
-      splits = std::min(splits, kMaxPartialFloats / std::max<int64_t>(batch * m * n, 1));
-    }
-    splits = std::max<int64_t>(splits, 1);
-    const int64_t tiles_per_split = (k_tiles + splits - 1) / splits;
-    k_split_ = std::max<int64_t>(tiles_per_split * rule.k_tile, 1);
-    splits_ = static_cast<int>((k + k_split_ - 1) / k_split_);  // no empty split
-    if (splits_ <= 1) {
-      splits_ = 1;
-      k_split_ = k;
-      return Status::ok();
-    }
-    KB_CUDA_TRY(
-        cudaMalloc(&partials_, sizeof(float) * static_cast<size_t>(splits_ * batch * m * n)));
+  void plan_split_k(int sms, const SplitRule& rule) {
+    const SplitPlan plan =
+        L1_003::plan_split_k(shape_.batch, shape_.m, shape_.k, shape_.n, sms, rule);
+    splits_ = plan.splits, k_split_ = plan.k_split;
+  }
+
+  // The split-K workspace (splits_, batch, M, N), where the splits are summed by split_sum.
+  Status allocate_partials() {
+    if (splits_ <= 1) return Status::ok();
+    const size_t floats = static_cast<size_t>(splits_ * shape_.batch * shape_.m * shape_.n);
+    KB_CUDA_TRY(cudaMalloc(&partials_, sizeof(float) * floats));
     return Status::ok();
   }
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
-  bool use_wgmma_ = false;   // the sm_90a wgmma kernel
-  bool small_grid_ = false;  // the FMA tile instead of the tensor path
+  bool use_wgmma_ = false;    // the sm_90a wgmma kernel
+  bool small_grid_ = false;   // the FMA tile instead of the tensor path
+  bool cluster_sum_ = false;  // the FMA tile's splits sum in a cluster (no partials_)
   int splits_ = 1;
   int64_t k_split_ = 0;        // K per split (a multiple of kBK when splits_ > 1)
-  float* partials_ = nullptr;  // owned: (splits_, batch, M, N) when splits_ > 1
+  float* partials_ = nullptr;  // owned: (splits_, batch, M, N) when splits_ > 1 and no cluster sum
 };
 
 }  // namespace kb::custom::L1_003

@@ -6,13 +6,23 @@
 // the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
 // 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
 // outputs, K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
-// alignment; zero-filled past the tile and K), and split-K (plan_split_k) toward four CTAs per
-// SM, the splits summed in order by kernels/cores/split_sum.cuh. Strict fp32 (one FMA chain per
-// output and split, k ascending): no accuracy caveat.
+// alignment; zero-filled past the tile and K), and split-K (custom.cu's plan_split_k) toward four
+// CTAs per SM. The splits of a tile are neighbours along x (blockIdx.x = tile column x splits +
+// split) and are summed in split order in one of two ways:
+//  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
+//    splits of a tile form one thread-block cluster; each parks its 64 x 64 sums in its shared
+//    memory, and after the cluster barrier each sums a 1/splits share of the tile over the
+//    cluster's shared memory (split 0 + split 1 + ... in order) and stores it in C. No workspace
+//    and no second launch: at 71 x 43 x 419 x 255 the separate sum took 5.5 of 50 us (session
+//    30's ncu, H100).
+//  - otherwise every split stores into partials[split] and the caller adds them with
+//    kernels/cores/split_sum.cuh, in the same order: both give the same bits.
+// Strict fp32 (one FMA chain per output and split, k ascending): no accuracy caveat.
 //
-// Thread safety: device code without state; the launch is custom.cu's.
+// Thread safety: device code without state; launch_fma_bmm is stateless.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -34,12 +44,18 @@ constexpr int kPer = 4;
 constexpr int kPad = 4;  // a rows padded to 68 floats: float4-aligned, fewer conflicts
 constexpr int kLoads = kTile * kStep / kThreads;  // floats of A (and of B) per thread per stage
 static_assert(kTile == 16 * kPer && kLoads == 4, "thread -> tile maps below");
+constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 struct Stage {
   float a[kStep][kTile + kPad];  // A transposed: a[k][row]
   float b[kStep][kTile];         // b[k][col]
 };
 static_assert(kStages * sizeof(Stage) <= 48 * 1024, "static shared memory");
+// The kernel's shared memory: the pipeline's stages, then (cluster sum) the split's parked sums.
+union SharedTile {
+  Stage stages[kStages];
+  float parked[kTile * kTile];  // [row][col]
+};
 
 __device__ __forceinline__ uint32_t smem_address(const float* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -67,14 +83,48 @@ __device__ __forceinline__ void load_stage(const GemmArgs& p, const float* a, co
   }
 }
 
-// grid: (splits x N tiles, M tiles, batch entries), p.tiles_n = N tiles (of 64); split s takes
-// k in [s k_split, (s + 1) k_split) and writes partials[s] (gridDim.z, M, N), or C when there is
-// one split; guarded stores.
+// The cluster sum's second half: this CTA (rank `rank` of `splits`) adds float4 q of every split's
+// parked tile (`parked`: this CTA's own, [kTile][kTile]) in split order for its share of the
+// tile's kTile * kTile / 4 float4s, and stores those inside C (c: the tile's first output).
+__device__ __forceinline__ void cluster_sum_store(const float* parked, int rank, int splits,
+                                                  float* c, int n, int rows, int cols) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  constexpr int kQuads = kTile * kTile / 4, kRowQuads = kTile / 4;
+  const int begin = rank * kQuads / splits, end = (rank + 1) * kQuads / splits;
+  for (int q = begin + static_cast<int>(threadIdx.x); q < end; q += kThreads) {
+    const int row = q / kRowQuads, col = q % kRowQuads * 4;
+    float4 sum = reinterpret_cast<const float4*>(cluster.map_shared_rank(parked, 0))[q];
+    for (int s = 1; s < splits; ++s) {
+      const float4 v = reinterpret_cast<const float4*>(cluster.map_shared_rank(parked, s))[q];
+      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    }
+    if (row >= rows) continue;
+    const float out[4] = {sum.x, sum.y, sum.z, sum.w};
+    float* dst = c + int64_t{row} * n + col;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (col + j < cols) dst[j] = out[j];
+  }
+#else
+  (void)parked, (void)rank, (void)splits, (void)c, (void)n, (void)rows, (void)cols;
+  __trap();  // launch_fma_bmm's callers take the cluster sum only on sm_90 code
+#endif
+}
+
+// grid: (N tiles x splits, M tiles, batch entries), p.tiles_n = N tiles (of 64); blockIdx.x =
+// tile column x splits + split s, and s takes k in [s k_split, (s + 1) k_split). kClusterSum: the
+// splits (a cluster of gridDim.x / tiles_n CTAs along x) sum into C; else split s writes
+// partials[s] (gridDim.z, M, N), or C when there is one split. Guarded stores.
+template <bool kClusterSum>
 __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
-  __shared__ __align__(16) Stage st[kStages];
-  const int split = static_cast<int>(blockIdx.x) / p.tiles_n;
+  __shared__ __align__(16) SharedTile shared;
+  Stage* st = shared.stages;
+  const int splits = static_cast<int>(gridDim.x) / p.tiles_n;
+  const int split = static_cast<int>(blockIdx.x) % splits;
   const int m0 = static_cast<int>(blockIdx.y) * kTile;
-  const int n0 = static_cast<int>(blockIdx.x) % p.tiles_n * kTile;
+  const int n0 = static_cast<int>(blockIdx.x) / splits * kTile;
   const int64_t bi = blockIdx.z;
   const int k_begin = split * p.k_split, k_end = min(p.k, k_begin + p.k_split);
   const float* a = p.a + (bi * p.m + m0) * p.k;
@@ -108,7 +158,20 @@ __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
         for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
   }
-  const bool one_split = static_cast<int>(gridDim.x) == p.tiles_n;
+  if constexpr (kClusterSum) {
+    cp_async_wait<0>();
+    __syncthreads();  // every thread is done with the stages: they hold the parked tile now
+    float* parked = shared.parked;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+      reinterpret_cast<float4*>(parked + (ty * kPer + i) * kTile)[tx] =
+          make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    cooperative_groups::this_cluster().sync();  // every split's tile is parked
+    cluster_sum_store(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows, cols);
+    cooperative_groups::this_cluster().sync();  // no CTA leaves while others read its tile
+    return;
+  }
+  const bool one_split = splits == 1;
   float* out = one_split ? p.c : p.partials + int64_t{split} * gridDim.z * p.m * p.n;
   float* c = out + (bi * p.m + m0) * p.n + n0;
 #pragma unroll
@@ -119,6 +182,33 @@ __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
     for (int j = 0; j < kPer; ++j)
       if (tx * kPer + j < cols) c[int64_t{row} * p.n + tx * kPer + j] = acc[i][j];
   }
+}
+
+// Launches the FMA tile for p (tiles_n, k_split and partials set by the caller) over `batch`
+// entries in `splits` splits of K. cluster_sum (requires sm_90 code loaded and 2 <= splits <=
+// kMaxClusterSplits): the kernel sums the splits into C; else the caller sums partials when
+// splits > 1.
+inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool cluster_sum,
+                                  cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.tiles_n * splits),
+                  static_cast<unsigned>((p.m + kTile - 1) / kTile), static_cast<unsigned>(batch));
+  if (cluster_sum && (splits < 2 || splits > kMaxClusterSplits)) return cudaErrorInvalidValue;
+  if (!cluster_sum) {
+    fma_bmm_kernel<false><<<grid, kThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(splits);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, fma_bmm_kernel<true>, p);
 }
 
 }  // namespace kb::custom::L1_003::small

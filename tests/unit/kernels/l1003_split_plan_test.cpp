@@ -1,0 +1,67 @@
+// kernels/L1_003_batched_matmul/split_plan.h on the host: the split-K plan covers K with
+// non-empty ranges of whole k-tiles, aims at the rule's CTAs per SM, keeps the workspace bound,
+// and picks the split counts the L1_003 presets name (cluster_2, cluster_8, many_splits, mma_odd)
+// for the FMA tile on a 132-SM GPU.
+#include "kernels/L1_003_batched_matmul/split_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+
+namespace kb::custom::L1_003 {
+namespace {
+
+constexpr SplitRule kFma{64, 64, 16, 4, 4};        // fma_tile.cuh's tile and custom.cu's rule
+constexpr SplitRule kMmaSync{128, 128, 32, 2, 2};  // custom.cu's mma.sync rule
+constexpr int kSms = 132;                          // H100 SXM and H200
+
+TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
+  EXPECT_EQ(plan_split_k(140, 5, 129, 65, kSms, kFma).splits, 2);     // cluster_2
+  const SplitPlan eight = plan_split_k(33, 20, 511, 70, kSms, kFma);  // cluster_8
+  EXPECT_EQ(eight.splits, 8);
+  EXPECT_EQ(eight.k_split, 64);
+  EXPECT_EQ(plan_split_k(1, 30, 2001, 7, kSms, kFma).splits, 26);   // many_splits
+  EXPECT_EQ(plan_split_k(40, 100, 1101, 5, kSms, kFma).splits, 7);  // mma_odd
+  EXPECT_EQ(plan_split_k(71, 43, 419, 255, kSms, kFma).splits, 2);  // seed 77's miss
+}
+
+TEST(L1003SplitPlan, FullGridsAndShortKStayWhole) {
+  const SplitPlan full = plan_split_k(128, 512, 1024, 2048, kSms, kMmaSync);
+  EXPECT_EQ(full.splits, 1);
+  EXPECT_EQ(full.k_split, 1024);
+  EXPECT_EQ(plan_split_k(1, 64, 63, 64, kSms, kFma).splits, 1);  // 4 k-tiles: below 2 x min
+  EXPECT_EQ(plan_split_k(1, 64, 0, 64, kSms, kFma).splits, 1);   // K = 0
+}
+
+TEST(L1003SplitPlan, RangesCoverKInWholeTilesWithNoneEmpty) {
+  std::mt19937_64 rng(2031);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const SplitRule& rule = trial % 2 ? kFma : kMmaSync;
+    const int64_t batch = 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t m = 1 + static_cast<int64_t>(rng() % 600),
+                  n = 1 + static_cast<int64_t>(rng() % 600);
+    const int64_t k = 1 + static_cast<int64_t>(rng() % 5000);
+    const int sms = 16 + static_cast<int>(rng() % 160);
+    const SplitPlan p = plan_split_k(batch, m, k, n, sms, rule);
+    SCOPED_TRACE(testing::Message() << batch << " x " << m << " x " << k << " x " << n << " on "
+                                    << sms << " SMs, tile " << rule.tile_m);
+    ASSERT_GE(p.splits, 1);
+    if (p.splits == 1) {
+      EXPECT_EQ(p.k_split, k);
+      continue;
+    }
+    EXPECT_EQ(p.k_split % rule.k_tile, 0);
+    EXPECT_GE(p.k_split, rule.min_k_tiles * rule.k_tile);
+    EXPECT_LT((p.splits - 1) * p.k_split, k);  // the last range is not empty
+    EXPECT_GE(p.splits * p.k_split, k);        // ... and the ranges reach K
+    const int64_t ctas =
+        ((m + rule.tile_m - 1) / rule.tile_m) * ((n + rule.tile_n - 1) / rule.tile_n) * batch;
+    EXPECT_LT(ctas, rule.ctas_per_sm * sms);                   // only grids under the aim split
+    EXPECT_LT((p.splits - 1) * ctas, rule.ctas_per_sm * sms);  // no more than the aim needs
+    EXPECT_LE(p.splits * batch * m * n, kMaxPartialFloats);
+  }
+}
+
+}  // namespace
+}  // namespace kb::custom::L1_003
