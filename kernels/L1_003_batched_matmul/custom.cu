@@ -351,8 +351,9 @@ class Tf32x3Bmm final : public Implementation {
     return (tiny && tiles < sms) || (unaligned && tiles < 2 * int64_t{sms});
   }
 
-  // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off
-  // until a device measures it (session 34 built it without one; docs/kernels.md).
+  // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:
+  // bit-identical and correct on an H100 (session 34), but 0.93-1.13x split_sum's time at four
+  // shapes, no gain at the sweep's miss 71 x 43 x 419 x 255 (docs/kernels.md, session 34).
   static constexpr bool kRouteClusterSum = false;
 
   // The split-K rules of the two tiles (split_plan.h).

@@ -19,8 +19,14 @@
 // column: per (plane tap, column tap) it loads kRows + 2 staged values and uses each for up to 3
 // row taps: per channel 27 kRows kCo FMA against 9 (kRows + 2) staged loads and 27 weight loads
 // of up to 4 channels each (kCo 4: 432 FMA per 81 loads). The groups' sums are added in group
-// order through shared memory at the end. Not yet routed: ParityConvTranspose3d::
-// kRoutePlaneGather (parity_gemm3d.cuh).
+// order through shared memory at the end.
+// Measured (session 34, H100, `kb bench L1_070 --dims ...` against main's paths): 1.67x faster at
+// N 8, 48 -> 1, 64^3 (1.90 against 3.18 ms; the reference 0.77), 6-12% faster at 35 -> 3 and
+// 24 -> 4, 10-21% slower at 41 -> 1, 41 x 5 x 9 and 48 -> 8, 32^3: not routed
+// (ParityConvTranspose3d::kRoutePlaneGather, parity_gemm3d.cuh). The staging is the cost: the
+// plans cut one output plane a tile, so a round stages 3.6-4.9 floats per output, each through
+// three divider steps and a 4-byte load, with no overlap of staging and compute
+// (docs/kernels.md, session 34, has the next steps).
 // Sum order per output: its group's channels in order (taps a, c, b within each), then the
 // groups in order; fp32 FMA throughout (no TF32).
 //
