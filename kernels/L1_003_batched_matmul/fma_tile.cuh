@@ -6,16 +6,15 @@
 // the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
 // 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
 // outputs, K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
-// alignment; zero-filled past the tile and K), and split-K (custom.cu's plan_split_k) toward four
-// CTAs per SM. The splits of a tile are neighbours along x (blockIdx.x = tile column x splits +
-// split) and are summed in split order in one of two ways:
+// alignment; zero-filled past the tile and K), and split-K (split_plan.h) toward four CTAs per
+// SM. The splits are summed in split order in one of two ways:
 //  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
-//    splits of a tile form one thread-block cluster; each parks its 64 x 64 sums in its shared
-//    memory, and after the cluster barrier each sums a 1/splits share of the tile over the
-//    cluster's shared memory (split 0 + split 1 + ... in order) and stores it in C. No workspace
-//    and no second launch: at 71 x 43 x 419 x 255 the separate sum took 5.5 of 50 us (session
-//    30's ncu, H100). Measured (session 34, H100): 0.93-1.13x the split_sum path's time, no gain
-//    at that shape; custom.cu leaves it off (kRouteClusterSum).
+//    splits of a tile are neighbours along x and form one thread-block cluster; each parks its
+//    64 x 64 sums in its shared memory, and after the cluster barrier each sums a 1/splits share
+//    of the tile over the cluster's shared memory (split 0 + split 1 + ... in order) and stores
+//    it in C. No workspace and no second launch: at 71 x 43 x 419 x 255 the separate sum took
+//    5.5 of 50 us (session 30's ncu, H100). Measured (session 34, H100): 0.93-1.13x the
+//    split_sum path's time, no gain at that shape; custom.cu leaves it off (kRouteClusterSum).
 //  - otherwise every split stores into partials[split] and the caller adds them with
 //    kernels/cores/split_sum.cuh, in the same order: both give the same bits.
 // Strict fp32 (one FMA chain per output and split, k ascending): no accuracy caveat.
@@ -114,18 +113,20 @@ __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank,
 #endif
 }
 
-// grid: (N tiles x splits, M tiles, batch entries), p.tiles_n = N tiles (of 64); blockIdx.x =
-// tile column x splits + split s, and s takes k in [s k_split, (s + 1) k_split). kClusterSum: the
-// splits (a cluster of gridDim.x / tiles_n CTAs along x) sum into C; else split s writes
-// partials[s] (gridDim.z, M, N), or C when there is one split. Guarded stores.
+// grid: (N tiles x splits, M tiles, batch entries), p.tiles_n = N tiles (of 64); split s takes
+// k in [s k_split, (s + 1) k_split). kClusterSum: blockIdx.x = tile column x splits + s, and the
+// splits (a cluster of gridDim.x / tiles_n CTAs along x) sum into C; else blockIdx.x = s x
+// tiles_n + tile column, and split s writes partials[s] (gridDim.z, M, N), or C when there is one
+// split. Guarded stores.
 template <bool kClusterSum>
 __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
   __shared__ __align__(16) SharedTile shared;
   Stage* st = shared.stages;
   const int splits = static_cast<int>(gridDim.x) / p.tiles_n;
-  const int split = static_cast<int>(blockIdx.x) % splits;
+  const int x = static_cast<int>(blockIdx.x);
+  const int split = kClusterSum ? x % splits : x / p.tiles_n;
   const int m0 = static_cast<int>(blockIdx.y) * kTile;
-  const int n0 = static_cast<int>(blockIdx.x) / splits * kTile;
+  const int n0 = (kClusterSum ? x / splits : x % p.tiles_n) * kTile;
   const int64_t bi = blockIdx.z;
   const int k_begin = split * p.k_split, k_end = min(p.k, k_begin + p.k_split);
   const float* a = p.a + (bi * p.m + m0) * p.k;
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
     cooperative_groups::this_cluster().sync();  // no CTA leaves while others read its tile
     return;
   }
-  const bool one_split = splits == 1;
+  const bool one_split = static_cast<int>(gridDim.x) == p.tiles_n;
   float* out = one_split ? p.c : p.partials + int64_t{split} * gridDim.z * p.m * p.n;
   float* c = out + (bi * p.m + m0) * p.n + n0;
 #pragma unroll
