@@ -352,7 +352,7 @@ class Tf32x3Bmm final : public Implementation {
   }
 
   // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:
-  // bit-identical and correct on an H100 (session 34), but 0.93-1.13x split_sum's time at four
+  // bit-identical and correct on an H100 (session 34), but 0.94-1.13x split_sum's speed at four
   // shapes, no gain at the sweep's miss 71 x 43 x 419 x 255 (docs/kernels.md, session 34).
   static constexpr bool kRouteClusterSum = false;
 

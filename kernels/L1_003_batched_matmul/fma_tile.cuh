@@ -13,8 +13,8 @@
 //    64 x 64 sums in its shared memory, and after the cluster barrier each sums a 1/splits share
 //    of the tile over the cluster's shared memory (split 0 + split 1 + ... in order) and stores
 //    it in C. No workspace and no second launch: at 71 x 43 x 419 x 255 the separate sum took
-//    5.5 of 50 us (session 30's ncu, H100). Measured (session 34, H100): 0.93-1.13x the
-//    split_sum path's time, no gain at that shape; custom.cu leaves it off (kRouteClusterSum).
+//    5.5 of 50 us (session 30's ncu, H100). Measured (session 34, H100): 0.94-1.13x the
+//    split_sum path's speed, no gain at that shape; custom.cu leaves it off (kRouteClusterSum).
 //  - otherwise every split stores into partials[split] and the caller adds them with
 //    kernels/cores/split_sum.cuh, in the same order: both give the same bits.
 // Strict fp32 (one FMA chain per output and split, k ascending): no accuracy caveat.
