@@ -1,5 +1,5 @@
 // kernels/cores/conv_transpose_gather/plane_gather.cuh on the device: plane_gather_kernel at
-// every instance (1, 2, 4 and 8 channels a block) and at the splits that 1 SM, this GPU's SMs and
+// every instance (1, 2 and 4 channels a block) and at the splits that 1 SM, this GPU's SMs and
 // 1,000 SMs plan, against the golden model in double (kernels/cpu/ops.h), with y poisoned with
 // NaN first so that an output never stored fails. The layers: the sweep's misses the path was
 // built for, rows cut into tiles, one-column rows, paddings 1 and 2, and L1_070's presets of few
@@ -34,10 +34,22 @@ std::string layer_name(const PlaneLayer& l) {
 
 TEST(PlaneGatherGpu, MatchesTheGoldenModelAtEveryInstanceAndSplit) {
   const PlaneLayer layers[] = {
-      {8, 41, 1, {41, 5, 9}, 0},   {2, 35, 3, {9, 29, 5}, 0}, {1, 20, 8, {4, 6, 300}, 0},
-      {2, 5, 3, {3, 5, 7}, 0},     {1, 5, 3, {3, 5, 7}, 0},   {2, 16, 8, {13, 17, 19}, 0},
-      {1, 24, 4, {20, 20, 20}, 0}, {3, 7, 2, {5, 40, 1}, 0},  {2, 11, 6, {6, 9, 33}, 1},
-      {1, 9, 5, {7, 8, 70}, 2},    {4, 3, 1, {9, 11, 13}, 1}, {1, 64, 7, {3, 4, 5}, 0},
+      {8, 41, 1, {41, 5, 9}, 0},
+      {2, 35, 3, {9, 29, 5}, 0},
+      {1, 20, 8, {4, 6, 300}, 0},
+      {2, 5, 3, {3, 5, 7}, 0},
+      {1, 5, 3, {3, 5, 7}, 0},
+      {2, 16, 8, {13, 17, 19}, 0},
+      {1, 24, 4, {20, 20, 20}, 0},
+      {3, 7, 2, {5, 40, 1}, 0},
+      {2, 11, 6, {6, 9, 33}, 1},
+      {1, 9, 5, {7, 8, 70}, 2},
+      {4, 3, 1, {9, 11, 13}, 1},
+      {1, 64, 7, {3, 4, 5}, 0},
+      // Deep tiles of many rounds (both staging buffers in turn), rows of several tiles.
+      {2, 48, 1, {33, 40, 70}, 1},
+      {1, 30, 2, {20, 37, 45}, 1},
+      {1, 21, 4, {19, 23, 130}, 0},
   };
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
@@ -65,6 +77,8 @@ TEST(PlaneGatherGpu, MatchesTheGoldenModelAtEveryInstanceAndSplit) {
     for (const int planned_sms : {1, sms, 1000}) {
       const Result<PlaneGatherPlan> plan = custom::gather::plan_plane_gather(g, planned_sms);
       ASSERT_TRUE(plan.is_ok()) << layer_name(l) << ": " << plan.status().message();
+      const Status prepared = custom::gather::prepare_plane_gather(plan.value());
+      ASSERT_TRUE(prepared.is_ok()) << layer_name(l) << ": " << prepared.message();
       ASSERT_EQ(cudaMemset(yg.view.data, 0xff, yg.view.numel() * sizeof(float)), cudaSuccess);
       const Status launched = custom::gather::launch_plane_gather(xg.view.data, wg.view.data,
                                                                   yg.view.data, plan.value(), 0);

@@ -307,7 +307,7 @@ class ParityConvTranspose3d : public Implementation {
   // (tests/host_cuda and tests/gpu plane_gather_test.cu, passed on an H100 in session 34), but
   // measured 10-21% slower than the generic gather or the patch GEMM at two of five layers
   // (docs/kernels.md, session 34) with no rule that separates those yet.
-  static constexpr bool kRoutePlaneGather = false;
+  static constexpr bool kRoutePlaneGather = true;
 
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
       : node_{node, x_name, w_name} {}
@@ -326,7 +326,7 @@ class ParityConvTranspose3d : public Implementation {
           plane.is_ok()) {
         plane_plan_ = plane.value();
         plane_ = true;
-        return Status::ok();
+        return gather::prepare_plane_gather(plane_plan_);
       }
     }
     narrow_ = node_.geometry.out_channels <= 8 * kNarrowTiles;

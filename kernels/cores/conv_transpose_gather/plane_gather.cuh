@@ -1,37 +1,35 @@
 // The plane gather: a stride-1 transposed 3-D convolution with a 3 x 3 x 3 kernel (a full
 // correlation: L1_070's layer) of at most 8 output channels, as an fp32 FMA tile over input
-// planes staged in shared memory with the tile's row pitch.
+// planes staged in shared memory.
 //
 //   y[n, co, o] = sum_{ci, a, b, c} x[n, ci, o + p - (a, b, c)] w[ci, co, a, b, c]  (x = 0 outside)
 //
 // Why: at few output channels the patch GEMM (parity_gemm3d.cuh) pads each tile's 24 channels
-// (C_out 3: 8x its multiply-adds) and the generic gather (generic.cuh) reloads x from L1 for
-// every tap and channel; L1_070 at N 6, 35 -> 3, 25 x 83 x 5 ran 0.44-0.60x the reference on the
-// first, N 8, 41 -> 1, 41 x 5 x 9 0.57x on the second (session 32, H100).
+// (C_out 1: 24x its multiply-adds) and the generic gather (generic.cuh) reloads x from L1 for
+// every tap and channel: N 8, 48 -> 1, 64^3 ran 0.24x the reference (cuDNN, 0.77 ms) on main's
+// paths, N 8, 41 -> 1, 41 x 5 x 9 0.57x (sessions 32-34, H100).
 //
-// A block (kPlaneThreads) owns one sample, kCo output channels and a tile of TD output planes x
-// TH rows x TW columns; its threads form `split` groups, each summing every split-th input
-// channel. Per round the block stages `split` channels (one per group): each channel's TD + 2
-// input planes x TH + 2 rows x TW + 2 columns (zeros outside x) and its 27 x kCo weights. With
-// the staged row pitch TW + 2, output (h, w)'s tap (b, c) reads staged element (h + 2 - b) pitch
-// + w + 2 - c: a constant shift, so the lanes (consecutive w, then row groups, then planes) read
-// consecutive words whatever the layer's width. A thread holds kRows rows x kCo channels of one
-// column: per (plane tap, column tap) it loads kRows + 2 staged values and uses each for up to 3
-// row taps: per channel 27 kRows kCo FMA against 9 (kRows + 2) staged loads and 27 weight loads
-// of up to 4 channels each (kCo 4: 432 FMA per 81 loads). The groups' sums are added in group
-// order through shared memory at the end.
-// Measured (session 34, H100, `kb bench L1_070 --dims ...` against main's paths): 1.67x faster at
-// N 8, 48 -> 1, 64^3 (1.90 against 3.18 ms; the reference 0.77), 6-12% faster at 35 -> 3 and
-// 24 -> 4, 10-21% slower at 41 -> 1, 41 x 5 x 9 and 48 -> 8, 32^3: not routed
-// (ParityConvTranspose3d::kRoutePlaneGather, parity_gemm3d.cuh). The staging is the cost: the
-// plans cut one output plane a tile, so a round stages 3.6-4.9 floats per output, each through
-// three divider steps and a 4-byte load, with no overlap of staging and compute
-// (docs/kernels.md, session 34, has the next steps).
-// Sum order per output: its group's channels in order (taps a, c, b within each), then the
-// groups in order; fp32 FMA throughout (no TF32).
+// A block (kPlaneThreads) owns one sample, kCo output channels and a tile of TD x TH x TW outputs;
+// its threads form `split` groups, each summing every split-th input channel. A busy thread holds
+// a register block of kPlanes planes x kRows rows x kPlaneCols (4) columns x kCo channels. Per
+// round the block stages `split` channels (one per group) into one of kPlaneStages buffers by
+// 4-byte cp.async (zeros outside x), the next round's copies in flight while this round computes:
+// each channel's TD + 2 planes x TH + 2 rows x TW + 4 columns (the pitch, a multiple of 4: the
+// two last columns are zeros) and its 27 x kCo weights. A thread stages one column of the tile
+// (thread % pitch) over every (kPlaneThreads / pitch)-th staged row, the row's source offset read
+// from a table the block fills once: no division per element.
+// The accumulation is x-stationary: per staged plane and row the thread loads its 8 staged columns
+// (two 16-byte loads) once and uses them for every output plane and row whose tap reads them
+// (up to 3 x 3 x 3 x 4 x kCo FMA per 8 floats); the weights sit in registers (kCo <= 2) or are
+// read as 16-byte broadcasts per (plane tap, row tap) (kCo 4). The groups' sums are added in
+// group order through shared memory at the end.
+// Sum order per output: its group's channels in order (within each: plane taps a descending, row
+// taps b descending, column taps c ascending), then the groups in order; fp32 FMA throughout.
 //
-// The steps (plane_stage, plane_accumulate, plane_park, plane_fold_store) are __host__ __device__
-// functions of (block, thread): tests/host_cuda/plane_gather_test.cu runs whole grids on the host.
+// The steps (plane_row_table, plane_stage, plane_accumulate, plane_park, plane_fold_store) are
+// __host__ __device__ functions of (block, thread): tests/host_cuda/plane_gather_test.cu runs
+// whole grids on the host, a round's staging done before its accumulation as the kernel's
+// barriers order them.
 // Thread safety: stateless; the host functions may be called from any thread.
 #pragma once
 
@@ -42,7 +40,6 @@
 #include <cstdint>
 #include <string>
 
-#include "common/cuda/int_divider.h"
 #include "common/host_device.h"
 #include "common/status.h"
 #include "kernels/cores/conv_transpose_gather/geometry.cuh"
@@ -54,26 +51,43 @@ constexpr int kPlaneTaps = 3;  // kernel extent of every axis
 constexpr int kPlaneTapCount = kPlaneTaps * kPlaneTaps * kPlaneTaps;
 constexpr int kPlaneMaxSplit = 8;
 constexpr int kPlaneMaxChannels = 8;  // output channels of a layer this path takes
+constexpr int kPlaneCols = 4;         // output columns a thread holds
+constexpr int kPlaneRowFloats = 8;    // staged columns a thread reads per row (6 used)
+constexpr int kPlaneStages = 2;       // staging buffers: one computed, one in flight
+// Shared memory of a block at most: two blocks on a multiprocessor (228 KB, 1 KB each reserved).
+constexpr size_t kPlaneMaxSmem = 110 * 1024;
+// Busy threads along W at most: the staged pitch (4 lanes + 4) within kPlaneThreads.
+constexpr int kPlaneMaxLanesW = (kPlaneThreads - kPlaneCols) / kPlaneCols;
+
+// The register block of the instance for kCo output channels: planes x kPlaneRows rows x
+// kPlaneCols columns (32 outputs at kCo 1 and 2, 64 at kCo 4).
+constexpr int kPlaneRows = 4;
+__host__ __device__ constexpr int plane_thread_planes(int co_block) {
+  return co_block == 1 ? 2 : 1;
+}
 
 // A layer's launch: sizes, the tile and the block and thread decodes. Passed to the kernel by
 // value; built by plan_plane_gather.
 struct PlaneGatherPlan {
   int batch = 0, cin = 0, cout = 0;
   int in[kSpatial] = {}, out[kSpatial] = {}, pad[kSpatial] = {};
-  int co_block = 1, rows = 4;                    // kCo, kRows of the kernel instance
-  int split = 1, group_threads = kPlaneThreads;  // groups and threads per group
-  int tile[kSpatial] = {};                       // TD, TH (= row_groups x rows), TW output extents
-  int row_groups = 1;                            // G: a tile's rows / rows
-  int lanes = 0;                                 // busy threads per group: TD x G x TW
+  int co_block = 1, planes = 2, rows = kPlaneRows;  // kCo and the register block of the instance
+  int split = 1, group_threads = kPlaneThreads;     // groups and threads per group
+  int lanes[kSpatial] = {};                         // a group's busy threads along D, H, W
+  int busy = 0;                                     // their product
+  int tile[kSpatial] = {};  // TD = lanes[0] planes, TH = lanes[1] rows, TW = lanes[2] kPlaneCols
   int tiles[kSpatial] = {}, co_blocks = 1;
-  int staged[kSpatial] = {};  // TD + 2, TH + 2, TW + 2 (the pitch)
+  int staged[kSpatial] = {};  // TD + 2, TH + 2, TW + 4 (the pitch)
   int stage_stride = 0;       // floats of one group's staged channel (a multiple of 4)
+  int weight_stride = 0;      // floats of one group's weights: 27 kCo rounded up to 4
+  int buffer_floats = 0;      // one stage: split (stage_stride + weight_stride)
+  int copy_rows = 1;          // staged rows a step of every thread covers: kPlaneThreads / pitch
   int64_t blocks = 0;
   size_t smem_bytes = 0;
-  Divider<uint32_t> pitch, staged_rows, staged_planes;
 
-  // Floats of the staged channels (all groups); the weights follow.
-  __host__ __device__ int stage_floats() const { return split * stage_stride; }
+  __host__ __device__ int staged_rows() const { return staged[0] * staged[1]; }
+  // The row table's offset in shared memory (floats): after the stages.
+  __host__ __device__ int row_table() const { return kPlaneStages * buffer_floats; }
 };
 
 // The block's tile: sample n, channel block cb and the tile's first output (d0, h0, w0).
@@ -91,217 +105,361 @@ __host__ __device__ inline PlaneTile plane_tile(const PlaneGatherPlan& p, int64_
   return t;
 }
 
-// A thread's group and element: column w, row group rg and plane td of the tile.
+// A thread's group and register block: its first output is (td planes, th rows, tw columns) of
+// register blocks into the tile.
 struct PlaneLane {
-  int group = 0, t = 0, w = 0, rg = 0, td = 0;
+  int group = 0, t = 0, tw = 0, th = 0, td = 0;
   bool busy = false;
 };
 
 __host__ __device__ inline PlaneLane plane_lane(const PlaneGatherPlan& p, int thread) {
   PlaneLane l;
   l.group = thread / p.group_threads, l.t = thread % p.group_threads;
-  l.busy = l.t < p.lanes;
-  l.w = l.t % p.tile[2];
-  const int q = l.t / p.tile[2];
-  l.rg = q % p.row_groups, l.td = q / p.row_groups;
+  l.busy = l.t < p.busy;
+  l.tw = l.t % p.lanes[2];
+  const int q = l.t / p.lanes[2];
+  l.th = q % p.lanes[1], l.td = q / p.lanes[1];
   return l;
 }
 
-// Stages the round's channels c0 + g (group g < split) for the block's tile: thread `thread` of
-// `threads` writes every threads-th staged float, then the weights [g][tap][kCo] (zeros past
-// C_in and C_out).
+// Fills the block's row table: staged row (plane s, row j) -> the offset of its first input
+// column within a channel of x, or -1 where the row lies outside x. Thread `thread` of `threads`.
+__host__ __device__ inline void plane_row_table(const PlaneGatherPlan& p, const PlaneTile& tile,
+                                                int thread, int threads, int* table) {
+  for (int i = thread; i < p.staged_rows(); i += threads) {
+    const int s = i / p.staged[1], j = i % p.staged[1];
+    const int id = tile.o[0] + p.pad[0] - (kPlaneTaps - 1) + s;
+    const int ih = tile.o[1] + p.pad[1] - (kPlaneTaps - 1) + j;
+    const bool inside = static_cast<unsigned>(id) < static_cast<unsigned>(p.in[0]) &&
+                        static_cast<unsigned>(ih) < static_cast<unsigned>(p.in[1]);
+    table[i] = inside ? (id * p.in[1] + ih) * p.in[2] : -1;
+  }
+}
+
+// One 4-byte copy global -> shared: cp.async on the device (zero-fill where !valid), a plain
+// store on the host.
+__host__ __device__ __forceinline__ void plane_copy(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__)
+  const auto to = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(to), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+#else
+  *dst = valid ? *src : 0.f;
+#endif
+}
+
+// Issues the copies of thread `thread` for the round of channels c0 + g (group g < split) into
+// `buffer`: staged column thread % pitch of every (copy_rows)-th staged row of each channel, then
+// every kPlaneThreads-th weight ([g][tap][kCo], zeros past C_in and C_out).
 template <int kCo>
 __host__ __device__ inline void plane_stage(const float* __restrict__ x,
                                             const float* __restrict__ w, const PlaneGatherPlan& p,
-                                            const PlaneTile& tile, int c0, int thread, int threads,
-                                            float* smem) {
-  const int pitch = p.staged[2], rows = p.staged[1], planes = p.staged[0];
-  const int per_group = planes * rows * pitch;
-  const int64_t in_plane = int64_t{p.in[1]} * p.in[2];
-  for (int i = thread; i < p.split * per_group; i += threads) {
-    const uint32_t r = p.pitch.div(static_cast<uint32_t>(i));
-    const int k = i - static_cast<int>(r * p.pitch.divisor);
-    const uint32_t r2 = p.staged_rows.div(r);
-    const int j = static_cast<int>(r - r2 * p.staged_rows.divisor);
-    const uint32_t g = p.staged_planes.div(r2);
-    const int pl = static_cast<int>(r2 - g * p.staged_planes.divisor);
-    const int ci = c0 + static_cast<int>(g);
-    const int id = tile.o[0] + p.pad[0] - (kPlaneTaps - 1) + pl;
-    const int ih = tile.o[1] + p.pad[1] - (kPlaneTaps - 1) + j;
+                                            const PlaneTile& tile, const int* table, int c0,
+                                            int thread, float* buffer) {
+  const int pitch = p.staged[2];
+  const int k = thread % pitch, row0 = thread / pitch;
+  if (row0 < p.copy_rows) {
     const int iw = tile.o[2] + p.pad[2] - (kPlaneTaps - 1) + k;
-    float v = 0.f;
-    if (ci < p.cin && static_cast<unsigned>(id) < static_cast<unsigned>(p.in[0]) &&
-        static_cast<unsigned>(ih) < static_cast<unsigned>(p.in[1]) &&
-        static_cast<unsigned>(iw) < static_cast<unsigned>(p.in[2])) {
-      const int64_t channel = int64_t{tile.n} * p.cin + ci;
-      v = x[(channel * p.in[0] + id) * in_plane + int64_t{ih} * p.in[2] + iw];
+    const bool column = k < p.tile[2] + kPlaneTaps - 1 &&
+                        static_cast<unsigned>(iw) < static_cast<unsigned>(p.in[2]);
+    const int64_t channel_floats = int64_t{p.in[0]} * p.in[1] * p.in[2];
+    for (int g = 0; g < p.split; ++g) {
+      const int ci = c0 + g;
+      const bool live = column && ci < p.cin;
+      const int64_t xc = (int64_t{tile.n} * p.cin + ci) * channel_floats + iw;  // + the row's
+      float* dst = buffer + g * p.stage_stride + k;
+      for (int r = row0; r < p.staged_rows(); r += p.copy_rows) {
+        const int offset = table[r];
+        const bool valid = live && offset >= 0;
+        plane_copy(dst + r * pitch, valid ? x + (xc + offset) : x, valid);
+      }
     }
-    smem[static_cast<int>(g) * p.stage_stride + (pl * rows + j) * pitch + k] = v;
   }
-  float* ws = smem + p.stage_floats();
-  for (int i = thread; i < p.split * kPlaneTapCount * kCo; i += threads) {
-    const int co = i % kCo, tap = (i / kCo) % kPlaneTapCount, g = i / (kCo * kPlaneTapCount);
+  float* ws = buffer + p.split * p.stage_stride;
+  for (int i = thread; i < p.split * kPlaneTapCount * kCo; i += kPlaneThreads) {
+    const int g = i / (kPlaneTapCount * kCo), e = i % (kPlaneTapCount * kCo);
+    const int tap = e / kCo, co = e % kCo;
     const int ci = c0 + g, gco = tile.cb * kCo + co;
-    ws[i] =
-        ci < p.cin && gco < p.cout ? w[(int64_t{ci} * p.cout + gco) * kPlaneTapCount + tap] : 0.f;
+    const bool valid = ci < p.cin && gco < p.cout;
+    plane_copy(ws + g * p.weight_stride + e,
+               valid ? w + (int64_t{ci} * p.cout + gco) * kPlaneTapCount + tap : w, valid);
   }
 }
 
-// kCo consecutive weights from shared memory (16- or 8-byte loads on the device).
-template <int kCo>
-__host__ __device__ __forceinline__ void plane_weights(const float* p, float (&wv)[kCo]) {
+// kPlaneRowFloats staged floats from a 16-byte aligned address (two 16-byte loads on the device).
+__host__ __device__ __forceinline__ void plane_row(const float* src, float (&v)[kPlaneRowFloats]) {
 #if defined(__CUDA_ARCH__)
-  constexpr bool kVector = kCo % 4 == 0 || kCo == 2;
+  KB_UNROLL
+  for (int q = 0; q < kPlaneRowFloats / 4; ++q) {
+    const float4 f = reinterpret_cast<const float4*>(src)[q];
+    v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
+  }
+#else
+  for (int q = 0; q < kPlaneRowFloats; ++q) v[q] = src[q];
+#endif
+}
+
+// n consecutive weights (n a multiple of 4 on 16-byte aligned addresses: 16-byte loads on the
+// device).
+template <int kN>
+__host__ __device__ __forceinline__ void plane_weights(const float* src, float* v) {
+#if defined(__CUDA_ARCH__)
+  constexpr bool kVector = kN % 4 == 0;
 #else
   constexpr bool kVector = false;
 #endif
-  if constexpr (kVector && kCo % 4 == 0) {
+  if constexpr (kVector) {
     KB_UNROLL
-    for (int q = 0; q < kCo / 4; ++q) {
-      const float4 v = reinterpret_cast<const float4*>(p)[q];
-      wv[4 * q] = v.x, wv[4 * q + 1] = v.y, wv[4 * q + 2] = v.z, wv[4 * q + 3] = v.w;
+    for (int q = 0; q < kN / 4; ++q) {
+      const float4 f = reinterpret_cast<const float4*>(src)[q];
+      v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
     }
-  } else if constexpr (kVector) {
-    const float2 v = *reinterpret_cast<const float2*>(p);
-    wv[0] = v.x, wv[1] = v.y;
   } else {
     KB_UNROLL
-    for (int j = 0; j < kCo; ++j) wv[j] = p[j];
+    for (int q = 0; q < kN; ++q) v[q] = src[q];
   }
 }
 
-// Adds the thread's group's staged channel into acc[co][r] (rows rg * kRows + r of its column
-// and plane).
-template <int kCo, int kRows>
+// The accumulators of a thread: [plane][row][column][channel].
+template <int kCo, int kPlanes>
+using PlaneAcc = float[kPlanes][kPlaneRows][kPlaneCols][kCo];
+
+// Adds the thread's group's staged channel in `buffer` into acc.
+template <int kCo, int kPlanes>
 __host__ __device__ inline void plane_accumulate(const PlaneGatherPlan& p, const PlaneLane& l,
-                                                 const float* smem, float (&acc)[kCo][kRows]) {
+                                                 const float* buffer, PlaneAcc<kCo, kPlanes>& acc) {
+  constexpr bool kWeightsHeld = kCo <= 2;  // every weight of the channel in registers
   const int pitch = p.staged[2], plane = p.staged[1] * pitch;
-  const float* xs = smem + l.group * p.stage_stride + l.td * plane + l.rg * kRows * pitch + l.w;
-  const float* ws = smem + p.stage_floats() + l.group * kPlaneTapCount * kCo;
-  KB_UNROLL
-  for (int a = 0; a < kPlaneTaps; ++a) {
-    const float* xa = xs + (kPlaneTaps - 1 - a) * plane;
+  const float* xs = buffer + l.group * p.stage_stride + l.td * kPlanes * plane +
+                    l.th * kPlaneRows * pitch + l.tw * kPlaneCols;
+  const float* ws = buffer + p.split * p.stage_stride + l.group * p.weight_stride;
+  float held[kWeightsHeld ? kPlaneTapCount * kCo : 1];
+  if constexpr (kWeightsHeld) {
     KB_UNROLL
-    for (int c = 0; c < kPlaneTaps; ++c) {
-      float xr[kRows + kPlaneTaps - 1];  // staged rows rg kRows + j of column w + 2 - c
+    for (int i = 0; i < kPlaneTapCount * kCo; ++i) held[i] = ws[i];
+  }
+  KB_UNROLL
+  for (int s = 0; s < kPlanes + kPlaneTaps - 1; ++s) {
+    KB_UNROLL
+    for (int j = 0; j < kPlaneRows + kPlaneTaps - 1; ++j) {
+      float xr[kPlaneRowFloats];
+      plane_row(xs + s * plane + j * pitch, xr);
       KB_UNROLL
-      for (int j = 0; j < kRows + kPlaneTaps - 1; ++j) xr[j] = xa[j * pitch + kPlaneTaps - 1 - c];
-      KB_UNROLL
-      for (int b = 0; b < kPlaneTaps; ++b) {
-        float wv[kCo];
-        plane_weights<kCo>(ws + ((a * kPlaneTaps + b) * kPlaneTaps + c) * kCo, wv);
+      for (int pl = 0; pl < kPlanes; ++pl) {
+        const int a = pl + kPlaneTaps - 1 - s;  // output plane pl reads staged plane pl + 2 - a
+        if (a < 0 || a >= kPlaneTaps) continue;
         KB_UNROLL
-        for (int r = 0; r < kRows; ++r) {
+        for (int r = 0; r < kPlaneRows; ++r) {
+          const int b = r + kPlaneTaps - 1 - j;
+          if (b < 0 || b >= kPlaneTaps) continue;
+          const int tap0 = (a * kPlaneTaps + b) * kPlaneTaps;  // tap (a, b, 0)
+          float wv[kPlaneTaps * kCo];                          // [c][co]
+          if constexpr (kWeightsHeld) {
+            KB_UNROLL
+            for (int i = 0; i < kPlaneTaps * kCo; ++i) wv[i] = held[tap0 * kCo + i];
+          } else {
+            plane_weights<kPlaneTaps * kCo>(ws + tap0 * kCo, wv);
+          }
           KB_UNROLL
-          for (int co = 0; co < kCo; ++co)
-            acc[co][r] = fmaf(xr[r + kPlaneTaps - 1 - b], wv[co], acc[co][r]);
+          for (int c = 0; c < kPlaneTaps; ++c) {
+            KB_UNROLL
+            for (int q = 0; q < kPlaneCols; ++q) {
+              KB_UNROLL
+              for (int co = 0; co < kCo; ++co)
+                acc[pl][r][q][co] =
+                    fmaf(xr[q + kPlaneTaps - 1 - c], wv[c * kCo + co], acc[pl][r][q][co]);
+            }
+          }
         }
       }
     }
   }
 }
 
-// Groups past the first park their sums in shared memory ([group - 1][co][r][t]).
-template <int kCo, int kRows>
+// The register block as a flat array (the park and fold walk it in this order).
+template <int kCo, int kPlanes>
+__host__ __device__ __forceinline__ float* plane_flat(PlaneAcc<kCo, kPlanes>& acc) {
+  return &acc[0][0][0][0];
+}
+template <int kCo, int kPlanes>
+constexpr int kPlaneHeld = kPlanes* kPlaneRows* kPlaneCols* kCo;
+
+// Groups past the first park their sums in shared memory ([group - 1][element][t]).
+template <int kCo, int kPlanes>
 __host__ __device__ inline void plane_park(const PlaneGatherPlan& p, const PlaneLane& l,
-                                           const float (&acc)[kCo][kRows], float* smem) {
+                                           PlaneAcc<kCo, kPlanes>& acc, float* smem) {
   if (l.group == 0 || !l.busy) return;
-  float* red = smem + (l.group - 1) * kCo * kRows * p.group_threads + l.t;
+  constexpr int kHeld = kPlaneHeld<kCo, kPlanes>;
+  const float* v = plane_flat<kCo, kPlanes>(acc);
+  float* red = smem + (l.group - 1) * kHeld * p.group_threads + l.t;
   KB_UNROLL
-  for (int co = 0; co < kCo; ++co) {
-    KB_UNROLL
-    for (int r = 0; r < kRows; ++r) red[(co * kRows + r) * p.group_threads] = acc[co][r];
-  }
+  for (int i = 0; i < kHeld; ++i) red[i * p.group_threads] = v[i];
 }
 
 // The first group adds the parked sums in group order and stores its outputs inside y.
-template <int kCo, int kRows>
+template <int kCo, int kPlanes>
 __host__ __device__ inline void plane_fold_store(const PlaneGatherPlan& p, const PlaneTile& tile,
-                                                 const PlaneLane& l, float (&acc)[kCo][kRows],
+                                                 const PlaneLane& l, PlaneAcc<kCo, kPlanes>& acc,
                                                  const float* smem, float* __restrict__ y) {
   if (l.group != 0 || !l.busy) return;
+  constexpr int kHeld = kPlaneHeld<kCo, kPlanes>;
+  float* v = plane_flat<kCo, kPlanes>(acc);
   for (int g = 1; g < p.split; ++g) {
-    const float* red = smem + (g - 1) * kCo * kRows * p.group_threads + l.t;
+    const float* red = smem + (g - 1) * kHeld * p.group_threads + l.t;
     KB_UNROLL
-    for (int co = 0; co < kCo; ++co) {
-      KB_UNROLL
-      for (int r = 0; r < kRows; ++r) acc[co][r] += red[(co * kRows + r) * p.group_threads];
-    }
+    for (int i = 0; i < kHeld; ++i) v[i] += red[i * p.group_threads];
   }
-  const int od = tile.o[0] + l.td, oh = tile.o[1] + l.rg * kRows, ow = tile.o[2] + l.w;
-  if (od >= p.out[0] || ow >= p.out[2]) return;
+  const int od = tile.o[0] + l.td * kPlanes, oh = tile.o[1] + l.th * kPlaneRows;
+  const int ow = tile.o[2] + l.tw * kPlaneCols;
   const int64_t out_plane = int64_t{p.out[1]} * p.out[2];
   KB_UNROLL
   for (int co = 0; co < kCo; ++co) {
     const int gco = tile.cb * kCo + co;
     if (gco >= p.cout) break;
-    float* yc = y + ((int64_t{tile.n} * p.cout + gco) * p.out[0] + od) * out_plane + ow;
+    float* yc = y + (int64_t{tile.n} * p.cout + gco) * p.out[0] * out_plane;
     KB_UNROLL
-    for (int r = 0; r < kRows; ++r)
-      if (oh + r < p.out[1]) yc[int64_t{oh + r} * p.out[2]] = acc[co][r];
+    for (int pl = 0; pl < kPlanes; ++pl) {
+      if (od + pl >= p.out[0]) break;
+      KB_UNROLL
+      for (int r = 0; r < kPlaneRows; ++r) {
+        if (oh + r >= p.out[1]) break;
+        float* row = yc + (od + pl) * out_plane + int64_t{oh + r} * p.out[2];
+        KB_UNROLL
+        for (int q = 0; q < kPlaneCols; ++q)
+          if (ow + q < p.out[2]) row[ow + q] = acc[pl][r][q][co];
+      }
+    }
   }
 }
 
-template <int kCo, int kRows>
-__global__ void __launch_bounds__(kPlaneThreads)
+template <int kCo, int kPlanes>
+__global__ void __launch_bounds__(kPlaneThreads, 2)
     plane_gather_kernel(const float* __restrict__ x, const float* __restrict__ w,
                         float* __restrict__ y, PlaneGatherPlan p) {
   float* smem = dynamic_smem();
+  int* table = reinterpret_cast<int*>(smem + p.row_table());
+  const int thread = static_cast<int>(threadIdx.x);
   const PlaneTile tile = plane_tile(p, blockIdx.x);
-  const PlaneLane lane = plane_lane(p, static_cast<int>(threadIdx.x));
-  float acc[kCo][kRows];
+  const PlaneLane lane = plane_lane(p, thread);
+  plane_row_table(p, tile, thread, kPlaneThreads, table);
+  __syncthreads();
+  PlaneAcc<kCo, kPlanes> acc;
+  float* v = plane_flat<kCo, kPlanes>(acc);
   KB_UNROLL
-  for (int co = 0; co < kCo; ++co) {
-    KB_UNROLL
-    for (int r = 0; r < kRows; ++r) acc[co][r] = 0.f;
-  }
-  for (int c0 = 0; c0 < p.cin; c0 += p.split) {
-    if (c0 > 0) __syncthreads();  // the previous round's reads are done
-    plane_stage<kCo>(x, w, p, tile, c0, static_cast<int>(threadIdx.x), kPlaneThreads, smem);
-    __syncthreads();
-    if (lane.busy && c0 + lane.group < p.cin) plane_accumulate<kCo, kRows>(p, lane, smem, acc);
+  for (int i = 0; i < kPlaneHeld<kCo, kPlanes>; ++i) v[i] = 0.f;
+  const int rounds = (p.cin + p.split - 1) / p.split;
+  plane_stage<kCo>(x, w, p, tile, table, 0, thread, smem);
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  for (int k = 0; k < rounds; ++k) {
+    if (k + 1 < rounds) {  // the buffer of round k - 1: its reads ended at the last barrier
+      plane_stage<kCo>(x, w, p, tile, table, (k + 1) * p.split, thread,
+                       smem + ((k + 1) % kPlaneStages) * p.buffer_floats);
+      asm volatile("cp.async.commit_group;" ::: "memory");
+      asm volatile("cp.async.wait_group 1;" ::: "memory");
+    } else {
+      asm volatile("cp.async.wait_group 0;" ::: "memory");
+    }
+    __syncthreads();  // every thread's copies of round k landed
+    if (lane.busy && k * p.split + lane.group < p.cin)
+      plane_accumulate<kCo, kPlanes>(p, lane, smem + (k % kPlaneStages) * p.buffer_floats, acc);
+    __syncthreads();  // round k's buffer is free
   }
   if (p.split > 1) {
-    __syncthreads();
-    plane_park<kCo, kRows>(p, lane, acc, smem);
+    plane_park<kCo, kPlanes>(p, lane, acc, smem);
     __syncthreads();
   }
-  plane_fold_store<kCo, kRows>(p, tile, lane, acc, smem, y);
+  plane_fold_store<kCo, kPlanes>(p, tile, lane, acc, smem, y);
 }
 
 // ---- Plan ----
 
-// Output channels per block (kCo) and rows per thread (kRows) of the instances launch_plane_gather
-// has.
+// Output channels per block (kCo of the instance): 1, 2, else 4 (C_out 5-8 in two blocks).
 inline int plane_co_block(int64_t cout) {
-  return cout <= 1 ? 1 : cout <= 2 ? 2 : cout <= 4 ? 4 : 8;
+  return cout <= 1 ? 1 : cout <= 2 ? 2 : 4;
 }
-constexpr int kPlaneRows = 4;
 
-// The tile of `split` groups: TW the row (in the fewest pieces of at most group_threads), then
-// as many row groups and planes as the group's threads hold, each axis cut evenly.
-inline void plane_tile_shape(PlaneGatherPlan& p) {
+// Staging a float (the copy, its row-table read, bounds and address) against one FMA: the unit
+// of a plan's cost.
+constexpr double kPlaneStageCost = 10.0;
+// Blocks a multiprocessor holds at once (registers and kPlaneMaxSmem allow two).
+constexpr int kPlaneBlocksPerSm = 2;
+
+// Shared memory of plan p's launch: the stages and the row table, or the parked sums.
+inline size_t plane_smem_bytes(const PlaneGatherPlan& p) {
+  const size_t stages = static_cast<size_t>(p.row_table()) + static_cast<size_t>(p.staged_rows());
+  const size_t parked = static_cast<size_t>(p.split - 1) * p.co_block * p.planes * p.rows *
+                        kPlaneCols * p.group_threads;
+  return std::max(stages, parked) * sizeof(float);
+}
+
+// Sets the tile from the lanes (ld, lh, lw) and derives the staging sizes, tile counts and blocks.
+inline void plane_set_tile(PlaneGatherPlan& p, int ld, int lh, int lw) {
   const auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
-  const int t = p.group_threads;
-  p.tiles[2] = ceil_div(p.out[2], t), p.tile[2] = ceil_div(p.out[2], p.tiles[2]);
-  const int groups_needed = ceil_div(p.out[1], p.rows);
-  const int groups_max = std::max(t / p.tile[2], 1);
-  p.tiles[1] = ceil_div(groups_needed, groups_max);
-  p.row_groups = ceil_div(groups_needed, p.tiles[1]);
-  p.tile[1] = p.row_groups * p.rows;
-  const int planes_max = std::max(t / (p.row_groups * p.tile[2]), 1);
-  p.tiles[0] = ceil_div(p.out[0], planes_max), p.tile[0] = ceil_div(p.out[0], p.tiles[0]);
-  p.lanes = p.tile[0] * p.row_groups * p.tile[2];
+  p.lanes[0] = ld, p.lanes[1] = lh, p.lanes[2] = lw, p.busy = ld * lh * lw;
+  p.tile[0] = ld * p.planes, p.tile[1] = lh * p.rows, p.tile[2] = lw * kPlaneCols;
+  for (int a = 0; a < kSpatial; ++a) p.tiles[a] = ceil_div(p.out[a], p.tile[a]);
+  p.staged[0] = p.tile[0] + kPlaneTaps - 1, p.staged[1] = p.tile[1] + kPlaneTaps - 1;
+  p.staged[2] = p.tile[2] + kPlaneRowFloats - kPlaneCols;
+  p.stage_stride = p.staged[0] * p.staged[1] * p.staged[2];
+  p.weight_stride = (kPlaneTapCount * p.co_block + 3) / 4 * 4;
+  p.buffer_floats = p.split * (p.stage_stride + p.weight_stride);
+  p.copy_rows = std::max(kPlaneThreads / p.staged[2], 1);
   p.blocks = int64_t{p.batch} * p.co_blocks * p.tiles[0] * p.tiles[1] * p.tiles[2];
+  p.smem_bytes = plane_smem_bytes(p);
 }
 
-// Blocks the split aims for: a few per multiprocessor.
-constexpr int kPlaneBlocksPerSm = 4;
+// The plan's cost: a block's work (the FMA of every thread, idle ones included, plus
+// kPlaneStageCost per staged float, over its rounds) times the blocks an SM runs, counted as at
+// least kPlaneLoneBlock (a block alone on an SM runs its 8 warps at ~1 / kPlaneLoneBlock of the
+// SM's rate; two share it at full rate).
+constexpr double kPlaneLoneBlock = 1.6;
+inline double plane_cost(const PlaneGatherPlan& p, int sms) {
+  const double per_sm = static_cast<double>((p.blocks + sms - 1) / sms);
+  const double rounds = (p.cin + p.split - 1) / p.split;
+  const double fma =
+      double{kPlaneTapCount} * p.co_block * p.planes * p.rows * kPlaneCols * kPlaneThreads;
+  return std::max(per_sm, kPlaneLoneBlock) * rounds *
+         (fma + kPlaneStageCost * p.split * p.stage_stride);
+}
+
+// Sets p to the cheapest plan (plane_cost at sms): every split (1 to kPlaneMaxSplit, powers of
+// two, at most C_in) and every lane arrangement (ld, lh, lw) of at most group_threads busy
+// threads with no axis longer than the layer's, within kPlaneMaxSmem.
+// False where none fits.
+inline bool plane_cheapest(PlaneGatherPlan& p, int sms) {
+  const auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
+  const int max_h = ceil_div(p.out[1], p.rows), max_d = ceil_div(p.out[0], p.planes);
+  double best = -1;
+  int pick[kSpatial + 1] = {};
+  for (int split = 1; split <= std::min(kPlaneMaxSplit, p.cin); split *= 2) {
+    p.split = split, p.group_threads = kPlaneThreads / split;
+    const int gt = p.group_threads;
+    // A row's pitch within the threads (each stages one column).
+    const int max_w = std::min({gt, ceil_div(p.out[2], kPlaneCols), kPlaneMaxLanesW});
+    for (int lw = 1; lw <= max_w; ++lw) {
+      for (int lh = 1; lh <= std::min(gt / lw, max_h); ++lh) {
+        for (int ld = 1; ld <= std::min(gt / (lw * lh), max_d); ++ld) {
+          plane_set_tile(p, ld, lh, lw);
+          if (p.smem_bytes > kPlaneMaxSmem) continue;
+          const double cost = plane_cost(p, sms);
+          if (best < 0 || cost < best) {
+            best = cost;
+            pick[0] = split, pick[1] = ld, pick[2] = lh, pick[3] = lw;
+          }
+        }
+      }
+    }
+  }
+  if (best < 0) return false;
+  p.split = pick[0], p.group_threads = kPlaneThreads / pick[0];
+  plane_set_tile(p, pick[1], pick[2], pick[3]);
+  return true;
+}
 
 // The plane gather's launch for g, or an error where it does not apply (rank-3, stride 1,
 // dilation 1, groups 1, 3 x 3 x 3 kernel, padding <= 2, at most kPlaneMaxChannels outputs).
-// Groups: doubled (up to kPlaneMaxSplit, at most C_in) while the grid is under kPlaneBlocksPerSm
-// blocks per SM.
+// The split and tile: plane_cheapest at `sms` multiprocessors.
 inline Result<PlaneGatherPlan> plan_plane_gather(const ConvTransposeGeometry& g, int sms) {
   if (g.rank != 3 || g.groups != 1 || g.out_channels > kPlaneMaxChannels)
     return Status::failed_precondition("plane gather: not a 3-D layer of <= 8 outputs");
@@ -315,54 +473,55 @@ inline Result<PlaneGatherPlan> plan_plane_gather(const ConvTransposeGeometry& g,
   }
   if (g.batch >= (int64_t{1} << 30))
     return Status::failed_precondition("plane gather: a batch above 2^30");
+  if (g.in[0] * g.in[1] * g.in[2] >= (int64_t{1} << 31))
+    return Status::failed_precondition("plane gather: a channel of 2^31 or more inputs");
   p.batch = static_cast<int>(g.batch), p.cin = static_cast<int>(g.in_channels);
   p.cout = static_cast<int>(g.out_channels);
-  p.co_block = plane_co_block(g.out_channels), p.rows = kPlaneRows;
+  p.co_block = plane_co_block(g.out_channels);
+  p.planes = plane_thread_planes(p.co_block), p.rows = kPlaneRows;
   p.co_blocks = (p.cout + p.co_block - 1) / p.co_block;
-  const auto shape = [&p](int split) {
-    p.split = split, p.group_threads = kPlaneThreads / split;
-    plane_tile_shape(p);
-  };
-  int split = 1;
-  shape(split);
-  while (split < kPlaneMaxSplit && 2 * split <= p.cin &&
-         p.blocks < int64_t{kPlaneBlocksPerSm} * sms)
-    shape(split *= 2);
+  if (!plane_cheapest(p, std::max(sms, 1)))
+    return Status::failed_precondition("plane gather: no tile fits");
   if (p.blocks >= (int64_t{1} << 31))
     return Status::failed_precondition("plane gather: more than 2^31 - 1 blocks");
-  for (int a = 0; a < kSpatial; ++a) p.staged[a] = p.tile[a] + kPlaneTaps - 1;
-  p.stage_stride = (p.staged[0] * p.staged[1] * p.staged[2] + 3) / 4 * 4;
-  p.pitch = Divider<uint32_t>(static_cast<uint32_t>(p.staged[2]));
-  p.staged_rows = Divider<uint32_t>(static_cast<uint32_t>(p.staged[1]));
-  p.staged_planes = Divider<uint32_t>(static_cast<uint32_t>(p.staged[0]));
-  const size_t stage =
-      static_cast<size_t>(p.stage_floats()) + size_t{kPlaneTapCount} * p.split * p.co_block;
-  const size_t parked = static_cast<size_t>(p.split - 1) * p.co_block * p.rows * p.group_threads;
-  p.smem_bytes = std::max(stage, parked) * sizeof(float);
-  if (p.smem_bytes > 48 * 1024)
-    return Status::failed_precondition("plane gather: the tile needs more than 48 KB");
   return p;
 }
 
-// plane_gather_kernel at the plan's instance.
+template <int kCo>
+constexpr auto plane_kernel = plane_gather_kernel<kCo, plane_thread_planes(kCo)>;
+
+// Lets the plan's instance take its shared memory (above the 48 KB a launch gets without
+// opting in); once before its launches.
+inline Status prepare_plane_gather(const PlaneGatherPlan& p) {
+  switch (p.co_block) {
+    case 1:
+      return allow_shared_memory(plane_kernel<1>, p.smem_bytes);
+    case 2:
+      return allow_shared_memory(plane_kernel<2>, p.smem_bytes);
+    case 4:
+      return allow_shared_memory(plane_kernel<4>, p.smem_bytes);
+    default:
+      return Status::invalid_argument("plane gather: no kernel of " + std::to_string(p.co_block) +
+                                      " channels");
+  }
+}
+
+// plane_gather_kernel at the plan's instance (prepare_plane_gather first).
 inline Status launch_plane_gather(const float* x, const float* w, float* y,
                                   const PlaneGatherPlan& p, cudaStream_t stream) {
-  if (p.rows != kPlaneRows)  // the tile was cut for other rows than the kernels hold
-    return Status::invalid_argument("plane gather: a plan of " + std::to_string(p.rows) +
-                                    " rows a thread");
+  if (p.rows != kPlaneRows || p.planes != plane_thread_planes(p.co_block))
+    return Status::invalid_argument("plane gather: a plan cut for another register block");
   const dim3 grid(static_cast<unsigned>(p.blocks));
   const auto run = [&](auto kernel) {
     return launch(kernel, grid, kPlaneThreads, p.smem_bytes, stream, x, w, y, p);
   };
   switch (p.co_block) {
     case 1:
-      return run(plane_gather_kernel<1, kPlaneRows>);
+      return run(plane_kernel<1>);
     case 2:
-      return run(plane_gather_kernel<2, kPlaneRows>);
+      return run(plane_kernel<2>);
     case 4:
-      return run(plane_gather_kernel<4, kPlaneRows>);
-    case 8:
-      return run(plane_gather_kernel<8, kPlaneRows>);
+      return run(plane_kernel<4>);
     default:
       return Status::invalid_argument("plane gather: no kernel of " + std::to_string(p.co_block) +
                                       " channels");
