@@ -33,8 +33,9 @@
 // (N 6, 25 x 83 x 5, the patch GEMM: 152 us against 94); C_out 1 at 64^3 (N 8, C_in 48: the
 // generic gather, 3.2 ms against 0.77, H100). The plane gather built for them
 // (kernels/cores/conv_transpose_gather/plane_gather.cuh, C_out <= 8; session 33) measured
-// 0.45-1.67x these paths (session 34, H100; staging-bound) and is not routed
-// (ParityConvTranspose3d::kRoutePlaneGather).
+// 0.45-1.67x these paths (session 34, H100; staging-bound); rebuilt in session 35 (register
+// blocks of 32-64 outputs, cp.async double-buffered staging, 1.4-2.7 staged floats an output),
+// not yet measured and not routed (ParityConvTranspose3d::kRoutePlaneGather).
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
 // 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44

@@ -303,11 +303,12 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
 // applies, else as the generic gather. Channel groups of 24 when C_out <= 24, else of 32.
 class ParityConvTranspose3d : public Implementation {
  public:
-  // Whether layers of <= 8 output channels run the plane gather (plane_gather.cuh). Off: checked
-  // (tests/host_cuda and tests/gpu plane_gather_test.cu, passed on an H100 in session 34), but
-  // measured 10-21% slower than the generic gather or the patch GEMM at two of five layers
-  // (docs/kernels.md, session 34) with no rule that separates those yet.
-  static constexpr bool kRoutePlaneGather = true;
+  // Whether layers of <= 8 output channels run the plane gather (plane_gather.cuh). Off: its
+  // first form measured 10-21% slower than the generic gather or the patch GEMM at two of five
+  // layers (session 34, H100); the second (register blocks, cp.async double buffer, session 35)
+  // is exact in the host emulation (tests/host_cuda/plane_gather_test.cu) but no device has run
+  // it yet (docs/kernels.md, session 35).
+  static constexpr bool kRoutePlaneGather = false;
 
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
       : node_{node, x_name, w_name} {}
