@@ -27,15 +27,13 @@
 // multiply-adds in padding (gather::generic_is_faster; session 22 at 16x: C_out 1, C_in 2 0.76x
 // -> 2.40x; session 32 at 4x: C_out 4, C_in 24, 20^3 37 -> 26 us), and geometries the plan or the
 // shared memory cannot take run the generic gather (four outputs a thread, a few lanes for long
-// sums) of kernels/cores/conv_transpose_gather/generic.cuh (fp32 FMA). Still under 0.9x: the
-// smallest tensor-path layers (~35 us against the reference's 20-30: N 2, 5 x 7 x 9); C_out 1 at
-// C_in 41 (N 8, 41 x 5 x 9: 32 us against 19, H100); C_out 3 at C_in 35 with 5-column rows
-// (N 6, 25 x 83 x 5, the patch GEMM: 152 us against 94); C_out 1 at 64^3 (N 8, C_in 48: the
-// generic gather, 3.2 ms against 0.77, H100). The plane gather built for them
-// (kernels/cores/conv_transpose_gather/plane_gather.cuh, C_out <= 8; session 33) measured
-// 0.45-1.67x these paths (session 34, H100; staging-bound); rebuilt in session 35 (register
-// blocks of 32-64 outputs, cp.async double-buffered staging, 1.4-2.7 staged floats an output),
-// not yet measured and not routed (ParityConvTranspose3d::kRoutePlaneGather).
+// sums) of kernels/cores/conv_transpose_gather/generic.cuh (fp32 FMA). Layers of <= 8 output
+// channels run the plane gather (kernels/cores/conv_transpose_gather/plane_gather.cuh; session 35,
+// H100): the misses of those paths there, C_out 1 at 64^3 (N 8, C_in 48: the generic gather,
+// 3.18 ms against the reference's 0.78-0.85) -> 0.57 ms; C_out 1 at C_in 41 (N 8, 41 x 5 x 9)
+// 36 -> 28 us; C_out 3 at C_in 35 with 5-column rows (N 6, 25 x 83 x 5, the patch GEMM) 152 ->
+// 51 us. Still under 0.9x: the smallest tensor-path layers (~35 us against the reference's 20-30:
+// N 2, 5 x 7 x 9).
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
 // 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44

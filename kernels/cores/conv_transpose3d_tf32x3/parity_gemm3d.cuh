@@ -299,16 +299,18 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
 
 // ---- the custom variant ----
 
-// Runs conv_transpose node `node` (input x_name, weight w_name) as the patch GEMM when the plan
+// Runs conv_transpose node `node` (input x_name, weight w_name) as the plane gather when it applies
+// (stride-1 3 x 3 x 3 layers of <= 8 output channels), else as the patch GEMM when the plan
 // applies, else as the generic gather. Channel groups of 24 when C_out <= 24, else of 32.
 class ParityConvTranspose3d : public Implementation {
  public:
-  // Whether layers of <= 8 output channels run the plane gather (plane_gather.cuh). Off: its
-  // first form measured 10-21% slower than the generic gather or the patch GEMM at two of five
-  // layers (session 34, H100); the second (register blocks, cp.async double buffer, session 35)
-  // is exact in the host emulation (tests/host_cuda/plane_gather_test.cu) but no device has run
-  // it yet (docs/kernels.md, session 35).
-  static constexpr bool kRoutePlaneGather = false;
+  // Whether layers of <= 8 output channels run the plane gather (plane_gather.cuh). On since
+  // session 35: its second form (register blocks, cp.async double buffer) measured 1.25-5.6x
+  // faster than the paths it replaces (the generic gather, the patch GEMM) at 16 of 17 layers
+  // tried and as fast at the 17th (N 2, 5 -> 3, 3 x 5 x 7: 12 us, launch-bound); L1_070's sweeps
+  // of seeds 77 and 2031 went from 0.63x and 0.62x to met (H100; docs/kernels.md, session 35).
+  // Off restores those paths.
+  static constexpr bool kRoutePlaneGather = true;
 
   ParityConvTranspose3d(const char* node, const char* x_name, const char* w_name)
       : node_{node, x_name, w_name} {}

@@ -7,7 +7,13 @@
 // Why: at few output channels the patch GEMM (parity_gemm3d.cuh) pads each tile's 24 channels
 // (C_out 1: 24x its multiply-adds) and the generic gather (generic.cuh) reloads x from L1 for
 // every tap and channel: N 8, 48 -> 1, 64^3 ran 0.24x the reference (cuDNN, 0.77 ms) on main's
-// paths, N 8, 41 -> 1, 41 x 5 x 9 0.57x (sessions 32-34, H100).
+// paths, N 8, 41 -> 1, 41 x 5 x 9 0.57x (sessions 32-34, H100). Measured (session 35, H100,
+// `kb bench L1_070 --dims ...` against those paths): 3.18 -> 0.57 ms at the first (1.4x the
+// reference), 36 -> 28 us at the second, 1.25-5.6x faster at 16 of 17 layers, as fast at the
+// 17th (12 us, launch-bound). ncu at the first: 44% of the instructions are FMA, 46% of the
+// shared-load wavefronts bank conflicts (likely where a tile row has fewer than 8 threads, so a
+// quarter-warp's 16-byte loads span two staged rows), 25% occupancy (docs/kernels.md, session 35,
+// has the next steps).
 //
 // A block (kPlaneThreads) owns one sample, kCo output channels and a tile of TD x TH x TW outputs;
 // its threads form `split` groups, each summing every split-th input channel. A busy thread holds
