@@ -17,8 +17,8 @@
 //
 // A block (kPlaneThreads) owns one sample, kCo output channels and a tile of TD x TH x TW outputs;
 // its threads form `split` groups, each summing every split-th input channel. A busy thread holds
-// a register block of kPlanes planes x kRows rows x kPlaneCols (4) columns x kCo channels. Per
-// round the block stages `split` channels (one per group) into one of kPlaneStages buffers by
+// a register block of kPlanes planes x kPlaneRows (4) rows x kPlaneCols (4) columns x kCo channels.
+// Per round the block stages `split` channels (one per group) into one of kPlaneStages buffers by
 // 4-byte cp.async (zeros outside x), the next round's copies in flight while this round computes:
 // each channel's TD + 2 planes x TH + 2 rows x TW + 4 columns (the pitch, a multiple of 4: the
 // two last columns are zeros) and its 27 x kCo weights. A thread stages one column of the tile
@@ -62,7 +62,7 @@ constexpr int kPlaneRowFloats = 8;    // staged columns a thread reads per row (
 constexpr int kPlaneStages = 2;       // staging buffers: one computed, one in flight
 // Shared memory of a block at most: two blocks on a multiprocessor (228 KB, 1 KB each reserved).
 constexpr size_t kPlaneMaxSmem = 110 * 1024;
-// Busy threads along W at most: the staged pitch (4 lanes + 4) within kPlaneThreads.
+// Busy threads along W at most: the staged pitch (4 x lanes + 4) within kPlaneThreads.
 constexpr int kPlaneMaxLanesW = (kPlaneThreads - kPlaneCols) / kPlaneCols;
 
 // The register block of the instance for kCo output channels: planes x kPlaneRows rows x
