@@ -49,6 +49,7 @@
 #include "common/host_device.h"
 #include "common/status.h"
 #include "kernels/cores/conv_transpose_gather/geometry.cuh"
+#include "kernels/cores/tf32x3/mma.cuh"  // the cp.async primitives
 
 namespace kb::custom::gather {
 
@@ -146,10 +147,7 @@ __host__ __device__ inline void plane_row_table(const PlaneGatherPlan& p, const 
 // store on the host.
 __host__ __device__ __forceinline__ void plane_copy(float* dst, const float* src, bool valid) {
 #if defined(__CUDA_ARCH__)
-  const auto to = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(to), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
+  tf32x3::cp_async_4(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), src, valid);
 #else
   *dst = valid ? *src : 0.f;
 #endif
@@ -356,15 +354,15 @@ __global__ void __launch_bounds__(kPlaneThreads, 2)
   for (int i = 0; i < kPlaneHeld<kCo, kPlanes>; ++i) v[i] = 0.f;
   const int rounds = (p.cin + p.split - 1) / p.split;
   plane_stage<kCo>(x, w, p, tile, table, 0, thread, smem);
-  asm volatile("cp.async.commit_group;" ::: "memory");
+  tf32x3::cp_async_commit();
   for (int k = 0; k < rounds; ++k) {
     if (k + 1 < rounds) {  // the buffer of round k - 1: its reads ended at the last barrier
       plane_stage<kCo>(x, w, p, tile, table, (k + 1) * p.split, thread,
                        smem + ((k + 1) % kPlaneStages) * p.buffer_floats);
-      asm volatile("cp.async.commit_group;" ::: "memory");
-      asm volatile("cp.async.wait_group 1;" ::: "memory");
+      tf32x3::cp_async_commit();
+      tf32x3::cp_async_wait<1>();
     } else {
-      asm volatile("cp.async.wait_group 0;" ::: "memory");
+      tf32x3::cp_async_wait<0>();
     }
     __syncthreads();  // every thread's copies of round k landed
     if (lane.busy && k * p.split + lane.group < p.cin)
