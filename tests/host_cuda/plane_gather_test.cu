@@ -50,7 +50,7 @@ std::vector<float> planed(const PlaneGatherPlan& p, const ConvTransposeGeometry&
   const int rounds = (p.cin + p.split - 1) / p.split;
   for (int64_t block = 0; block < p.blocks; ++block) {
     std::vector<float> smem(p.smem_bytes / sizeof(float), std::numeric_limits<float>::quiet_NaN());
-    std::vector<int> table(static_cast<size_t>(p.staged_rows()));
+    std::vector<PlaneRow> table(static_cast<size_t>(p.staged_rows()));
     const PlaneTile tile = plane_tile(p, block);
     for (int t = 0; t < kPlaneThreads; ++t)
       plane_row_table(p, tile, t, kPlaneThreads, table.data());
@@ -146,6 +146,31 @@ TEST(PlaneGather, WideRowsNarrowRowsAndTheSweepLayers) {
   EXPECT_EQ(few.co_block, 4);
 }
 
+// The most shared-memory wavefronts a quarter-warp (8 consecutive threads) takes for a 16-byte
+// read of the staged rows: the most distinct 16-byte addresses its busy threads read within one
+// bank quad (32 banks = 8 quads of 16 bytes; one wavefront per distinct address a quad serves).
+int max_wavefronts(const PlaneGatherPlan& p) {
+  int most = 0;
+  for (int q = 0; q < kPlaneThreads; q += 8) {
+    std::vector<int> units[8];
+    for (int t = q; t < q + 8; ++t) {
+      const PlaneLane l = plane_lane(p, t);
+      if (!l.busy) continue;
+      const int unit = plane_lane_offset(p, l, p.planes) / 4;
+      std::vector<int>& quad = units[unit % 8];
+      if (std::find(quad.begin(), quad.end(), unit) == quad.end()) quad.push_back(unit);
+    }
+    for (const std::vector<int>& quad : units) most = std::max(most, static_cast<int>(quad.size()));
+  }
+  return most;
+}
+
+// Plans whose quarter-warps may span two planes with no padding to separate them (plane_skews:
+// 2 planes a thread, lw lh odd).
+bool odd_plane_pairs(const PlaneGatherPlan& p) {
+  return p.planes == 2 && p.lanes[0] > 1 && p.lanes[1] * p.lanes[2] % 2 == 1;
+}
+
 // The plan's arithmetic at sizes the emulation cannot reach: the busy threads fit their group and
 // a staged row fits the threads (one column each), the tiles cover each axis without a tile past
 // it, the blocks are the product of the tiles, and shared memory holds the stages, the row table
@@ -187,11 +212,18 @@ TEST(PlaneGather, PlansCoverEveryOutputWithinTheirLimits) {
       EXPECT_GE(p.smem_bytes,
                 sizeof(float) * (size_t{kPlaneStages} * p.split *
                                      (p.stage_stride + size_t{kPlaneTapCount} * p.co_block) +
-                                 static_cast<size_t>(p.staged_rows())))
+                                 2 * static_cast<size_t>(p.staged_rows())))
           << at;
       EXPECT_GE(p.smem_bytes, sizeof(float) * (p.split - 1) * p.group_threads * p.co_block *
                                   plane_thread_planes(p.co_block) * kPlaneRows * kPlaneCols)
           << at;
+      // The staged layout: 16-byte rows and planes, rows apart by their pitch, planes that hold
+      // their rows, and a quarter-warp's reads in distinct bank quads.
+      EXPECT_EQ(p.row_skew % 4, 0) << at;
+      EXPECT_EQ(p.plane_stride % 4, 0) << at;
+      EXPECT_GE(p.plane_stride, p.row_start(0, p.staged[1] - 1) + p.staged[2]) << at;
+      EXPECT_EQ(p.stage_stride, p.staged[0] * p.plane_stride) << at;
+      EXPECT_LE(max_wavefronts(p), odd_plane_pairs(p) ? 2 : 1) << at;
     }
   }
 }

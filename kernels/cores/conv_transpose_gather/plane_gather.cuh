@@ -11,9 +11,9 @@
 // `kb bench L1_070 --dims ...` against those paths): 3.18 -> 0.57 ms at the first (1.4x the
 // reference), 36 -> 28 us at the second, 1.25-5.6x faster at 16 of 17 layers, as fast at the
 // 17th (12 us, launch-bound). ncu at the first: 44% of the instructions are FMA, 46% of the
-// shared-load wavefronts bank conflicts (likely where a tile row has fewer than 8 threads, so a
-// quarter-warp's 16-byte loads span two staged rows), 25% occupancy (docs/kernels.md, session 35,
-// has the next steps).
+// shared-load wavefronts bank conflicts (a quarter-warp's 16-byte reads spanning staged rows
+// 4 pitch apart, which is 0 or 16 floats modulo 32: the skewed layout below, session 36), 25%
+// occupancy (docs/kernels.md, session 35, has the next steps).
 //
 // A block (kPlaneThreads) owns one sample, kCo output channels and a tile of TD x TH x TW outputs;
 // its threads form `split` groups, each summing every split-th input channel. A busy thread holds
@@ -22,8 +22,10 @@
 // 4-byte cp.async (zeros outside x), the next round's copies in flight while this round computes:
 // each channel's TD + 2 planes x TH + 2 rows x TW + 4 columns (the pitch, a multiple of 4: the
 // two last columns are zeros) and its 27 x kCo weights. A thread stages one column of the tile
-// (thread % pitch) over every (kPlaneThreads / pitch)-th staged row, the row's source offset read
-// from a table the block fills once: no division per element.
+// (thread % pitch) over every (kPlaneThreads / pitch)-th staged row, the row's source offset and
+// start in the stage read from a table the block fills once: no division per element. The rows
+// are skewed after every kPlaneRows and the planes padded (plane_skews) so that 8 consecutive
+// threads' 16-byte reads hit 8 distinct bank quads: one shared-memory wavefront each.
 // The accumulation is x-stationary: per staged plane and row the thread loads its 8 staged columns
 // (two 16-byte loads) once and uses them for every output plane and row whose tap reads them
 // (up to 3 x 3 x 3 x 4 x kCo FMA per 8 floats); the weights sit in registers (kCo <= 2) or are
@@ -85,7 +87,12 @@ struct PlaneGatherPlan {
   int tile[kSpatial] = {};  // TD = lanes[0] planes, TH = lanes[1] rows, TW = lanes[2] kPlaneCols
   int tiles[kSpatial] = {}, co_blocks = 1;
   int staged[kSpatial] = {};  // TD + 2, TH + 2, TW + 4 (the pitch)
-  int stage_stride = 0;       // floats of one group's staged channel (a multiple of 4)
+  // The staged layout (floats, multiples of 4): row j of plane s starts at s plane_stride +
+  // j pitch + (j / kPlaneRows) row_skew. The skew after every kPlaneRows rows and the plane's
+  // padding put the 16-byte reads of 8 consecutive busy threads (a quarter-warp's shared-memory
+  // wavefront) in 8 distinct bank quads (plane_skews).
+  int row_skew = 0, plane_stride = 0;
+  int stage_stride = 0;  // floats of one group's staged channel: TD + 2 plane strides
   int weight_stride = 0;      // floats of one group's weights: 27 kCo rounded up to 4
   int buffer_floats = 0;      // one stage: split (stage_stride + weight_stride)
   int copy_rows = 1;          // staged rows a step of every thread covers: kPlaneThreads / pitch
@@ -93,8 +100,12 @@ struct PlaneGatherPlan {
   size_t smem_bytes = 0;
 
   __host__ __device__ int staged_rows() const { return staged[0] * staged[1]; }
-  // The row table's offset in shared memory (floats): after the stages.
+  // The row table's offset in shared memory (floats): after the stages (PlaneRow each).
   __host__ __device__ int row_table() const { return kPlaneStages * buffer_floats; }
+  // Where staged row j of plane s starts within a group's channel (floats).
+  __host__ __device__ int row_start(int s, int j) const {
+    return s * plane_stride + j * staged[2] + j / kPlaneRows * row_skew;
+  }
 };
 
 // The block's tile: sample n, channel block cb and the tile's first output (d0, h0, w0).
@@ -129,17 +140,24 @@ __host__ __device__ inline PlaneLane plane_lane(const PlaneGatherPlan& p, int th
   return l;
 }
 
-// Fills the block's row table: staged row (plane s, row j) -> the offset of its first input
-// column within a channel of x, or -1 where the row lies outside x. Thread `thread` of `threads`.
+// A staged row of the block: the offset of its first input column within a channel of x (-1
+// where the row lies outside x) and its start in a group's staged channel (row_start). One
+// 8-byte shared load.
+struct alignas(8) PlaneRow {
+  int source = -1, start = 0;
+};
+
+// Fills the block's row table: staged row i = (plane s, row j) -> table[i]. Thread `thread` of
+// `threads`.
 __host__ __device__ inline void plane_row_table(const PlaneGatherPlan& p, const PlaneTile& tile,
-                                                int thread, int threads, int* table) {
+                                                int thread, int threads, PlaneRow* table) {
   for (int i = thread; i < p.staged_rows(); i += threads) {
     const int s = i / p.staged[1], j = i % p.staged[1];
     const int id = tile.o[0] + p.pad[0] - (kPlaneTaps - 1) + s;
     const int ih = tile.o[1] + p.pad[1] - (kPlaneTaps - 1) + j;
     const bool inside = static_cast<unsigned>(id) < static_cast<unsigned>(p.in[0]) &&
                         static_cast<unsigned>(ih) < static_cast<unsigned>(p.in[1]);
-    table[i] = inside ? (id * p.in[1] + ih) * p.in[2] : -1;
+    table[i] = {inside ? (id * p.in[1] + ih) * p.in[2] : -1, p.row_start(s, j)};
   }
 }
 
@@ -159,7 +177,7 @@ __host__ __device__ __forceinline__ void plane_copy(float* dst, const float* src
 template <int kCo>
 __host__ __device__ inline void plane_stage(const float* __restrict__ x,
                                             const float* __restrict__ w, const PlaneGatherPlan& p,
-                                            const PlaneTile& tile, const int* table, int c0,
+                                            const PlaneTile& tile, const PlaneRow* table, int c0,
                                             int thread, float* buffer) {
   const int pitch = p.staged[2];
   const int k = thread % pitch, row0 = thread / pitch;
@@ -174,9 +192,9 @@ __host__ __device__ inline void plane_stage(const float* __restrict__ x,
       const int64_t xc = (int64_t{tile.n} * p.cin + ci) * channel_floats + iw;  // + the row's
       float* dst = buffer + g * p.stage_stride + k;
       for (int r = row0; r < p.staged_rows(); r += p.copy_rows) {
-        const int offset = table[r];
-        const bool valid = live && offset >= 0;
-        plane_copy(dst + r * pitch, valid ? x + (xc + offset) : x, valid);
+        const PlaneRow row = table[r];
+        const bool valid = live && row.source >= 0;
+        plane_copy(dst + row.start, valid ? x + (xc + row.source) : x, valid);
       }
     }
   }
@@ -229,14 +247,23 @@ __host__ __device__ __forceinline__ void plane_weights(const float* src, float* 
 template <int kCo, int kPlanes>
 using PlaneAcc = float[kPlanes][kPlaneRows][kPlaneCols][kCo];
 
+// Where lane l's reads start in a stage (floats): its group's channel, plane td kPlanes, row
+// th kPlaneRows, column tw kPlaneCols. Its register block's rows th kPlaneRows + j (j < 6) lie
+// j pitch, plus row_skew from j = kPlaneRows on, past it.
+__host__ __device__ inline int plane_lane_offset(const PlaneGatherPlan& p, const PlaneLane& l,
+                                                 int planes) {
+  return l.group * p.stage_stride + p.row_start(l.td * planes, l.th * kPlaneRows) +
+         l.tw * kPlaneCols;
+}
+
 // Adds the thread's group's staged channel in `buffer` into acc.
 template <int kCo, int kPlanes>
 __host__ __device__ inline void plane_accumulate(const PlaneGatherPlan& p, const PlaneLane& l,
                                                  const float* buffer, PlaneAcc<kCo, kPlanes>& acc) {
   constexpr bool kWeightsHeld = kCo <= 2;  // every weight of the channel in registers
-  const int pitch = p.staged[2], plane = p.staged[1] * pitch;
-  const float* xs = buffer + l.group * p.stage_stride + l.td * kPlanes * plane +
-                    l.th * kPlaneRows * pitch + l.tw * kPlaneCols;
+  const int pitch = p.staged[2], plane = p.plane_stride;
+  const float* xs = buffer + plane_lane_offset(p, l, kPlanes);
+  const float* xs_low = xs + kPlaneRows * pitch + p.row_skew;  // its rows from kPlaneRows on
   const float* ws = buffer + p.split * p.stage_stride + l.group * p.weight_stride;
   float held[kWeightsHeld ? kPlaneTapCount * kCo : 1];
   if constexpr (kWeightsHeld) {
@@ -248,7 +275,8 @@ __host__ __device__ inline void plane_accumulate(const PlaneGatherPlan& p, const
     KB_UNROLL
     for (int j = 0; j < kPlaneRows + kPlaneTaps - 1; ++j) {
       float xr[kPlaneRowFloats];
-      plane_row(xs + s * plane + j * pitch, xr);
+      plane_row((j < kPlaneRows ? xs + j * pitch : xs_low + (j - kPlaneRows) * pitch) + s * plane,
+                xr);
       KB_UNROLL
       for (int pl = 0; pl < kPlanes; ++pl) {
         const int a = pl + kPlaneTaps - 1 - s;  // output plane pl reads staged plane pl + 2 - a
@@ -342,7 +370,7 @@ __global__ void __launch_bounds__(kPlaneThreads, 2)
     plane_gather_kernel(const float* __restrict__ x, const float* __restrict__ w,
                         float* __restrict__ y, PlaneGatherPlan p) {
   float* smem = dynamic_smem();
-  int* table = reinterpret_cast<int*>(smem + p.row_table());
+  PlaneRow* table = reinterpret_cast<PlaneRow*>(smem + p.row_table());
   const int thread = static_cast<int>(threadIdx.x);
   const PlaneTile tile = plane_tile(p, blockIdx.x);
   const PlaneLane lane = plane_lane(p, thread);
@@ -391,10 +419,38 @@ constexpr int kPlaneBlocksPerSm = 2;
 
 // Shared memory of plan p's launch: the stages and the row table, or the parked sums.
 inline size_t plane_smem_bytes(const PlaneGatherPlan& p) {
-  const size_t stages = static_cast<size_t>(p.row_table()) + static_cast<size_t>(p.staged_rows());
+  const size_t stages = static_cast<size_t>(p.row_table()) + 2 * static_cast<size_t>(p.staged_rows());
   const size_t parked = static_cast<size_t>(p.split - 1) * p.co_block * p.planes * p.rows *
                         kPlaneCols * p.group_threads;
   return std::max(stages, parked) * sizeof(float);
+}
+
+// Sets p's row_skew and plane_stride (from its lanes, pitch and staged rows) so that the reads of
+// busy threads t .. t + 7 start in distinct bank quads: in 16-byte units lane (tw, th, td) reads
+// from tw + th (kPlaneRows pitch + row_skew) / 4 + td planes plane_stride / 4 past its group's
+// channel (plane_lane_offset), which is t = tw + lw th + lw lh td modulo 8 when
+//   kPlaneRows pitch + row_skew = 4 lw  and  planes plane_stride = 4 lw lh   (modulo 32 floats).
+// The skew is needed only where a quarter-warp spans rows (lh > 1, lw not a multiple of 8), the
+// plane padding only where it spans planes (ld > 1, lw lh not a multiple of 8); at 2 planes a
+// thread and lw lh odd the second has no solution and is met but for one thread pair.
+// Costs at most 28 floats per 4 rows and per plane.
+inline void plane_skews(PlaneGatherPlan& p) {
+  const auto up_to = [](int v, int residue, int modulus) {  // least u >= v, u = residue (mod)
+    return v + ((residue - v) % modulus + modulus) % modulus;
+  };
+  const int lw = p.lanes[2], lh = p.lanes[1], ld = p.lanes[0];
+  const int pitch4 = p.staged[2] / 4;  // 16-byte units
+  p.row_skew = lh > 1 && lw % 8 != 0 ? 4 * up_to(0, lw - kPlaneRows * pitch4, 8) : 0;
+  const int last = p.staged[1] - 1;
+  const int extent4 = (p.row_start(0, last) + p.staged[2]) / 4;  // plane_stride not used at s 0
+  const int lanes = (lw * lh) % 8;
+  if (ld == 1 || lanes == 0) {
+    p.plane_stride = 4 * extent4;
+  } else if (p.planes == 1) {
+    p.plane_stride = 4 * up_to(extent4, lanes, 8);
+  } else {  // planes 2: 2 stride4 = lanes (mod 8), or lanes + 1 where lanes is odd
+    p.plane_stride = 4 * up_to(extent4, (lanes + 1) / 2, 4);
+  }
 }
 
 // Sets the tile from the lanes (ld, lh, lw) and derives the staging sizes, tile counts and blocks.
@@ -405,7 +461,8 @@ inline void plane_set_tile(PlaneGatherPlan& p, int ld, int lh, int lw) {
   for (int a = 0; a < kSpatial; ++a) p.tiles[a] = ceil_div(p.out[a], p.tile[a]);
   p.staged[0] = p.tile[0] + kPlaneTaps - 1, p.staged[1] = p.tile[1] + kPlaneTaps - 1;
   p.staged[2] = p.tile[2] + kPlaneRowFloats - kPlaneCols;
-  p.stage_stride = p.staged[0] * p.staged[1] * p.staged[2];
+  plane_skews(p);
+  p.stage_stride = p.staged[0] * p.plane_stride;
   p.weight_stride = (kPlaneTapCount * p.co_block + 3) / 4 * 4;
   p.buffer_floats = p.split * (p.stage_stride + p.weight_stride);
   p.copy_rows = std::max(kPlaneThreads / p.staged[2], 1);
