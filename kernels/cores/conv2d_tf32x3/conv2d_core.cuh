@@ -376,15 +376,18 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // ---- the narrow kernel (small layers) ----
 //
-// One block per (n, pixel tile, co) of kBN threads, strict fp32 FMA, then the epilogue and, with
-// kStats, the tile's (mean, M2) in the layout the 3xTF32 kernel writes. kSplitK false: a thread
-// per pixel sums all of K, the in-range taps clamped once per pixel; true (long K over few
-// pixels): a warp per pixel, lanes striding over k through the tap table, a shuffle sum. For
-// layers whose 128 x 128 tiles would be mostly padding, or whose work cannot fill the machine
-// through the tile's K loop.
+// One block per (n, pixel tile of kBN pixels, co), strict fp32 FMA, then the epilogue and, with
+// kStats, the tile's (mean, M2) in the layout the 3xTF32 kernel writes. kSplitK false (kBN
+// threads): a thread per pixel sums all of K, the in-range taps clamped once per pixel; true
+// (long K; kNarrowSplitThreads): a warp per pixel, lanes striding over k through the tap table
+// (kNarrowChains taps in flight), a shuffle sum, each of the kNarrowSplitWarps warps taking
+// every kNarrowSplitWarps-th pixel of the tile. For layers whose 128 x 128 tiles would be mostly
+// padding, or whose work cannot fill the machine through the tile's K loop.
 constexpr int kNarrowThreads = kBN;
 constexpr int kNarrowWarps = kNarrowThreads / 32;
-static_assert(kNarrowThreads % 32 == 0 && kNarrowThreads <= 1024, "whole warps");
+constexpr int kNarrowSplitWarps = 16;  // 8 pixels of the tile a warp
+constexpr int kNarrowSplitThreads = 32 * kNarrowSplitWarps;
+static_assert(kNarrowThreads % 32 == 0 && kNarrowThreads <= kNarrowSplitThreads, "whole warps");
 
 // conv(x, w) at `pixel` of image n, channel co, by one thread.
 __device__ __forceinline__ float narrow_pixel(const ConvArgs& p, int n, int co, int pixel, int kh_n,
@@ -413,25 +416,40 @@ __device__ __forceinline__ float narrow_pixel(const ConvArgs& p, int n, int co, 
 }
 
 // conv(x, w) at `pixel` of image n, channel co, by the calling warp (the sum in every lane).
+// A lane sums its taps lane, lane + 32, ... into kNarrowChains chains (tap k into chain k / 32
+// mod kNarrowChains, so their loads are in flight together), adds them in chain order, then the
+// warp's shuffle sum.
+constexpr int kNarrowChains = 4;
 __device__ __forceinline__ float narrow_pixel_warp(const ConvArgs& p, int n, int co, int pixel,
                                                    int lane) {
   const int oh = pixel / p.wo, ow = pixel % p.wo;
   const int ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
   const float* x0 = p.x + n * p.x_image + int64_t{ih0} * p.w_in + iw0;
   const float* wc = p.w + int64_t{co} * p.k;
-  float acc = 0.0f;
-  for (int k = lane; k < p.k; k += 32) {
+  const auto tap = [&](int k, float& acc) {
     const int2 hw = __ldg(p.tap_hw + k);
     if (static_cast<unsigned>(ih0 + hw.x) < static_cast<unsigned>(p.h) &&
         static_cast<unsigned>(iw0 + hw.y) < static_cast<unsigned>(p.w_in))
       acc = fmaf(__ldg(wc + k), __ldg(x0 + __ldg(p.tap_off + k)), acc);
+  };
+  float chain[kNarrowChains] = {};
+  int k = lane;
+  for (; k + 32 * (kNarrowChains - 1) < p.k; k += 32 * kNarrowChains) {
+#pragma unroll
+    for (int c = 0; c < kNarrowChains; ++c) tap(k + 32 * c, chain[c]);
   }
+#pragma unroll
+  for (int c = 0; c < kNarrowChains - 1; ++c)  // the last 1-3 taps of the lane
+    if (k + 32 * c < p.k) tap(k + 32 * c, chain[c]);
+  float acc = chain[0];
+#pragma unroll
+  for (int c = 1; c < kNarrowChains; ++c) acc += chain[c];
   for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
   return acc;
 }
 
 template <bool kSplitK, class Epi>
-__global__ void __launch_bounds__(kNarrowThreads, 8)
+__global__ void __launch_bounds__(kSplitK ? kNarrowSplitThreads : kNarrowThreads, kSplitK ? 2 : 8)
     conv2d_narrow_kernel(const ConvArgs p, const int kh_n, const int kw_n, const int dh,
                          const int dw, const Epi epi) {
   __shared__ float conv[kNarrowThreads];
@@ -441,7 +459,7 @@ __global__ void __launch_bounds__(kNarrowThreads, 8)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int p0 = pt * kBN, pixels = min(kBN, p.hw_out - p0);
   if constexpr (kSplitK) {
-    for (int i = warp; i < pixels; i += kNarrowWarps) {
+    for (int i = warp; i < pixels; i += kNarrowSplitWarps) {
       const float acc = narrow_pixel_warp(p, n, co, p0 + i, lane);
       if (lane == 0) conv[i] = acc;
     }
@@ -466,7 +484,7 @@ __global__ void __launch_bounds__(kNarrowThreads, 8)
       s += __shfl_xor_sync(0xffffffffu, s, off);
       q += __shfl_xor_sync(0xffffffffu, q, off);
     }
-    if (lane == 0) {
+    if (lane == 0 && warp < kNarrowWarps) {  // the warps of the tile's pixels
       const float mean_d = cnt > 0.0f ? s / cnt : 0.0f;
       warp_m[warp] = make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f));
       warp_n[warp] = cnt;
@@ -665,7 +683,8 @@ class Conv2dTf32x3 {
   template <class Epi>
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
-    narrow_ = narrow_is_faster(g_);
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    narrow_ = narrow_is_faster(g_, sms);
     bool loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&loaded));
     wgmma_ = loaded && !narrow_ && takes_wgmma(g_);
@@ -725,7 +744,7 @@ class Conv2dTf32x3 {
       const unsigned blocks = static_cast<unsigned>(int64_t{g_.n} * a.pix_tiles * g_.c_out);
       if (g_.k() >= kNarrowSplitK)
         conv2d_narrow_kernel<true, Epi>
-            <<<blocks, kNarrowThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+            <<<blocks, kNarrowSplitThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
       else
         conv2d_narrow_kernel<false, Epi>
             <<<blocks, kNarrowThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
@@ -768,14 +787,23 @@ class Conv2dTf32x3 {
   //    block's pixels one after another, and a few blocks cannot fill the machine;
   //  - the tile won from ~10 M multiply-adds with C_out > 16 (N 61, C_in 12, C_out 35: 17.7
   //    against 39.6 us) and by 10-17x at the large shapes.
-  // Long K over planes above kNarrowSplitMaxPixels stays on the tile.
+  // Long K over planes above kNarrowSplitMaxPixels stays on the tile, unless the tile's grid is
+  // under kNarrowSplitGridShare of the multiprocessors (its CTAs walk K alone): session 36's
+  // sweep (seed 77, H100) found the tile at 12-24 CTAs 0.72-0.75x the reference (N 3, C_in 31,
+  // C_out 4, 35 x 15: 33 us against 25; L2_017's N 6, C_in 30, C_out 46, 83 x 5: 40 against 29),
+  // where the split kernel, now 16 warps a block with 4 taps in flight a lane, has 48-552 blocks.
   static constexpr int kNarrowSplitK = 64;
   static constexpr int kNarrowSplitMaxPixels = 64;  // 8 pixels per warp at most
-  static bool narrow_is_faster(const ConvGeometry& g) {
+  static constexpr int kNarrowSplitGridShare = 4;   // a grid under sms / 4 CTAs
+  static constexpr int64_t kNarrowSplitMaxMacs = int64_t{32} << 20;
+  static bool narrow_is_faster(const ConvGeometry& g, int sms) {
     const int64_t macs = int64_t{g.n} * g.c_out * g.hw_out() * g.k();
     const bool small =
         macs <= (int64_t{4} << 20) || (g.c_out <= 16 && macs <= (int64_t{128} << 20));
-    return small && (g.k() < kNarrowSplitK || g.hw_out() <= kNarrowSplitMaxPixels);
+    const int64_t tile_ctas = int64_t{g.n} * g.pix_tiles() * g.co_tiles();
+    const bool lone_tiles = kNarrowSplitGridShare * tile_ctas < sms && macs <= kNarrowSplitMaxMacs;
+    return (small && (g.k() < kNarrowSplitK || g.hw_out() <= kNarrowSplitMaxPixels)) ||
+           (g.k() >= kNarrowSplitK && lone_tiles);
   }
 
   // The wgmma kernel (conv3x3_wgmma.cuh): 3x3, stride 1, dilation 1, the same padding on both
