@@ -788,20 +788,30 @@ class Conv2dTf32x3 {
   //  - the tile won from ~10 M multiply-adds with C_out > 16 (N 61, C_in 12, C_out 35: 17.7
   //    against 39.6 us) and by 10-17x at the large shapes.
   // Long K over planes above kNarrowSplitMaxPixels stays on the tile, unless the tile's grid is
-  // under kNarrowSplitGridShare of the multiprocessors (its CTAs walk K alone): session 36's
-  // sweep (seed 77, H100) found the tile at 12-24 CTAs 0.72-0.75x the reference (N 3, C_in 31,
-  // C_out 4, 35 x 15: 33 us against 25; L2_017's N 6, C_in 30, C_out 46, 83 x 5: 40 against 29),
-  // where the split kernel, now 16 warps a block with 4 taps in flight a lane, has 48-552 blocks.
+  // under 1 / kNarrowSplitGridShare of the multiprocessors (its few CTAs walk K alone) and the
+  // split kernel's blocks (one per image, pixel tile and channel, 16 warps walking 8 pixels each)
+  // are at most kNarrowSplitBlocksPerSm a multiprocessor. Session 36 (H200, `kb bench --dims`,
+  // main's pack and this one alternating, custom us): the tile's 12-CTA grids ran 0.72-0.75x the
+  // reference in the seed-77 sweep (H100); with the split kernel N 3, C_in 31, C_out 4, 35 x 15
+  // 33 -> 28 (L2_031 too), N 2, C_in 23, C_out 2, 29 x 29 26 -> 24, N 1, C_in 37, C_out 7, 17 x
+  // 17 40 -> 30, N 1, C_in 64, C_out 128, 13 x 13 62 -> 45, N 1, C_in 256, C_out 64, 9 x 9 207 ->
+  // 87 (14-256 blocks); but L2_017's N 6, C_in 30, C_out 46, 83 x 5 (552 blocks) 41 -> 67 and N
+  // 24, C_in 27, C_out 14, 13 x 11 (336 blocks) 35 -> 49: past ~2 blocks an SM the warps' serial
+  // pixels cost more than the tile's K walk.
   static constexpr int kNarrowSplitK = 64;
   static constexpr int kNarrowSplitMaxPixels = 64;  // 8 pixels per warp at most
   static constexpr int kNarrowSplitGridShare = 4;   // a grid under sms / 4 CTAs
+  static constexpr int kNarrowSplitBlocksPerSm = 2;
   static constexpr int64_t kNarrowSplitMaxMacs = int64_t{32} << 20;
   static bool narrow_is_faster(const ConvGeometry& g, int sms) {
     const int64_t macs = int64_t{g.n} * g.c_out * g.hw_out() * g.k();
     const bool small =
         macs <= (int64_t{4} << 20) || (g.c_out <= 16 && macs <= (int64_t{128} << 20));
     const int64_t tile_ctas = int64_t{g.n} * g.pix_tiles() * g.co_tiles();
-    const bool lone_tiles = kNarrowSplitGridShare * tile_ctas < sms && macs <= kNarrowSplitMaxMacs;
+    const int64_t split_blocks = int64_t{g.n} * g.pix_tiles() * g.c_out;
+    const bool lone_tiles = kNarrowSplitGridShare * tile_ctas < sms &&
+                            split_blocks <= int64_t{kNarrowSplitBlocksPerSm} * sms &&
+                            macs <= kNarrowSplitMaxMacs;
     return (small && (g.k() < kNarrowSplitK || g.hw_out() <= kNarrowSplitMaxPixels)) ||
            (g.k() >= kNarrowSplitK && lone_tiles);
   }
