@@ -58,7 +58,7 @@ namespace kb::custom::gather {
 constexpr int kPlaneThreads = 256;
 constexpr int kPlaneTaps = 3;  // kernel extent of every axis
 constexpr int kPlaneTapCount = kPlaneTaps * kPlaneTaps * kPlaneTaps;
-constexpr int kPlaneMaxSplit = 8;
+constexpr int kPlaneMaxSplit = 32;  // groups of 8 threads: single-sample layers of many channels
 constexpr int kPlaneMaxChannels = 8;  // output channels of a layer this path takes
 constexpr int kPlaneCols = 4;         // output columns a thread holds
 constexpr int kPlaneRowFloats = 8;    // staged columns a thread reads per row (6 used)
@@ -186,15 +186,18 @@ __host__ __device__ inline void plane_stage(const float* __restrict__ x,
     const bool column = k < p.tile[2] + kPlaneTaps - 1 &&
                         static_cast<unsigned>(iw) < static_cast<unsigned>(p.in[2]);
     const int64_t channel_floats = int64_t{p.in[0]} * p.in[1] * p.in[2];
+    const int rows = p.staged_rows();
     for (int g = 0; g < p.split; ++g) {
       const int ci = c0 + g;
       const bool live = column && ci < p.cin;
-      const int64_t xc = (int64_t{tile.n} * p.cin + ci) * channel_floats + iw;  // + the row's
+      // Column k of channel ci (x itself where there is none), + each row's source offset.
+      const float* xk = live ? x + ((int64_t{tile.n} * p.cin + ci) * channel_floats + iw) : x;
       float* dst = buffer + g * p.stage_stride + k;
-      for (int r = row0; r < p.staged_rows(); r += p.copy_rows) {
+      KB_UNROLL_BY(4)
+      for (int r = row0; r < rows; r += p.copy_rows) {
         const PlaneRow row = table[r];
         const bool valid = live && row.source >= 0;
-        plane_copy(dst + row.start, valid ? x + (xc + row.source) : x, valid);
+        plane_copy(dst + row.start, xk + (valid ? row.source : 0), valid);
       }
     }
   }
@@ -471,17 +474,19 @@ inline void plane_set_tile(PlaneGatherPlan& p, int ld, int lh, int lw) {
 }
 
 // The plan's cost: a block's work (the FMA of every thread, idle ones included, plus
-// kPlaneStageCost per staged float, over its rounds) times the blocks an SM runs, counted as at
-// least kPlaneLoneBlock (a block alone on an SM runs its 8 warps at ~1 / kPlaneLoneBlock of the
-// SM's rate; two share it at full rate).
+// kPlaneStageCost per staged float, over its rounds; then the fold of the groups' sums, one unit
+// per parked value and thread) times the blocks an SM runs, counted as at least kPlaneLoneBlock
+// (a block alone on an SM runs its 8 warps at ~1 / kPlaneLoneBlock of the SM's rate; two share
+// it at full rate).
 constexpr double kPlaneLoneBlock = 1.6;
 inline double plane_cost(const PlaneGatherPlan& p, int sms) {
   const double per_sm = static_cast<double>((p.blocks + sms - 1) / sms);
   const double rounds = (p.cin + p.split - 1) / p.split;
-  const double fma =
-      double{kPlaneTapCount} * p.co_block * p.planes * p.rows * kPlaneCols * kPlaneThreads;
-  return std::max(per_sm, kPlaneLoneBlock) * rounds *
-         (fma + kPlaneStageCost * p.split * p.stage_stride);
+  const double held = static_cast<double>(p.co_block) * p.planes * p.rows * kPlaneCols;
+  const double fma = kPlaneTapCount * held * kPlaneThreads;
+  const double fold = (p.split - 1) * held * kPlaneThreads;
+  return std::max(per_sm, kPlaneLoneBlock) *
+         (rounds * (fma + kPlaneStageCost * p.split * p.stage_stride) + fold);
 }
 
 // Sets p to the cheapest plan (plane_cost at sms): every split (1 to kPlaneMaxSplit, powers of
