@@ -58,7 +58,7 @@ namespace kb::custom::gather {
 constexpr int kPlaneThreads = 256;
 constexpr int kPlaneTaps = 3;  // kernel extent of every axis
 constexpr int kPlaneTapCount = kPlaneTaps * kPlaneTaps * kPlaneTaps;
-constexpr int kPlaneMaxSplit = 32;  // groups of 8 threads: single-sample layers of many channels
+constexpr int kPlaneMaxSplit = 32;    // groups of 8 threads: single-sample layers of many channels
 constexpr int kPlaneMaxChannels = 8;  // output channels of a layer this path takes
 constexpr int kPlaneCols = 4;         // output columns a thread holds
 constexpr int kPlaneRowFloats = 8;    // staged columns a thread reads per row (6 used)
@@ -92,10 +92,10 @@ struct PlaneGatherPlan {
   // padding put the 16-byte reads of 8 consecutive busy threads (a quarter-warp's shared-memory
   // wavefront) in 8 distinct bank quads (plane_skews).
   int row_skew = 0, plane_stride = 0;
-  int stage_stride = 0;  // floats of one group's staged channel: TD + 2 plane strides
-  int weight_stride = 0;      // floats of one group's weights: 27 kCo rounded up to 4
-  int buffer_floats = 0;      // one stage: split (stage_stride + weight_stride)
-  int copy_rows = 1;          // staged rows a step of every thread covers: kPlaneThreads / pitch
+  int stage_stride = 0;   // floats of one group's staged channel: TD + 2 plane strides
+  int weight_stride = 0;  // floats of one group's weights: 27 kCo rounded up to 4
+  int buffer_floats = 0;  // one stage: split (stage_stride + weight_stride)
+  int copy_rows = 1;      // staged rows a step of every thread covers: kPlaneThreads / pitch
   int64_t blocks = 0;
   size_t smem_bytes = 0;
 
@@ -422,7 +422,8 @@ constexpr int kPlaneBlocksPerSm = 2;
 
 // Shared memory of plan p's launch: the stages and the row table, or the parked sums.
 inline size_t plane_smem_bytes(const PlaneGatherPlan& p) {
-  const size_t stages = static_cast<size_t>(p.row_table()) + 2 * static_cast<size_t>(p.staged_rows());
+  const size_t stages =
+      static_cast<size_t>(p.row_table()) + 2 * static_cast<size_t>(p.staged_rows());
   const size_t parked = static_cast<size_t>(p.split - 1) * p.co_block * p.planes * p.rows *
                         kPlaneCols * p.group_threads;
   return std::max(stages, parked) * sizeof(float);
