@@ -32,8 +32,11 @@
 // H100): the misses of those paths there, C_out 1 at 64^3 (N 8, C_in 48: the generic gather,
 // 3.18 ms against the reference's 0.78-0.85) -> 0.57 ms; C_out 1 at C_in 41 (N 8, 41 x 5 x 9)
 // 36 -> 28 us; C_out 3 at C_in 35 with 5-column rows (N 6, 25 x 83 x 5, the patch GEMM) 152 ->
-// 51 us. Still under 0.9x: the smallest tensor-path layers (~35 us against the reference's 20-30:
-// N 2, 5 x 7 x 9).
+// 51 us; session 36 (H100, bank-conflict-free reads, up to 32 channel groups, leaner staging):
+// the 64^3 layer 0.57 -> 0.49 ms, N 16, C_in 64, C_out 2, 32^3 0.356 -> 0.294 ms (0.89x -> 1.08x),
+// N 1, C_in 64, C_out 1, 30^3 36 -> 28 us, C_in 41 28 -> 23 us. Still under 0.9x: the smallest
+// tensor-path layers (~35 us against the reference's 20-30: N 2, 5 x 7 x 9), and at times the
+// ~20-30 us plane-gather layers, where the reference's own time moves 20-70% between leases.
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
 // 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44

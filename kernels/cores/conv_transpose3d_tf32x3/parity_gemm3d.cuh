@@ -308,7 +308,8 @@ class ParityConvTranspose3d : public Implementation {
   // session 35: its second form (register blocks, cp.async double buffer) measured 1.25-5.6x
   // faster than the paths it replaces (the generic gather, the patch GEMM) at 16 of 17 layers
   // tried and as fast at the 17th (N 2, 5 -> 3, 3 x 5 x 7: 12 us, launch-bound); L1_070's sweeps
-  // of seeds 77 and 2031 went from 0.63x and 0.62x to met (H100; docs/kernels.md, session 35).
+  // of seeds 77 and 2031 went from 0.63x and 0.62x to met (H100; docs/kernels.md, session 35);
+  // session 36 took it 1.1-1.3x further where its layers are largest or single-sample.
   // Off restores those paths.
   static constexpr bool kRoutePlaneGather = true;
 

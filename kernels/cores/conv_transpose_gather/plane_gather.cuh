@@ -12,8 +12,14 @@
 // reference), 36 -> 28 us at the second, 1.25-5.6x faster at 16 of 17 layers, as fast at the
 // 17th (12 us, launch-bound). ncu at the first: 44% of the instructions are FMA, 46% of the
 // shared-load wavefronts bank conflicts (a quarter-warp's 16-byte reads spanning staged rows
-// 4 pitch apart, which is 0 or 16 floats modulo 32: the skewed layout below, session 36), 25%
-// occupancy (docs/kernels.md, session 35, has the next steps).
+// 4 pitch apart, which is 0 or 16 floats modulo 32), 25% occupancy. Session 36 (H100, against
+// session 35's form; docs/kernels.md): the skewed layout below took the conflicts from 46% to 29%
+// of the wavefronts at the first layer and from 62% to 16% at N 16, 64 -> 2, 32^3 (the rest are
+// the 8-byte reads of a row's columns 4-5, two wavefronts like a 16-byte read), 566 -> 543 and
+// 354 -> 292 us; SASS showed the accumulation 91% FFMA and the staging loop at 21 instructions a
+// float (44% of those executed); up to 32 groups and a staging loop through one column pointer
+// took the first layer to 487 us, N 1, 64 -> 1, 30^3 36 -> 28 us, N 8, 41 -> 1, 41 x 5 x 9 28
+// -> 23 us.
 //
 // A block (kPlaneThreads) owns one sample, kCo output channels and a tile of TD x TH x TW outputs;
 // its threads form `split` groups, each summing every split-th input channel. A busy thread holds
