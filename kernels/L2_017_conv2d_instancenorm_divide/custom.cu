@@ -20,9 +20,10 @@
 //     in double: sum n_t mean_t and sum (M2_t + n_t mean_t^2), then mean and E[y^2] - mean^2 in
 //     double, which costs 2 log10(mean/std) of double's 16 digits (the tile statistics carry no
 //     such loss), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
-// Small layers (<= 4 M multiply-adds, or C_out <= 16 and <= 128 M) take the core's narrow fp32
-// kernel, a thread or a warp per pixel (conv2d_core.cuh; session 9 sweep: L2_001 0.63x -> 1.38x,
-// L2_017 0.84x -> 1.17x, L2_031 0.78x -> 1.24x the reference at their worst shapes).
+// Small layers, and long-K layers whose GEMM tiles would be too few to fill the machine, take the
+// core's narrow fp32 kernel, a thread or a warp per pixel (conv2d_core.cuh, narrow_is_faster has
+// the rule and its measurements; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x,
+// L2_031 0.78x -> 1.24x the reference at their worst shapes; session 36: 12-tile layers).
 //
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
 // -> ~5.2 ms (1.9x over the peer); measured 5.90 ms on mma.sync. Session 20, on the wgmma

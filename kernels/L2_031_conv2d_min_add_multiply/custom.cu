@@ -15,9 +15,10 @@
 // in the epilogue it costs one multiply per output and gives the same bits (the reference's op
 // order: conv + b, min, + bias, * s). The core takes any groups-1 conv2d (stride, padding,
 // dilation, sizes); groups != 1 fails setup.
-// Small layers (<= 4 M multiply-adds, or C_out <= 16 and <= 128 M) take the core's narrow fp32
-// kernel, a thread or a warp per pixel (conv2d_core.cuh; session 9 sweep: L2_001 0.63x -> 1.38x,
-// L2_017 0.84x -> 1.17x, L2_031 0.78x -> 1.24x the reference at their worst shapes).
+// Small layers, and long-K layers whose GEMM tiles would be too few to fill the machine, take the
+// core's narrow fp32 kernel, a thread or a warp per pixel (conv2d_core.cuh, narrow_is_faster has
+// the rule and its measurements; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x,
+// L2_031 0.78x -> 1.24x the reference at their worst shapes; session 36: 12-tile layers).
 //
 // 3x3 / stride 1 images of 80 output columns or more (the full preset) take the core's wgmma
 // kernel instead (kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh, sm_90a: 64 channels x 4 rows x
