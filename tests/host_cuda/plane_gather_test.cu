@@ -134,8 +134,8 @@ TEST(PlaneGather, RandomLayersMatchTheGoldenModelAtEverySplit) {
   }
 }
 
-// Rows longer than a group's threads (the row cut into tiles), one row group of one column, and
-// the layers the path was built for.
+// Rows longer than a group's threads (the row cut into tiles), one row group of one column, the
+// layers the path was built for, and the most channel groups.
 TEST(PlaneGather, WideRowsNarrowRowsAndTheSweepLayers) {
   std::mt19937 rng(7);
   expect_golden(stride1_layer(1, 3, 2, 2, 3, 300), 132, rng);
@@ -144,6 +144,9 @@ TEST(PlaneGather, WideRowsNarrowRowsAndTheSweepLayers) {
   expect_golden(stride1_layer(8, 41, 1, 41, 5, 9), 132, rng);
   const PlaneGatherPlan few = expect_golden(stride1_layer(1, 35, 3, 5, 21, 5), 132, rng);
   EXPECT_EQ(few.co_block, 4);
+  // A single sample of many channels: the most groups (8 threads each), 2 rounds and a fold.
+  const PlaneGatherPlan groups = expect_golden(stride1_layer(1, 37, 2, 3, 5, 9), 1000, rng);
+  EXPECT_EQ(groups.split, kPlaneMaxSplit);
 }
 
 // The most shared-memory wavefronts a quarter-warp (8 consecutive threads) takes for a 16-byte
