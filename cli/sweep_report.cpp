@@ -1,6 +1,7 @@
 #include "cli/sweep_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -124,6 +125,45 @@ std::set<std::string> dims_of(const std::vector<SweepRow>& rows, const std::stri
   return out;
 }
 
+// The ok row of problem `id` furthest under its threshold (0.9x, or 1.2x at large shapes): the
+// shape that decides a missed goal. Null when none is ok.
+const SweepRow* deciding_row(const std::vector<SweepRow>& rows, const std::string& id) {
+  const SweepRow* out = nullptr;
+  double lowest = 0;
+  for (const SweepRow& r : rows) {
+    const double s = r.result.speedup.speedup;
+    if (r.problem_id != id || r.result.status != JobStatus::kOk || !(s > 0)) continue;
+    const double margin =
+        s / (r.shape.flop_share >= kSweepLargeShare ? kSweepLargeMinSpeedup : kSweepMinSpeedup);
+    if (out == nullptr || margin < lowest) out = &r, lowest = margin;
+  }
+  return out;
+}
+
+const SweepRow* row_at(const std::vector<SweepRow>& rows, const std::string& id,
+                       const std::string& dims) {
+  auto it = std::find_if(rows.begin(), rows.end(), [&](const SweepRow& r) {
+    return r.problem_id == id && r.dims == dims && r.result.status == JobStatus::kOk;
+  });
+  return it == rows.end() ? nullptr : &*it;
+}
+
+// "the reference moved" / "the custom moved" / "both moved": which median changed between the
+// sweeps at one shape. A side moved when its median changed by more than kSweepMoved and by more
+// than twice the other side's change (in log terms).
+constexpr double kSweepMoved = 0.15;
+std::string which_moved(const SweepRow& b, const SweepRow& a) {
+  const auto change = [](double before, double after) {
+    return before > 0 && after > 0 ? std::abs(std::log(after / before)) : 0.0;
+  };
+  const double ref = change(b.result.reference.summary.median, a.result.reference.summary.median);
+  const double cust = change(b.result.custom.summary.median, a.result.custom.summary.median);
+  const double moved = std::log1p(kSweepMoved);
+  if (ref > moved && ref > 2 * cust) return "the reference moved";
+  if (cust > moved && cust > 2 * ref) return "the custom moved";
+  return "both moved";
+}
+
 std::string speedup_cell(const SweepVerdict* v, double SweepVerdict::*field) {
   if (v == nullptr) return "-";
   char cell[32];
@@ -173,6 +213,32 @@ std::string sweep_comparison_text(const std::vector<SweepRow>& before,
   std::snprintf(line, sizeof line, "\n%d -> %d of %zu problems meet the sweep goal\n", met_before,
                 met_after, ids.size());
   out += line;
+  // Where a goal flipped over the same shapes: the deciding shape of the side that missed, its
+  // medians in both sweeps, and which of them moved (a reference's spread between machines or
+  // leases can flip a verdict at shapes of tens of microseconds with the custom unchanged).
+  std::string flips;
+  for (const std::string& id : ids) {
+    const SweepVerdict *b = find(was, id), *a = find(now, id);
+    if (b == nullptr || a == nullptr || b->meets_goal == a->meets_goal ||
+        dims_of(before, id) != dims_of(after, id))
+      continue;
+    const SweepRow* missed = deciding_row(b->meets_goal ? after : before, id);
+    if (missed == nullptr) continue;  // the side that missed has no ok shape: a failure decided
+    const SweepRow* rb = row_at(before, id, missed->dims);
+    const SweepRow* ra = row_at(after, id, missed->dims);
+    if (rb == nullptr || ra == nullptr) continue;
+    std::snprintf(line, sizeof line,
+                  "%-7s %s at %s: reference %.4f -> %.4f ms, custom %.4f -> %.4f ms (%.3fx -> "
+                  "%.3fx): %s\n",
+                  id.c_str(), b->meets_goal ? "met -> MISS" : "MISS -> met", missed->dims.c_str(),
+                  rb->result.reference.summary.median, ra->result.reference.summary.median,
+                  rb->result.custom.summary.median, ra->result.custom.summary.median,
+                  rb->result.speedup.speedup, ra->result.speedup.speedup,
+                  which_moved(*rb, *ra).c_str());
+    flips += line;
+  }
+  if (!flips.empty())
+    out += "\nGoals that flipped, at the shape that decides them (medians):\n" + flips;
   return out;
 }
 

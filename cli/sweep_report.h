@@ -54,7 +54,10 @@ Result<std::vector<SweepRow>> sweep_rows_from_json(const nlohmann::json& rows);
 
 // Two sweeps per problem, in `before`'s order then any new in `after`'s: shapes, worst speedup,
 // worst at >= 25% of the FLOPs and the goal, before -> after, and whether the two drew the same
-// shapes (same seed and count: a like-for-like comparison) or not.
+// shapes (same seed and count: a like-for-like comparison) or not. Then, for each goal that
+// flipped over the same shapes, the shape that decides it (the missing side's row furthest under
+// its threshold) with both sweeps' reference and custom medians and which of them moved (more
+// than 15% and more than twice the other's change, in log terms; else "both moved").
 std::string sweep_comparison_text(const std::vector<SweepRow>& before,
                                   const std::vector<SweepRow>& after);
 

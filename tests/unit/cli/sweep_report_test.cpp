@@ -120,5 +120,71 @@ TEST(SweepReportTest, ComparesTwoSweepsPerProblemAndSaysWhetherTheyDrewTheSameSh
   EXPECT_NE(text.find("1 -> 2 of 3 problems meet the sweep goal"), std::string::npos) << text;
 }
 
+SweepRow timed_row(const char* id, const char* dims, double ref_ms, double cust_ms) {
+  SweepRow r = shape_row(id, dims, 0.01, ref_ms / cust_ms);
+  r.result.reference.summary.median = ref_ms;
+  r.result.custom.summary.median = cust_ms;
+  return r;
+}
+
+// A flipped goal names its deciding shape and which median moved; goals that hold, or flip over
+// other shapes, add nothing.
+TEST(SweepReportTest, AFlippedGoalSaysWhetherTheReferenceOrTheCustomMoved) {
+  const std::vector<SweepRow> before = {
+      timed_row("A", "N=1", 0.0226, 0.0113), timed_row("A", "N=9", 1.0, 0.5),  // met
+      timed_row("B", "N=2", 0.040, 0.050),                                     // MISS: 0.8x
+      timed_row("C", "N=3", 0.030, 0.020),   timed_row("D", "N=4", 1.0, 0.5),
+      timed_row("E", "N=5", 0.040, 0.030)};
+  const std::vector<SweepRow> after = {
+      timed_row("A", "N=1", 0.0092, 0.0112), timed_row("A", "N=9", 1.0, 0.5),  // reference faster
+      timed_row("B", "N=2", 0.041, 0.030),                                     // custom faster
+      timed_row("C", "N=3", 0.020, 0.030),                                     // both moved 1.5x
+      timed_row("D", "N=4", 1.0, 0.5),       // unchanged: met both times
+      timed_row("E", "N=6", 0.040, 0.050)};  // MISS over another shape: not explained
+  const std::string text = sweep_comparison_text(before, after);
+  const size_t at = text.find("Goals that flipped");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string flips = text.substr(at);
+  const auto line_of = [&](const std::string& id) {
+    const size_t from = flips.find("\n" + id + " ");
+    return from == std::string::npos
+               ? std::string()
+               : flips.substr(from + 1, flips.find('\n', from + 1) - from - 1);
+  };
+  const std::string a = line_of("A"), b = line_of("B"), c = line_of("C");
+  EXPECT_NE(a.find("met -> MISS at N=1"), std::string::npos) << a;
+  EXPECT_NE(a.find("reference 0.0226 -> 0.0092 ms"), std::string::npos) << a;
+  EXPECT_NE(a.find("the reference moved"), std::string::npos) << a;
+  EXPECT_NE(b.find("MISS -> met at N=2"), std::string::npos) << b;
+  EXPECT_NE(b.find("the custom moved"), std::string::npos) << b;
+  EXPECT_NE(c.find("both moved"), std::string::npos) << c;
+  EXPECT_EQ(line_of("D"), "");
+  EXPECT_EQ(line_of("E"), "");
+  EXPECT_EQ(sweep_comparison_text(before, before).find("Goals that flipped"), std::string::npos);
+}
+
+// Sessions 35 and 36 ran main's unchanged kernels through the seed-77 sweep on an H100 and got 21
+// and 18 of 22: each of the three flips is the reference's.
+TEST(SweepReportTest, TheH100SweepsOfOneCodeFlipOnlyWhereTheReferenceMoved) {
+  const auto read = [](const char* name) {
+    std::ifstream in(std::string(KB_SOURCE_DIR) + "/docs/" + name);
+    EXPECT_TRUE(in.is_open()) << name;
+    return sweep_rows_from_json(nlohmann::json::parse(in).at("rows")).value();
+  };
+  const std::string text = sweep_comparison_text(read("sweep-h100-2026-12-06-s35-seed77.json"),
+                                                 read("sweep-h100-2026-12-06-s36-seed77.json"));
+  const size_t at = text.find("Goals that flipped");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string flips = text.substr(at);
+  for (const char* id : {"L1_054", "L2_001", "L2_017"}) {
+    const size_t at_id = flips.find(std::string("\n") + id + " ");
+    ASSERT_NE(at_id, std::string::npos) << id << "\n" << flips;
+    const std::string line = flips.substr(at_id + 1, flips.find('\n', at_id + 1) - at_id - 1);
+    EXPECT_NE(line.find("met -> MISS"), std::string::npos) << line;
+    EXPECT_NE(line.find("the reference moved"), std::string::npos) << line;
+  }
+  EXPECT_NE(text.find("21 -> 18 of 22 problems meet the sweep goal"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kb::cli
