@@ -41,6 +41,13 @@ TEST(SweepReportTest, TheGoalNeedsPointNineEverywhereAndOnePointTwoOnLargeShapes
   EXPECT_NE(sweep_text(rows).find("1 of 4 problems meet the sweep goal"), std::string::npos);
 }
 
+// The line of `text` that starts with problem `id` (after a newline), or "".
+std::string line_of(const std::string& text, const std::string& id) {
+  const size_t at = text.find("\n" + id + " ");
+  return at == std::string::npos ? std::string()
+                                 : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
 SweepRow shape_row(const char* id, const char* dims, double share, double speedup) {
   SweepRow r{id, dims, {}, ok_result(speedup)};
   r.shape.flop_share = share;
@@ -105,12 +112,7 @@ TEST(SweepReportTest, ComparesTwoSweepsPerProblemAndSaysWhetherTheyDrewTheSameSh
       shape_row("A", "N=1", 0.01, 0.95), shape_row("A", "N=9", 0.5, 1.25),
       shape_row("B", "N=3", 0.01, 1.5), shape_row("C", "N=4", 0.3, 1.1)};
   const std::string text = sweep_comparison_text(before, after);
-  const auto line_of = [&](const std::string& id) {
-    const size_t at = text.find("\n" + id + " ");
-    return at == std::string::npos ? std::string()
-                                   : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
-  };
-  const std::string a = line_of("A"), b = line_of("B"), c = line_of("C");
+  const std::string a = line_of(text, "A"), b = line_of(text, "B"), c = line_of(text, "C");
   EXPECT_NE(a.find("0.800x -> 0.950x"), std::string::npos) << a;
   EXPECT_NE(a.find("1.300x -> 1.250x"), std::string::npos) << a;
   EXPECT_NE(a.find("MISS -> met"), std::string::npos) << a;
@@ -145,21 +147,15 @@ TEST(SweepReportTest, AFlippedGoalSaysWhetherTheReferenceOrTheCustomMoved) {
   const size_t at = text.find("Goals that flipped");
   ASSERT_NE(at, std::string::npos) << text;
   const std::string flips = text.substr(at);
-  const auto line_of = [&](const std::string& id) {
-    const size_t from = flips.find("\n" + id + " ");
-    return from == std::string::npos
-               ? std::string()
-               : flips.substr(from + 1, flips.find('\n', from + 1) - from - 1);
-  };
-  const std::string a = line_of("A"), b = line_of("B"), c = line_of("C");
+  const std::string a = line_of(flips, "A"), b = line_of(flips, "B"), c = line_of(flips, "C");
   EXPECT_NE(a.find("met -> MISS at N=1"), std::string::npos) << a;
   EXPECT_NE(a.find("reference 0.0226 -> 0.0092 ms"), std::string::npos) << a;
   EXPECT_NE(a.find("the reference moved"), std::string::npos) << a;
   EXPECT_NE(b.find("MISS -> met at N=2"), std::string::npos) << b;
   EXPECT_NE(b.find("the custom moved"), std::string::npos) << b;
   EXPECT_NE(c.find("both moved"), std::string::npos) << c;
-  EXPECT_EQ(line_of("D"), "");
-  EXPECT_EQ(line_of("E"), "");
+  EXPECT_EQ(line_of(flips, "D"), "");
+  EXPECT_EQ(line_of(flips, "E"), "");
   EXPECT_EQ(sweep_comparison_text(before, before).find("Goals that flipped"), std::string::npos);
 }
 
@@ -177,10 +173,8 @@ TEST(SweepReportTest, TheH100SweepsOfOneCodeFlipOnlyWhereTheReferenceMoved) {
   ASSERT_NE(at, std::string::npos) << text;
   const std::string flips = text.substr(at);
   for (const char* id : {"L1_054", "L2_001", "L2_017"}) {
-    const size_t at_id = flips.find(std::string("\n") + id + " ");
-    ASSERT_NE(at_id, std::string::npos) << id << "\n" << flips;
-    const std::string line = flips.substr(at_id + 1, flips.find('\n', at_id + 1) - at_id - 1);
-    EXPECT_NE(line.find("met -> MISS"), std::string::npos) << line;
+    const std::string line = line_of(flips, id);
+    EXPECT_NE(line.find("met -> MISS"), std::string::npos) << id << "\n" << flips;
     EXPECT_NE(line.find("the reference moved"), std::string::npos) << line;
   }
   EXPECT_NE(text.find("21 -> 18 of 22 problems meet the sweep goal"), std::string::npos) << text;
