@@ -222,8 +222,15 @@ std::string sweep_comparison_text(const std::vector<SweepRow>& before,
     if (b == nullptr || a == nullptr || b->meets_goal == a->meets_goal ||
         dims_of(before, id) != dims_of(after, id))
       continue;
+    const SweepVerdict* missing = b->meets_goal ? a : b;
+    if (missing->failed > 0) {  // a job that did not end ok decides it, whatever the speeds
+      std::snprintf(line, sizeof line, "%-7s %s: %d shape(s) did not end ok\n", id.c_str(),
+                    b->meets_goal ? "met -> MISS" : "MISS -> met", missing->failed);
+      flips += line;
+      continue;
+    }
     const SweepRow* missed = deciding_row(b->meets_goal ? after : before, id);
-    if (missed == nullptr) continue;  // the side that missed has no ok shape: a failure decided
+    if (missed == nullptr) continue;
     const SweepRow* rb = row_at(before, id, missed->dims);
     const SweepRow* ra = row_at(after, id, missed->dims);
     if (rb == nullptr || ra == nullptr) continue;

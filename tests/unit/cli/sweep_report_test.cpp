@@ -136,18 +136,23 @@ TEST(SweepReportTest, AFlippedGoalSaysWhetherTheReferenceOrTheCustomMoved) {
       timed_row("A", "N=1", 0.0226, 0.0113), timed_row("A", "N=9", 1.0, 0.5),  // met
       timed_row("B", "N=2", 0.040, 0.050),                                     // MISS: 0.8x
       timed_row("C", "N=3", 0.030, 0.020),   timed_row("D", "N=4", 1.0, 0.5),
-      timed_row("E", "N=5", 0.040, 0.030)};
+      timed_row("E", "N=5", 0.040, 0.030),   timed_row("F", "N=7", 0.040, 0.030)};
   const std::vector<SweepRow> after = {
       timed_row("A", "N=1", 0.0092, 0.0112), timed_row("A", "N=9", 1.0, 0.5),  // reference faster
       timed_row("B", "N=2", 0.041, 0.030),                                     // custom faster
       timed_row("C", "N=3", 0.020, 0.030),                                     // both moved 1.5x
       timed_row("D", "N=4", 1.0, 0.5),       // unchanged: met both times
-      timed_row("E", "N=6", 0.040, 0.050)};  // MISS over another shape: not explained
-  const std::string text = sweep_comparison_text(before, after);
+      timed_row("E", "N=6", 0.040, 0.050),   // MISS over another shape: not explained
+      timed_row("F", "N=7", 0.040, 0.010)};  // a wrong answer, fast: the failure decides
+  std::vector<SweepRow> after_failed = after;
+  after_failed.back().result.status = JobStatus::kMismatch;
+  const std::string text = sweep_comparison_text(before, after_failed);
   const size_t at = text.find("Goals that flipped");
   ASSERT_NE(at, std::string::npos) << text;
   const std::string flips = text.substr(at);
   const std::string a = line_of(flips, "A"), b = line_of(flips, "B"), c = line_of(flips, "C");
+  EXPECT_NE(line_of(flips, "F").find("met -> MISS: 1 shape(s) did not end ok"), std::string::npos)
+      << flips;
   EXPECT_NE(a.find("met -> MISS at N=1"), std::string::npos) << a;
   EXPECT_NE(a.find("reference 0.0226 -> 0.0092 ms"), std::string::npos) << a;
   EXPECT_NE(a.find("the reference moved"), std::string::npos) << a;
