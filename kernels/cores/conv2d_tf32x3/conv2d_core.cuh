@@ -415,22 +415,35 @@ __device__ __forceinline__ float narrow_pixel(const ConvArgs& p, int n, int co, 
   return acc;
 }
 
-// conv(x, w) at `pixel` of image n, channel co, by the calling warp (the sum in every lane).
+// The split kernel's taps of one output channel: (kh dh, kw dw), the input offset and the weight
+// of each k < K, read from the global tap table and weights, or from the block's copy in shared
+// memory (kNarrowTapsInSmem: hw, then off, then w; narrow_taps_bytes(K) <= kNarrowTapsMaxSmem),
+// where a pixel's tap costs one global load (x) instead of three dependent ones.
+struct NarrowTaps {
+  const int2* hw;
+  const int* off;
+  const float* w;
+};
+constexpr int kNarrowTapsMaxSmem = 48 * 1024;  // no opt-in above the default limit
+inline int narrow_taps_bytes(int k) {
+  return k * static_cast<int>(sizeof(int2) + sizeof(int) + sizeof(float));
+}
+
+// conv(x, w) at `pixel` of image n by the calling warp (the sum in every lane), over `taps`.
 // A lane sums its taps lane, lane + 32, ... into kNarrowChains chains (tap k into chain k / 32
 // mod kNarrowChains, so their loads are in flight together), adds them in chain order, then the
 // warp's shuffle sum.
 constexpr int kNarrowChains = 4;
-__device__ __forceinline__ float narrow_pixel_warp(const ConvArgs& p, int n, int co, int pixel,
-                                                   int lane) {
+__device__ __forceinline__ float narrow_pixel_warp(const ConvArgs& p, const NarrowTaps& taps, int n,
+                                                   int pixel, int lane) {
   const int oh = pixel / p.wo, ow = pixel % p.wo;
   const int ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
   const float* x0 = p.x + n * p.x_image + int64_t{ih0} * p.w_in + iw0;
-  const float* wc = p.w + int64_t{co} * p.k;
   const auto tap = [&](int k, float& acc) {
-    const int2 hw = __ldg(p.tap_hw + k);
+    const int2 hw = taps.hw[k];
     if (static_cast<unsigned>(ih0 + hw.x) < static_cast<unsigned>(p.h) &&
         static_cast<unsigned>(iw0 + hw.y) < static_cast<unsigned>(p.w_in))
-      acc = fmaf(__ldg(wc + k), __ldg(x0 + __ldg(p.tap_off + k)), acc);
+      acc = fmaf(taps.w[k], __ldg(x0 + taps.off[k]), acc);
   };
   float chain[kNarrowChains] = {};
   int k = lane;
@@ -448,10 +461,34 @@ __device__ __forceinline__ float narrow_pixel_warp(const ConvArgs& p, int n, int
   return acc;
 }
 
-template <bool kSplitK, class Epi>
+// Channel co's taps for the split kernel: copied by the block into its dynamic shared memory
+// (kInSmem; a barrier follows) or the global table and weights as they are.
+template <bool kInSmem>
+__device__ __forceinline__ NarrowTaps narrow_taps(const ConvArgs& p, int co) {
+  const float* w = p.w + int64_t{co} * p.k;
+  if constexpr (!kInSmem) {
+    return {p.tap_hw, p.tap_off, w};
+  } else {
+    extern __shared__ __align__(16) int narrow_smem[];
+    int2* hw = reinterpret_cast<int2*>(narrow_smem);
+    int* off = narrow_smem + 2 * p.k;
+    float* ws = reinterpret_cast<float*>(off + p.k);
+    for (int k = static_cast<int>(threadIdx.x); k < p.k; k += static_cast<int>(blockDim.x)) {
+      hw[k] = __ldg(p.tap_hw + k);
+      off[k] = __ldg(p.tap_off + k);
+      ws[k] = __ldg(w + k);
+    }
+    __syncthreads();
+    return {hw, off, ws};
+  }
+}
+
+// kTapsInSmem (kSplitK only): the channel's taps copied to shared memory first (narrow_taps).
+template <bool kSplitK, bool kTapsInSmem, class Epi>
 __global__ void __launch_bounds__(kSplitK ? kNarrowSplitThreads : kNarrowThreads, kSplitK ? 2 : 8)
     conv2d_narrow_kernel(const ConvArgs p, const int kh_n, const int kw_n, const int dh,
                          const int dw, const Epi epi) {
+  static_assert(kSplitK || !kTapsInSmem, "only the split kernel reads a tap table");
   __shared__ float conv[kNarrowThreads];
   const int co = static_cast<int>(blockIdx.x % p.c_out);
   const int r = static_cast<int>(blockIdx.x / p.c_out);
@@ -459,8 +496,9 @@ __global__ void __launch_bounds__(kSplitK ? kNarrowSplitThreads : kNarrowThreads
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int p0 = pt * kBN, pixels = min(kBN, p.hw_out - p0);
   if constexpr (kSplitK) {
+    const NarrowTaps taps = narrow_taps<kTapsInSmem>(p, co);
     for (int i = warp; i < pixels; i += kNarrowSplitWarps) {
-      const float acc = narrow_pixel_warp(p, n, co, p0 + i, lane);
+      const float acc = narrow_pixel_warp(p, taps, n, p0 + i, lane);
       if (lane == 0) conv[i] = acc;
     }
     __syncthreads();
@@ -742,11 +780,15 @@ class Conv2dTf32x3 {
     const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
     if (narrow_) {
       const unsigned blocks = static_cast<unsigned>(int64_t{g_.n} * a.pix_tiles * g_.c_out);
-      if (g_.k() >= kNarrowSplitK)
-        conv2d_narrow_kernel<true, Epi>
+      const int taps_bytes = narrow_taps_bytes(g_.k());
+      if (g_.k() >= kNarrowSplitK && taps_bytes <= kNarrowTapsMaxSmem)
+        conv2d_narrow_kernel<true, true, Epi><<<blocks, kNarrowSplitThreads, taps_bytes, stream>>>(
+            a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+      else if (g_.k() >= kNarrowSplitK)
+        conv2d_narrow_kernel<true, false, Epi>
             <<<blocks, kNarrowSplitThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
       else
-        conv2d_narrow_kernel<false, Epi>
+        conv2d_narrow_kernel<false, false, Epi>
             <<<blocks, kNarrowThreads, 0, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
       KB_CUDA_TRY(cudaGetLastError());
       return Status::ok();
@@ -797,7 +839,10 @@ class Conv2dTf32x3 {
   // 17 40 -> 30, N 1, C_in 64, C_out 128, 13 x 13 62 -> 45, N 1, C_in 256, C_out 64, 9 x 9 207 ->
   // 87 (14-256 blocks); but L2_017's N 6, C_in 30, C_out 46, 83 x 5 (552 blocks) 41 -> 67 and N
   // 24, C_in 27, C_out 14, 13 x 11 (336 blocks) 35 -> 49: past ~2 blocks an SM the warps' serial
-  // pixels cost more than the tile's K walk.
+  // pixels cost more than the tile's K walk. Session 37 (H100, the same A/B): with the taps in
+  // shared memory (narrow_taps) the split layers above ran 28 -> 17, 29 -> 18, 87 -> 32 us and the
+  // long_k preset's 17 -> 11; with 8 blocks an SM allowed, the 552-block layer still lost (40 ->
+  // 46) and the 336-block one tied (35 -> 34), so the bound stays at 2.
   static constexpr int kNarrowSplitK = 64;
   static constexpr int kNarrowSplitMaxPixels = 64;  // 8 pixels per warp at most
   static constexpr int kNarrowSplitGridShare = 4;   // a grid under sms / 4 CTAs
