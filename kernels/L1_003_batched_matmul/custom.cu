@@ -8,7 +8,8 @@
 // docs/baselines.md), goal <= 4.47 ms (peer / 1.2). 3xTF32 does 3 TF32 MMAs per product:
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
-// Design: three paths, chosen in setup() by the shape (and by which code the driver loaded).
+// Design: four paths, chosen in setup() by the shape (and by which code the driver loaded).
+//  0. rows kernel (skinny_rows.cuh): M <= 16, a stream of B with M sums a lane (takes_skinny).
 //  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
 //     warpgroups of 64 x 256 (m64n256k8 TF32 wgmma, 128 accumulators per thread), both operands'
 //     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
@@ -67,6 +68,7 @@
 #include "common/cuda/device_query.h"
 #include "kernels/L1_003_batched_matmul/fma_tile.cuh"
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/L1_003_batched_matmul/skinny_rows.cuh"
 #include "kernels/L1_003_batched_matmul/split_plan.h"
 #include "kernels/cores/split_sum.cuh"
 #include "kernels/cores/tf32x3/dense_loader.cuh"
@@ -211,6 +213,13 @@ class Tf32x3Bmm final : public Implementation {
       return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
     shape_ = {a[0], a[1], a[2], b[2]};
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    skinny_ = takes_skinny();
+    if (skinny_) {
+      const SplitRule rule{skinny::rows_for(shape_.m), skinny::kCols, skinny::kWarps,
+                           skinny::kCtasPerSm, skinny::kMinKPerSplit / skinny::kWarps};
+      plan_split_k(sms, rule);
+      return allocate_partials();
+    }
     bool wgmma_loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
     use_wgmma_ = wgmma_loaded && takes_wgmma(sms);
@@ -286,7 +295,10 @@ class Tf32x3Bmm final : public Implementation {
         } while (k_begin < k);
         continue;
       }
-      if (small_grid_) {
+      if (skinny_) {
+        chunk.tiles_n = static_cast<int>((n + skinny::kCols - 1) / skinny::kCols);
+        KB_CUDA_TRY(skinny::launch_skinny_bmm(chunk, splits_, static_cast<int>(chunk_batch), stream));
+      } else if (small_grid_) {
         chunk.tiles_n = static_cast<int>((n + small::kTile - 1) / small::kTile);
         KB_CUDA_TRY(small::launch_fma_bmm(chunk, splits_, static_cast<int>(chunk_batch),
                                           cluster_sum_, stream));
@@ -329,6 +341,15 @@ class Tf32x3Bmm final : public Implementation {
     const bool quarter_full = 4 * m * n >= tiles_m * wg::kBM * tiles_n * wg::kBN;
     return 4 * ctas >= 3 * int64_t{sms} && quarter_full && k >= 4 * wg::kBK;
   }
+
+  // The rows kernel (skinny_rows.cuh) for M <= 16, before any tile. H100, session 37 (`kb bench
+  // L1_003 --dims ...`, main's pack and this one alternating twice; main / rows / reference us):
+  // 32 / 17 / 18 at 83 x 3 x 215 x 201 (seed 2027's miss), 220 / 78 / 76 at 40 x 4 x 999 x 1001,
+  // 980 / 566 / 730 at 128 x 16 x 1024 x 2048, 16 / 12 / 14 at 1 x 8 x 4096 x 256 (split-K), 14 /
+  // 12 / 21 at 6 x 7 x 399 x 397, 8 / 8 / 7 at 29 x 11 x 93 x 105. With chunks of 16 rows past M 16
+  // (a switch of that build) it lost: 52 -> 62 us at 71 x 43 x 419 x 255, 72 -> 145 at 64 x 64 x
+  // 256 x 1024, 5 -> 6 at 1 x 21 x 23 x 1897, within 5% at M 24 and 32.
+  bool takes_skinny() const { return shape_.m <= skinny::kMaxRows; }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
@@ -375,6 +396,7 @@ class Tf32x3Bmm final : public Implementation {
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
+  bool skinny_ = false;      // few rows: skinny_rows.cuh
   bool use_wgmma_ = false;    // the sm_90a wgmma kernel
   bool small_grid_ = false;   // the FMA tile instead of the tensor path
   bool cluster_sum_ = false;  // the FMA tile's splits sum in a cluster (no partials_)

@@ -1,7 +1,7 @@
 // kernels/L1_003_batched_matmul/split_plan.h on the host: the split-K plan covers K with
 // non-empty ranges of whole k-tiles, aims at the rule's CTAs per SM, keeps the workspace bound,
 // and picks the split counts the L1_003 presets name (cluster_2, cluster_8, many_splits, mma_odd)
-// for the FMA tile on a 132-SM GPU.
+// for the FMA tile, and skinny_split for the rows kernel, on a 132-SM GPU.
 #include "kernels/L1_003_batched_matmul/split_plan.h"
 
 #include <gtest/gtest.h>
@@ -14,16 +14,19 @@ namespace {
 
 constexpr SplitRule kFma{64, 64, 16, 4, 4};        // fma_tile.cuh's tile and custom.cu's rule
 constexpr SplitRule kMmaSync{128, 128, 32, 2, 2};  // custom.cu's mma.sync rule
+constexpr SplitRule kRows4{4, 32, 8, 4, 16};        // skinny_rows.cuh's rule at M <= 4
 constexpr int kSms = 132;                          // H100 SXM and H200
 
 TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
-  EXPECT_EQ(plan_split_k(140, 5, 129, 65, kSms, kFma).splits, 2);     // cluster_2
+  EXPECT_EQ(plan_split_k(140, 17, 129, 65, kSms, kFma).splits, 2);    // cluster_2
   const SplitPlan eight = plan_split_k(33, 20, 511, 70, kSms, kFma);  // cluster_8
   EXPECT_EQ(eight.splits, 8);
   EXPECT_EQ(eight.k_split, 64);
   EXPECT_EQ(plan_split_k(1, 30, 2001, 7, kSms, kFma).splits, 26);   // many_splits
   EXPECT_EQ(plan_split_k(40, 100, 1101, 5, kSms, kFma).splits, 7);  // mma_odd
   EXPECT_EQ(plan_split_k(71, 43, 419, 255, kSms, kFma).splits, 2);  // seed 77's miss
+  EXPECT_EQ(plan_split_k(2, 3, 2000, 45, kSms, kRows4).splits, 15);  // skinny_split
+  EXPECT_EQ(plan_split_k(83, 3, 215, 201, kSms, kRows4).splits, 1);  // 581 CTAs: whole
 }
 
 TEST(L1003SplitPlan, FullGridsAndShortKStayWhole) {
