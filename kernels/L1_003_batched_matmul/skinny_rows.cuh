@@ -4,7 +4,7 @@
 // With M of a few rows the product is a stream of B (batch x K x N floats, each used M times) and
 // the 64 x 64 FMA tile wastes most of its rows: the seed-2027 sweep measured it at 0.57x the
 // reference at 83 x 3 x 215 x 201 (H100, 32.0 against 18.1 us), where reading B once takes ~5 us.
-// Here a CTA of kWarps warps owns kRows rows of A (M rounded up to 4, 8 or 16) and kCols = 32
+// Here a CTA of kWarps warps owns kRows rows of A (M rounded up to 4, 8, 12 or 16) and kCols = 32
 // columns of C: lane = column, warp = a slice of K (k = warp, warp + kWarps, ...). A's rows for a
 // chunk of kChunk k are staged in shared memory transposed (as_t[k][row], a float4 per 4 rows, a
 // broadcast read for the whole warp); each lane streams its column of B with kInFlight loads
@@ -12,6 +12,9 @@
 // order (deterministic). Grids under kCtasPerSm CTAs an SM split K (split_plan.h) into
 // partials that custom.cu sums with kernels/cores/split_sum.cuh, as the FMA tile's splits are.
 // Strict fp32 (a chain per output, warp and split, then ordered sums): no accuracy caveat.
+// Measured (H100, session 37; custom.cu's takes_skinny has the figures): 83 x 3 x 215 x 201 32 ->
+// 14 us against the reference's 18. Past 16 rows the FMA tile's reuse of B wins (branch
+// next/s37-rows48: CTAs of 24-48 rows lost at 6 of 9 shapes, docs/kernels.md's session 37).
 //
 // Thread safety: device code without state; launch_skinny_bmm is stateless.
 #pragma once
