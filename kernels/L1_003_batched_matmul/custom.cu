@@ -297,7 +297,8 @@ class Tf32x3Bmm final : public Implementation {
       }
       if (skinny_) {
         chunk.tiles_n = static_cast<int>((n + skinny::kCols - 1) / skinny::kCols);
-        KB_CUDA_TRY(skinny::launch_skinny_bmm(chunk, splits_, static_cast<int>(chunk_batch), stream));
+        KB_CUDA_TRY(
+            skinny::launch_skinny_bmm(chunk, splits_, static_cast<int>(chunk_batch), stream));
       } else if (small_grid_) {
         chunk.tiles_n = static_cast<int>((n + small::kTile - 1) / small::kTile);
         KB_CUDA_TRY(small::launch_fma_bmm(chunk, splits_, static_cast<int>(chunk_batch),
@@ -396,7 +397,7 @@ class Tf32x3Bmm final : public Implementation {
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
-  bool skinny_ = false;      // few rows: skinny_rows.cuh
+  bool skinny_ = false;       // few rows: skinny_rows.cuh
   bool use_wgmma_ = false;    // the sm_90a wgmma kernel
   bool small_grid_ = false;   // the FMA tile instead of the tensor path
   bool cluster_sum_ = false;  // the FMA tile's splits sum in a cluster (no partials_)

@@ -29,14 +29,16 @@ namespace kb::custom::L1_003::skinny {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kCols = 32;          // columns of C a CTA owns: one a lane
-constexpr int kChunk = 256;        // k per staging of A
-constexpr int kMaxRows = 16;       // rows of A a CTA owns at most
-constexpr int kCtasPerSm = 4;      // resident (64 registers) and the split-K target
+constexpr int kCols = 32;           // columns of C a CTA owns: one a lane
+constexpr int kChunk = 256;         // k per staging of A
+constexpr int kMaxRows = 16;        // rows of A a CTA owns at most
+constexpr int kCtasPerSm = 4;       // resident (64 registers) and the split-K target
 constexpr int kMinKPerSplit = 128;  // so a warp walks >= 16 k a split
 
 // The rows a CTA owns for M (M <= kMaxRows: M rounded up to a multiple of 4; more: chunks of 16).
-constexpr int rows_for(int64_t m) { return m <= 4 ? 4 : m <= 8 ? 8 : m <= 12 ? 12 : kMaxRows; }
+constexpr int rows_for(int64_t m) {
+  return m <= 4 ? 4 : m <= 8 ? 8 : m <= 12 ? 12 : kMaxRows;
+}
 
 // Loads of B a lane has outstanding: 8, or 4 with 16 rows of sums (8 spilled under 64 registers).
 template <int kRows>
@@ -50,8 +52,8 @@ constexpr int kPitch = kRows / 4 % 2 == 1 ? kRows : kRows + 4;
 
 template <int kRows>
 union Shared {
-  float a_t[kChunk][kPitch<kRows>];    // a_t[k][row]: A(m0 + row, kc + k)
-  float sums[kWarps][kRows][kCols];    // each warp's sums, for the ordered add
+  float a_t[kChunk][kPitch<kRows>];  // a_t[k][row]: A(m0 + row, kc + k)
+  float sums[kWarps][kRows][kCols];  // each warp's sums, for the ordered add
 };
 
 // grid: (tiles_n x splits, row chunks, batch entries), p.tiles_n = ceil(N / kCols); CTA x takes

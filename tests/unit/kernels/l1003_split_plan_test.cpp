@@ -14,7 +14,7 @@ namespace {
 
 constexpr SplitRule kFma{64, 64, 16, 4, 4};        // fma_tile.cuh's tile and custom.cu's rule
 constexpr SplitRule kMmaSync{128, 128, 32, 2, 2};  // custom.cu's mma.sync rule
-constexpr SplitRule kRows4{4, 32, 8, 4, 16};        // skinny_rows.cuh's rule at M <= 4
+constexpr SplitRule kRows4{4, 32, 8, 4, 16};       // skinny_rows.cuh's rule at M <= 4
 constexpr int kSms = 132;                          // H100 SXM and H200
 
 TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
@@ -22,9 +22,9 @@ TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
   const SplitPlan eight = plan_split_k(33, 20, 511, 70, kSms, kFma);  // cluster_8
   EXPECT_EQ(eight.splits, 8);
   EXPECT_EQ(eight.k_split, 64);
-  EXPECT_EQ(plan_split_k(1, 30, 2001, 7, kSms, kFma).splits, 26);   // many_splits
-  EXPECT_EQ(plan_split_k(40, 100, 1101, 5, kSms, kFma).splits, 7);  // mma_odd
-  EXPECT_EQ(plan_split_k(71, 43, 419, 255, kSms, kFma).splits, 2);  // seed 77's miss
+  EXPECT_EQ(plan_split_k(1, 30, 2001, 7, kSms, kFma).splits, 26);    // many_splits
+  EXPECT_EQ(plan_split_k(40, 100, 1101, 5, kSms, kFma).splits, 7);   // mma_odd
+  EXPECT_EQ(plan_split_k(71, 43, 419, 255, kSms, kFma).splits, 2);   // seed 77's miss
   EXPECT_EQ(plan_split_k(2, 3, 2000, 45, kSms, kRows4).splits, 15);  // skinny_split
   EXPECT_EQ(plan_split_k(83, 3, 215, 201, kSms, kRows4).splits, 1);  // 581 CTAs: whole
 }
