@@ -6,7 +6,7 @@
 // reference at 83 x 3 x 215 x 201 (H100, 32.0 against 18.1 us), where reading B once takes ~5 us.
 // Here a CTA of kWarps warps owns kRows rows of A (M rounded up to 4, 8, 12 or 16) and kCols = 32
 // columns of C: lane = column, warp = a slice of K (k = warp, warp + kWarps, ...). A's rows for a
-// chunk of kChunk k are staged in shared memory transposed (as_t[k][row], a float4 per 4 rows, a
+// chunk of kChunk k are staged in shared memory transposed (a_t[k][row], a float4 per 4 rows, a
 // broadcast read for the whole warp); each lane streams its column of B with kInFlight loads
 // outstanding and keeps kRows sums. The warps' sums meet in shared memory and are added in warp
 // order (deterministic). Grids under kCtasPerSm CTAs an SM split K (split_plan.h) into

@@ -417,14 +417,22 @@ __device__ __forceinline__ float narrow_pixel(const ConvArgs& p, int n, int co, 
 
 // The split kernel's taps of one output channel: (kh dh, kw dw), the input offset and the weight
 // of each k < K, read from the global tap table and weights, or from the block's copy in shared
-// memory (kNarrowTapsInSmem: hw, then off, then w; narrow_taps_bytes(K) <= kNarrowTapsMaxSmem),
-// where a pixel's tap costs one global load (x) instead of three dependent ones.
+// memory (the kernel's kTapsInSmem: hw, then off, then w; narrow_taps_bytes(K) <=
+// kNarrowTapsMaxSmem), where a pixel's tap costs one global load (x) instead of three dependent
+// ones.
 struct NarrowTaps {
   const int2* hw;
   const int* off;
   const float* w;
 };
-constexpr int kNarrowTapsMaxSmem = 48 * 1024;  // no opt-in above the default limit
+// The copy's bound: the default 48 KB of a block (no opt-in) less a reserve for the kernel's
+// static arrays (conv[], the statistics' warp sums): K <= 3,008. (A 48 KB bound let K 3,041-3,072
+// ask for more than a block may have.)
+constexpr int kNarrowStaticSmem = 1024;
+static_assert(kNarrowThreads * sizeof(float) + kNarrowWarps * (sizeof(float2) + sizeof(float)) <=
+                  kNarrowStaticSmem,
+              "conv2d_narrow_kernel's static shared memory fits the reserve");
+constexpr int kNarrowTapsMaxSmem = 48 * 1024 - kNarrowStaticSmem;
 inline int narrow_taps_bytes(int k) {
   return k * static_cast<int>(sizeof(int2) + sizeof(int) + sizeof(float));
 }
