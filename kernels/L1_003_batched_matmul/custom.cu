@@ -344,11 +344,11 @@ class Tf32x3Bmm final : public Implementation {
   }
 
   // The rows kernel (skinny_rows.cuh) for M <= 16, before any tile. H100, session 37 (`kb bench
-  // L1_003 --dims ...`, main's pack and this one alternating twice, call 4; main / rows /
+  // L1_003 --dims ...`, main's pack and this one alternating twice, call 5; main / rows /
   // reference us): 32 / 14 / 18 at 83 x 3 x 215 x 201 (seed 2027's miss), 220 / 75 / 76 at 40 x 4
   // x 999 x 1001, 990 / 540 / 730 at 128 x 16 x 1024 x 2048, 16 / 12 / 14 at 1 x 8 x 4096 x 256
   // (split-K), 14 / 11 / 21 at 6 x 7 x 399 x 397, 8 / 7 / 8 at 29 x 11 x 93 x 105. Past 16 rows it
-  // lost (calls 3 and 5): 52 -> 62 us at 71 x 43 x 419 x 255 with 16-row chunks, 52 -> 74 with one
+  // lost (calls 4 and 6): 52 -> 62 us at 71 x 43 x 419 x 255 with 16-row chunks, 52 -> 74 with one
   // 48-row CTA, 73 -> 101 at 64 x 48 x 256 x 1024.
   bool takes_skinny() const { return shape_.m <= skinny::kMaxRows; }
 
