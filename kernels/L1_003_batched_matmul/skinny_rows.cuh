@@ -7,8 +7,9 @@
 // Here a CTA of kWarps warps owns kRows rows of A (M rounded up to 4, 8, 12 or 16) and kCols = 32
 // columns of C: lane = column, warp = a slice of K (k = warp, warp + kWarps, ...). A's rows for a
 // chunk of kChunk k are staged in shared memory transposed (a_t[k][row], a float4 per 4 rows, a
-// broadcast read for the whole warp); each lane streams its column of B with kInFlight loads
-// outstanding and keeps kRows sums. The warps' sums meet in shared memory and are added in warp
+// broadcast read for the whole warp); each lane streams its column of B in groups of kInFlight
+// loads, the chunk's first group issued before A is staged and each next group while the current
+// one's FMAs run, and keeps kRows sums. The warps' sums meet in shared memory and are added in warp
 // order (deterministic). Grids under kCtasPerSm CTAs an SM split K (split_plan.h) into
 // partials that custom.cu sums with kernels/cores/split_sum.cuh, as the FMA tile's splits are.
 // Strict fp32 (a chain per output, warp and split, then ordered sums): no accuracy caveat.

@@ -152,6 +152,7 @@ __host__ __device__ inline PlaneLane plane_lane(const PlaneGatherPlan& p, int th
 struct alignas(8) PlaneRow {
   int source = -1, start = 0;
 };
+static_assert(sizeof(PlaneRow) == 2 * sizeof(float), "a row table entry is two floats of smem");
 
 // Fills the block's row table: staged row i = (plane s, row j) -> table[i]. Thread `thread` of
 // `threads`.
@@ -428,8 +429,8 @@ constexpr int kPlaneBlocksPerSm = 2;
 
 // Shared memory of plan p's launch: the stages and the row table, or the parked sums.
 inline size_t plane_smem_bytes(const PlaneGatherPlan& p) {
-  const size_t stages =
-      static_cast<size_t>(p.row_table()) + 2 * static_cast<size_t>(p.staged_rows());
+  const size_t stages = static_cast<size_t>(p.row_table()) +
+                        static_cast<size_t>(p.staged_rows()) * (sizeof(PlaneRow) / sizeof(float));
   const size_t parked = static_cast<size_t>(p.split - 1) * p.co_block * p.planes * p.rows *
                         kPlaneCols * p.group_threads;
   return std::max(stages, parked) * sizeof(float);
