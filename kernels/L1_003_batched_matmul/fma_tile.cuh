@@ -36,25 +36,30 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 
-constexpr int kTile = 64;      // CTA tile rows and columns
-constexpr int kStep = 16;      // K per pipeline stage
-constexpr int kStages = 4;     // stages in flight
-constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
-constexpr int kPer = 4;
-constexpr int kPad = 4;  // a rows padded to 68 floats: float4-aligned, fewer conflicts
-constexpr int kLoads = kTile * kStep / kThreads;  // floats of A (and of B) per thread per stage
-static_assert(kTile == 16 * kPer && kLoads == 4, "thread -> tile maps below");
+constexpr int kTile = 64;   // CTA tile columns, and rows of the full-height tile
+constexpr int kStep = 16;   // K per pipeline stage
+constexpr int kStages = 4;  // stages in flight
+constexpr int kPer = 4;     // 4 x 4 outputs a thread, 16 threads across the tile's columns
+constexpr int kPad = 4;     // a rows padded by 4 floats: float4-aligned, fewer conflicts
+static_assert(kTile == 16 * kPer, "thread -> tile maps below");
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
+// A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kTile columns,
+// 16 x kRows / 4 threads.
+template <int kRows>
+constexpr int kThreadsOf = 16 * kRows / kPer;
+
+template <int kRows>
 struct Stage {
-  float a[kStep][kTile + kPad];  // A transposed: a[k][row]
+  float a[kStep][kRows + kPad];  // A transposed: a[k][row]
   float b[kStep][kTile];         // b[k][col]
 };
-static_assert(kStages * sizeof(Stage) <= 48 * 1024, "static shared memory");
+static_assert(kStages * sizeof(Stage<64>) <= 48 * 1024, "static shared memory");
 // The kernel's shared memory: the pipeline's stages, then (cluster sum) the split's parked sums.
+template <int kRows>
 union SharedTile {
-  Stage stages[kStages];
-  float parked[kTile * kTile];  // [row][col]
+  Stage<kRows> stages[kStages];
+  float parked[kRows * kTile];  // [row][col]
 };
 
 __device__ __forceinline__ uint32_t smem_address(const float* p) {
@@ -62,36 +67,42 @@ __device__ __forceinline__ uint32_t smem_address(const float* p) {
 }
 
 // Copies A(row, k) and B(k, col) of this CTA's tile for k in [k0, k0 + 16) into st, zeros past
-// k_end and outside the tile. Thread t copies A rows t / 16 + 16 i at k = k0 + t % 16 (64 bytes
-// per row) and B at k = k0 + t / 64 + 4 i, col = t % 64 (256 bytes per k).
+// k_end and outside the tile. Thread t of T copies A rows t / 16 + (T / 16) i at k = k0 + t % 16
+// (64 bytes per row) and B at k = k0 + t / 64 + (T / 64) i, col = t % 64 (256 bytes per k).
+template <int kRows>
 __device__ __forceinline__ void load_stage(const GemmArgs& p, const float* a, const float* b,
-                                           int rows, int cols, int k0, int k_end, Stage& st) {
+                                           int rows, int cols, int k0, int k_end,
+                                           Stage<kRows>& st) {
+  constexpr int kThreads = kThreadsOf<kRows>;
+  constexpr int kLoadsA = kRows * kStep / kThreads, kLoadsB = kTile * kStep / kThreads;
   const int t = static_cast<int>(threadIdx.x);
   const int ka = k0 + t % kStep;
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int row = t / kStep + 16 * i;
+  for (int i = 0; i < kLoadsA; ++i) {
+    const int row = t / kStep + kThreads / kStep * i;
     const bool ok = row < rows && ka < k_end;
     cp_async_4(smem_address(&st.a[t % kStep][row]), ok ? a + int64_t{row} * p.k + ka : p.a, ok);
   }
   const int col = t % kTile;
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int kb = t / kTile + 4 * i;
+  for (int i = 0; i < kLoadsB; ++i) {
+    const int kb = t / kTile + kThreads / kTile * i;
     const bool ok = col < cols && k0 + kb < k_end;
     cp_async_4(smem_address(&st.b[kb][col]), ok ? b + int64_t{k0 + kb} * p.n + col : p.b, ok);
   }
 }
 
 // The cluster sum's second half: this CTA (rank `rank` of `splits`) adds float4 q of every split's
-// parked tile (`parked`: this CTA's own, [kTile][kTile]) in split order for its share of the
-// tile's kTile * kTile / 4 float4s, and stores those inside C (c: the tile's first output).
+// parked tile (`parked`: this CTA's own, [kRows][kTile]) in split order for its share of the
+// tile's kRows * kTile / 4 float4s, and stores those inside C (c: the tile's first output).
+template <int kRows>
 __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank, int splits,
                                                   float* c, int n, int rows, int cols) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
-  constexpr int kQuads = kTile * kTile / 4, kRowQuads = kTile / 4;
+  constexpr int kThreads = kThreadsOf<kRows>;
+  constexpr int kQuads = kRows * kTile / 4, kRowQuads = kTile / 4;
   const int begin = rank * kQuads / splits, end = (rank + 1) * kQuads / splits;
   for (int q = begin + static_cast<int>(threadIdx.x); q < end; q += kThreads) {
     const int row = q / kRowQuads, col = q % kRowQuads * 4;
@@ -118,14 +129,15 @@ __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank,
 // splits (a cluster of gridDim.x / tiles_n CTAs along x) sum into C; else blockIdx.x = s x
 // tiles_n + tile column, and split s writes partials[s] (gridDim.z, M, N), or C when there is one
 // split. Guarded stores.
-template <bool kClusterSum>
-__global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
-  __shared__ __align__(16) SharedTile shared;
-  Stage* st = shared.stages;
+template <int kRows, bool kClusterSum>
+__global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
+    fma_bmm_kernel(const GemmArgs p) {
+  __shared__ __align__(16) SharedTile<kRows> shared;
+  Stage<kRows>* st = shared.stages;
   const int splits = static_cast<int>(gridDim.x) / p.tiles_n;
   const int x = static_cast<int>(blockIdx.x);
   const int split = kClusterSum ? x % splits : x / p.tiles_n;
-  const int m0 = static_cast<int>(blockIdx.y) * kTile;
+  const int m0 = static_cast<int>(blockIdx.y) * kRows;
   const int n0 = (kClusterSum ? x / splits : x % p.tiles_n) * kTile;
   const int64_t bi = blockIdx.z;
   const int k_begin = split * p.k_split, k_end = min(p.k, k_begin + p.k_split);
@@ -148,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
     if (next < steps)
       load_stage(p, a, b, rows, cols, k_begin + next * kStep, k_end, st[next % kStages]);
     cp_async_commit();
-    const Stage& cur = st[step % kStages];
+    const Stage<kRows>& cur = st[step % kStages];
 #pragma unroll
     for (int k = 0; k < kStep; ++k) {
       const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kPer]);
@@ -169,7 +181,7 @@ __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
       reinterpret_cast<float4*>(parked + (ty * kPer + i) * kTile)[tx] =
           make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     cooperative_groups::this_cluster().sync();  // every split's tile is parked
-    cluster_sum_store(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows, cols);
+    cluster_sum_store<kRows>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows, cols);
     cooperative_groups::this_cluster().sync();  // no CTA leaves while others read its tile
     return;
   }
@@ -186,22 +198,23 @@ __global__ void __launch_bounds__(kThreads) fma_bmm_kernel(const GemmArgs p) {
   }
 }
 
-// Launches the FMA tile for p (tiles_n, k_split and partials set by the caller) over `batch`
-// entries in `splits` splits of K. cluster_sum (requires sm_90 code loaded and 2 <= splits <=
-// kMaxClusterSplits): the kernel sums the splits into C; else the caller sums partials when
+// Launches the FMA tile of kRows rows for p (tiles_n, k_split and partials set by the caller) over
+// `batch` entries in `splits` splits of K. cluster_sum (requires sm_90 code loaded and 2 <= splits
+// <= kMaxClusterSplits): the kernel sums the splits into C; else the caller sums partials when
 // splits > 1.
-inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool cluster_sum,
-                                  cudaStream_t stream) {
+template <int kRows>
+cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool cluster_sum,
+                            cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.tiles_n * splits),
-                  static_cast<unsigned>((p.m + kTile - 1) / kTile), static_cast<unsigned>(batch));
+                  static_cast<unsigned>((p.m + kRows - 1) / kRows), static_cast<unsigned>(batch));
   if (cluster_sum && (splits < 2 || splits > kMaxClusterSplits)) return cudaErrorInvalidValue;
   if (!cluster_sum) {
-    fma_bmm_kernel<false><<<grid, kThreads, 0, stream>>>(p);
+    fma_bmm_kernel<kRows, false><<<grid, kThreadsOf<kRows>, 0, stream>>>(p);
     return cudaGetLastError();
   }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(kThreadsOf<kRows>);
   config.stream = stream;
   cudaLaunchAttribute cluster = {};
   cluster.id = cudaLaunchAttributeClusterDimension;
@@ -210,7 +223,16 @@ inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool
   cluster.val.clusterDim.z = 1;
   config.attrs = &cluster;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, fma_bmm_kernel<true>, p);
+  return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, true>, p);
 }
+
+// The tile for p.m rows: 32-row tiles for products of at most kShortRows rows, else 64.
+constexpr int kShortRows = 32;
+inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool cluster_sum,
+                                  cudaStream_t stream) {
+  return p.m <= kShortRows ? launch_fma_tile<kShortRows>(p, splits, batch, cluster_sum, stream)
+                           : launch_fma_tile<kTile>(p, splits, batch, cluster_sum, stream);
+}
+inline int fma_tile_rows(int64_t m) { return m <= kShortRows ? kShortRows : kTile; }
 
 }  // namespace kb::custom::L1_003::small

@@ -60,22 +60,29 @@ inline void add_sweep_cases(const std::shared_ptr<const ProblemSpec>& spec,
   }
 }
 
+// The presets every implementation is checked at: every one but `full`; small, odd and robust
+// always, any other (a shape that reaches one of a custom's paths, e.g. L2_021's `fma`) when the
+// golden model can afford it.
+inline std::vector<Preset> checked_presets(const std::shared_ptr<const ProblemSpec>& spec) {
+  std::vector<Preset> out;
+  for (const Preset& p : spec->presets) {
+    if (p.name == "full") continue;
+    if (p.name != "small" && p.name != "odd" && p.name != "robust") {
+      auto inst = ProblemInstance::create(spec, p.dims);
+      if (!inst.is_ok() || inst->cost().flops > kSweepCaseMaxFlops) continue;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
 // Every case of every problem for which `variant` is registered.
 inline std::vector<Case> cases_with(Variant variant) {
   namespace fs = std::filesystem;
   std::vector<Case> out;
   for (const auto& [id, spec] : catalog().problems) {
     if (!find_implementation(id, variant)) continue;
-    // Every preset but `full`: small, odd and robust always, any other (a shape that reaches one
-    // of a custom's paths, e.g. L2_021's `fma`) when the golden model can afford it.
-    for (const Preset& p : spec->presets) {
-      if (p.name == "full") continue;
-      if (p.name != "small" && p.name != "odd" && p.name != "robust") {
-        auto inst = ProblemInstance::create(spec, p.dims);
-        if (!inst.is_ok() || inst->cost().flops > kSweepCaseMaxFlops) continue;
-      }
-      out.push_back(Case{id, p.name, p.dims, 7, 0, ""});
-    }
+    for (const Preset& p : checked_presets(spec)) out.push_back(Case{id, p.name, p.dims, 7, 0, ""});
     add_sweep_cases(spec, &out);
     const fs::path dir = fs::path(KB_FIXTURES_DIR) / "oracle" / id;
     if (!fs::exists(dir)) continue;
