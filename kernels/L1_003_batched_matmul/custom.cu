@@ -24,7 +24,8 @@
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
 //  3. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
-//     128 tiles, and for products with K or N not a multiple of 4 under two (takes_small_grid).
+//     128 tiles, for products with K or N not a multiple of 4 under two, and in 32 x 64 tiles
+//     (half the threads, eight CTAs per SM) for every product of 17-32 rows (takes_small_grid).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -230,7 +231,11 @@ class Tf32x3Bmm final : public Implementation {
     }
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) {
-      plan_split_k(sms, kFmaSplits);
+      // The 32-row tile (fma_tile.cuh) has half the threads: twice the CTAs an SM.
+      const int tile_rows = small::fma_tile_rows(shape_.m);
+      plan_split_k(sms, SplitRule{tile_rows, small::kTile, small::kStep,
+                                  kFmaSplits.ctas_per_sm * small::kTile / tile_rows,
+                                  kFmaSplits.min_k_tiles});
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
       cluster_sum_ =
           kRouteClusterSum && wgmma_loaded && splits_ >= 2 && splits_ <= small::kMaxClusterSplits;
@@ -370,7 +375,8 @@ class Tf32x3Bmm final : public Implementation {
     const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
     const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
     const bool unaligned = k % 4 != 0 || n % 4 != 0;
-    return (tiny && tiles < sms) || (unaligned && tiles < 2 * int64_t{sms});
+    return m <= small::kShortRows || (tiny && tiles < sms) ||
+           (unaligned && tiles < 2 * int64_t{sms});
   }
 
   // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:

@@ -5,7 +5,8 @@
 // time, and under one wave its 4-byte copies (K or N not a multiple of 4) leave it latency-bound:
 // the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
 // 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
-// outputs, K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
+// outputs (32 x 64 tiles of 16 x 8 threads for products of at most 32 rows, where a 64-row tile
+// would leave half its rows idle), K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
 // alignment; zero-filled past the tile and K), and split-K (split_plan.h) toward four CTAs per
 // SM. The splits are summed in split order in one of two ways:
 //  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
