@@ -307,7 +307,7 @@ class Tf32x3Bmm final : public Implementation {
       } else if (small_grid_) {
         chunk.tiles_n = static_cast<int>((n + small::kTile - 1) / small::kTile);
         KB_CUDA_TRY(small::launch_fma_bmm(chunk, splits_, static_cast<int>(chunk_batch),
-                                          cluster_sum_, stream));
+                                          cluster_sum_, n % 4 == 0 && aligned16(p.b), stream));
       } else {
         const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
                         static_cast<unsigned>(splits_));

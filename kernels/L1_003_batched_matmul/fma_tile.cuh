@@ -33,6 +33,7 @@
 
 namespace kb::custom::L1_003::small {
 
+using ::kb::tf32x3::cp_async_16;
 using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
@@ -67,31 +68,74 @@ __device__ __forceinline__ uint32_t smem_address(const float* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Copies A(row, k) and B(k, col) of this CTA's tile for k in [k0, k0 + 16) into st, zeros past
-// k_end and outside the tile. Thread t of T copies A rows t / 16 + (T / 16) i at k = k0 + t % 16
-// (64 bytes per row) and B at k = k0 + t / 64 + (T / 64) i, col = t % 64 (256 bytes per k).
-template <int kRows>
-__device__ __forceinline__ void load_stage(const GemmArgs& p, const float* a, const float* b,
-                                           int rows, int cols, int k0, int k_end,
-                                           Stage<kRows>& st) {
-  constexpr int kThreads = kThreadsOf<kRows>;
-  constexpr int kLoadsA = kRows * kStep / kThreads, kLoadsB = kTile * kStep / kThreads;
-  const int t = static_cast<int>(threadIdx.x);
-  const int ka = k0 + t % kStep;
+// The tile's copies, stage after stage: load() copies A(row, k) and B(k, col) for the next 16 k
+// into a stage, zeros past k_end and outside the tile, and moves on. Thread t of T copies A rows
+// t / 16 + (T / 16) i at k = k0 + t % 16 (64 bytes per row), 4 bytes each (A is stored
+// transposed). B: kVecB (N a multiple of 4 and B 16-byte aligned; then a float4 of B is all inside
+// the tile or all outside) in 16-byte copies, columns 4 (t % 16) .. + 3 at k = k0 + t / 16 +
+// (T / 16) i; else 4-byte copies of column t % 64 at k = k0 + t / 64 + (T / 64) i. The pointers,
+// the tile-edge masks and the shared addresses are set once here: each copy then costs an address
+// add, two selects and the cp.async (computing them per copy, and copying B 4 bytes at a time,
+// made the kernel issue 2.0 instructions per FMA against cuBLAS's 1.5: session 38's ncu).
+template <int kRows, bool kVecB>
+struct StageLoader {
+  static constexpr int kThreads = kThreadsOf<kRows>;
+  static constexpr int kLoadsA = kRows * kStep / kThreads;
+  static constexpr int kRowStride = kThreads / kStep;  // A rows between a thread's copies
+  static constexpr int kColsPerCopy = kVecB ? 4 : 1;   // of B
+  static constexpr int kCopiesPerRow = kTile / kColsPerCopy;
+  static constexpr int kKStride = kThreads / kCopiesPerRow;  // B k between a thread's copies
+  static constexpr int kLoadsB = kStep / kKStride;
+  static_assert(kLoadsA <= 32 && kStep % kKStride == 0, "row mask bits; whole stages of B");
+
+  const float* a;  // A(t / 16, ka): this thread's first A copy of the next stage
+  const float* b;  // B(kb, col): its first B copy
+  int64_t a_row_step, b_k_step;  // kRowStride rows of A, kKStride rows of B
+  int ka, kb, k_end;
+  uint32_t row_ok;  // bit i: A row t / 16 + kRowStride i is inside the tile
+  bool col_ok;      // B's columns col .. col + kColsPerCopy - 1 are inside the tile
+
+  __device__ __forceinline__ StageLoader(const GemmArgs& p, const float* a_tile, const float* b_tile,
+                                         int rows, int cols, int k_begin, int k_end_)
+      : a_row_step(int64_t{kRowStride} * p.k), b_k_step(int64_t{kKStride} * p.n), k_end(k_end_) {
+    const int t = static_cast<int>(threadIdx.x);
+    ka = k_begin + t % kStep;
+    kb = k_begin + t / kCopiesPerRow;
+    const int col = t % kCopiesPerRow * kColsPerCopy;
+    a = a_tile + int64_t{t / kStep} * p.k + ka;
+    b = b_tile + int64_t{kb} * p.n + col;
+    row_ok = 0;
 #pragma unroll
-  for (int i = 0; i < kLoadsA; ++i) {
-    const int row = t / kStep + kThreads / kStep * i;
-    const bool ok = row < rows && ka < k_end;
-    cp_async_4(smem_address(&st.a[t % kStep][row]), ok ? a + int64_t{row} * p.k + ka : p.a, ok);
+    for (int i = 0; i < kLoadsA; ++i) row_ok |= (t / kStep + kRowStride * i < rows ? 1u : 0u) << i;
+    col_ok = col < cols;
   }
-  const int col = t % kTile;
+
+  // p: the kernel's arguments (their pointers stand in for the source of a zero-filled copy).
+  __device__ __forceinline__ void load(const GemmArgs& p, Stage<kRows>& st) {
+    const int t = static_cast<int>(threadIdx.x);
+    const uint32_t sa = smem_address(&st.a[t % kStep][t / kStep]);
+    const bool k_ok = ka < k_end;
 #pragma unroll
-  for (int i = 0; i < kLoadsB; ++i) {
-    const int kb = t / kTile + kThreads / kTile * i;
-    const bool ok = col < cols && k0 + kb < k_end;
-    cp_async_4(smem_address(&st.b[kb][col]), ok ? b + int64_t{k0 + kb} * p.n + col : p.b, ok);
+    for (int i = 0; i < kLoadsA; ++i) {
+      const bool ok = k_ok && (row_ok >> i & 1u);
+      cp_async_4(sa + 4 * kRowStride * i, ok ? a + i * a_row_step : p.a, ok);
+    }
+    const uint32_t sb =
+        smem_address(&st.b[t / kCopiesPerRow][t % kCopiesPerRow * kColsPerCopy]);
+#pragma unroll
+    for (int i = 0; i < kLoadsB; ++i) {
+      const bool ok = col_ok && kb + kKStride * i < k_end;
+      if constexpr (kVecB)
+        cp_async_16(sb + 4 * kTile * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
+      else
+        cp_async_4(sb + 4 * kTile * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
+    }
+    a += kStep;
+    ka += kStep;
+    b += b_k_step * (kStep / kKStride);
+    kb += kStep;
   }
-}
+};
 
 // The cluster sum's second half: this CTA (rank `rank` of `splits`) adds float4 q of every split's
 // parked tile (`parked`: this CTA's own, [kRows][kTile]) in split order for its share of the
@@ -130,7 +174,7 @@ __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank,
 // splits (a cluster of gridDim.x / tiles_n CTAs along x) sum into C; else blockIdx.x = s x
 // tiles_n + tile column, and split s writes partials[s] (gridDim.z, M, N), or C when there is one
 // split. Guarded stores.
-template <int kRows, bool kClusterSum>
+template <int kRows, bool kClusterSum, bool kVecB>
 __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
     fma_bmm_kernel(const GemmArgs p) {
   __shared__ __align__(16) SharedTile<kRows> shared;
@@ -148,9 +192,10 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
   const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
 
   const int steps = (k_end - k_begin + kStep - 1) / kStep;
+  StageLoader<kRows, kVecB> loader(p, a, b, rows, cols, k_begin, k_end);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < steps) load_stage(p, a, b, rows, cols, k_begin + s * kStep, k_end, st[s]);
+    if (s < steps) loader.load(p, st[s]);
     cp_async_commit();
   }
   float acc[kPer][kPer] = {};
@@ -158,8 +203,7 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
     cp_async_wait<kStages - 2>();  // this step's stage has landed (for this thread's copies)
     __syncthreads();               // ... for every thread's; and step - 1's stage is free
     const int next = step + kStages - 1;
-    if (next < steps)
-      load_stage(p, a, b, rows, cols, k_begin + next * kStep, k_end, st[next % kStages]);
+    if (next < steps) loader.load(p, st[next % kStages]);
     cp_async_commit();
     const Stage<kRows>& cur = st[step % kStages];
 #pragma unroll
@@ -202,15 +246,15 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
 // Launches the FMA tile of kRows rows for p (tiles_n, k_split and partials set by the caller) over
 // `batch` entries in `splits` splits of K. cluster_sum (requires sm_90 code loaded and 2 <= splits
 // <= kMaxClusterSplits): the kernel sums the splits into C; else the caller sums partials when
-// splits > 1.
-template <int kRows>
+// splits > 1. kVecB: B in 16-byte copies (StageLoader).
+template <int kRows, bool kVecB>
 cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool cluster_sum,
                             cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.tiles_n * splits),
                   static_cast<unsigned>((p.m + kRows - 1) / kRows), static_cast<unsigned>(batch));
   if (cluster_sum && (splits < 2 || splits > kMaxClusterSplits)) return cudaErrorInvalidValue;
   if (!cluster_sum) {
-    fma_bmm_kernel<kRows, false><<<grid, kThreadsOf<kRows>, 0, stream>>>(p);
+    fma_bmm_kernel<kRows, false, kVecB><<<grid, kThreadsOf<kRows>, 0, stream>>>(p);
     return cudaGetLastError();
   }
   cudaLaunchConfig_t config = {};
@@ -224,15 +268,23 @@ cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool clust
   cluster.val.clusterDim.z = 1;
   config.attrs = &cluster;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, true>, p);
+  return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, true, kVecB>, p);
 }
 
-// The tile for p.m rows: 32-row tiles for products of at most kShortRows rows, else 64.
+// The tile for p.m rows: 32-row tiles for products of at most kShortRows rows, else 64. vec_b:
+// N is a multiple of 4 and B 16-byte aligned.
 constexpr int kShortRows = 32;
+template <int kRows>
+cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool cluster_sum,
+                            bool vec_b, cudaStream_t stream) {
+  return vec_b ? launch_fma_tile<kRows, true>(p, splits, batch, cluster_sum, stream)
+               : launch_fma_tile<kRows, false>(p, splits, batch, cluster_sum, stream);
+}
 inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool cluster_sum,
-                                  cudaStream_t stream) {
-  return p.m <= kShortRows ? launch_fma_tile<kShortRows>(p, splits, batch, cluster_sum, stream)
-                           : launch_fma_tile<kTile>(p, splits, batch, cluster_sum, stream);
+                                  bool vec_b, cudaStream_t stream) {
+  return p.m <= kShortRows
+             ? launch_fma_rows<kShortRows>(p, splits, batch, cluster_sum, vec_b, stream)
+             : launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
 inline int fma_tile_rows(int64_t m) { return m <= kShortRows ? kShortRows : kTile; }
 
