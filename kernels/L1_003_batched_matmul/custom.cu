@@ -42,7 +42,10 @@
 // on the split FMA tile (session 21, call 5), worst 1.185x: met. Still under 0.9x: unaligned
 // products of ~0.1-1 G multiply-adds, where both paths are 0.6-0.85x the reference (e.g. 16 x
 // 301 x 303 x 299 at 0.66x, 1 x 1023^3 at 0.72x; seed 77's 71 x 43 x 419 x 255 at 0.79x): ncu
-// (session 21) finds the FMA tile issue-bound with only 48% of its instructions FFMA.
+// (session 21) finds the FMA tile issue-bound with only 48% of its instructions FFMA. Session 38
+// (ncu at 128 x 17 x 1024 x 2048, H100): the copies' per-element address math was the rest;
+// set up once per tile, with B in 16-byte copies, the kernel issues 376 M instructions against
+// 545 M (cuBLAS 397 M) and runs 509 us against 645 (cuBLAS 479).
 // Measured and not taken: one launch for split-K (the last CTA of a tile sums the splits: its
 // serial sum made 1 x 128 x 4096 x 128 9x slower, session 21), 8 x 8 outputs per thread in the
 // FMA tile (64 threads: 0.74x against 1.2x at the tiny shapes, session 21), operands
@@ -359,8 +362,9 @@ class Tf32x3Bmm final : public Implementation {
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-  // The FMA tile (fma_tile.cuh): tiny products under one wave of 128 x 128 tiles, and any
-  // product whose K or N is not a multiple of 4 (the tensor path's 4-byte copies) under two waves.
+  // The FMA tile (fma_tile.cuh): products of 17-32 rows, tiny products under one wave of 128 x
+  // 128 tiles, and any product whose K or N is not a multiple of 4 (the tensor path's 4-byte
+  // copies) under two waves.
   // H200, `kb bench L1_003 --dims ...`, both paths forced in one call (FMA / tensor / reference
   // us): session 11 (unsplit FMA tile): 7 / 9 / 7 at 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100;
   // session 21 (the pipelined, split FMA tile; calls 5-6): 20 / 31 / 23 at 3 x 379 x 459 x 189,
@@ -369,6 +373,12 @@ class Tf32x3Bmm final : public Implementation {
   // tiles), 1,406 / 1,405 / 2,040 at 84 x 459 x 655 x 1637 (past the rule: equal). Where K and N
   // are multiples of 4 the tensor path's 16-byte copies win (the unpipelined FMA tile: 43 / 29 /
   // 36 at 6 x 300 x 700 x 200, 24 / 19 / 17 at 1 x 500 x 2000 x 100).
+  // Every product of 17-32 rows takes the FMA tile's 32-row form (session 38, H100, cuBLAS's
+  // choice there too: an SIMT 32 x 64 tile): the tensor tiles of 128 rows leave 3/4 idle, and
+  // where B is large its stream sets the time. main / 32-row tile / reference us
+  // (/work/.device/2 and 4): 128 x 17 x 1024 x 2048 995 / 511 / 480, 16 x 25 x 2048 x 2048 258 /
+  // 150 / 141, 64 x 24 x 1024 x 1024 255 / 150 / 156, 200 x 31 x 257 x 333 111 / 65 / 60, 120 x
+  // 20 x 160 x 96 20 / 15 / 14, 50 x 24 x 512 x 64 23 / 15 / 26.
   static constexpr double kSmallGridMaxMacs = 4e6;
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
