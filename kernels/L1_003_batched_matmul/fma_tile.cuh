@@ -6,9 +6,9 @@
 // the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
 // 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
 // outputs (32 x 64 tiles of 16 x 8 threads for products of at most 32 rows, where a 64-row tile
-// would leave half its rows idle), K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
-// alignment; zero-filled past the tile and K), and split-K (split_plan.h) toward four CTAs per
-// SM. The splits are summed in split order in one of two ways:
+// would leave half its rows idle), K in steps of 16 through a kStages-deep cp.async pipeline
+// (4-byte copies, any alignment; zero-filled past the tile and K), and split-K (split_plan.h)
+// toward four CTAs per SM. The splits are summed in split order in one of two ways:
 //  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
 //    splits of a tile are neighbours along x and form one thread-block cluster; each parks its
 //    64 x 64 sums in its shared memory, and after the cluster barrier each sums a 1/splits share
@@ -88,15 +88,16 @@ struct StageLoader {
   static constexpr int kLoadsB = kStep / kKStride;
   static_assert(kLoadsA <= 32 && kStep % kKStride == 0, "row mask bits; whole stages of B");
 
-  const float* a;  // A(t / 16, ka): this thread's first A copy of the next stage
-  const float* b;  // B(kb, col): its first B copy
+  const float* a;                // A(t / 16, ka): this thread's first A copy of the next stage
+  const float* b;                // B(kb, col): its first B copy
   int64_t a_row_step, b_k_step;  // kRowStride rows of A, kKStride rows of B
   int ka, kb, k_end;
   uint32_t row_ok;  // bit i: A row t / 16 + kRowStride i is inside the tile
   bool col_ok;      // B's columns col .. col + kColsPerCopy - 1 are inside the tile
 
-  __device__ __forceinline__ StageLoader(const GemmArgs& p, const float* a_tile, const float* b_tile,
-                                         int rows, int cols, int k_begin, int k_end_)
+  __device__ __forceinline__ StageLoader(const GemmArgs& p, const float* a_tile,
+                                         const float* b_tile, int rows, int cols, int k_begin,
+                                         int k_end_)
       : a_row_step(int64_t{kRowStride} * p.k), b_k_step(int64_t{kKStride} * p.n), k_end(k_end_) {
     const int t = static_cast<int>(threadIdx.x);
     ka = k_begin + t % kStep;
@@ -120,8 +121,7 @@ struct StageLoader {
       const bool ok = k_ok && (row_ok >> i & 1u);
       cp_async_4(sa + 4 * kRowStride * i, ok ? a + i * a_row_step : p.a, ok);
     }
-    const uint32_t sb =
-        smem_address(&st.b[t / kCopiesPerRow][t % kCopiesPerRow * kColsPerCopy]);
+    const uint32_t sb = smem_address(&st.b[t / kCopiesPerRow][t % kCopiesPerRow * kColsPerCopy]);
 #pragma unroll
     for (int i = 0; i < kLoadsB; ++i) {
       const bool ok = col_ok && kb + kKStride * i < k_end;
@@ -226,7 +226,8 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
       reinterpret_cast<float4*>(parked + (ty * kPer + i) * kTile)[tx] =
           make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     cooperative_groups::this_cluster().sync();  // every split's tile is parked
-    cluster_sum_store<kRows>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows, cols);
+    cluster_sum_store<kRows>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows,
+                             cols);
     cooperative_groups::this_cluster().sync();  // no CTA leaves while others read its tile
     return;
   }
@@ -275,8 +276,8 @@ cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool clust
 // N is a multiple of 4 and B 16-byte aligned.
 constexpr int kShortRows = 32;
 template <int kRows>
-cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool cluster_sum,
-                            bool vec_b, cudaStream_t stream) {
+cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool cluster_sum, bool vec_b,
+                            cudaStream_t stream) {
   return vec_b ? launch_fma_tile<kRows, true>(p, splits, batch, cluster_sum, stream)
                : launch_fma_tile<kRows, false>(p, splits, batch, cluster_sum, stream);
 }
@@ -286,6 +287,8 @@ inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool
              ? launch_fma_rows<kShortRows>(p, splits, batch, cluster_sum, vec_b, stream)
              : launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
-inline int fma_tile_rows(int64_t m) { return m <= kShortRows ? kShortRows : kTile; }
+inline int fma_tile_rows(int64_t m) {
+  return m <= kShortRows ? kShortRows : kTile;
+}
 
 }  // namespace kb::custom::L1_003::small

@@ -49,7 +49,8 @@ struct PresetCase {
 std::vector<PresetCase> custom_presets() {
   std::vector<PresetCase> out;
   for (const auto& [id, spec] : catalog().problems) {
-    if (!find_implementation(id, Variant::kCustom) || !find_implementation(id, Variant::kReference)) continue;
+    if (!find_implementation(id, Variant::kCustom) || !find_implementation(id, Variant::kReference))
+      continue;
     for (const Preset& p : checked_presets(spec)) out.push_back({id, p.name});
   }
   return out;
@@ -68,7 +69,8 @@ TEST_P(RobustnessTest, CustomIsNeverFragileAgainstTheGoldenModel) {
     Case c{id, preset, p.dims(), 7, kRobustTrialBase + static_cast<uint32_t>(k), "", kinds[k]};
     const std::vector<float> custom = run_variant(c, p, Variant::kCustom);
     const std::vector<float> ref = run_variant(c, p, Variant::kReference);
-    ASSERT_FALSE(custom.empty() || ref.empty()) << id << " " << preset << " " << to_string(kinds[k]);
+    ASSERT_FALSE(custom.empty() || ref.empty())
+        << id << " " << preset << " " << to_string(kinds[k]);
     const HostTensor<double> golden = find_cpu_model(id)->golden(p, generate_tensors(p, c.key()));
     const GoldenErrors re = errors_vs_golden(ref, golden.data, spec.tolerance);
     const GoldenErrors ce = errors_vs_golden(custom, golden.data, spec.tolerance);
