@@ -865,7 +865,10 @@ class Conv2dTf32x3 {
   // pixels cost more than the tile's K walk. Session 37 (H100, the same A/B): with the taps in
   // shared memory (narrow_taps) the split layers above ran 28 -> 17, 29 -> 18, 87 -> 32 us and the
   // long_k preset's 17 -> 11; with 8 blocks an SM allowed, the 552-block layer still lost (40 ->
-  // 46) and the 336-block one tied (35 -> 34), so the bound stays at 2.
+  // 46) and the 336-block one tied (35 -> 34), so the bound stays at 2. Session 38 (H100): the
+  // thread-a-pixel form with its 3 x 3 window unrolled ran L2_001's 8 x 3 -> 16, 64 x 64 24 ->
+  // 13 us and L2_031's 16 x 3 -> 8, 95 x 61 33 -> 17 us; the K < 64 bound was set before that and
+  // has not been measured again.
   static constexpr int kNarrowSplitK = 64;
   static constexpr int kNarrowSplitMaxPixels = 64;  // 8 pixels per warp at most
   static constexpr int kNarrowSplitGridShare = 4;   // a grid under sms / 4 CTAs
