@@ -56,7 +56,9 @@ struct ErrorStats {
 // (a non-finite output where the golden model is finite) is written as null in JSON.
 struct RobustnessTrial {
   std::string kind;    // "shift", "scale", "centered", "random_affine"
-  std::string preset;  // where it ran: the spec's `robust` preset, else `small`
+  std::string preset;  // where it ran (executor/robustness_trials.h's RobustnessShape): the
+                       // job's own preset or dims when cheap, else the spec's `robust`, else
+                       // `small`
   double ref_err = 0, custom_err = 0;
   double ref_excess = 0, custom_excess = 0;
   std::string verdict;  // "pass", "fragile", "ill_conditioned", "marginal"

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/shape_sweep.h"
+
 namespace kb {
 namespace {
 
@@ -68,12 +70,13 @@ Status run_golden(ExecutionDevice& golden, const ProblemInstance& inst, Generato
   return Status::ok();
 }
 
-RobustnessTrial judge_trial(Distribution d, const std::string& preset, const TrialRun& run,
-                            const Tolerance& tol) {
+// `where`: the shape's label (RobustnessShape); `at`: the same for a message.
+RobustnessTrial judge_trial(Distribution d, const std::string& where, const std::string& at,
+                            const TrialRun& run, const Tolerance& tol) {
   const GoldenErrors ref = errors_against_golden(run.reference, run.golden, tol);
   const GoldenErrors custom = errors_against_golden(run.custom, run.golden, tol);
   RobustnessTrial t{to_string(d),
-                    preset,
+                    where,
                     ref.max_abs,
                     custom.max_abs,
                     ref.max_excess,
@@ -86,7 +89,7 @@ RobustnessTrial judge_trial(Distribution d, const std::string& preset, const Tri
   if (t.verdict == "ill_conditioned") t.note = "ill-conditioned for " + t.kind + ": " + errors;
   if (t.verdict == "marginal") t.note = "marginal for " + t.kind + ": " + errors;
   if (t.verdict == "fragile")
-    t.note = "fragile under " + t.kind + " at the " + preset + " preset: " + errors;
+    t.note = "fragile under " + t.kind + " at " + at + ": " + errors;
   return t;
 }
 
@@ -94,6 +97,17 @@ RobustnessTrial judge_trial(Distribution d, const std::string& preset, const Tri
 
 std::string robustness_preset(const ProblemSpec& spec) {
   return spec.find_preset("robust") ? "robust" : "small";
+}
+
+RobustnessShape robustness_shape(const JobRequest& request) {
+  const std::shared_ptr<const ProblemSpec>& spec = request.spec;
+  Result<ProblemInstance> job = request.preset.empty()
+                                    ? ProblemInstance::create(spec, request.dims)
+                                    : ProblemInstance::create(spec, request.preset);
+  if (!job.is_ok() || job->cost().flops > kRobustJobMaxFlops)
+    return {robustness_preset(*spec), true, {}};
+  if (!request.preset.empty()) return {request.preset, true, {}};
+  return {dims_argument(*spec, job->dims()), false, job->dims()};
 }
 
 GoldenErrors errors_against_golden(const std::vector<float>& out, const std::vector<float>& golden,
@@ -132,11 +146,14 @@ void run_robustness_trials(ExecutionDevice& device, ExecutionDevice& golden,
   const std::vector<Distribution> kinds = robustness_kinds(*request.spec);
   if (kinds.empty())
     return (void)(result.robustness_note = "no robustness kind applies (robustness.skip)");
-  const std::string preset = robustness_preset(*request.spec);
-  Result<ProblemInstance> inst = ProblemInstance::create(request.spec, preset);
+  const RobustnessShape where = robustness_shape(request);
+  const std::string at = where.is_preset ? "the " + where.label + " preset" : where.label;
+  Result<ProblemInstance> inst = where.is_preset
+                                     ? ProblemInstance::create(request.spec, where.label)
+                                     : ProblemInstance::create(request.spec, where.dims);
   if (!inst.is_ok()) return (void)(result.robustness_note = inst.status().message());
   if (std::string why = create_variants(device, golden, inst.value(), request); !why.empty()) {
-    return (void)(result.robustness_note = "not run at the " + preset + " preset: " + why);
+    return (void)(result.robustness_note = "not run at " + at + ": " + why);
   }
   for (size_t k = 0; k < kinds.size(); ++k) {
     const GeneratorKey key{request.seed, kRobustTrialBase + static_cast<uint32_t>(k), kinds[k]};
@@ -150,7 +167,7 @@ void run_robustness_trials(ExecutionDevice& device, ExecutionDevice& golden,
       result.robustness_note = to_string(kinds[k]) + ": golden model: " + s.message();
       continue;
     }
-    result.robustness.push_back(judge_trial(kinds[k], preset, run, request.spec->tolerance));
+    result.robustness.push_back(judge_trial(kinds[k], where.label, at, run, request.spec->tolerance));
     if (result.robustness.back().verdict == "fragile" && result.status == JobStatus::kOk) {
       result.status = JobStatus::kFragile;
       result.message = result.robustness.back().note;

@@ -5,8 +5,10 @@
 // Why against the golden model: with inputs in [100, 101) or x 1000, fp32 itself loses digits
 // where large terms cancel (a norm's variance, a conv of large same-sign values), so the fp32
 // reference can be as wrong as the custom kernel. Each trial runs reference and custom on the
-// device at a mid-size preset (the spec's `robust` preset, else `small`), the pack's golden model
-// (double, rounded once to fp32 by the pack ABI) on the CPU on the same inputs, and judges:
+// device at the job's own shape where the golden model affords it (<= kRobustJobMaxFlops: a
+// custom cannot keep fragile numerics to shapes the trials never see, e.g. a sweep's hidden
+// ones), else at a mid-size preset (the spec's `robust` preset, else `small`), the pack's golden
+// model (double, rounded once to fp32 by the pack ABI) on the CPU on the same inputs, and judges:
 //   pass             the custom is within the spec's tolerance of the golden model;
 //   fragile          the custom is outside, and its error is > kFragileFactor x the reference's:
 //                    the kernel's own numerics (a one-pass variance, an unshifted sum) -> the
@@ -33,6 +35,9 @@ namespace kb {
 // Robustness trial k draws trial number kRobustTrialBase + k of the run's seed.
 constexpr uint32_t kRobustTrialBase = 500;
 constexpr double kFragileFactor = 10;
+// The most FLOPs at which the trials run at the job's own shape: the golden model (double, one
+// CPU thread) then adds well under a second a trial.
+constexpr double kRobustJobMaxFlops = 5e7;
 
 // One variant's output against the golden output.
 struct GoldenErrors {
@@ -45,9 +50,19 @@ GoldenErrors errors_against_golden(const std::vector<float>& out, const std::vec
 // "pass", "fragile", "ill_conditioned" or "marginal" (see above).
 std::string judge_robustness(const GoldenErrors& reference, const GoldenErrors& custom);
 
-// Where the trials run: the spec's `robust` preset (one that takes the custom's fast path, say),
-// else `small`; mid-size either way, so that the golden model answers in seconds.
+// Where the trials run without the job's shape: the spec's `robust` preset (one that takes the
+// custom's fast path, say), else `small`; mid-size either way, so that the golden model answers
+// in seconds.
 std::string robustness_preset(const ProblemSpec& spec);
+
+// Where the trials of `request` run: its own shape when that costs <= kRobustJobMaxFlops, else
+// robustness_preset().
+struct RobustnessShape {
+  std::string label;  // a preset's name, or the job's own dims ("N=2,C_in=3,...")
+  bool is_preset = true;
+  Dims dims;  // the job's own dims where !is_preset
+};
+RobustnessShape robustness_shape(const JobRequest& request);
 
 // The kinds tried for this problem, in order: every robustness distribution, less the spec's
 // skips and a random_affine that would move nothing.

@@ -153,6 +153,35 @@ TEST(RobustnessKinds, KlDivergenceSkipsEveryMoveOfItsProbabilities) {
   EXPECT_TRUE(robustness_kinds(*catalog().problems.at("L1_098")).empty());
 }
 
+TEST(RobustnessShape, ACheapJobIsTriedAtItsOwnPresetOrDims) {
+  JobRequest request;
+  request.spec = catalog().problems.at("L1_003");
+  request.preset = "odd";
+  RobustnessShape s = robustness_shape(request);
+  EXPECT_EQ(s.label, "odd");
+  EXPECT_TRUE(s.is_preset);
+  request.preset = "";
+  request.dims = {{"batch", 3}, {"M", 5}, {"K", 7}, {"N", 9}};
+  s = robustness_shape(request);
+  EXPECT_EQ(s.label, "batch=3,M=5,K=7,N=9");  // in the spec's order of dims
+  EXPECT_FALSE(s.is_preset);
+  EXPECT_EQ(s.dims, request.dims);
+}
+
+TEST(RobustnessShape, AJobPastTheGoldenModelsBudgetIsTriedAtTheRobustPreset) {
+  JobRequest request;
+  request.spec = catalog().problems.at("L1_003");
+  request.preset = "full";  // 275 GFLOP
+  EXPECT_EQ(robustness_shape(request).label, "robust");
+  request.preset = "";
+  request.dims = {{"batch", 8}, {"M", 64}, {"K", 512}, {"N", 512}};  // 268 M FLOPs
+  const RobustnessShape s = robustness_shape(request);
+  EXPECT_EQ(s.label, "robust");
+  EXPECT_TRUE(s.is_preset);
+  request.dims = {{"batch", 0}, {"M", 1}, {"K", 1}, {"N", 1}};  // refused by the spec
+  EXPECT_EQ(robustness_shape(request).label, "robust");
+}
+
 TEST(RobustnessPreset, TheSpecsRobustPresetWhereItHasOneElseSmall) {
   // L2_021's small preset is too narrow for its custom's fast path; its robust preset is not.
   EXPECT_EQ(robustness_preset(*catalog().problems.at("L2_021")), "robust");
@@ -214,6 +243,22 @@ TEST_F(RobustnessTrialsTest, TheTrialsRunAtTheSpecsRobustPreset) {
     EXPECT_EQ(t.preset, "robust") << t.kind;
     EXPECT_EQ(t.verdict, "pass") << t.kind;
   }
+}
+
+TEST_F(RobustnessTrialsTest, ACheapJobsTrialsRunAtItsOwnShape) {
+  request_.preset = "";
+  request_.dims = {{"batch", 2}, {"M", 5}, {"K", 11}, {"N", 3}};
+  device_.variants[KB_VARIANT_CUSTOM].run = bmm_with_error(1e-6, 4);
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kFragile);
+  ASSERT_EQ(r.robustness.size(), 3u);
+  for (const RobustnessTrial& t : r.robustness) {
+    EXPECT_EQ(t.preset, "batch=2,M=5,K=11,N=3");
+    EXPECT_LT(t.ref_excess, 0.01) << "the golden model and the device ran the same shape";
+  }
+  EXPECT_EQ(r.message.rfind("fragile under shift at batch=2,M=5,K=11,N=3: custom max error ", 0),
+            0u)
+      << r.message;
 }
 
 TEST_F(RobustnessTrialsTest, SkippedKindsAreNotTried) {
