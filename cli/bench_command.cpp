@@ -36,6 +36,7 @@ struct BenchOptions {
   int gpu = 0;
   int trials = 5;
   int sweep = 0;     // --sweep N: N random shapes per problem instead of the preset
+  std::string sweep_regime = "alternate";  // --sweep-regime (common/shape_sweep.h)
   std::string dims;  // --dims "N=2,C=5,...": the user's own shape instead of the preset
   double trace_fraction = kMinTraceFraction;  // kb-executor --trace-fraction
   bool no_launch_trace = false;
@@ -138,8 +139,9 @@ JobResult run_job(const BenchOptions& o, const std::string& id, const std::strin
 void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog,
                const std::vector<std::string>& ids) {
   std::vector<std::pair<std::string, SweepShape>> jobs;
+  const SweepRegime regime = parse_sweep_regime(o.sweep_regime).value();  // checked by CLI11
   for (const std::string& id : ids) {
-    auto shapes = draw_sweep_shapes(catalog.problems.at(id), o.preset, o.sweep, o.seed);
+    auto shapes = draw_sweep_shapes(catalog.problems.at(id), o.preset, o.sweep, o.seed, regime);
     if (!shapes.is_ok()) {
       std::fprintf(stderr, "kb: %s\n", shapes.status().message().c_str());
       throw CLI::RuntimeError(2);
@@ -160,13 +162,18 @@ void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog,
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!o.json_path.empty()) {
-    nlohmann::json all = {{"device", o.device}, {"sweep", o.sweep},
-                          {"seed", o.seed},     {"pack", o.pack},
-                          {"wall_s", total},    {"rows", sweep_rows_to_json(rows)}};
+    nlohmann::json all = {{"device", o.device},
+                          {"sweep", o.sweep},
+                          {"regime", o.sweep_regime},
+                          {"seed", o.seed},
+                          {"pack", o.pack},
+                          {"wall_s", total},
+                          {"rows", sweep_rows_to_json(rows)}};
     std::ofstream(o.json_path) << all.dump(1) << "\n";
   }
   std::printf("%s", sweep_text(rows).c_str());
-  std::printf("wall time %.1f s, seed %llu\n", total, static_cast<unsigned long long>(o.seed));
+  std::printf("wall time %.1f s, seed %llu, regime %s\n", total,
+              static_cast<unsigned long long>(o.seed), o.sweep_regime.c_str());
 }
 
 void run_bench(BenchOptions o) {
@@ -262,6 +269,13 @@ void add_bench_command(CLI::App& app) {
           "and the worst "
           "speedup per problem")
       ->check(CLI::Range(1, 1000));
+  bench
+      ->add_option("--sweep-regime", o->sweep_regime,
+                   "How --sweep draws: alternate (whole range, then every dim in its top half) or "
+                   "mixed (skinny: each dim small or large by a coin, at least one of each)")
+      ->check(CLI::IsMember({"alternate", "mixed"}))
+      ->needs("--sweep")
+      ->capture_default_str();
   bench
       ->add_option("--dims", o->dims,
                    "Your own shape instead of the preset, e.g. N=2,C_in=5,H=33,W=17 (every dim "

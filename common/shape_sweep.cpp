@@ -67,9 +67,19 @@ int64_t draw_dim(Drawer& d, DimKind kind, int64_t full, bool large, bool strict)
 
 }  // namespace
 
+std::string to_string(SweepRegime regime) {
+  return regime == SweepRegime::kMixed ? "mixed" : "alternate";
+}
+
+Result<SweepRegime> parse_sweep_regime(const std::string& text) {
+  if (text == "alternate") return SweepRegime::kAlternate;
+  if (text == "mixed") return SweepRegime::kMixed;
+  return Status::invalid_argument("sweep regime '" + text + "': expected alternate or mixed");
+}
+
 Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemSpec> spec,
                                                   const std::string& preset, int count,
-                                                  uint64_t seed) {
+                                                  uint64_t seed, SweepRegime regime) {
   auto full = ProblemInstance::create(spec, preset);
   if (!full.is_ok()) {
     return Status::invalid_argument(spec->id + ": no valid preset '" + preset +
@@ -82,15 +92,21 @@ Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemS
   // sweep of this spec.
   for (int attempt = 0; attempt < kAttemptsPerShape && static_cast<int>(shapes.size()) < count;
        ++attempt) {
-    const bool large = shapes.size() % 2 == 1;
     // Channel counts avoid multiples of 8 during the first half of a shape's attempts; a spec
     // whose groups need them (GroupNorm over 8 groups) gets them afterwards.
     const bool strict = attempt < kAttemptsPerShape / 2;
+    const bool mixed = regime == SweepRegime::kMixed;
+    const bool large = !mixed && shapes.size() % 2 == 1;
     Dims dims;
+    int drawn_large = 0, drawn_any = 0;  // mixed: the drawn dims of each kind
     for (size_t i = 0; i < spec->dims.size(); ++i) {
       const int64_t f = full->dims().at(spec->dims[i]);
-      dims[spec->dims[i]] = draw_dim(d, kind_of(*spec, i, f), f, large, strict);
+      const DimKind kind = kind_of(*spec, i, f);
+      const bool dim_large = mixed ? d.uniform(0, 1) == 1 : large;
+      if (kind != DimKind::kFixed) ++(dim_large ? drawn_large : drawn_any);
+      dims[spec->dims[i]] = draw_dim(d, kind, f, dim_large, strict);
     }
+    if (mixed && (drawn_large == 0 || drawn_any == 0)) continue;
     if (dims == full->dims()) continue;
     if (std::any_of(shapes.begin(), shapes.end(),
                     [&](const SweepShape& s) { return s.dims == dims; }))

@@ -2,8 +2,8 @@
 # `kb bench --sweep`: on the CPU device (small preset), two random shapes of two problems run
 # reference and custom through real kb-executor processes; the JSON has one ok row per shape with
 # the shape's dims, and the text names the worst speedup per problem. `kb bench --dims`: the
-# user's own shape runs instead of the preset, and a shape the spec refuses is `unsupported`,
-# naming the dim.
+# user's own shape runs instead of the preset, and a shape the spec refuses is `unsupported`, naming the dim. `--sweep-regime mixed` draws skinny
+# shapes and says so in the JSON; without --sweep it is refused.
 #
 # usage: bench_sweep_test.sh KB_BIN
 set -euo pipefail
@@ -37,6 +37,17 @@ doc = json.load(open(sys.argv[1]))
 assert r["status"] == "ok", r
 assert r["dims"] == {"N": 1, "C_in": 2, "C_out": 8, "D": 3, "H": 5, "W": 4}, r["dims"]
 PY
+"$kb" bench L1_098 --device cpu --sweep 2 --sweep-regime mixed --seed 5 --json-out "$tmp/mixed.json" \
+  >"$tmp/out.txt" 2>"$tmp/err.txt" || { cat "$tmp/err.txt"; fail "kb bench --sweep-regime mixed exited $?"; }
+python3 - "$tmp/mixed.json" <<'PY' || fail "the mixed sweep's JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["regime"] == "mixed" and len(doc["rows"]) == 2, doc
+assert all(r["result"]["status"] == "ok" for r in doc["rows"]), doc["rows"]
+PY
+if "$kb" bench L1_098 --device cpu --sweep-regime mixed >"$tmp/out.txt" 2>&1; then
+  fail "--sweep-regime without --sweep was accepted"
+fi
 "$kb" bench L2_060 --device cpu --dims N=1,C_in=2 --seed 5 --json-out "$tmp/bad.json" \
   >"$tmp/out.txt" 2>"$tmp/err.txt" || { cat "$tmp/err.txt"; fail "kb bench --dims (bad) exited $?"; }
 python3 - "$tmp/bad.json" <<'PY' || fail "a shape without all of the spec's dims"
@@ -44,4 +55,4 @@ import json, sys
 (r,) = json.load(open(sys.argv[1]))["results"]
 assert r["status"] == "unsupported" and "dims not bound: 'C_out', 'D', 'H', 'W'" in r["message"], r["message"]
 PY
-echo "ok: 4 sweep jobs and 1 --dims job"
+echo "ok: 6 sweep jobs (2 mixed) and 1 --dims job"

@@ -26,7 +26,11 @@ TEST(ShapeSweepTest, EveryShapeOfEverySuiteProblemIsValidAndNoCostlierThanTheFul
   for (const std::string& id : catalog().suites.at("kernelbench22")) {
     auto shapes = draw_sweep_shapes(spec(id), "full", 8, 42);
     KB_ASSERT_OK(shapes);
+    auto mixed = draw_sweep_shapes(spec(id), "full", 8, 42, SweepRegime::kMixed);
+    KB_ASSERT_OK(mixed);
     EXPECT_EQ(shapes->size(), 8u) << id;
+    EXPECT_EQ(mixed->size(), 8u) << id;
+    shapes->insert(shapes->end(), mixed->begin(), mixed->end());
     const Cost full = ProblemInstance::create(spec(id), "full").value().cost();
     for (const SweepShape& s : shapes.value()) {
       auto inst = ProblemInstance::create(spec(id), s.dims);
@@ -74,6 +78,43 @@ TEST(ShapeSweepTest, TheSameSeedDrawsTheSameShapesAndHalfAreLarge) {
   EXPECT_EQ(large, 3);
   EXPECT_NE(a.value()[0].dims, c.value()[0].dims);
   EXPECT_EQ(dims_argument(*spec("L1_003"), a.value()[0].dims).rfind("batch=", 0), 0u);
+}
+
+TEST(ShapeSweepTest, TheMixedRegimeDrawsSkinnyShapes) {
+  // L1_003 under full (batch 128, M 512, K 1024, N 2048): a shape is skinny when one dim is under
+  // 1/8 of its full value and another in its top half.
+  auto mixed = draw_sweep_shapes(spec("L1_003"), "full", 12, 7, SweepRegime::kMixed);
+  auto alternate = draw_sweep_shapes(spec("L1_003"), "full", 12, 7);
+  KB_ASSERT_OK(mixed);
+  KB_ASSERT_OK(alternate);
+  const Dims full = spec("L1_003")->find_preset("full")->dims;
+  auto skinny = [&](const std::vector<SweepShape>& shapes) {
+    int n = 0;
+    for (const SweepShape& s : shapes) {
+      bool small = false, big = false;
+      for (const auto& [name, v] : s.dims) {
+        small |= 8 * v < full.at(name);
+        big |= 2 * v >= full.at(name);
+      }
+      n += small && big;
+      EXPECT_FALSE(s.large) << "no mixed shape counts as drawn large";
+    }
+    return n;
+  };
+  EXPECT_EQ(mixed->size(), 12u);
+  EXPECT_GE(skinny(mixed.value()), 8);
+  EXPECT_EQ(draw_sweep_shapes(spec("L1_003"), "full", 12, 7, SweepRegime::kMixed)->at(3).dims,
+            mixed->at(3).dims)
+      << "deterministic";
+  EXPECT_NE(mixed->at(1).dims, alternate->at(1).dims);
+}
+
+TEST(ShapeSweepTest, RegimesParseByName) {
+  EXPECT_EQ(parse_sweep_regime("mixed").value(), SweepRegime::kMixed);
+  EXPECT_EQ(parse_sweep_regime("alternate").value(), SweepRegime::kAlternate);
+  EXPECT_EQ(to_string(SweepRegime::kMixed), "mixed");
+  EXPECT_EQ(parse_sweep_regime("skinny").status().message(),
+            "sweep regime 'skinny': expected alternate or mixed");
 }
 
 }  // namespace
