@@ -35,7 +35,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   int gpu = 0;
   int trials = 5;
-  int sweep = 0;     // --sweep N: N random shapes per problem instead of the preset
+  int sweep = 0;  // --sweep N: N random shapes per problem instead of the preset
   std::string sweep_regime = "alternate";  // --sweep-regime (common/shape_sweep.h)
   std::string dims;  // --dims "N=2,C=5,...": the user's own shape instead of the preset
   double trace_fraction = kMinTraceFraction;  // kb-executor --trace-fraction

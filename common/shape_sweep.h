@@ -43,9 +43,10 @@ struct SweepShape {
 // `count` shapes of `spec` under `preset` (the "full preset" above: `full` on a GPU, `small` on
 // the CPU device), deterministic for (`spec.id`, `seed`). Fewer when the spec admits fewer
 // distinct draws (a fixed-size problem); fails when the spec has no such preset.
-Result<std::vector<SweepShape>> draw_sweep_shapes(
-    std::shared_ptr<const ProblemSpec> spec, const std::string& preset, int count, uint64_t seed,
-    SweepRegime regime = SweepRegime::kAlternate);
+Result<std::vector<SweepShape>> draw_sweep_shapes(std::shared_ptr<const ProblemSpec> spec,
+                                                  const std::string& preset, int count,
+                                                  uint64_t seed,
+                                                  SweepRegime regime = SweepRegime::kAlternate);
 
 // "N=3,C_in=5,...", in the spec's dim order: kb-executor's --dims.
 std::string dims_argument(const ProblemSpec& spec, const Dims& dims);

@@ -88,8 +88,7 @@ RobustnessTrial judge_trial(Distribution d, const std::string& where, const std:
                              number(ref.max_abs) + " (" + number(ref.max_excess) + "x)";
   if (t.verdict == "ill_conditioned") t.note = "ill-conditioned for " + t.kind + ": " + errors;
   if (t.verdict == "marginal") t.note = "marginal for " + t.kind + ": " + errors;
-  if (t.verdict == "fragile")
-    t.note = "fragile under " + t.kind + " at " + at + ": " + errors;
+  if (t.verdict == "fragile") t.note = "fragile under " + t.kind + " at " + at + ": " + errors;
   return t;
 }
 
@@ -167,7 +166,8 @@ void run_robustness_trials(ExecutionDevice& device, ExecutionDevice& golden,
       result.robustness_note = to_string(kinds[k]) + ": golden model: " + s.message();
       continue;
     }
-    result.robustness.push_back(judge_trial(kinds[k], where.label, at, run, request.spec->tolerance));
+    result.robustness.push_back(
+        judge_trial(kinds[k], where.label, at, run, request.spec->tolerance));
     if (result.robustness.back().verdict == "fragile" && result.status == JobStatus::kOk) {
       result.status = JobStatus::kFragile;
       result.message = result.robustness.back().note;
