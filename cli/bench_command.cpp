@@ -164,7 +164,7 @@ void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog,
   if (!o.json_path.empty()) {
     nlohmann::json all = {{"device", o.device},
                           {"sweep", o.sweep},
-                          {"regime", o.sweep_regime},
+                          {"regime", to_string(regime)},
                           {"seed", o.seed},
                           {"pack", o.pack},
                           {"wall_s", total},
@@ -173,7 +173,7 @@ void run_sweep(const BenchOptions& o, const ProblemCatalog& catalog,
   }
   std::printf("%s", sweep_text(rows).c_str());
   std::printf("wall time %.1f s, seed %llu, regime %s\n", total,
-              static_cast<unsigned long long>(o.seed), o.sweep_regime.c_str());
+              static_cast<unsigned long long>(o.seed), to_string(regime).c_str());
 }
 
 void run_bench(BenchOptions o) {

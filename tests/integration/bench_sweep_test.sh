@@ -2,8 +2,9 @@
 # `kb bench --sweep`: on the CPU device (small preset), two random shapes of two problems run
 # reference and custom through real kb-executor processes; the JSON has one ok row per shape with
 # the shape's dims, and the text names the worst speedup per problem. `kb bench --dims`: the
-# user's own shape runs instead of the preset, and a shape the spec refuses is `unsupported`, naming the dim. `--sweep-regime mixed` draws skinny
-# shapes and says so in the JSON; without --sweep it is refused.
+# user's own shape runs instead of the preset, and a shape the spec refuses is `unsupported`,
+# naming the dim. `--sweep-regime mixed` draws skinny shapes and says so in the JSON; without
+# --sweep it is refused.
 #
 # usage: bench_sweep_test.sh KB_BIN
 set -euo pipefail
