@@ -8,8 +8,10 @@
 // docs/baselines.md), goal <= 4.47 ms (peer / 1.2). 3xTF32 does 3 TF32 MMAs per product:
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
-// Design: four paths, chosen in setup() by the shape (and by which code the driver loaded).
-//  0. rows kernel (skinny_rows.cuh): M <= 16, a stream of B with M sums a lane (takes_skinny).
+// Design: five paths, chosen in setup() by the shape (and by which code the driver loaded).
+//  0. rows kernel (skinny_rows.cuh): M <= 16, a stream of B with M sums a lane (takes_skinny);
+//     thin-K kernel (thin_k.cuh): K <= 16 past that, a write of C with B's column in registers
+//     and A's rows in shared memory (takes_thin_k).
 //  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
 //     warpgroups of 64 x 256 (m64n256k8 TF32 wgmma, 128 accumulators per thread), both operands'
 //     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
@@ -24,8 +26,9 @@
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
 //  3. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
-//     128 tiles, for products with K or N not a multiple of 4 under two, and in 32 x 64 tiles
-//     (half the threads, eight CTAs per SM) for every product of 17-32 rows (takes_small_grid).
+//     128 tiles, for products with K or N not a multiple of 4 under two, and in 32-row or
+//     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows or of at
+//     most 32 columns (takes_small_grid).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -74,6 +77,7 @@
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
 #include "kernels/L1_003_batched_matmul/skinny_rows.cuh"
 #include "kernels/L1_003_batched_matmul/split_plan.h"
+#include "kernels/L1_003_batched_matmul/thin_k.cuh"
 #include "kernels/cores/split_sum.cuh"
 #include "kernels/cores/tf32x3/dense_loader.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
@@ -218,6 +222,9 @@ class Tf32x3Bmm final : public Implementation {
     shape_ = {a[0], a[1], a[2], b[2]};
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     skinny_ = takes_skinny();
+    thin_rows_ = thin::rows_for(shape_.batch, shape_.m, shape_.k, shape_.n, sms);
+    thin_ = !skinny_ && takes_thin_k();
+    if (thin_) return Status::ok();
     if (skinny_) {
       const SplitRule rule{skinny::rows_for(shape_.m), skinny::kCols, skinny::kWarps,
                            skinny::kCtasPerSm, skinny::kMinKPerSplit / skinny::kWarps};
@@ -234,10 +241,12 @@ class Tf32x3Bmm final : public Implementation {
     }
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) {
-      // The 32-row tile (fma_tile.cuh) has half the threads: twice the CTAs an SM.
+      // The short (32-row) and narrow (32-column) tiles have fewer threads: more CTAs an SM.
       const int tile_rows = small::fma_tile_rows(shape_.m);
-      plan_split_k(sms, SplitRule{tile_rows, small::kTile, small::kStep,
-                                  kFmaSplits.ctas_per_sm * small::kTile / tile_rows,
+      const int tile_cols = small::fma_tile_cols(shape_.n);
+      plan_split_k(sms, SplitRule{tile_rows, tile_cols, small::kStep,
+                                  kFmaSplits.ctas_per_sm * small::kTile * small::kTile /
+                                      (tile_rows * tile_cols),
                                   kFmaSplits.min_k_tiles});
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
       cluster_sum_ =
@@ -303,12 +312,16 @@ class Tf32x3Bmm final : public Implementation {
         } while (k_begin < k);
         continue;
       }
-      if (skinny_) {
+      if (thin_) {
+        KB_CUDA_TRY(
+            thin::launch_thin_k(chunk, static_cast<int>(chunk_batch), thin_rows_, stream));
+      } else if (skinny_) {
         chunk.tiles_n = static_cast<int>((n + skinny::kCols - 1) / skinny::kCols);
         KB_CUDA_TRY(
             skinny::launch_skinny_bmm(chunk, splits_, static_cast<int>(chunk_batch), stream));
       } else if (small_grid_) {
-        chunk.tiles_n = static_cast<int>((n + small::kTile - 1) / small::kTile);
+        const int tile_cols = small::fma_tile_cols(n);
+        chunk.tiles_n = static_cast<int>((n + tile_cols - 1) / tile_cols);
         KB_CUDA_TRY(small::launch_fma_bmm(chunk, splits_, static_cast<int>(chunk_batch),
                                           cluster_sum_, n % 4 == 0 && aligned16(p.b), stream));
       } else {
@@ -360,6 +373,12 @@ class Tf32x3Bmm final : public Implementation {
   // 48-row CTA, 73 -> 101 at 64 x 48 x 256 x 1024.
   bool takes_skinny() const { return shape_.m <= skinny::kMaxRows; }
 
+  // The thin-K kernel (thin_k.cuh) for K <= 16 past the rows kernel: the product is a write of C.
+  // (K == 0 writes zeros there too.) Not yet measured against the tiles at K 9-16.
+  bool takes_thin_k() const {
+    return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_);
+  }
+
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
   // The FMA tile (fma_tile.cuh): products of 17-32 rows, tiny products under one wave of 128 x
@@ -379,14 +398,21 @@ class Tf32x3Bmm final : public Implementation {
   // (/work/.device/2 and 4): 128 x 17 x 1024 x 2048 995 / 511 / 480, 16 x 25 x 2048 x 2048 258 /
   // 150 / 141, 64 x 24 x 1024 x 1024 255 / 150 / 156, 200 x 31 x 257 x 333 111 / 65 / 60, 120 x
   // 20 x 160 x 96 20 / 15 / 14, 50 x 24 x 512 x 64 23 / 15 / 26.
+  // Every product of at most 32 columns takes the 32-column forms (session 39, H100, main / 32
+  // columns / reference us, /work/.device/2): 84 x 401 x 661 x 27 (the mixed sweep's miss) 174 /
+  // 103 / 74, 100 x 313 x 943 x 13 234 / 113 / 77, 128 x 512 x 1024 x 32 254 / 192 / 144, 16 x
+  // 2048 x 512 x 17 81 / 64 / 47, 1 x 4096 x 4096 x 8 85 / 61 / 53, 40 x 100 x 1101 x 5 38 / 30 /
+  // 49, 10 x 33 x 999 x 32 12 / 11 / 41: faster at each, still 0.7-0.9x the reference at the
+  // large ones (not profiled yet).
   static constexpr double kSmallGridMaxMacs = 4e6;
+  static constexpr int64_t kShortK = 128;  // unaligned products of shorter K: the FMA tile
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
     const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
     const bool unaligned = k % 4 != 0 || n % 4 != 0;
-    return m <= small::kShortRows || (tiny && tiles < sms) ||
-           (unaligned && tiles < 2 * int64_t{sms});
+    return m <= small::kShort || n <= small::kShort || (tiny && tiles < sms) ||
+           (unaligned && (tiles < 2 * int64_t{sms} || k < kShortK));
   }
 
   // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:
@@ -414,6 +440,8 @@ class Tf32x3Bmm final : public Implementation {
   size_t a_ = 0, b_ = 0;
   Dims shape_;
   bool skinny_ = false;       // few rows: skinny_rows.cuh
+  bool thin_ = false;         // thin K: thin_k.cuh
+  int thin_rows_ = 0;         // its rows a CTA (thin::rows_for)
   bool use_wgmma_ = false;    // the sm_90a wgmma kernel
   bool small_grid_ = false;   // the FMA tile instead of the tensor path
   bool cluster_sum_ = false;  // the FMA tile's splits sum in a cluster (no partials_)

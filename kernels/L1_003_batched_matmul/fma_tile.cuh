@@ -38,30 +38,29 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 
-constexpr int kTile = 64;   // CTA tile columns, and rows of the full-height tile
+constexpr int kTile = 64;   // the full tile's rows and columns
 constexpr int kStep = 16;   // K per pipeline stage
 constexpr int kStages = 4;  // stages in flight
-constexpr int kPer = 4;     // 4 x 4 outputs a thread, 16 threads across the tile's columns
+constexpr int kPer = 4;     // 4 x 4 outputs a thread
 constexpr int kPad = 4;     // a rows padded by 4 floats: float4-aligned, fewer conflicts
-static_assert(kTile == 16 * kPer, "thread -> tile maps below");
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
-// A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kTile columns,
-// 16 x kRows / 4 threads.
-template <int kRows>
-constexpr int kThreadsOf = 16 * kRows / kPer;
+// A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kCols (64, or 32
+// for products of <= 32 columns) columns, kCols / 4 x kRows / 4 threads.
+template <int kRows, int kCols>
+constexpr int kThreadsOf = (kCols / kPer) * (kRows / kPer);
 
-template <int kRows>
+template <int kRows, int kCols>
 struct Stage {
   float a[kStep][kRows + kPad];  // A transposed: a[k][row]
-  float b[kStep][kTile];         // b[k][col]
+  float b[kStep][kCols];         // b[k][col]
 };
-static_assert(kStages * sizeof(Stage<64>) <= 48 * 1024, "static shared memory");
+static_assert(kStages * sizeof(Stage<kTile, kTile>) <= 48 * 1024, "static shared memory");
 // The kernel's shared memory: the pipeline's stages, then (cluster sum) the split's parked sums.
-template <int kRows>
+template <int kRows, int kCols>
 union SharedTile {
-  Stage<kRows> stages[kStages];
-  float parked[kRows * kTile];  // [row][col]
+  Stage<kRows, kCols> stages[kStages];
+  float parked[kRows * kCols];  // [row][col]
 };
 
 __device__ __forceinline__ uint32_t smem_address(const float* p) {
@@ -72,21 +71,23 @@ __device__ __forceinline__ uint32_t smem_address(const float* p) {
 // into a stage, zeros past k_end and outside the tile, and moves on. Thread t of T copies A rows
 // t / 16 + (T / 16) i at k = k0 + t % 16 (64 bytes per row), 4 bytes each (A is stored
 // transposed). B: kVecB (N a multiple of 4 and B 16-byte aligned; then a float4 of B is all inside
-// the tile or all outside) in 16-byte copies, columns 4 (t % 16) .. + 3 at k = k0 + t / 16 +
-// (T / 16) i; else 4-byte copies of column t % 64 at k = k0 + t / 64 + (T / 64) i. The pointers,
+// the tile or all outside) in 16-byte copies, columns 4 (t % (kCols / 4)) .. + 3 at k = k0 +
+// t / (kCols / 4) + (4 T / kCols) i; else 4-byte copies of column t % kCols at k = k0 +
+// t / kCols + (T / kCols) i. The pointers,
 // the tile-edge masks and the shared addresses are set once here: each copy then costs an address
 // add, two selects and the cp.async (computing them per copy, and copying B 4 bytes at a time,
 // made the kernel issue 2.0 instructions per FMA against cuBLAS's 1.5: session 38's ncu).
-template <int kRows, bool kVecB>
+template <int kRows, int kCols, bool kVecB>
 struct StageLoader {
-  static constexpr int kThreads = kThreadsOf<kRows>;
+  static constexpr int kThreads = kThreadsOf<kRows, kCols>;
   static constexpr int kLoadsA = kRows * kStep / kThreads;
   static constexpr int kRowStride = kThreads / kStep;  // A rows between a thread's copies
   static constexpr int kColsPerCopy = kVecB ? 4 : 1;   // of B
-  static constexpr int kCopiesPerRow = kTile / kColsPerCopy;
+  static constexpr int kCopiesPerRow = kCols / kColsPerCopy;
   static constexpr int kKStride = kThreads / kCopiesPerRow;  // B k between a thread's copies
   static constexpr int kLoadsB = kStep / kKStride;
-  static_assert(kLoadsA <= 32 && kStep % kKStride == 0, "row mask bits; whole stages of B");
+  static_assert(kLoadsA <= 32 && kKStride >= 1 && kStep % kKStride == 0,
+                "row mask bits; whole stages of B");
 
   const float* a;                // A(t / 16, ka): this thread's first A copy of the next stage
   const float* b;                // B(kb, col): its first B copy
@@ -112,7 +113,7 @@ struct StageLoader {
   }
 
   // p: the kernel's arguments (their pointers stand in for the source of a zero-filled copy).
-  __device__ __forceinline__ void load(const GemmArgs& p, Stage<kRows>& st) {
+  __device__ __forceinline__ void load(const GemmArgs& p, Stage<kRows, kCols>& st) {
     const int t = static_cast<int>(threadIdx.x);
     const uint32_t sa = smem_address(&st.a[t % kStep][t / kStep]);
     const bool k_ok = ka < k_end;
@@ -126,9 +127,9 @@ struct StageLoader {
     for (int i = 0; i < kLoadsB; ++i) {
       const bool ok = col_ok && kb + kKStride * i < k_end;
       if constexpr (kVecB)
-        cp_async_16(sb + 4 * kTile * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
+        cp_async_16(sb + 4 * kCols * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
       else
-        cp_async_4(sb + 4 * kTile * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
+        cp_async_4(sb + 4 * kCols * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
     }
     a += kStep;
     ka += kStep;
@@ -138,16 +139,16 @@ struct StageLoader {
 };
 
 // The cluster sum's second half: this CTA (rank `rank` of `splits`) adds float4 q of every split's
-// parked tile (`parked`: this CTA's own, [kRows][kTile]) in split order for its share of the
-// tile's kRows * kTile / 4 float4s, and stores those inside C (c: the tile's first output).
-template <int kRows>
+// parked tile (`parked`: this CTA's own, [kRows][kCols]) in split order for its share of the
+// tile's kRows * kCols / 4 float4s, and stores those inside C (c: the tile's first output).
+template <int kRows, int kCols>
 __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank, int splits,
                                                   float* c, int n, int rows, int cols) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
-  constexpr int kThreads = kThreadsOf<kRows>;
-  constexpr int kQuads = kRows * kTile / 4, kRowQuads = kTile / 4;
+  constexpr int kThreads = kThreadsOf<kRows, kCols>;
+  constexpr int kQuads = kRows * kCols / 4, kRowQuads = kCols / 4;
   const int begin = rank * kQuads / splits, end = (rank + 1) * kQuads / splits;
   for (int q = begin + static_cast<int>(threadIdx.x); q < end; q += kThreads) {
     const int row = q / kRowQuads, col = q % kRowQuads * 4;
@@ -169,30 +170,32 @@ __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank,
 #endif
 }
 
-// grid: (N tiles x splits, M tiles, batch entries), p.tiles_n = N tiles (of 64); split s takes
+// grid: (N tiles x splits, M tiles, batch entries), p.tiles_n = N tiles (of kCols); split s takes
 // k in [s k_split, (s + 1) k_split). kClusterSum: blockIdx.x = tile column x splits + s, and the
 // splits (a cluster of gridDim.x / tiles_n CTAs along x) sum into C; else blockIdx.x = s x
 // tiles_n + tile column, and split s writes partials[s] (gridDim.z, M, N), or C when there is one
 // split. Guarded stores.
-template <int kRows, bool kClusterSum, bool kVecB>
-__global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
+template <int kRows, int kCols, bool kClusterSum, bool kVecB>
+__global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, 1024 / kThreadsOf<kRows, kCols>)
     fma_bmm_kernel(const GemmArgs p) {
-  __shared__ __align__(16) SharedTile<kRows> shared;
-  Stage<kRows>* st = shared.stages;
+  constexpr int kThreadCols = kCols / kPer;
+  __shared__ __align__(16) SharedTile<kRows, kCols> shared;
+  Stage<kRows, kCols>* st = shared.stages;
   const int splits = static_cast<int>(gridDim.x) / p.tiles_n;
   const int x = static_cast<int>(blockIdx.x);
   const int split = kClusterSum ? x % splits : x / p.tiles_n;
   const int m0 = static_cast<int>(blockIdx.y) * kRows;
-  const int n0 = (kClusterSum ? x / splits : x % p.tiles_n) * kTile;
+  const int n0 = (kClusterSum ? x / splits : x % p.tiles_n) * kCols;
   const int64_t bi = blockIdx.z;
   const int k_begin = split * p.k_split, k_end = min(p.k, k_begin + p.k_split);
   const float* a = p.a + (bi * p.m + m0) * p.k;
   const float* b = p.b + bi * p.k * p.n + n0;
   const int rows = p.m - m0, cols = p.n - n0;
-  const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
+  const int tx = static_cast<int>(threadIdx.x) % kThreadCols;
+  const int ty = static_cast<int>(threadIdx.x) / kThreadCols;
 
   const int steps = (k_end - k_begin + kStep - 1) / kStep;
-  StageLoader<kRows, kVecB> loader(p, a, b, rows, cols, k_begin, k_end);
+  StageLoader<kRows, kCols, kVecB> loader(p, a, b, rows, cols, k_begin, k_end);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < steps) loader.load(p, st[s]);
@@ -205,7 +208,7 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
     const int next = step + kStages - 1;
     if (next < steps) loader.load(p, st[next % kStages]);
     cp_async_commit();
-    const Stage<kRows>& cur = st[step % kStages];
+    const Stage<kRows, kCols>& cur = st[step % kStages];
 #pragma unroll
     for (int k = 0; k < kStep; ++k) {
       const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kPer]);
@@ -223,10 +226,10 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
     float* parked = shared.parked;
 #pragma unroll
     for (int i = 0; i < kPer; ++i)
-      reinterpret_cast<float4*>(parked + (ty * kPer + i) * kTile)[tx] =
+      reinterpret_cast<float4*>(parked + (ty * kPer + i) * kCols)[tx] =
           make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     cooperative_groups::this_cluster().sync();  // every split's tile is parked
-    cluster_sum_store<kRows>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows,
+    cluster_sum_store<kRows, kCols>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows,
                              cols);
     cooperative_groups::this_cluster().sync();  // no CTA leaves while others read its tile
     return;
@@ -244,23 +247,24 @@ __global__ void __launch_bounds__(kThreadsOf<kRows>, 1024 / kThreadsOf<kRows>)
   }
 }
 
-// Launches the FMA tile of kRows rows for p (tiles_n, k_split and partials set by the caller) over
-// `batch` entries in `splits` splits of K. cluster_sum (requires sm_90 code loaded and 2 <= splits
-// <= kMaxClusterSplits): the kernel sums the splits into C; else the caller sums partials when
-// splits > 1. kVecB: B in 16-byte copies (StageLoader).
-template <int kRows, bool kVecB>
+// Launches the FMA tile of kRows x kCols for p (tiles_n, k_split and partials set by the caller)
+// over `batch` entries in `splits` splits of K. cluster_sum (requires sm_90 code loaded and 2 <=
+// splits <= kMaxClusterSplits): the kernel sums the splits into C; else the caller sums partials
+// when splits > 1. kVecB: B in 16-byte copies (StageLoader).
+template <int kRows, int kCols, bool kVecB>
 cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool cluster_sum,
                             cudaStream_t stream) {
+  constexpr int kThreads = kThreadsOf<kRows, kCols>;
   const dim3 grid(static_cast<unsigned>(p.tiles_n * splits),
                   static_cast<unsigned>((p.m + kRows - 1) / kRows), static_cast<unsigned>(batch));
   if (cluster_sum && (splits < 2 || splits > kMaxClusterSplits)) return cudaErrorInvalidValue;
   if (!cluster_sum) {
-    fma_bmm_kernel<kRows, false, kVecB><<<grid, kThreadsOf<kRows>, 0, stream>>>(p);
+    fma_bmm_kernel<kRows, kCols, false, kVecB><<<grid, kThreads, 0, stream>>>(p);
     return cudaGetLastError();
   }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
-  config.blockDim = dim3(kThreadsOf<kRows>);
+  config.blockDim = dim3(kThreads);
   config.stream = stream;
   cudaLaunchAttribute cluster = {};
   cluster.id = cudaLaunchAttributeClusterDimension;
@@ -269,26 +273,37 @@ cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool clust
   cluster.val.clusterDim.z = 1;
   config.attrs = &cluster;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, true, kVecB>, p);
+  return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, kCols, true, kVecB>, p);
 }
 
-// The tile for p.m rows: 32-row tiles for products of at most kShortRows rows, else 64. vec_b:
-// N is a multiple of 4 and B 16-byte aligned.
-constexpr int kShortRows = 32;
+// The tile for p: 32 rows for products of at most kShort rows, else 64; 32 columns for products
+// of at most kShort columns (a 64-column tile would leave half its columns idle, the 128-column
+// tensor tiles 3/4: the mixed-regime sweep's 84 x 401 x 661 x 27 ran mma.sync at 0.42x the
+// reference), else 64. vec_b: N is a multiple of 4 and B 16-byte aligned.
+constexpr int kShort = 32;
+inline int fma_tile_rows(int64_t m) {
+  return m <= kShort ? kShort : kTile;
+}
+inline int fma_tile_cols(int64_t n) {
+  return n <= kShort ? kShort : kTile;
+}
+template <int kRows, int kCols>
+cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool cluster_sum,
+                             bool vec_b, cudaStream_t stream) {
+  return vec_b ? launch_fma_tile<kRows, kCols, true>(p, splits, batch, cluster_sum, stream)
+               : launch_fma_tile<kRows, kCols, false>(p, splits, batch, cluster_sum, stream);
+}
 template <int kRows>
 cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool cluster_sum, bool vec_b,
                             cudaStream_t stream) {
-  return vec_b ? launch_fma_tile<kRows, true>(p, splits, batch, cluster_sum, stream)
-               : launch_fma_tile<kRows, false>(p, splits, batch, cluster_sum, stream);
+  return p.n <= kShort
+             ? launch_fma_shape<kRows, kShort>(p, splits, batch, cluster_sum, vec_b, stream)
+             : launch_fma_shape<kRows, kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
 inline cudaError_t launch_fma_bmm(const GemmArgs& p, int splits, int batch, bool cluster_sum,
                                   bool vec_b, cudaStream_t stream) {
-  return p.m <= kShortRows
-             ? launch_fma_rows<kShortRows>(p, splits, batch, cluster_sum, vec_b, stream)
-             : launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
-}
-inline int fma_tile_rows(int64_t m) {
-  return m <= kShortRows ? kShortRows : kTile;
+  return p.m <= kShort ? launch_fma_rows<kShort>(p, splits, batch, cluster_sum, vec_b, stream)
+                       : launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
 
 }  // namespace kb::custom::L1_003::small
