@@ -37,13 +37,26 @@
 // a different order (|err| ~1e-7, ~15x after GroupNorm: << 1e-4). N task (n, channel, part of
 // the plane): (g - mean) * rstd * gamma + beta, float4 when aligned.
 // Fallback: other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared
-// memory, or too narrow to keep 1/16 of a block busy) run group_kernel when a group, its
-// sample's input and weights fit in 48 KB of shared memory (one launch, a block per (n, group)),
-// else the generic kernels: one thread per output element, parallel statistics (pipeline.cuh),
-// in place.
+// memory, or too narrow to keep 1/16 of a block busy) and a misaligned `out` run group_kernel
+// when a group, its sample's input and weights fit in 48 KB of shared memory (one launch, a
+// block per (n, group)), else the generic kernels in place: the conv, parallel statistics
+// (pipeline.cuh), the fold, the normalize. The conv is the narrow kernel (narrow.cuh) for a 3x3
+// unit conv whose band of one input row and chunk of one quad's weights fit in 48 KB, else one
+// thread per output element (any geometry: int64 index math and bounds checks per tap).
+// Narrow: a block per (sample, band of ~256 output pixels, chunk of
+// quads) stages the band's input rows (one contiguous run per channel) with each pixel's three
+// kw taps side by side, and the chunk's weights; lanes run over the band's flat pixels, 4
+// channels each: 18 shared loads per 36 FFMA, coalesced stores, at any Wo. The shape sweep's
+// N 123, C_in 8, C_out 32, 211 x 7 (Wo 5) ran the per-output conv 3.7x slower than the reference
+// (688 against 184 us; N 68, C_in 9, 165 x 9: 472 against 140): predicted ~45-55 us there (conv
+// ~20-28 us, shared-load and issue bound; statistics ~6, fold ~3, normalize ~10 from L2) and
+// ~30-40 us at the second; measured (H100, session 39, `kb bench L2_021 --dims ...`,
+// /work/.device/3) 78 us against the reference's 190 and 60 against 109. g is bit for bit the
+// per-output kernel's.
 //
 // Files: wgmma_rows.cuh (the wgmma path), fma_tile.cuh (S tasks), normalize.cuh (N tasks and the
-// flat stream), generic.cuh (the fallback kernels), geometry.cuh (what they share), activation.cuh;
+// flat stream), generic.cuh (the fallback kernels), narrow.cuh (their conv for narrow images),
+// geometry.cuh (what they share), activation.cuh;
 // this file holds the mma.sync tile's epilogue and the host side (paths, workspace, launches).
 //
 // Predicted / measured (H200, full preset): see the ladder; v2 (this code) predicted 1.3-1.45 ms,
@@ -67,13 +80,14 @@
 // measures both against the golden model.
 // Measured max |err| 3.9e-5 (2026-11-30) and 9.1e-6 (bench 2026-12-02b) vs 1e-4 + 1e-4 |r|
 // allowed. Robustness trials (small preset, seed 7, vs the golden model; C_out 16 x Wo 17 keeps
-// < 1/4 of a block busy, so the generic path ran): shift (x + 100) 0.024x the tolerance
-// (reference 0.024x), scale (x 1000) 0.080x (0.081x), centered 0.032x (0.044x), random_affine
-// (gamma, beta) 0.049x (0.043x). On the tensor path (the robust preset, N 2 x 8 -> 32 x 11 x 71,
-// kernelbench22 in docs/bench-h200-2026-12-02-s8.json): shift 0.057x (0.042x), centered 0.030x
-// (0.030x), random_affine 0.024x (0.015x), and scale 1.35x (0.69x): `marginal`, the MMA's
-// truncating accumulation at the magnitude of the cancelling partial sums (tf32x3_tile.cuh),
-// divided by a small group std. The FMA tile matched the reference there (0.685x).
+// < 1/4 of a block busy, so the generic path ran; its narrow conv now gives the same g): shift
+// (x + 100) 0.024x the tolerance (reference 0.024x), scale (x 1000) 0.080x (0.081x), centered
+// 0.032x (0.044x), random_affine (gamma, beta) 0.049x (0.043x). On the tensor path (the robust
+// preset, N 2 x 8 -> 32 x 11 x 71, kernelbench22 in docs/bench-h200-2026-12-02-s8.json): shift
+// 0.057x (0.042x), centered 0.030x (0.030x), random_affine 0.024x (0.015x), and scale 1.35x
+// (0.69x): `marginal`, the MMA's truncating accumulation at the magnitude of the cancelling partial
+// sums (tf32x3_tile.cuh), divided by a small group std. The FMA tile matched the reference there
+// (0.685x).
 //
 // Ladder (H200, full preset; fp32 floor 0.62 ms):
 //   v1 one-launch ticket pipeline, S (conv) and N (normalize) tasks interleaved, lag 3 phases
@@ -130,6 +144,7 @@
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/fma_tile.cuh"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/generic.cuh"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/geometry.cuh"
+#include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/narrow.cuh"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/normalize.cuh"
 #include "kernels/L2_021_conv2d_add_scale_sigmoid_groupnorm/wgmma_rows.cuh"
 #include "kernels/cores/conv3d_direct/tf32x3_tile.cuh"
@@ -254,6 +269,12 @@ class ConvSigmoidGroupNorm final : public Implementation {
     // are faster (N 4, C_in 8, C_out 8, 30 x 30, 8 of 256: 31 against 36 us); above it the tile
     // (N 53, C_in 2, C_out 8, 91 x 229, 58 of 256: 190 us against the generic path's 462 and
     // the reference's 408; N 8, C_in 3, C_out 8, 64 x 64, 16 of 256: 33 against 37; session 22).
+    // Those thresholds were measured against the per-output conv. Below them (and for a
+    // misaligned `out`) group_kernel runs where a group fits, else the generic statistics after
+    // the narrow conv where its plan fits (setup_narrow), else after the per-output conv. H100,
+    // session 39 (`kb bench L2_021 --dims ...`, main / this / reference us, /work/.device/3):
+    // 688 / 78 / 190 at N 123, C_in 8, C_out 32, 211 x 7, 473 / 60 / 109 at N 68, C_in 9, 165 x
+    // 9, 295 / 66 / 125 at N 16, C_in 64, C_out 64, 20 x 12 (all on the per-output conv before).
     const int64_t slots = g_.quads * g_.col_groups_pad;
     const double busy = static_cast<double>(g_.quads * g_.col_groups) /
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
@@ -279,6 +300,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
                       g_.batch * g_.groups >= sms / 2 && g_.batch * g_.groups < 0x7fffffff;
       generic_parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
     }
+    narrow_.reset();
+    if (unit && !rows_taken_ && !tensor_ && !small_groups_) KB_TRY(setup_narrow());
     KB_ASSIGN_OR_RETURN(
         flat_blocks_,
         sp::persistent_blocks(reinterpret_cast<const void*>(normalize_flat_kernel), kThreads, 0,
@@ -352,7 +375,12 @@ class ConvSigmoidGroupNorm final : public Implementation {
     }
     const int64_t total = g_.batch * g_.c_out * g_.plane();
     const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65536));
-    generic_activation_kernel<<<blocks, kThreads, 0, stream>>>(b, g_, cv_);
+    if (narrow_) {
+      narrow_conv_kernel<<<dim3(narrow_->blocks, static_cast<unsigned>(narrow_->plan.chunks)),
+                           kThreads, narrow_->plan.smem, stream>>>(b, g_, narrow_->plan);
+    } else {
+      generic_activation_kernel<<<blocks, kThreads, 0, stream>>>(b, g_, cv_);
+    }
     KB_CUDA_TRY(cudaGetLastError());
     const int64_t group_len = g_.cpg * g_.plane();
     sp::launch_group_partials(b.out, g_.batch, g_.groups, group_len, generic_parts_, partials,
@@ -392,6 +420,21 @@ class ConvSigmoidGroupNorm final : public Implementation {
     return Status::ok();
   }
 
+  // The narrow conv (narrow.cuh) in place of the per-output conv on the generic path, where its
+  // plan fits: persistent blocks over (n, band) per chunk of quads, all resident at once.
+  Status setup_narrow() {
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    const std::optional<NarrowPlan> plan = plan_narrow(g_, sms);
+    if (!plan) return Status::ok();
+    KB_ASSIGN_OR_RETURN(const int64_t resident,
+                        cuda::resident_blocks(reinterpret_cast<const void*>(narrow_conv_kernel),
+                                              kThreads, plan->smem));
+    const int64_t blocks = std::clamp<int64_t>(g_.batch * plan->bands, 1,
+                                               std::max<int64_t>(1, resident / plan->chunks));
+    narrow_ = NarrowLaunch{*plan, static_cast<unsigned>(blocks)};
+    return Status::ok();
+  }
+
   // Normalizes `out` in place with coef: the flat float4 pass where the plane and `out` allow
   // (and its uint32 indices cannot wrap), else the task kernel (float4 or scalar per task).
   void launch_normalize(const Buffers& b, cudaStream_t stream) const {
@@ -412,6 +455,11 @@ class ConvSigmoidGroupNorm final : public Implementation {
     tc::Launch launch = {};
   };
 
+  struct NarrowLaunch {
+    NarrowPlan plan = {};
+    unsigned blocks = 1;  // gridDim.x
+  };
+
   static int64_t attr_or(const ProblemInstance& p, const char* attr, int a, int64_t fill) {
     return p.has_attr("conv", attr) ? p.ints("conv", attr)[a] : fill;
   }
@@ -424,6 +472,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
   rows::RowsConv rows_;               // the wgmma path's plan
   bool rows_taken_ = false;           // the wgmma path runs (wgmma_rows.cuh)
   std::optional<TensorPlan> tensor_;  // set when the tensor path runs
+  // Set when the generic path's conv is the narrow kernel (narrow.cuh).
+  std::optional<NarrowLaunch> narrow_;
   size_t smem_ = 0;
   int conv_blocks_ = 1;
   int flat_blocks_ = 1;        // resident blocks of normalize_flat_kernel

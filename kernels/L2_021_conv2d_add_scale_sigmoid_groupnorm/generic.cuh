@@ -42,6 +42,8 @@ __device__ __forceinline__ float generic_sigmoid(const Buffers& b, int64_t o, fl
   return activation(acc + b.b_conv[o], b.bias[o], b.scale[o]);
 }
 
+// One thread per output. For a 3x3 unit conv, narrow.cuh's kernel takes its place where its plan
+// fits (custom.cu, setup_narrow).
 __global__ void __launch_bounds__(kThreads)
     generic_activation_kernel(Buffers b, Geometry g, ConvGeom cv) {
   const int64_t total = g.batch * g.c_out * g.plane();
