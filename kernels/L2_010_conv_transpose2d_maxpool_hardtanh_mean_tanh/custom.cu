@@ -10,9 +10,10 @@
 //
 // Design: ConvTranspose2d with stride 1 is conv2d with the flipped, transposed weight and padding
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
-// fp32, narrow.cuh and narrow3x3.cuh), and so does C_out <= 16 on a 3x3 kernel (dilation 1) where
-// the wgmma path does not run (narrow3x3.cuh in groups of 8 channels: mma.sync's 64-channel tiles
-// would be 4-7x padding); otherwise three tensor-core paths, three kernels each:
+// fp32, narrow.cuh, narrow3x3.cuh and thin.cuh), and so does C_out <= 16 on a 3x3 kernel
+// (dilation 1) where the wgmma path does not run (narrow3x3.cuh in groups of 8 channels: mma.sync's
+// 64-channel tiles would be 4-7x padding) or the pooled width is at most 7 (thin.cuh); otherwise
+// three tensor-core paths, three kernels each:
 //   fast on wgmma (3x3, dilation 1, padding 1, W >= 80, sm_90a code loaded: the full preset),
 //   kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh with the pooling epilogue of
 //   kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh: the same three steps as the next
@@ -33,7 +34,12 @@
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
 //   narrow (C_out <= 8, or <= 16 as above): one thread per pooled window, 4 x C_out fp32 FMA
-//     accumulators, then finish_kernel. 3x3 with dilation 1 (the problem's geometry):
+//     accumulators, then finish_kernel. 3x3 with dilation 1 (the problem's geometry), pooled
+//     widths of 1..7 (1..4 at C_out <= 2): thin.cuh, threads along the flattened pooled grid of
+//     an image (any width fills them), the 4 x 4 input window read straight from global memory,
+//     input channels split over up to 8 warp groups, C_out 9..16 in two groups. Measured (H100,
+//     session 39; predicted ~10 us): 19 us against the reference's 52-53 at N 124, C_in 25,
+//     C_out 3, 239 x 3, where narrow3x3.cuh took 191. Wider, 3x3 with dilation 1:
 //     narrow3x3.cuh (16-column tiles for pooled widths <= 16, input channels split over up to 8
 //     thread groups when the grid is under a wave, double-buffered chunks, C_out as a template
 //     argument, 8-channel groups past 8) where it narrows the tile, splits the channels or
@@ -85,6 +91,7 @@
 #include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/generic.cuh"
 #include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/narrow.cuh"
 #include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/narrow3x3.cuh"
+#include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/thin.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_patch.cuh"
 #include "kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh"
@@ -144,9 +151,18 @@ class ConvPoolMeanTanh final : public Implementation {
     // at N 100, C_in 20, C_out 14, 50 x 60; 0.036 -> 0.028 at C_out 9, 45 x 33; 0.053 -> 0.048
     // at C_out 12, 64 x 64; 0.293 -> 0.306 at N 32, C_in 64, C_out 16, 70 x 70; and at a pooled
     // width of 1 (N 81, C_in 57, C_out 15, 23 x 3) 0.092 -> 0.137, 1 of 16 columns live.
+    // Pooled widths of 1..7 (thin.cuh: threads along the flattened pooled grid, any N) take every
+    // C_out of 3..16 there, and 1..2 up to a width of 4 (thin::takes), ahead of all of these
+    // (wgmma needs 80 columns): 16-column tiles run over half empty, and at a width of 1 they
+    // were the 0.38x of the sweep (N 124, C_in 25, C_out 3, 239 x 3: 191 us against 73.5), as
+    // mma.sync's 16 x 16-pixel tiles were slow at 23 x 3 (above). H100, session 39 (`kb bench
+    // L2_010 --dims ...`, main / thin / reference us, /work/.device/3): 191 / 19 / 52 there, 92 /
+    // 21 / 64-108 at N 81, C_in 57, C_out 15, 23 x 3, 42 / 20 / 62 at N 128, C_in 16, C_out 4,
+    // 64 x 13, 29 / 19 / 29-76 at N 3, C_in 64, C_out 8, 40 x 14.
     const bool grouped = kh_ == 3 && kw_ == 3 && dil_ == 1 && a_.c_out <= narrow3x3::kMaxCo &&
                          2 * a_.wp >= narrow3x3::kNarrowTileX;
-    narrow_ = n_ <= 65535 && (a_.c_out <= kNarrowCo || (grouped && !wgmma_));
+    thin_ = thin::takes(kh_, kw_, dil_, a_.c_out, a_.wp);
+    narrow_ = thin_ || (n_ <= 65535 && (a_.c_out <= kNarrowCo || (grouped && !wgmma_)));
     if (narrow_) return setup_narrow();
     if (fast_) return setup_fast();
     const std::vector<int> table = build_tap_table(c_in_, a_.h, a_.w_in, kh_, kw_, dil_);
@@ -194,7 +210,7 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
  private:
-  // ---- narrow path: C_out <= 8, or <= 16 on 3x3 kernels without wgmma ----
+  // ---- narrow path: C_out <= 8, or <= 16 on 3x3 kernels (no wgmma, or pooled width <= 7) ----
 
   Status setup_narrow() {
     NarrowArgs& g = narrow_args_;
@@ -202,7 +218,7 @@ class ConvPoolMeanTanh final : public Implementation {
     // The transposed conv's own padding (a_.ph/pw are the equivalent conv's, dil*(k-1) - pad).
     g.dil = dil_, g.pad_h = dil_ * (kh_ - 1) - a_.ph, g.pad_w = dil_ * (kw_ - 1) - a_.pw;
     g.hp = hp_, g.wp = a_.wp;
-    patch_narrow_ = kh_ == 3 && kw_ == 3 && dil_ == 1;
+    patch_narrow_ = !thin_ && kh_ == 3 && kw_ == 3 && dil_ == 1;
     split_narrow_ = false;
     if (patch_narrow_) {
       KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
@@ -214,7 +230,12 @@ class ConvPoolMeanTanh final : public Implementation {
       split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX ||
                       g.c_out > kNarrowCo;  // channel groups: narrow3x3.cuh only
     }
-    if (split_narrow_) {
+    if (thin_) {
+      KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+      KB_ASSIGN_OR_RETURN(thin_args_, thin::plan(n_, c_in_, g.c_out, g.h, g.w, g.pad_h, g.pad_w,
+                                                 hp_, a_.wp, sms, a_.lo, a_.hi));
+      g.tiles = thin_args_.tiles;
+    } else if (split_narrow_) {
       KB_TRY(narrow3x3::configure(split_plan_));
       g.tiles = split_plan_.args.tiles;
     } else if (patch_narrow_) {
@@ -238,7 +259,11 @@ class ConvPoolMeanTanh final : public Implementation {
     if (g.tiles > 0 &&
         n_ > 0) {  // no pooling window at all: the mean is 0 / 0 = NaN, as in PyTorch
       const dim3 grid(static_cast<unsigned>(g.tiles), static_cast<unsigned>(n_));
-      if (split_narrow_) {
+      if (thin_) {  // grid (N tiles, co_groups): any N
+        narrow3x3::Args t = thin_args_;
+        t.x = g.x, t.weight = g.weight, t.bias = g.bias, t.partial = g.partial;
+        KB_TRY(thin::launch(t, n_, stream));
+      } else if (split_narrow_) {
         narrow3x3::Args s = split_plan_.args;
         s.x = g.x, s.weight = g.weight, s.bias = g.bias, s.partial = g.partial;
         KB_TRY(narrow3x3::launch(s, split_plan_.smem_bytes, n_, stream));
@@ -406,6 +431,8 @@ class ConvPoolMeanTanh final : public Implementation {
   int patch_tiles_x_ = 0;      // narrow3x3_pool_kernel's tiles along the pooled width
   bool split_narrow_ = false;  // patch_narrow_ on narrow3x3.cuh (channel splits, double-buffered)
   narrow3x3::Plan split_plan_{};  // its sizes; pointers are filled per call
+  bool thin_ = false;             // narrow on thin.cuh: pooled width <= 7 (setup's rule)
+  narrow3x3::Args thin_args_{};   // its sizes (thin::plan); pointers are filled per call
   patch::PatchArgs f_{};          // fast path sizes; pointers are filled per call
   bool wgmma_ = false;            // fast path on wgmma (conv3x3_pool_wgmma.cuh)
   wgp::Conv3x3Wgmma wgmma_plan_;  // its plan: sizes, split weights, launches

@@ -1,0 +1,231 @@
+// L2_010's thin-image kernel (C_out <= 16, kernel 3x3, dilation 1, any padding, pooled width
+// <= 7, <= 4 at C_out <= 2: takes(); plain fp32 FMA): conv -> +bias -> 2x2 max pool -> clamp ->
+// per-block sum, partial: (N, C_out, tiles), then custom.cu's finish_kernel.
+//
+// Why: narrow3x3.cuh's tiles are 16 pooled columns wide, so at a pooled width of 1 (W 2 or 3) 15
+// of 16 threads idle while every block still stages a 34 x 34 patch per input channel: N 124,
+// C_in 25, C_out 3, 239 x 3 took 191 us against the reference's 73.5 (H100 shape sweep); C_out
+// of 9..16 went to mma.sync's 64-channel x 16 x 16-pixel tiles (N 81, C_in 57, C_out 15, 23 x 3:
+// 92 us). Here a block's threads run along the flattened pooled grid of one image (window
+// py Wp + px), so every thread but the image's last block's tail owns a window at any width:
+//   - a thread reads its 4 x 4 input window per channel straight from global memory (__ldg,
+//     32-bit offsets: C_in H W <= INT_MAX is custom.cu's precondition) for 36 C_out FMAs. No
+//     patch is staged (no staging loop, no barrier per chunk of x): a warp's 32 windows are
+//     consecutive, so each of its loads touches ~6 L1 lines, and a row of x is read by two
+//     windows of the same or the next warp, mostly from L1;
+//   - the weights of a chunk of kChunkCi input channels sit in shared memory as narrow3x3.cuh's
+//     (ci, co, 12); a warp works on one channel at a time, so their reads are broadcasts;
+//   - when the grid is under a wave (min_blocks CTAs per SM), or the image has fewer windows than
+//     a block, the input channels are split over S = 2, 4 or 8 warp groups (group = warp /
+//     (8 / S)), each with its own partial conv outputs, added in group order in shared memory
+//     before the pool (narrow3x3::sum_groups: max does not distribute over the sum);
+//   - C_out of 9..16 runs in two balanced groups (grid.y), kCo = ceil(C_out / 2) each.
+// Block: 256 threads = S groups x 256 / S windows; grid (N tiles, co_groups): N is folded into
+// grid.x, so any N whose tile count fits an int runs (no 65535 limit).
+//
+// Cost at N 124, C_in 25, C_out 3, 239 x 3 (pooled 119 x 1; S = 8: 4 tiles of 32 windows, 496
+// CTAs, 2 per SM at 96 registers: two rounds): 60 M MAC in 12.4 K warp-iterations (one channel,
+// 32 windows) of 12 live loads + 9 LDS + 108 FMA + ~25 other, ~2 us of issue over 132 SMs; ~6
+// L1 lines per load, 0.9 M L1 wavefronts, ~4 us; x is 8.9 MB from DRAM once, 3 us; a warp's 3-4
+// channels each wait one load round trip. Predicted 5-8 us, ~10 us with finish_kernel and the
+// launches (~7x the reference). Measured (H100, session 39, `kb bench L2_010 --dims ...`, main /
+// thin / reference us, /work/.device/3): 191 / 19 / 52-53 there.
+//
+// Numerics: fp32 FMA, taps in (ky, kx) order per channel, channels in order within a group,
+// groups in order, then the block sum of narrow3x3::pool_kernel (warp shuffles, warps in order):
+// a fixed order for a given plan (S depends on the SM count, as in narrow3x3.cuh).
+//
+// Thread safety: device code without state; launch() enqueues on the caller's stream.
+#pragma once
+
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/cuda/cuda_check.h"
+#include "common/status.h"
+#include "kernels/L2_010_conv_transpose2d_maxpool_hardtanh_mean_tanh/narrow3x3.cuh"
+
+namespace kb::custom::L2_010::thin {
+
+using narrow3x3::kGroupCo, narrow3x3::kMaxCo, narrow3x3::kMaxSplits, narrow3x3::kThreads,
+    narrow3x3::kWarps, narrow3x3::kWeightStride;
+// Widest pooled row taken: narrow3x3's 16-column tiles run more than half empty below 8.
+constexpr int kMaxWp = narrow3x3::kNarrowTileX / 2 - 1;
+constexpr int kChunkCi = 32;  // input channels whose weights are staged at once
+static_assert(kChunkCi % kMaxSplits == 0, "a group keeps its channel residue across chunks");
+static_assert(kThreads / kMaxSplits % 32 == 0, "a warp's windows belong to one group");
+// CTAs per SM that the registers allow (ptxas, sm_90): kCo 1..2 fit 80 registers without
+// spills, 3..4 spill at 80 and take 96, 5..8 96-128. plan() splits channels until the grid
+// fills them.
+constexpr int min_blocks(int group_co) {
+  return group_co <= 2 ? 3 : 2;
+}
+
+// The shapes this kernel takes: 3x3, dilation 1, 1..16 output channels, pooled width <= kMaxWp,
+// but 1 or 2 output channels only up to a width of kMaxWpFewCo: there a warp's 16 loads per
+// channel (~6 L1 lines each, 32 windows) outweigh its 36..72 FMAs, and narrow3x3.cuh's staged
+// 16-column tiles, over a quarter full from a width of 5, were the cheaper by that count (a
+// model: not measured).
+constexpr int kMaxWpFewCo = 4;
+inline bool takes(int kh, int kw, int dil, int c_out, int wp) {
+  return kh == 3 && kw == 3 && dil == 1 && c_out >= 1 && c_out <= kMaxCo &&
+         wp <= (c_out <= 2 ? kMaxWpFewCo : kMaxWp);
+}
+
+// narrow3x3::Args as this kernel reads them: x, weight, bias, partial, c_in, c_out, h, w, pad_h,
+// pad_w, hp, wp, group_co, co_groups, splits, lo, hi, and tiles (blocks per image, each of
+// kThreads / splits consecutive windows); the patch and tile fields stay 0.
+// x: (n, c_in, h, w); pooled (hp, wp); sms: the device's SM count.
+inline Result<narrow3x3::Args> plan(int n, int c_in, int c_out, int h, int w, int pad_h, int pad_w,
+                                    int hp, int wp, int sms, float lo, float hi) {
+  narrow3x3::Args a{};
+  a.c_in = c_in, a.c_out = c_out, a.h = h, a.w = w, a.pad_h = pad_h, a.pad_w = pad_w;
+  a.hp = hp, a.wp = wp, a.lo = lo, a.hi = hi;
+  a.co_groups = (c_out + kGroupCo - 1) / kGroupCo;
+  a.group_co = (c_out + a.co_groups - 1) / a.co_groups;
+  const int64_t windows = int64_t{hp} * wp;
+  const auto tiles = [&](int splits) {
+    const int per_block = kThreads / splits;
+    return (windows + per_block - 1) / per_block;
+  };
+  // Split while the grid is under a wave, or while half the windows per block still hold the
+  // whole image (the split then replaces idle warps, not blocks).
+  a.splits = 1;
+  while (a.splits < kMaxSplits && 2 * a.splits <= c_in &&
+         (n * tiles(a.splits) * a.co_groups < int64_t{min_blocks(a.group_co)} * sms ||
+          kThreads / (2 * a.splits) >= windows))
+    a.splits *= 2;
+  if (n * tiles(a.splits) > 0x7fffffff)
+    return Status::failed_precondition("L2_010 custom: thin kernel grid out of int range");
+  a.tiles = static_cast<int>(tiles(a.splits));
+  return a;
+}
+
+// w_smem (kChunkCi, kCo, kWeightStride) = the 9 taps of input channels c0 .. c0 + kChunkCi - 1
+// and output channels co0 .. co0 + kCo - 1; zeros past C_in, C_out and in the padding taps.
+// cp.async: every copy in flight at once without holding registers (loads into registers, all
+// unrolled, made every kCo spill); the caller waits and syncs.
+template <int kCo>
+__device__ __forceinline__ void stage_weights(const narrow3x3::Args& a, float* w_smem, int c0,
+                                              int co0) {
+  constexpr int kFloats = kChunkCi * kCo * kWeightStride;
+  for (int e = threadIdx.x; e < kFloats; e += kThreads) {
+    const int t = e % kWeightStride, co = e / kWeightStride % kCo;
+    const int ci = e / (kWeightStride * kCo);
+    if (t < 9 && c0 + ci < a.c_in && co0 + co < a.c_out) {
+      __pipeline_memcpy_async(
+          w_smem + e, a.weight + (int64_t{c0 + ci} * a.c_out + co0 + co) * 9 + t, sizeof(float));
+    } else {
+      w_smem[e] = 0.f;
+    }
+  }
+  __pipeline_commit();
+}
+
+// The thread's 4 x 4 input window: x[.., 2 py + pad_h - 2 + r, 2 px + pad_w - 2 + c] (the layout
+// that narrow3x3::window_taps reads) at offset row_off[r] + c of a channel plane, loaded where
+// bit 4 r + c of in_mask is set, else 0 (outside x, or a thread without a window). A row pointer
+// per channel with the columns as immediate offsets, and one mask register: 16 per-element
+// predicates and 64-bit addresses, all loop-invariant, made every kCo spill (ptxas).
+struct Window {
+  int row_off[4];
+  unsigned in_mask;
+};
+
+__device__ __forceinline__ Window window_at(const narrow3x3::Args& a, bool live, int py, int px) {
+  Window win;
+  const int ix0 = 2 * px + a.pad_w - 2;
+  unsigned rows = 0u, cols = 0u;  // bit 4 r of rows, bit c of cols: in x
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int iy = 2 * py + a.pad_h - 2 + k, ix = ix0 + k;
+    win.row_off[k] = iy * a.w + ix0;
+    if (live && iy >= 0 && iy < a.h) rows |= 1u << (4 * k);
+    if (ix >= 0 && ix < a.w) cols |= 1u << k;
+  }
+  win.in_mask = rows * 0xfu & cols * 0x1111u;
+  return win;
+}
+
+// xc: one channel plane (h, w) of x.
+__device__ __forceinline__ void load_window(const float* xc, const Window& win, float (&xv)[4][4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float* row = xc + win.row_off[r];  // read only where the mask says it is in x
+#pragma unroll
+    for (int c = 0; c < 4; ++c) xv[r][c] = win.in_mask >> (4 * r + c) & 1u ? __ldg(row + c) : 0.f;
+  }
+}
+
+// grid (N tiles, co_groups): block b = n tiles + t owns windows [t P, t P + P) of image n, P =
+// kThreads / splits, for output channels co0 = kCo y .. co0 + kCo - 1 (those below C_out);
+// writes partial[(n C_out + co) tiles + t].
+template <int kCo>
+__global__ void __launch_bounds__(kThreads, min_blocks(kCo)) thin_kernel(const narrow3x3::Args a) {
+  // The weights of a chunk, then (overlaid, narrow3x3::sum_groups) the groups' partial sums.
+  constexpr int kWeightFloats = kChunkCi * kCo * kWeightStride;
+  constexpr int kRedFloats = (kMaxSplits - 1) * 4 * kCo * (kThreads / kMaxSplits);
+  __shared__ __align__(16) float smem[kWeightFloats > kRedFloats ? kWeightFloats : kRedFloats];
+  __shared__ float warp_sums[kWarps][kCo];
+  const int n = static_cast<int>(blockIdx.x) / a.tiles;
+  const int tile = static_cast<int>(blockIdx.x) % a.tiles;
+  const int co0 = kCo * static_cast<int>(blockIdx.y);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int positions = kThreads / a.splits, group = tid / positions, pos = tid % positions;
+  const int windows = a.hp * a.wp, w0 = tile * positions;
+  const bool live = w0 + pos < windows;
+  const bool warp_live = w0 + (pos & ~31) < windows;  // warp-uniform: groups hold whole warps
+  const Window win = window_at(a, live, live ? (w0 + pos) / a.wp : 0, live ? (w0 + pos) % a.wp : 0);
+  const float* xn = a.x + int64_t{n} * a.c_in * a.h * a.w;
+  const int plane = a.h * a.w;
+  float acc[4][kCo] = {};
+  for (int c0 = 0; c0 < a.c_in; c0 += kChunkCi) {
+    __syncthreads();  // every warp is done with the previous chunk's weights
+    stage_weights<kCo>(a, smem, c0, co0);
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    const int count = min(kChunkCi, a.c_in - c0);
+#pragma unroll 1  // by 2 (the next channel's loads in flight) spilled at kCo 1, 2, 7 and 8
+    for (int ci = group; warp_live && ci < count; ci += a.splits) {
+      float xv[4][4];
+      load_window(xn + (c0 + ci) * plane, win, xv);
+#pragma unroll
+      for (int co = 0; co < kCo; ++co)
+        narrow3x3::window_taps(xv, smem + (ci * kCo + co) * kWeightStride, co, acc);
+    }
+  }
+  if (a.splits > 1) narrow3x3::sum_groups<kCo>(a, smem, group, pos, acc);
+  // Epilogue (group 0's warps): max -> +bias -> clamp -> block sum, as narrow3x3::pool_kernel.
+  const bool owner = group == 0 && live;
+#pragma unroll
+  for (int co = 0; co < kCo; ++co) {
+    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
+    float v =
+        owner && co0 + co < a.c_out ? fminf(fmaxf(m + __ldg(&a.bias[co0 + co]), a.lo), a.hi) : 0.f;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) warp_sums[warp][co] = v;
+  }
+  __syncthreads();
+  if (tid < kCo && co0 + tid < a.c_out) {
+    float t = 0.f;
+    for (int k = 0; k < positions / 32; ++k) t += warp_sums[k][tid];
+    a.partial[(int64_t{n} * a.c_out + co0 + tid) * a.tiles + tile] = t;
+  }
+}
+
+// a: plan()'s args with the pointers filled; n images. Needs a.tiles > 0 and n > 0.
+inline Status launch(const narrow3x3::Args& a, int n, cudaStream_t stream) {
+  using Kernel = void (*)(narrow3x3::Args);
+  constexpr Kernel kKernels[kGroupCo] = {thin_kernel<1>, thin_kernel<2>, thin_kernel<3>,
+                                         thin_kernel<4>, thin_kernel<5>, thin_kernel<6>,
+                                         thin_kernel<7>, thin_kernel<8>};
+  const dim3 grid(static_cast<unsigned>(n * a.tiles), static_cast<unsigned>(a.co_groups));
+  kKernels[a.group_co - 1]<<<grid, kThreads, 0, stream>>>(a);
+  KB_CUDA_TRY(cudaGetLastError());
+  return Status::ok();
+}
+
+}  // namespace kb::custom::L2_010::thin
