@@ -374,7 +374,12 @@ class Tf32x3Bmm final : public Implementation {
   bool takes_skinny() const { return shape_.m <= skinny::kMaxRows; }
 
   // The thin-K kernel (thin_k.cuh) for K <= 16 past the rows kernel: the product is a write of C.
-  // (K == 0 writes zeros there too.) Not yet measured against the tiles at K 9-16.
+  // (K == 0 writes zeros there too.) H100, session 39 (main / thin / reference us,
+  // /work/.device/3): 97 x 431 x 5 x 1357 620 / 150 / 110, 79 x 397 x 5 x 1291 461 / 109 / 81-86,
+  // 8 x 1000 x 9 x 999 98 / 19 / 22, 128 x 512 x 12 x 2048 316 / 207 / 291, 1 x 4096 x 16 x 4096 47
+  // / 29 / 38, 64 x 512 x 16 x 1024 88 / 57 / 91, 100 x 205 x 9 x 13 7 / 8 / 7, 5 x 97 x 5 x 301 6
+  // / 5 / 6. Odd N (rows not 16-byte aligned) writes C at ~1.5 TB/s against ~2.6 at N 2048: the
+  // two misses left.
   bool takes_thin_k() const {
     return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_);
   }
@@ -405,7 +410,14 @@ class Tf32x3Bmm final : public Implementation {
   // 49, 10 x 33 x 999 x 32 12 / 11 / 41: faster at each, still 0.7-0.9x the reference at the
   // large ones (not profiled yet).
   static constexpr double kSmallGridMaxMacs = 4e6;
-  static constexpr int64_t kShortK = 128;  // unaligned products of shorter K: the FMA tile
+  // Unaligned products of K < kShortK (where wgmma cannot run) take the FMA tile at any grid: the
+  // mma.sync tile's 4-byte copies, its pipeline fill and scalar epilogue over 1-4 k-tiles ran
+  // 0.36-0.58x the reference in the mixed-regime sweep. H100, session 39 (main / FMA tile /
+  // reference us, /work/.device/3): 95 x 231 x 31 x 1215 274 / 88 / 98, 12 x 501 x 39 x 1813 132 /
+  // 49 / 55, 109 x 449 x 35 x 1417 729 / 304 / 269, 38 x 265 x 77 x 1307 165 / 98 / 87, 99 x 373 x
+  // 97 x 1377 577 / 419 / 316, 103 x 385 x 89 x 1399 609 / 430 / 360, 6 x 300 x 101 x 203 10 / 10 /
+  // 10.
+  static constexpr int64_t kShortK = 128;
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
