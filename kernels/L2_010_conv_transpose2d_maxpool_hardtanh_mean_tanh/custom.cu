@@ -12,8 +12,9 @@
 // dil*(k-1) - pad. The 2.1 GB conv output never exists. C_out <= 8 takes the narrow path (plain
 // fp32, narrow.cuh, narrow3x3.cuh and thin.cuh), and so does C_out <= 16 on a 3x3 kernel
 // (dilation 1) where the wgmma path does not run (narrow3x3.cuh in groups of 8 channels: mma.sync's
-// 64-channel tiles would be 4-7x padding) or the pooled width is at most 7 (thin.cuh); otherwise
-// three tensor-core paths, three kernels each:
+// 64-channel tiles would be 4-7x padding) or the pooled width is at most 7 (thin.cuh), and C_out
+// 17..64 at a pooled width of at most 7 while the conv is small (thin.cuh: N 2Hp 2Wp C_out <=
+// 2^19); otherwise three tensor-core paths, three kernels each:
 //   fast on wgmma (3x3, dilation 1, padding 1, W >= 80, sm_90a code loaded: the full preset),
 //   kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh with the pooling epilogue of
 //   kernels/cores/conv2d_pool_tf32x3/conv3x3_pool_wgmma.cuh: the same three steps as the next
@@ -33,13 +34,15 @@
 //   kernels/cores/conv2d_pool_tf32x3/conv2d_pool_core.cuh:
 //     1. flip_weight; 2. conv_pool_kernel: the im2col 3xTF32 core (64 x 128 tiles, 4-byte gathers).
 //   3. finish_kernel: one warp per (n, co): tanh(sum(partial) / (Hp*Wp)), fixed order.
-//   narrow (C_out <= 8, or <= 16 as above): one thread per pooled window, 4 x C_out fp32 FMA
+//   narrow (C_out <= 8, or <= 64 as above): one thread per pooled window, 4 x C_out fp32 FMA
 //     accumulators, then finish_kernel. 3x3 with dilation 1 (the problem's geometry), pooled
 //     widths of 1..7 (1..4 at C_out <= 2): thin.cuh, threads along the flattened pooled grid of
 //     an image (any width fills them), the 4 x 4 input window read straight from global memory,
-//     input channels split over up to 8 warp groups, C_out 9..16 in two groups. Measured (H100,
-//     session 39; predicted ~10 us): 19 us against the reference's 52-53 at N 124, C_in 25,
-//     C_out 3, 239 x 3, where narrow3x3.cuh took 191. Wider, 3x3 with dilation 1:
+//     input channels split over up to 8 warp groups, C_out past 8 in ceil(C_out / 8) groups of
+//     up to 8. Measured (H100, session 39; predicted ~10 us): 19 us against the reference's 52-53
+//     at N 124, C_in 25, C_out 3, 239 x 3, where narrow3x3.cuh took 191. Predicted, not yet
+//     measured: 20-25 us against 37 at N 2, C_in 62, C_out 58, 217 x 5 (mma.sync: 52).
+//     Wider, 3x3 with dilation 1:
 //     narrow3x3.cuh (16-column tiles for pooled widths <= 16, input channels split over up to 8
 //     thread groups when the grid is under a wave, double-buffered chunks, C_out as a template
 //     argument, 8-channel groups past 8) where it narrows the tile, splits the channels or
@@ -153,15 +156,23 @@ class ConvPoolMeanTanh final : public Implementation {
     // width of 1 (N 81, C_in 57, C_out 15, 23 x 3) 0.092 -> 0.137, 1 of 16 columns live.
     // Pooled widths of 1..7 (thin.cuh: threads along the flattened pooled grid, any N) take every
     // C_out of 3..16 there, and 1..2 up to a width of 4 (thin::takes), ahead of all of these
-    // (wgmma needs 80 columns): 16-column tiles run over half empty, and at a width of 1 they
-    // were the 0.38x of the sweep (N 124, C_in 25, C_out 3, 239 x 3: 191 us against 73.5), as
+    // (wgmma needs 80 columns, static_assert below), and C_out 17..64 while N 2Hp 2Wp C_out <=
+    // 2^19 (thin::kMaxWideOutputs: a model against mma.sync's one tile per SM running C_in in
+    // series; predicted 20-25 us against mma.sync's 52 and the reference's 37 at N 2, C_in 62,
+    // C_out 58, 217 x 5, measured 19 (H100, session 39, /work/.device/4; mma.sync / thin /
+    // reference us: 36 / 15 / 31 at N 2, C_in 35, C_out 37, 69 x 5, 52 / 19 / 36 at N 4, C_in 64,
+    // C_out 32, 100 x 9, 21 / 21 / 32 at N 8, C_in 16, C_out 64, 64 x 15 near the bound); larger
+    // layers keep mma.sync, predicted the faster from a pooled width of ~4). 16-column tiles run over half empty there, and at a width of 1 they were the
+    // 0.38x of the sweep (N 124, C_in 25, C_out 3, 239 x 3: 191 us against 73.5), as
     // mma.sync's 16 x 16-pixel tiles were slow at 23 x 3 (above). H100, session 39 (`kb bench
     // L2_010 --dims ...`, main / thin / reference us, /work/.device/3): 191 / 19 / 52 there, 92 /
     // 21 / 64-108 at N 81, C_in 57, C_out 15, 23 x 3, 42 / 20 / 62 at N 128, C_in 16, C_out 4,
     // 64 x 13, 29 / 19 / 29-76 at N 3, C_in 64, C_out 8, 40 x 14.
     const bool grouped = kh_ == 3 && kw_ == 3 && dil_ == 1 && a_.c_out <= narrow3x3::kMaxCo &&
                          2 * a_.wp >= narrow3x3::kNarrowTileX;
-    thin_ = thin::takes(kh_, kw_, dil_, a_.c_out, a_.wp);
+    static_assert(2 * thin::kMaxWp + 1 < wgp::Conv3x3Wgmma::kMinWidth,
+                  "thin.cuh never takes an image that the wgmma path runs");
+    thin_ = thin::takes(kh_, kw_, dil_, n_, a_.c_out, hp_, a_.wp);
     narrow_ = thin_ || (n_ <= 65535 && (a_.c_out <= kNarrowCo || (grouped && !wgmma_)));
     if (narrow_) return setup_narrow();
     if (fast_) return setup_fast();
@@ -210,7 +221,8 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
  private:
-  // ---- narrow path: C_out <= 8, or <= 16 on 3x3 kernels (no wgmma, or pooled width <= 7) ----
+  // ---- narrow path: C_out <= 8, <= 16 on 3x3 kernels (no wgmma, or pooled width <= 7), or
+  // <= 64 on small 3x3 convs of pooled width <= 7 (thin::takes) ----
 
   Status setup_narrow() {
     NarrowArgs& g = narrow_args_;

@@ -1,13 +1,16 @@
-// L2_010's thin-image kernel (C_out <= 16, kernel 3x3, dilation 1, any padding, pooled width
-// <= 7, <= 4 at C_out <= 2: takes(); plain fp32 FMA): conv -> +bias -> 2x2 max pool -> clamp ->
-// per-block sum, partial: (N, C_out, tiles), then custom.cu's finish_kernel.
+// L2_010's thin-image kernel (kernel 3x3, dilation 1, any padding, pooled width <= 7, <= 4 at
+// C_out <= 2; C_out <= 16 at any size, 17..64 while the conv is small: takes(); plain fp32 FMA):
+// conv -> +bias -> 2x2 max pool -> clamp -> per-block sum, partial: (N, C_out, tiles), then
+// custom.cu's finish_kernel.
 //
 // Why: narrow3x3.cuh's tiles are 16 pooled columns wide, so at a pooled width of 1 (W 2 or 3) 15
 // of 16 threads idle while every block still stages a 34 x 34 patch per input channel: N 124,
 // C_in 25, C_out 3, 239 x 3 took 191 us against the reference's 73.5 (H100 shape sweep); C_out
 // of 9..16 went to mma.sync's 64-channel x 16 x 16-pixel tiles (N 81, C_in 57, C_out 15, 23 x 3:
-// 92 us). Here a block's threads run along the flattened pooled grid of one image (window
-// py Wp + px), so every thread but the image's last block's tail owns a window at any width:
+// 92 us), and so does C_out 17..64 (N 2, C_in 62, C_out 58, 217 x 5: 52 us against 37; 28 CTAs,
+// 4 of 16 columns live). Here a block's threads run along the flattened pooled grid of one image
+// (window py Wp + px), so every thread but the image's last block's tail owns a window at any
+// width:
 //   - a thread reads its 4 x 4 input window per channel straight from global memory (__ldg,
 //     32-bit offsets: C_in H W <= INT_MAX is custom.cu's precondition) for 36 C_out FMAs. No
 //     patch is staged (no staging loop, no barrier per chunk of x): a warp's 32 windows are
@@ -19,7 +22,8 @@
 //     a block, the input channels are split over S = 2, 4 or 8 warp groups (group = warp /
 //     (8 / S)), each with its own partial conv outputs, added in group order in shared memory
 //     before the pool (narrow3x3::sum_groups: max does not distribute over the sum);
-//   - C_out of 9..16 runs in two balanced groups (grid.y), kCo = ceil(C_out / 2) each.
+//   - C_out past 8 runs in ceil(C_out / 8) balanced groups (grid.y, at most 8), kCo =
+//     ceil(C_out / groups) each; every group reads x again (from L2 after the first).
 // Block: 256 threads = S groups x 256 / S windows; grid (N tiles, co_groups): N is folded into
 // grid.x, so any N whose tile count fits an int runs (no 65535 limit).
 //
@@ -30,6 +34,16 @@
 // channels each wait one load round trip. Predicted 5-8 us, ~10 us with finish_kernel and the
 // launches (~7x the reference). Measured (H100, session 39, `kb bench L2_010 --dims ...`, main /
 // thin / reference us, /work/.device/3): 191 / 19 / 52-53 there.
+//
+// Wide C_out (17..64, takes()'s kMaxWideOutputs), the prediction: N 2, C_in 62,
+// C_out 58, 217 x 5 (pooled 108 x 2: 216 windows; 8 groups of 8 channels, the last 2 live;
+// S = 8: 7 tiles of 32 windows, 112 CTAs, one per SM): a warp runs 7-8 channels of 16 loads +
+// 24 LDS + 288 FMA + ~20 other (~350 issue slots, two warps per sub-partition: ~700 clocks per
+// channel, plus ~400 of an unhidden load round trip), ~9 K clocks, with the two weight chunks and
+// the group sum ~12 K clocks = ~7 us; x (0.54 MB) is read by the 8 groups, from L2 after the
+// first. Predicted 20-25 us end to end (the measured thin cases, custom.cu, ran 19-21 us with
+// kernels modelled at 5-8 us), 1.5-1.9x the reference's 37 (mma.sync: 52). Measured (H100,
+// session 39, /work/.device/4): 19 us.
 //
 // Numerics: fp32 FMA, taps in (ky, kx) order per channel, channels in order within a group,
 // groups in order, then the block sum of narrow3x3::pool_kernel (warp shuffles, warps in order):
@@ -63,15 +77,34 @@ constexpr int min_blocks(int group_co) {
   return group_co <= 2 ? 3 : 2;
 }
 
-// The shapes this kernel takes: 3x3, dilation 1, 1..16 output channels, pooled width <= kMaxWp,
-// but 1 or 2 output channels only up to a width of kMaxWpFewCo: there a warp's 16 loads per
-// channel (~6 L1 lines each, 32 windows) outweigh its 36..72 FMAs, and narrow3x3.cuh's staged
+// The shapes this kernel takes: 3x3, dilation 1, 1..kMaxWideCo output channels, pooled width <=
+// kMaxWp, but 1 or 2 output channels only up to a width of kMaxWpFewCo: there a warp's 16 loads
+// per channel (~6 L1 lines each, 32 windows) outweigh its 36..72 FMAs, and narrow3x3.cuh's staged
 // 16-column tiles, over a quarter full from a width of 5, were the cheaper by that count (a
 // model: not measured).
 constexpr int kMaxWpFewCo = 4;
-inline bool takes(int kh, int kw, int dil, int c_out, int wp) {
-  return kh == 3 && kw == 3 && dil == 1 && c_out >= 1 && c_out <= kMaxCo &&
-         wp <= (c_out <= 2 ? kMaxWpFewCo : kMaxWp);
+// C_out 17..kMaxWideCo (kCo 8 on up to 8 groups) only while the conv outputs the windows cover,
+// N 2Hp 2Wp C_out, stay at most kMaxWideOutputs: the MACs (9 C_in per output) under 9 C_in
+// kMaxWideOutputs. The alternative there is mma.sync's persistent 64-channel x 16 x 16-pixel
+// tiles (wgmma needs 80 columns; a pooled width <= 7 has at most 15), whose one tile per SM runs
+// the C_in channels in series: ~0.6 us per input channel per wave of 132 tiles (52 us at C_in 62
+// above, less the launches), a wave holding at most 132 x 64 x 256 outputs, 1.9 M live at a
+// pooled width of 7 and C_out 64, far fewer at narrower widths or C_out off a multiple of 64.
+// This kernel runs ~10-15 G MAC/ms (20-30 TFLOP/s: 288 FMAs in ~350 issue slots a warp-channel
+// at two CTAs per SM), so 9 C_in outputs MACs take less than mma.sync's 0.6 us C_in while
+// outputs < 0.6 us x 10-15 G/ms / 9 = 0.7-1 M, even where its tiles are full; 2^19 keeps
+// 1.3-2x of margin (a model: not measured). Larger layers keep the tensor paths, where mma.sync's
+// ~60 TFLOP/s of 3xTF32 wins from a pooled width of ~4.
+constexpr int kMaxWideCo = 64;
+constexpr int64_t kMaxWideOutputs = int64_t{1} << 19;
+static_assert(kMaxWideCo <= 8 * kGroupCo, "grid.y's channel groups are at most 8");
+// n images, c_out channels, pooled (hp, wp).
+inline bool takes(int kh, int kw, int dil, int n, int c_out, int hp, int wp) {
+  if (kh != 3 || kw != 3 || dil != 1 || c_out < 1 || wp > (c_out <= 2 ? kMaxWpFewCo : kMaxWp))
+    return false;
+  if (c_out <= kMaxCo) return true;
+  const int64_t per_image = 4 * int64_t{hp} * wp * c_out;  // no overflow: 4 hp wp < 2^31
+  return c_out <= kMaxWideCo && (per_image == 0 || n <= kMaxWideOutputs / per_image);
 }
 
 // narrow3x3::Args as this kernel reads them: x, weight, bias, partial, c_in, c_out, h, w, pad_h,
