@@ -278,7 +278,10 @@ class ConvSigmoidGroupNorm final : public Implementation {
     const int64_t slots = g_.quads * g_.col_groups_pad;
     const double busy = static_cast<double>(g_.quads * g_.col_groups) /
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
-    fast_ = unit && smem_ <= 100 * 1024 && busy >= 1.0 / 16;
+    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    const bool narrow_fits = unit && plan_narrow(g_, sms).has_value();
+    fast_ = unit && smem_ <= 100 * 1024 &&
+            (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
     if (unit) KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
     if (!rows_taken_) KB_TRY(setup_tensor(unit));
@@ -293,7 +296,6 @@ class ConvSigmoidGroupNorm final : public Implementation {
                                               smem_, g_.batch * g_.s_tasks));
     }
     if (!fast_) {
-      KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
       // Blocks for at least half the SMs: at N 5 x 8 groups (40 blocks) the generic path was
       // faster (25 against 28 us).
       small_groups_ = !tensor_ && group_smem_floats(g_, cv_) <= kGroupMaxSmemFloats &&
@@ -396,6 +398,14 @@ class ConvSigmoidGroupNorm final : public Implementation {
 
  private:
   static constexpr int64_t kPartTarget = 16384;  // elements of one N task
+  // The FMA tile from this share of its block busy where the narrow conv's plan fits (from 1/16
+  // where it does not): the mixed-regime sweep's N 80, C_in 8, C_out 32, 107 x 23 (Wo 21, 24 of
+  // 256 threads busy) ran the tile at 376 us against the reference's 168-260. H100, session 39
+  // (`kb bench L2_021 --dims ...`, tile / narrow conv / reference us, /work/.device/4): 381 / 100
+  // / 168 there, 31 / 19 / 38 at N 4, C_in 6, C_out 32, 15 x 17, 169 / 115 / 439 at N 53, C_in 2,
+  // C_out 8, 93 x 231 (58 of 256 busy), 28 / 19 / 35 at N 8, C_in 3, C_out 8, 66 x 66, 104 / 58 /
+  // 71 at N 30, C_in 16, C_out 32, 40 x 40, 142 / 50 / 89 at N 64, C_in 8, C_out 16, 64 x 34.
+  static constexpr double kFastMinBusy = 0.25;
 
   // The tensor-core path: 3x3, stride 1, no padding (unit), at least 16 channels (a 32-channel
   // block) and rows of at least 48 columns (64-column tiles), and the patch fits in shared memory.
