@@ -313,8 +313,7 @@ class Tf32x3Bmm final : public Implementation {
         continue;
       }
       if (thin_) {
-        KB_CUDA_TRY(
-            thin::launch_thin_k(chunk, static_cast<int>(chunk_batch), thin_rows_, stream));
+        KB_CUDA_TRY(thin::launch_thin_k(chunk, static_cast<int>(chunk_batch), thin_rows_, stream));
       } else if (skinny_) {
         chunk.tiles_n = static_cast<int>((n + skinny::kCols - 1) / skinny::kCols);
         KB_CUDA_TRY(
@@ -380,9 +379,7 @@ class Tf32x3Bmm final : public Implementation {
   // / 29 / 38, 64 x 512 x 16 x 1024 88 / 57 / 91, 100 x 205 x 9 x 13 7 / 8 / 7, 5 x 97 x 5 x 301 6
   // / 5 / 6. Odd N (rows not 16-byte aligned) writes C at ~1.5 TB/s against ~2.6 at N 2048: the
   // two misses left.
-  bool takes_thin_k() const {
-    return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_);
-  }
+  bool takes_thin_k() const { return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_); }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 

@@ -38,11 +38,11 @@ using ::kb::tf32x3::cp_async_4;
 using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 
-constexpr int kTile = 64;   // the full tile's rows and columns
-constexpr int kStep = 16;   // K per pipeline stage
-constexpr int kStages = 4;  // stages in flight
-constexpr int kPer = 4;     // 4 x 4 outputs a thread
-constexpr int kPad = 4;     // a rows padded by 4 floats: float4-aligned, fewer conflicts
+constexpr int kTile = 64;             // the full tile's rows and columns
+constexpr int kStep = 16;             // K per pipeline stage
+constexpr int kStages = 4;            // stages in flight
+constexpr int kPer = 4;               // 4 x 4 outputs a thread
+constexpr int kPad = 4;               // a rows padded by 4 floats: float4-aligned, fewer conflicts
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 // A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kCols (64, or 32
@@ -229,8 +229,8 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, 1024 / kThreadsOf<kR
       reinterpret_cast<float4*>(parked + (ty * kPer + i) * kCols)[tx] =
           make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     cooperative_groups::this_cluster().sync();  // every split's tile is parked
-    cluster_sum_store<kRows, kCols>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n, rows,
-                             cols);
+    cluster_sum_store<kRows, kCols>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n,
+                                    rows, cols);
     cooperative_groups::this_cluster().sync();  // no CTA leaves while others read its tile
     return;
   }
@@ -288,8 +288,8 @@ inline int fma_tile_cols(int64_t n) {
   return n <= kShort ? kShort : kTile;
 }
 template <int kRows, int kCols>
-cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool cluster_sum,
-                             bool vec_b, cudaStream_t stream) {
+cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool cluster_sum, bool vec_b,
+                             cudaStream_t stream) {
   return vec_b ? launch_fma_tile<kRows, kCols, true>(p, splits, batch, cluster_sum, stream)
                : launch_fma_tile<kRows, kCols, false>(p, splits, batch, cluster_sum, stream);
 }

@@ -31,9 +31,9 @@
 namespace kb::custom::L1_003::thin {
 
 constexpr int kThreads = 256;
-constexpr int kMaxRows = 64;       // rows of A (and C) a CTA owns at most
-constexpr int kMaxK = 16;          // the path's K
-constexpr int kMinCtasPerSm = 4;   // the grid rows_for aims at
+constexpr int kMaxRows = 64;      // rows of A (and C) a CTA owns at most
+constexpr int kMaxK = 16;         // the path's K
+constexpr int kMinCtasPerSm = 4;  // the grid rows_for aims at
 
 // Columns of C a thread owns, `lanes` apart: 4 x K registers of B up to K = 8, then 2 x K.
 constexpr int cols_per_thread(int64_t k) {
@@ -63,8 +63,8 @@ inline int rows_for(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
 
 // grid: (column tiles, ceil(M / rows), batch entries); p.tiles_n unused. K == p.k.
 template <int K>
-__global__ void __launch_bounds__(kThreads) thin_k_kernel(const GemmArgs p, int lanes_log2,
-                                                          int cta_rows) {
+__global__ void __launch_bounds__(kThreads)
+    thin_k_kernel(const GemmArgs p, int lanes_log2, int cta_rows) {
   __shared__ __align__(16) float a_s[kMaxRows * (K > 0 ? K : 1)];  // A(m0 + r, k) at r K + k
   const int t = static_cast<int>(threadIdx.x);
   const int lanes = 1 << lanes_log2;

@@ -162,12 +162,13 @@ class ConvPoolMeanTanh final : public Implementation {
     // C_out 58, 217 x 5, measured 19 (H100, session 39, /work/.device/4; mma.sync / thin /
     // reference us: 36 / 15 / 31 at N 2, C_in 35, C_out 37, 69 x 5, 52 / 19 / 36 at N 4, C_in 64,
     // C_out 32, 100 x 9, 21 / 21 / 32 at N 8, C_in 16, C_out 64, 64 x 15 near the bound); larger
-    // layers keep mma.sync, predicted the faster from a pooled width of ~4). 16-column tiles run over half empty there, and at a width of 1 they were the
-    // 0.38x of the sweep (N 124, C_in 25, C_out 3, 239 x 3: 191 us against 73.5), as
-    // mma.sync's 16 x 16-pixel tiles were slow at 23 x 3 (above). H100, session 39 (`kb bench
-    // L2_010 --dims ...`, main / thin / reference us, /work/.device/3): 191 / 19 / 52 there, 92 /
-    // 21 / 64-108 at N 81, C_in 57, C_out 15, 23 x 3, 42 / 20 / 62 at N 128, C_in 16, C_out 4,
-    // 64 x 13, 29 / 19 / 29-76 at N 3, C_in 64, C_out 8, 40 x 14.
+    // layers keep mma.sync, predicted the faster from a pooled width of ~4). 16-column tiles run
+    // over half empty there, and at a width of 1 they were the 0.38x of the sweep (N 124, C_in 25,
+    // C_out 3, 239 x 3: 191 us against 73.5), as mma.sync's 16 x 16-pixel tiles were slow at 23 x 3
+    // (above). H100, session 39 (`kb bench L2_010 --dims ...`, main / thin / reference us,
+    // /work/.device/3): 191 / 19 / 52 there, 92 / 21 / 64-108 at N 81, C_in 57, C_out 15, 23 x 3,
+    // 42 / 20 / 62 at N 128, C_in 16, C_out 4, 64 x 13, 29 / 19 / 29-76 at N 3, C_in 64, C_out 8,
+    // 40 x 14.
     const bool grouped = kh_ == 3 && kw_ == 3 && dil_ == 1 && a_.c_out <= narrow3x3::kMaxCo &&
                          2 * a_.wp >= narrow3x3::kNarrowTileX;
     static_assert(2 * thin::kMaxWp + 1 < wgp::Conv3x3Wgmma::kMinWidth,

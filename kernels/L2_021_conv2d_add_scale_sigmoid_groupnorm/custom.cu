@@ -280,8 +280,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     const bool narrow_fits = unit && plan_narrow(g_, sms).has_value();
-    fast_ = unit && smem_ <= 100 * 1024 &&
-            (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
+    fast_ =
+        unit && smem_ <= 100 * 1024 && (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
     if (unit) KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
     if (!rows_taken_) KB_TRY(setup_tensor(unit));

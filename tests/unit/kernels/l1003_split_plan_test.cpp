@@ -12,13 +12,13 @@
 namespace kb::custom::L1_003 {
 namespace {
 
-constexpr SplitRule kFma{64, 64, 16, 4, 4};        // fma_tile.cuh's tile and custom.cu's rule
-constexpr SplitRule kFma32{32, 64, 16, 8, 4};      // its 32-row tile (M <= 32): 8 CTAs an SM
-constexpr SplitRule kFmaNarrow{64, 32, 16, 8, 4};  // 32 columns (N <= 32): 8 CTAs an SM
+constexpr SplitRule kFma{64, 64, 16, 4, 4};           // fma_tile.cuh's tile and custom.cu's rule
+constexpr SplitRule kFma32{32, 64, 16, 8, 4};         // its 32-row tile (M <= 32): 8 CTAs an SM
+constexpr SplitRule kFmaNarrow{64, 32, 16, 8, 4};     // 32 columns (N <= 32): 8 CTAs an SM
 constexpr SplitRule kFma32Narrow{32, 32, 16, 16, 4};  // both: 16
-constexpr SplitRule kMmaSync{128, 128, 32, 2, 2};  // custom.cu's mma.sync rule
-constexpr SplitRule kRows4{4, 32, 8, 4, 16};       // skinny_rows.cuh's rule at M <= 4
-constexpr int kSms = 132;                          // H100 SXM and H200
+constexpr SplitRule kMmaSync{128, 128, 32, 2, 2};     // custom.cu's mma.sync rule
+constexpr SplitRule kRows4{4, 32, 8, 4, 16};          // skinny_rows.cuh's rule at M <= 4
+constexpr int kSms = 132;                             // H100 SXM and H200
 
 TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
   EXPECT_EQ(plan_split_k(140, 17, 129, 65, kSms, kFma32).splits, 2);    // cluster_2
@@ -27,9 +27,9 @@ TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
   EXPECT_EQ(eight.k_split, 64);
   EXPECT_EQ(plan_split_k(1, 30, 2001, 7, kSms, kFma32Narrow).splits, 26);  // many_splits
   EXPECT_EQ(plan_split_k(40, 100, 1101, 5, kSms, kFmaNarrow).splits, 14);  // mma_odd
-  EXPECT_EQ(plan_split_k(71, 43, 419, 255, kSms, kFma).splits, 2);   // seed 77's miss
-  EXPECT_EQ(plan_split_k(2, 3, 2000, 45, kSms, kRows4).splits, 15);  // skinny_split
-  EXPECT_EQ(plan_split_k(83, 3, 215, 201, kSms, kRows4).splits, 1);  // 581 CTAs: whole
+  EXPECT_EQ(plan_split_k(71, 43, 419, 255, kSms, kFma).splits, 2);         // seed 77's miss
+  EXPECT_EQ(plan_split_k(2, 3, 2000, 45, kSms, kRows4).splits, 15);        // skinny_split
+  EXPECT_EQ(plan_split_k(83, 3, 215, 201, kSms, kRows4).splits, 1);        // 581 CTAs: whole
 }
 
 TEST(L1003SplitPlan, FullGridsAndShortKStayWhole) {
