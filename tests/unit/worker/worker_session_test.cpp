@@ -348,7 +348,10 @@ TEST_F(WorkerSessionTest, DrainGivesBackHeldJobsAndLetsTheRunningOneFinish) {
   const std::string id = register_worker();
   nlohmann::json held = sim_job(51, 5);
   held["lease_id"] = 9;
-  send(id, MessageType::kJob, sim_job(50, 300));
+  // Running at the drain (30 ms in), and done well inside the 300 ms silence limit that the one
+  // heartbeat below buys (at 300 ms it raced that limit: the session was lost and the result
+  // stayed in the spool, about one run in thirty).
+  send(id, MessageType::kJob, sim_job(50, 150));
   send(id, MessageType::kJob, held);
   run_for(milliseconds(30));
   inbox_.clear();
@@ -371,7 +374,7 @@ TEST_F(WorkerSessionTest, DrainGivesBackHeldJobsAndLetsTheRunningOneFinish) {
 TEST_F(WorkerSessionTest, AJobReceivedWhileDrainingIsGivenBackAtOnceAndNeverStarts) {
   make_session();
   const std::string id = register_worker();
-  send(id, MessageType::kJob, sim_job(55, 300));
+  send(id, MessageType::kJob, sim_job(55, 150));  // done inside the 300 ms silence limit
   run_for(milliseconds(30));
   session_->drain(SteadyClock::now());
   EXPECT_EQ(expect(MessageType::kBye).message.body["release"], nlohmann::json::array());
