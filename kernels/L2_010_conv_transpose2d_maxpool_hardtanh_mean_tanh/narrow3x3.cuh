@@ -200,6 +200,32 @@ __device__ __forceinline__ void sum_groups(const Args& a, float* red, int group,
         acc[j / kCo][j % kCo] += red[((g - 1) * 4 * kCo + j) * positions + pos];
 }
 
+// The block's epilogue (pool_kernel's and thin.cuh's): each thread's window max of its four conv
+// outputs -> + bias -> clamp to [lo, hi] (0 where `live` is false: other groups' warps, windows
+// past the image), summed over the block in a fixed order (warp shuffles, then warps 0 ..
+// positions / 32 - 1 in order) into partial[(n C_out + co0 + co) tiles + tile].
+template <int kCo>
+__device__ __forceinline__ void pool_epilogue(const Args& a, const float (&acc)[4][kCo], bool live,
+                                              int co0, int n, int tile, int positions,
+                                              float (*warp_sums)[kCo]) {
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+  for (int co = 0; co < kCo; ++co) {
+    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
+    float v =
+        live && co0 + co < a.c_out ? fminf(fmaxf(m + __ldg(&a.bias[co0 + co]), a.lo), a.hi) : 0.f;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) warp_sums[warp][co] = v;
+  }
+  __syncthreads();
+  if (tid < kCo && co0 + tid < a.c_out) {
+    float t = 0.f;
+    for (int k = 0; k < positions / 32; ++k) t += warp_sums[k][tid];
+    a.partial[(int64_t{n} * a.c_out + co0 + tid) * a.tiles + tile] = t;
+  }
+}
+
 // grid (tiles, N, co_groups): block b of image n owns pooled rows [tile_y (b / tiles_x), + tile_y)
 // and columns [tile_x (b % tiles_x), + tile_x) of output channels co0 = kCo z .. co0 + kCo - 1
 // (those below C_out); writes partial[(n C_out + co) tiles + b].
@@ -208,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const A
   extern __shared__ __align__(16) float smem[];  // 2 stages, then the groups' reduction
   __shared__ float warp_sums[kWarps][kCo];
   const int n = blockIdx.y, co0 = kCo * static_cast<int>(blockIdx.z);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const int positions = kThreads / a.splits, group = tid / positions, pos = tid % positions;
   const int ty = pos / a.tile_x, tx = pos % a.tile_x;
   const int ty0 = static_cast<int>(blockIdx.x) / a.tiles_x * a.tile_y;
@@ -232,21 +258,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const A
   if (a.splits > 1) sum_groups<kCo>(a, smem, group, pos, acc);
   // Epilogue (group 0's warps 0 .. positions / 32 - 1): max -> +bias -> clamp -> block sum.
   const bool live = group == 0 && ty0 + ty < a.hp && tx0 + tx < a.wp;
-#pragma unroll
-  for (int co = 0; co < kCo; ++co) {
-    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
-    float v =
-        live && co0 + co < a.c_out ? fminf(fmaxf(m + __ldg(&a.bias[co0 + co]), a.lo), a.hi) : 0.f;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0) warp_sums[warp][co] = v;
-  }
-  __syncthreads();
-  if (tid < kCo && co0 + tid < a.c_out) {
-    float t = 0.f;
-    for (int k = 0; k < positions / 32; ++k) t += warp_sums[k][tid];
-    a.partial[(int64_t{n} * a.c_out + co0 + tid) * a.tiles + blockIdx.x] = t;
-  }
+  pool_epilogue<kCo>(a, acc, live, co0, n, static_cast<int>(blockIdx.x), positions, warp_sums);
 }
 
 using Kernel = void (*)(Args);

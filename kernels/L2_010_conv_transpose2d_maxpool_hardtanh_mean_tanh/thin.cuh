@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) thin_kernel(const n
   const int n = static_cast<int>(blockIdx.x) / a.tiles;
   const int tile = static_cast<int>(blockIdx.x) % a.tiles;
   const int co0 = kCo * static_cast<int>(blockIdx.y);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const int positions = kThreads / a.splits, group = tid / positions, pos = tid % positions;
   const int windows = a.hp * a.wp, w0 = tile * positions;
   const bool live = w0 + pos < windows;
@@ -232,21 +232,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) thin_kernel(const n
   if (a.splits > 1) narrow3x3::sum_groups<kCo>(a, smem, group, pos, acc);
   // Epilogue (group 0's warps): max -> +bias -> clamp -> block sum, as narrow3x3::pool_kernel.
   const bool owner = group == 0 && live;
-#pragma unroll
-  for (int co = 0; co < kCo; ++co) {
-    const float m = fmaxf(fmaxf(acc[0][co], acc[1][co]), fmaxf(acc[2][co], acc[3][co]));
-    float v =
-        owner && co0 + co < a.c_out ? fminf(fmaxf(m + __ldg(&a.bias[co0 + co]), a.lo), a.hi) : 0.f;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0) warp_sums[warp][co] = v;
-  }
-  __syncthreads();
-  if (tid < kCo && co0 + tid < a.c_out) {
-    float t = 0.f;
-    for (int k = 0; k < positions / 32; ++k) t += warp_sums[k][tid];
-    a.partial[(int64_t{n} * a.c_out + co0 + tid) * a.tiles + tile] = t;
-  }
+  narrow3x3::pool_epilogue<kCo>(a, acc, owner, co0, n, tile, positions, warp_sums);
 }
 
 // a: plan()'s args with the pointers filled; n images. Needs a.tiles > 0 and n > 0.
