@@ -27,8 +27,8 @@ TEST(L2010ThinPlan, GroupsSplitsAndTilesFitTheKernel) {
     const int c_out = 1 + static_cast<int>(rng() % 70), h = 2 + static_cast<int>(rng() % 300);
     const int w = 2 + static_cast<int>(rng() % 16);  // pooled widths 1 .. 8
     const int hp = h / 2, wp = w / 2;
-    SCOPED_TRACE(testing::Message() << n << " x " << c_in << " -> " << c_out << ", " << h << " x "
-                                    << w);
+    SCOPED_TRACE(testing::Message()
+                 << n << " x " << c_in << " -> " << c_out << ", " << h << " x " << w);
     if (!takes(3, 3, 1, n, c_out, hp, wp)) {
       EXPECT_TRUE(wp > kMaxWp || (c_out <= 2 && wp > kMaxWpFewCo) || c_out > kMaxCo);
       continue;

@@ -30,10 +30,10 @@ TEST(L2021NarrowPlan, BandsAndChunksCoverTheOutputWithinSharedMemory) {
   std::mt19937_64 rng(39);
   int planned = 0;
   for (int trial = 0; trial < 20000; ++trial) {
-    const Geometry g = unit_conv(1 + rng() % 130, 1 + rng() % 200, 1 + rng() % 128,
-                                 3 + rng() % 300, 3 + rng() % (trial % 2 ? 40 : 400));
-    SCOPED_TRACE(testing::Message() << g.batch << " x " << g.c_in << " -> " << g.c_out << ", "
-                                    << g.h << " x " << g.w);
+    const Geometry g = unit_conv(1 + rng() % 130, 1 + rng() % 200, 1 + rng() % 128, 3 + rng() % 300,
+                                 3 + rng() % (trial % 2 ? 40 : 400));
+    SCOPED_TRACE(testing::Message()
+                 << g.batch << " x " << g.c_in << " -> " << g.c_out << ", " << g.h << " x " << g.w);
     const std::optional<NarrowPlan> p = plan_narrow(g, kSms);
     const int64_t quad_bytes = int64_t{16} * (g.c_in * kTaps + 3);
     const int64_t row_bytes = int64_t{4} * kTapCols * g.c_in * g.wo;
@@ -44,7 +44,8 @@ TEST(L2021NarrowPlan, BandsAndChunksCoverTheOutputWithinSharedMemory) {
     }
     ++planned;
     EXPECT_LE(p->smem, static_cast<size_t>(kNarrowSmemBytes));
-    EXPECT_EQ(p->smem, static_cast<size_t>(p->chunk_quads * quad_bytes + row_bytes * (p->rows + 2)));
+    EXPECT_EQ(p->smem,
+              static_cast<size_t>(p->chunk_quads * quad_bytes + row_bytes * (p->rows + 2)));
     EXPECT_LE(p->chunk_quads * quad_bytes, kNarrowWeightBytes);
     EXPECT_GE(p->rows, 1);
     EXPECT_GE(int64_t{p->bands} * p->rows, g.ho);
