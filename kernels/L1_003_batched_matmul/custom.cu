@@ -355,12 +355,13 @@ class Tf32x3Bmm final : public Implementation {
   //   K: 40 mma.sync (0.022 / 0.014 at 99 x 100 x 40 x 200); 4 k-tiles is a guess between that
   //         and K 512. (At 99 x 67 x 2100 x 131, three launches of 99 CTAs, mma.sync is ahead,
   //         0.274 / 0.253: both under 0.93x the reference, a shape class left open.)
+  static constexpr int64_t kMinWgmmaK = 4 * wg::kBK;  // the wgmma path's K: 4 k-tiles (128)
   bool takes_wgmma(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles_m = (m + wg::kBM - 1) / wg::kBM, tiles_n = (n + wg::kBN - 1) / wg::kBN;
     const int64_t ctas = tiles_m * tiles_n * batch;
     const bool quarter_full = 4 * m * n >= tiles_m * wg::kBM * tiles_n * wg::kBN;
-    return 4 * ctas >= 3 * int64_t{sms} && quarter_full && k >= 4 * wg::kBK;
+    return 4 * ctas >= 3 * int64_t{sms} && quarter_full && k >= kMinWgmmaK;
   }
 
   // The rows kernel (skinny_rows.cuh) for M <= 16, before any tile. H100, session 37 (`kb bench
@@ -407,21 +408,20 @@ class Tf32x3Bmm final : public Implementation {
   // 49, 10 x 33 x 999 x 32 12 / 11 / 41: faster at each, still 0.7-0.9x the reference at the
   // large ones (not profiled yet).
   static constexpr double kSmallGridMaxMacs = 4e6;
-  // Unaligned products of K < kShortK (where wgmma cannot run) take the FMA tile at any grid: the
-  // mma.sync tile's 4-byte copies, its pipeline fill and scalar epilogue over 1-4 k-tiles ran
+  // Unaligned products of K < kMinWgmmaK (where wgmma cannot run) take the FMA tile at any grid:
+  // the mma.sync tile's 4-byte copies, its pipeline fill and scalar epilogue over 1-4 k-tiles ran
   // 0.36-0.58x the reference in the mixed-regime sweep. H100, session 39 (main / FMA tile /
   // reference us, /work/.device/3): 95 x 231 x 31 x 1215 274 / 88 / 98, 12 x 501 x 39 x 1813 132 /
   // 49 / 55, 109 x 449 x 35 x 1417 729 / 304 / 269, 38 x 265 x 77 x 1307 165 / 98 / 87, 99 x 373 x
   // 97 x 1377 577 / 419 / 316, 103 x 385 x 89 x 1399 609 / 430 / 360, 6 x 300 x 101 x 203 10 / 10 /
   // 10.
-  static constexpr int64_t kShortK = 128;
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
     const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
     const bool unaligned = k % 4 != 0 || n % 4 != 0;
     return m <= small::kShort || n <= small::kShort || (tiny && tiles < sms) ||
-           (unaligned && (tiles < 2 * int64_t{sms} || k < kShortK));
+           (unaligned && (tiles < 2 * int64_t{sms} || k < kMinWgmmaK));
   }
 
   // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:

@@ -279,7 +279,9 @@ class ConvSigmoidGroupNorm final : public Implementation {
     const double busy = static_cast<double>(g_.quads * g_.col_groups) /
                         static_cast<double>((slots + kThreads - 1) / kThreads * kThreads);
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
-    const bool narrow_fits = unit && plan_narrow(g_, sms).has_value();
+    const std::optional<NarrowPlan> narrow_plan =
+        unit ? plan_narrow(g_, sms) : std::optional<NarrowPlan>();
+    const bool narrow_fits = narrow_plan.has_value();
     fast_ =
         unit && smem_ <= 100 * 1024 && (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
@@ -303,7 +305,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
       generic_parts_ = sp::group_partial_parts(g_.batch, g_.groups, g_.cpg * g_.plane(), sms);
     }
     narrow_.reset();
-    if (unit && !rows_taken_ && !tensor_ && !small_groups_) KB_TRY(setup_narrow());
+    if (narrow_fits && !rows_taken_ && !tensor_ && !small_groups_)
+      KB_TRY(setup_narrow(*narrow_plan));
     KB_ASSIGN_OR_RETURN(
         flat_blocks_,
         sp::persistent_blocks(reinterpret_cast<const void*>(normalize_flat_kernel), kThreads, 0,
@@ -432,16 +435,13 @@ class ConvSigmoidGroupNorm final : public Implementation {
 
   // The narrow conv (narrow.cuh) in place of the per-output conv on the generic path, where its
   // plan fits: persistent blocks over (n, band) per chunk of quads, all resident at once.
-  Status setup_narrow() {
-    KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
-    const std::optional<NarrowPlan> plan = plan_narrow(g_, sms);
-    if (!plan) return Status::ok();
+  Status setup_narrow(const NarrowPlan& plan) {
     KB_ASSIGN_OR_RETURN(const int64_t resident,
                         cuda::resident_blocks(reinterpret_cast<const void*>(narrow_conv_kernel),
-                                              kThreads, plan->smem));
-    const int64_t blocks = std::clamp<int64_t>(g_.batch * plan->bands, 1,
-                                               std::max<int64_t>(1, resident / plan->chunks));
-    narrow_ = NarrowLaunch{*plan, static_cast<unsigned>(blocks)};
+                                              kThreads, plan.smem));
+    const int64_t blocks =
+        std::clamp<int64_t>(g_.batch * plan.bands, 1, std::max<int64_t>(1, resident / plan.chunks));
+    narrow_ = NarrowLaunch{plan, static_cast<unsigned>(blocks)};
     return Status::ok();
   }
 
