@@ -92,11 +92,12 @@ class CpuDevice final : public ExecutionDevice {
     return code == KB_PACK_OK ? Status::ok() : Status::internal(error);
   }
 
-  Result<double> run_timed(Slot slot, int set) override {
+  Result<TimedCall> run_timed(Slot slot, int set) override {
     auto start = std::chrono::steady_clock::now();
     KB_TRY(run(slot, set));
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
+    return TimedCall{
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+        false};
   }
   Status synchronize() override { return Status::ok(); }
 

@@ -88,7 +88,7 @@ class CudaDevice final : public ExecutionDevice {
   Status generate(int set, const ProblemInstance& problem, GeneratorKey key) override;
   Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) override;
   Status run(Slot slot, int set) override;
-  Result<double> run_timed(Slot slot, int set) override;
+  Result<TimedCall> run_timed(Slot slot, int set) override;
   Status synchronize() override {
     KB_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::ok();
@@ -338,8 +338,8 @@ Status CudaDevice::run(Slot slot, int set) {
 // Flush, (gate,) start event, the call, stop event: with the gate closed the call's launches are
 // all queued before the GPU reaches the start event, so the events time the GPU alone
 // (stream_gate.cuh). A call that waited on its own stream found the gate closed until the
-// timeout: that sample is timed again without it, and so is every later one of this device.
-Result<double> CudaDevice::run_timed(Slot slot, int set) {
+// timeout: its sample is void (TimedCall), and this device times without the gate from then on.
+Result<TimedCall> CudaDevice::run_timed(Slot slot, int set) {
   KB_TRY(flusher_.flush(stream_));
   const bool gated = gate_on_;
   if (gated) KB_TRY(gate_.close(stream_));
@@ -350,16 +350,16 @@ Result<double> CudaDevice::run_timed(Slot slot, int set) {
   KB_TRY(ran);
   KB_CUDA_TRY(recorded);
   KB_CUDA_TRY(cudaEventSynchronize(stop_));
+  float ms = 0;
+  KB_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
   if (gated && gate_.timed_out()) {
     gate_on_ = false;
     environment_["timing_gate"] =
         std::string("off from a ") + (slot == Slot::kReference ? "reference" : "custom") +
         " call that waited on its stream (a synchronizing API inside run); samples before it gated";
-    return run_timed(slot, set);
+    return TimedCall{static_cast<double>(ms), true};
   }
-  float ms = 0;
-  KB_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
-  return static_cast<double>(ms);
+  return TimedCall{static_cast<double>(ms), false};
 }
 
 Result<std::vector<float>> CudaDevice::read_output(Slot slot) {

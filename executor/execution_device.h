@@ -67,6 +67,16 @@ struct LaunchTrace {
   std::vector<std::string> stray;
 };
 
+// One timed call: its milliseconds, or a void sample. Void: the call waited on its own stream
+// while the device's timing gate held that stream (cuda_device.cpp: a synchronizing API inside
+// run()), so its time includes the gate's timeout; the device times without the gate from then
+// on. The caller takes the sample again on fresh contents: the same contents again would let the
+// call reuse what its first run left behind (its output, a memo of its inputs).
+struct TimedCall {
+  double ms = 0;
+  bool void_sample = false;
+};
+
 class ExecutionDevice {
  public:
   virtual ~ExecutionDevice() = default;
@@ -89,8 +99,8 @@ class ExecutionDevice {
   virtual Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) = 0;
   // Runs the slot's variant on input set `set` into the slot's output buffer.
   virtual Status run(Slot slot, int set) = 0;
-  // Like run(), timed: GPU: L2 flushed first, events around the call; milliseconds.
-  virtual Result<double> run_timed(Slot slot, int set) = 0;
+  // Like run(), timed: GPU: L2 flushed first, events around the call (TimedCall).
+  virtual Result<TimedCall> run_timed(Slot slot, int set) = 0;
   virtual Status synchronize() = 0;
 
   // Fills the slot's output with NaN, so that an unwritten element cannot pass.

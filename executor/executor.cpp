@@ -270,6 +270,8 @@ JobResult execute_job(ExecutionDevice& device, const JobRequest& request) {
   }
   job.derive_figures();
   if (timed) job.check_floor();
+  // Read again after timing: a void sample turns the device's timing gate off (TimedCall).
+  result.environment.update(device.environment());
   result.environment["clocks"] = device.clock_report();
   if (request.config.no_launch_trace) result.environment["launch_trace"] = "disabled";
   result.environment["trace_fraction"] = request.config.trace_fraction;

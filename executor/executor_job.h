@@ -57,6 +57,7 @@ class Job {
   bool prepare_timing();
   Status warm_up(Slot slot);
   bool timed_round(int round, bool traced, bool keep);
+  bool timed_round_once(int round, bool traced, bool keep);
   bool timed_pair(int round, bool reference_first, PairTimes& times);
   bool timed_reference_pair(int round, bool reference_first, PairTimes& times);
   bool timed_custom_pair(int round, bool reference_first, PairTimes& times);
@@ -65,7 +66,7 @@ class Job {
   int round_set(int round) const;
   // New contents for input set `set` (a trial key never used before), off the clock.
   Status fresh_contents(int set);
-  // One timed call of the slot's variant on input set `set`.
+  // One timed call of the slot's variant on input set `set`; a void sample marks the round void.
   Result<double> timed_call(Slot slot, int set);
 
   ExecutionDevice& device_;
@@ -76,6 +77,8 @@ class Job {
   int input_sets_ = 1;
   uint32_t next_timing_trial_ = 0;
   bool trace_unavailable_ = false;  // the device cannot trace (the CPU device)
+  bool round_void_ = false;         // a timed call of this round returned a void sample
+  double void_seconds_ = 0;         // wall time of the void rounds (outside the time cap)
   std::mt19937_64 trace_rng_;
   std::vector<double> round_ratios_;
   TimingCosts costs_;

@@ -56,7 +56,10 @@ Status Job::fresh_contents(int set) {
 }
 
 Result<double> Job::timed_call(Slot slot, int set) {
-  return costed(costs_.calls, [&] { return device_.run_timed(slot, set); });
+  Result<TimedCall> call = costed(costs_.calls, [&] { return device_.run_timed(slot, set); });
+  if (!call.is_ok()) return call.status();
+  round_void_ = round_void_ || call.value().void_sample;
+  return call.value().ms;
 }
 
 GeneratorKey Job::next_timing_key() {
@@ -178,8 +181,25 @@ bool Job::next_round_traced() {
 }
 
 // A B on contents c1, B A on contents c2. `keep`: the samples count (a traced round's are
-// discarded when only a fraction of rounds is traced).
+// discarded when only a fraction of rounds is traced). A round with a void sample (TimedCall) is
+// taken again, whole, on fresh contents: once, since the device has dropped its gate.
+// The void attempt's wall time (the gate's timeout) is not the job's: time_variants leaves it out
+// of the time cap.
 bool Job::timed_round(int round, bool traced, bool keep) {
+  const Clock::time_point start = Clock::now();
+  if (!timed_round_once(round, traced, keep)) return false;
+  if (!round_void_) return true;
+  round_void_ = false;
+  void_seconds_ += seconds_since(start);
+  if (!timed_round_once(round, traced, keep)) return false;
+  if (round_void_) {
+    return fail_error("timed round " + std::to_string(round) + ": ",
+                      Status::internal("the device voided the samples of a round taken again"));
+  }
+  return true;
+}
+
+bool Job::timed_round_once(int round, bool traced, bool keep) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
   if (traced) {
     if (Status s = costed(costs_.trace, [&] { return device_.begin_trace(); }); !s.is_ok())
@@ -188,6 +208,7 @@ bool Job::timed_round(int round, bool traced, bool keep) {
   TraceGuard guard(device_, traced);
   PairTimes ab, ba;
   if (!timed_pair(round, true, ab) || !timed_pair(round, false, ba)) return false;
+  if (round_void_) return true;  // the guard ends the trace unread; the round is taken again
   if (traced) {
     Result<LaunchTrace> trace = costed(costs_.trace, [&] { return guard.end(); });
     if (!trace.is_ok()) return fail_error(where, trace.status());
@@ -234,7 +255,8 @@ bool Job::time_variants() {
       if (s.count > 1)
         half_width = t_quantile_975(s.count - 1) * s.stddev / std::sqrt(s.count) / s.mean;
     }
-    stop = should_stop(c.stopping, result_.rounds, seconds_since(start), half_width);
+    stop =
+        should_stop(c.stopping, result_.rounds, seconds_since(start) - void_seconds_, half_width);
     // A job whose rounds are traced at random still gets at least one traced round.
     const bool tracing = !c.no_launch_trace && has_custom_ && !c.aa && !trace_unavailable_;
     if (stop != StopReason::kContinue && tracing && result_.traced_rounds == 0 && !force_trace) {

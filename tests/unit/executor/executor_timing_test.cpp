@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/unit/executor/executor_fixture.h"
@@ -294,6 +297,49 @@ TEST_F(ExecutorTest, AFractionTracedJobStillCatchesAForeignStream) {
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kForeignStream);
   EXPECT_TRUE(starts_with(r.message, "timed round ")) << r.message;
+}
+
+// ---- The timing gate's void samples -----------------------------------------------------------
+
+// A call that waits on its own stream behind the CUDA device's timing gate returns a void sample
+// (its time holds the gate's timeout), and the whole round is taken again on contents no call saw:
+// a second run on the same contents could reuse what the first left. (The gate's first version
+// timed the call again inside run_timed, on the same contents and over its own output: L2_093's
+// memo_by_sampled_values bad variant then timed a copy and was library_dominated.)
+TEST_F(ExecutorTest, AVoidSampleTakesItsRoundAgainOnFreshContents) {
+  device_.void_samples = 1;  // round 0's first call
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  const size_t rounds = static_cast<size_t>(r.rounds);
+  EXPECT_EQ(r.custom.samples_ms.size(), 2u * rounds);
+  EXPECT_EQ(device_.logged("time custom").size(), 2u * (rounds + 1));  // round 0 twice
+  EXPECT_EQ(device_.logged("begin_trace").size(), 5u + rounds + 1);
+  EXPECT_EQ(r.traced_rounds, r.rounds);
+  std::set<uint32_t> trials;
+  for (const GeneratorKey& key : device_.generated)
+    EXPECT_TRUE(trials.insert(key.trial).second) << key.trial;
+}
+
+// The void round's wall time (on the GPU, the gate's 1 s timeout) does not count against the time
+// cap: a job with a 0.2 s cap whose void round takes 0.3 s still times for ~0.2 s.
+TEST_F(ExecutorTest, AVoidRoundIsOutsideTheTimeCap) {
+  request_.config.stopping.time_cap_s = 0.2;
+  request_.config.stopping.min_rounds = 1000;
+  device_.void_samples = 1;
+  set_custom([](Call& c) {
+    if (c.index == kFirstTimedCall) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return fake::bmm(c);
+  });
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  EXPECT_GT(r.rounds, 2) << "the void round's 0.3 s ended the job at its second round";
+}
+
+TEST_F(ExecutorTest, AVoidSampleInARoundTakenAgainIsARuntimeError) {
+  device_.void_samples = std::numeric_limits<int>::max();
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kRuntimeError);
+  EXPECT_EQ(r.message, "timed round 0: the device voided the samples of a round taken again");
 }
 
 // ---- First failure, floor, policy -------------------------------------------------------------

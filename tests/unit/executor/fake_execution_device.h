@@ -94,6 +94,9 @@ class Device final : public ExecutionDevice {
   PhysicalPeaks floor = {2e11, 2e12, "fake"};
   int input_sets = 3;
   double timing_noise = 0.005;
+  // How many timed calls, from the first, return a void sample (a gated call that waited on its
+  // stream: cuda_device.cpp); INT_MAX: every one.
+  int void_samples = 0;
   // Seeded, so timing tests are deterministic. A test that asserts its interval covers the truth
   // relies on this seed being one of the ~95% that do (executor_test checks the rate over seeds).
   std::mt19937_64 rng{1};
@@ -156,11 +159,14 @@ class Device final : public ExecutionDevice {
     return call(slot, set);
   }
 
-  Result<double> run_timed(Slot slot, int set) override {
+  Result<TimedCall> run_timed(Slot slot, int set) override {
     log.push_back("time " + name(slot) + " " + std::to_string(set));
     if (Status s = call(slot, set); !s.is_ok()) return s;
     std::normal_distribution<double> noise(0.0, timing_noise);
-    return variants.at(slots_[index(slot)].variant).ms * std::exp(noise(rng));
+    const bool void_sample = void_samples > 0;
+    void_samples -= void_sample;
+    return TimedCall{variants.at(slots_[index(slot)].variant).ms * std::exp(noise(rng)),
+                     void_sample};
   }
 
   Status synchronize() override {
