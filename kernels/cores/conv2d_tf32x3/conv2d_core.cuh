@@ -10,8 +10,9 @@
 // IMAD.WIDE, a predicate and the cp.async.
 //
 // Owns: the im2col gather (its index map, checked by static_assert), the weight loader, the
-// epilogues' contract and statistics, the kernel, the narrow fp32 kernel for small layers (same
-// epilogues and statistics layout), and Conv2dTf32x3 (geometry, tap table, the choice, launch).
+// epilogues' contract and statistics, the kernel, the narrow fp32 kernel for small layers and the
+// few-channel fp32 kernel for C_out <= 16 (same epilogues and statistics layout), and
+// Conv2dTf32x3 (geometry, tap table, the choice, launch).
 // Tile, index maps, mma_stage and precision: the gemm128 tile of L1_003
 // (kernels/cores/tf32x3/gemm128.cuh), pipelined by kernels/cores/tf32x3/mainloop.cuh: CTA tile
 // 128 (C_out) x 128 (pixels of ONE image) x 32 (k), 3-stage cp.async pipeline, 8 warps of
@@ -389,21 +390,36 @@ constexpr int kNarrowSplitWarps = 16;  // 8 pixels of the tile a warp
 constexpr int kNarrowSplitThreads = 32 * kNarrowSplitWarps;
 static_assert(kNarrowThreads % 32 == 0 && kNarrowThreads <= kNarrowSplitThreads, "whole warps");
 
+// The window of output `pixel`: its top-left input (ih0, iw0), and the taps kh in [a_lo, a_hi) and
+// kw in [b_lo, b_hi) that land inside x.
+struct PixelWindow {
+  int ih0, iw0, a_lo, a_hi, b_lo, b_hi;
+  __device__ __forceinline__ bool full_3x3(int kh_n, int kw_n) const {
+    return kh_n == 3 && kw_n == 3 && a_lo == 0 && a_hi == 3 && b_lo == 0 && b_hi == 3;
+  }
+};
+__device__ __forceinline__ PixelWindow pixel_window(const ConvArgs& p, int pixel, int kh_n,
+                                                    int kw_n, int dh, int dw) {
+  const int oh = pixel / p.wo, ow = pixel % p.wo;
+  PixelWindow r;
+  r.ih0 = oh * p.sh - p.ph, r.iw0 = ow * p.sw - p.pw;
+  r.a_lo = r.ih0 >= 0 ? 0 : (-r.ih0 + dh - 1) / dh;
+  r.a_hi = min(kh_n, r.ih0 < p.h ? (p.h - r.ih0 + dh - 1) / dh : 0);
+  r.b_lo = r.iw0 >= 0 ? 0 : (-r.iw0 + dw - 1) / dw;
+  r.b_hi = min(kw_n, r.iw0 < p.w_in ? (p.w_in - r.iw0 + dw - 1) / dw : 0);
+  return r;
+}
+
 // conv(x, w) at `pixel` of image n, channel co, by one thread.
 __device__ __forceinline__ float narrow_pixel(const ConvArgs& p, int n, int co, int pixel, int kh_n,
                                               int kw_n, int dh, int dw) {
-  const int oh = pixel / p.wo, ow = pixel % p.wo;
-  const int ih0 = oh * p.sh - p.ph, iw0 = ow * p.sw - p.pw;
-  // taps kh in [a_lo, a_hi) and kw in [b_lo, b_hi) land inside x
-  const int a_lo = ih0 >= 0 ? 0 : (-ih0 + dh - 1) / dh;
-  const int a_hi = min(kh_n, ih0 < p.h ? (p.h - ih0 + dh - 1) / dh : 0);
-  const int b_lo = iw0 >= 0 ? 0 : (-iw0 + dw - 1) / dw;
-  const int b_hi = min(kw_n, iw0 < p.w_in ? (p.w_in - iw0 + dw - 1) / dw : 0);
+  const PixelWindow win = pixel_window(p, pixel, kh_n, kw_n, dh, dw);
+  const int a_lo = win.a_lo, a_hi = win.a_hi, b_lo = win.b_lo, b_hi = win.b_hi;
   const int64_t hw_in = int64_t{p.h} * p.w_in;
-  const float* xc = p.x + n * p.x_image + int64_t{ih0} * p.w_in + iw0;
+  const float* xc = p.x + n * p.x_image + int64_t{win.ih0} * p.w_in + win.iw0;
   const float* wc = p.w + int64_t{co} * p.k;
   float acc = 0.0f;
-  if (kh_n == 3 && kw_n == 3 && a_lo == 0 && a_hi == 3 && b_lo == 0 && b_hi == 3) {
+  if (win.full_3x3(kh_n, kw_n)) {
     // A 3 x 3 window all inside: the same sums in the same order, unrolled, so that a channel's
     // nine loads are in flight at once (the loops below wait for each row's loads in turn).
     for (int ci = 0; ci < p.k / 9; ++ci, xc += hw_in, wc += 9) {
@@ -506,6 +522,40 @@ __device__ __forceinline__ NarrowTaps narrow_taps(const ConvArgs& p, int co) {
   }
 }
 
+// stats[n][co][pt] = (mean, M2) of the values v of a kBN-pixel tile, one a thread of the first
+// kNarrowThreads (ok: the thread's pixel is in the plane): pilot-shifted per warp, Chan merges
+// across warps. Every thread of the block calls it; it ends on a barrier, so that it may be called
+// again (another channel) at once.
+__device__ __forceinline__ void store_tile_moments(const ConvArgs& p, float v, bool ok, int n,
+                                                   int co, int pt) {
+  __shared__ float2 warp_m[kNarrowWarps];
+  __shared__ float warp_n[kNarrowWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const float pilot = __shfl_sync(0xffffffffu, v, 0);
+  float cnt = ok ? 1.0f : 0.0f, s = ok ? v - pilot : 0.0f, q = s * s;
+  for (int off = 16; off > 0; off /= 2) {
+    cnt += __shfl_xor_sync(0xffffffffu, cnt, off);
+    s += __shfl_xor_sync(0xffffffffu, s, off);
+    q += __shfl_xor_sync(0xffffffffu, q, off);
+  }
+  if (lane == 0 && warp < kNarrowWarps) {  // the warps of the tile's pixels
+    const float mean_d = cnt > 0.0f ? s / cnt : 0.0f;
+    warp_m[warp] = make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f));
+    warp_n[warp] = cnt;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float nt = 0.0f;
+    float2 m = make_float2(0.0f, 0.0f);
+    for (int w = 0; w < kNarrowWarps; ++w) {
+      m = merge_moments(nt, m, warp_n[w], warp_m[w]);
+      nt += warp_n[w];
+    }
+    p.stats[(int64_t{n} * p.c_out + co) * p.pix_tiles + pt] = m;
+  }
+  __syncthreads();
+}
+
 // kTapsInSmem (kSplitK only): the channel's taps copied to shared memory first (narrow_taps).
 template <bool kSplitK, bool kTapsInSmem, class Epi>
 __global__ void __launch_bounds__(kSplitK ? kNarrowSplitThreads : kNarrowThreads, kSplitK ? 2 : 8)
@@ -534,32 +584,118 @@ __global__ void __launch_bounds__(kSplitK ? kNarrowSplitThreads : kNarrowThreads
     v = epi(epi.row(co), acc);
     p.y[(int64_t{n} * p.c_out + co) * p.hw_out + p0 + i] = v;
   }
-  if constexpr (Epi::kStats) {
-    // (count, mean, M2) of the tile's pixels: pilot-shifted per warp, Chan merges across warps
-    __shared__ float2 warp_m[kNarrowWarps];
-    __shared__ float warp_n[kNarrowWarps];
-    const float pilot = __shfl_sync(0xffffffffu, v, 0);
-    float cnt = ok ? 1.0f : 0.0f, s = ok ? v - pilot : 0.0f, q = s * s;
-    for (int off = 16; off > 0; off /= 2) {
-      cnt += __shfl_xor_sync(0xffffffffu, cnt, off);
-      s += __shfl_xor_sync(0xffffffffu, s, off);
-      q += __shfl_xor_sync(0xffffffffu, q, off);
-    }
-    if (lane == 0 && warp < kNarrowWarps) {  // the warps of the tile's pixels
-      const float mean_d = cnt > 0.0f ? s / cnt : 0.0f;
-      warp_m[warp] = make_float2(pilot + mean_d, fmaxf(fmaf(-s, mean_d, q), 0.0f));
-      warp_n[warp] = cnt;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float nt = 0.0f;
-      float2 m = make_float2(0.0f, 0.0f);
-      for (int w = 0; w < kNarrowWarps; ++w) {
-        m = merge_moments(nt, m, warp_n[w], warp_m[w]);
-        nt += warp_n[w];
+  if constexpr (Epi::kStats) store_tile_moments(p, v, ok, n, co, pt);
+}
+
+// ---- the few-channel kernel (C_out <= kFewMaxChannels, long K, many pixels) ----
+//
+// A thread per output pixel and kCo channels (a block: kBN pixels of one image, the channels of
+// blockIdx.y's group), kCo fp32 accumulators: each input value loaded serves kCo channels, where
+// the tile's 128-channel rows would be mostly padding and the narrow kernel loads x once a
+// channel. The group's weights go to shared memory as [k][kCo] (zero past C_out), a tap's kCo
+// weights one broadcast load of 8 or 16 bytes. Sums per channel in narrow_pixel's order (ci; per
+// kernel row a chain of FMAs; rows added), plain fp32; the same epilogue and statistics layout
+// as the narrow kernel.
+constexpr int kFewMaxChannels = 16;
+// The weights' shared-memory copy: K x kCo floats within the default 48 KB of a block, less the
+// statistics' arrays.
+constexpr int kFewWeightsMaxBytes = 48 * 1024 - kNarrowStaticSmem;
+
+template <int kCo>
+struct FewWeights;
+template <>
+struct FewWeights<2> {
+  using Vec = float2;
+  __device__ static void fma(float (&acc)[2], Vec w, float x) {
+    acc[0] = fmaf(w.x, x, acc[0]), acc[1] = fmaf(w.y, x, acc[1]);
+  }
+};
+template <>
+struct FewWeights<4> {
+  using Vec = float4;
+  __device__ static void fma(float (&acc)[4], Vec w, float x) {
+    acc[0] = fmaf(w.x, x, acc[0]), acc[1] = fmaf(w.y, x, acc[1]);
+    acc[2] = fmaf(w.z, x, acc[2]), acc[3] = fmaf(w.w, x, acc[3]);
+  }
+};
+
+// acc[j] += the row sums of channel j (kCo <= 4 a vector load a tap; 8 as two of 4).
+template <int kCo>
+__device__ __forceinline__ void few_tap(float (&row)[kCo], const float* ws, int k, float x) {
+  if constexpr (kCo == 8) {
+    float lo[4] = {row[0], row[1], row[2], row[3]}, hi[4] = {row[4], row[5], row[6], row[7]};
+    FewWeights<4>::fma(lo, reinterpret_cast<const float4*>(ws)[2 * k], x);
+    FewWeights<4>::fma(hi, reinterpret_cast<const float4*>(ws)[2 * k + 1], x);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) row[j] = lo[j], row[4 + j] = hi[j];
+  } else {
+    using W = FewWeights<kCo>;
+    W::fma(row, reinterpret_cast<const typename W::Vec*>(ws)[k], x);
+  }
+}
+
+// Six blocks an SM (24 warps) leave 80 registers: at 8 (64) the statistics epilogue spilled.
+template <int kCo, class Epi>
+__global__ void __launch_bounds__(kNarrowThreads, 6)
+    conv2d_few_channels_kernel(const ConvArgs p, const int kh_n, const int kw_n, const int dh,
+                               const int dw, const Epi epi) {
+  static_assert(kCo == 2 || kCo == 4 || kCo == 8, "the weights' vector loads");
+  extern __shared__ __align__(16) float few_w[];  // [k][kCo]
+  const int co0 = static_cast<int>(blockIdx.y) * kCo;
+  for (int i = static_cast<int>(threadIdx.x); i < p.k * kCo; i += kNarrowThreads) {
+    const int k = i / kCo, co = co0 + i % kCo;
+    few_w[i] = co < p.c_out ? __ldg(p.w + int64_t{co} * p.k + k) : 0.0f;
+  }
+  __syncthreads();
+  const int pt = static_cast<int>(blockIdx.x) % p.pix_tiles;
+  const int n = static_cast<int>(blockIdx.x) / p.pix_tiles;
+  const int i = static_cast<int>(threadIdx.x);
+  const int pixel = pt * kBN + i;
+  const bool ok = pixel < p.hw_out;
+  float acc[kCo] = {};
+  if (ok) {
+    const PixelWindow win = pixel_window(p, pixel, kh_n, kw_n, dh, dw);
+    const int64_t hw_in = int64_t{p.h} * p.w_in;
+    const float* xc = p.x + n * p.x_image + int64_t{win.ih0} * p.w_in + win.iw0;
+    const int taps = kh_n * kw_n;
+    if (win.full_3x3(kh_n, kw_n)) {  // all nine loads of a channel in flight at once
+#pragma unroll 1
+      for (int ci = 0, k = 0; ci < p.k / 9; ++ci, xc += hw_in, k += 9) {
+        float xv[9];
+#pragma unroll
+        for (int a = 0; a < 3; ++a)
+#pragma unroll
+          for (int b = 0; b < 3; ++b) xv[a * 3 + b] = __ldg(xc + int64_t{a} * dh * p.w_in + b * dw);
+#pragma unroll
+        for (int a = 0; a < 3; ++a) {
+          float row[kCo] = {};
+#pragma unroll
+          for (int b = 0; b < 3; ++b) few_tap<kCo>(row, few_w, k + a * 3 + b, xv[a * 3 + b]);
+#pragma unroll
+          for (int j = 0; j < kCo; ++j) acc[j] += row[j];
+        }
       }
-      p.stats[(int64_t{n} * p.c_out + co) * p.pix_tiles + pt] = m;
+    } else {
+#pragma unroll 1
+      for (int ci = 0, k0 = 0; ci < p.k / taps; ++ci, xc += hw_in, k0 += taps) {
+        for (int a = win.a_lo; a < win.a_hi; ++a) {
+          const float* xr = xc + int64_t{a} * dh * p.w_in;
+          float row[kCo] = {};
+          for (int b = win.b_lo; b < win.b_hi; ++b)
+            few_tap<kCo>(row, few_w, k0 + a * kw_n + b, __ldg(xr + b * dw));
+#pragma unroll
+          for (int j = 0; j < kCo; ++j) acc[j] += row[j];
+        }
+      }
     }
+  }
+#pragma unroll
+  for (int j = 0; j < kCo; ++j) {
+    const int co = co0 + j;
+    if (co >= p.c_out) break;  // uniform across the block
+    const float v = ok ? epi(epi.row(co), acc[j]) : 0.0f;
+    if (ok) p.y[(int64_t{n} * p.c_out + co) * p.hw_out + pixel] = v;
+    if constexpr (Epi::kStats) store_tile_moments(p, v, ok, n, co, pt);
   }
 }
 
@@ -728,6 +864,35 @@ struct StatsTiles {
   }
 };
 
+// The few-channel kernel's channels a thread (2, 4 or 8; 0: it does not run), its weights' copy
+// within a block's shared memory:
+//  - C_out up to kFewMaxChannels (the tile's 128-channel rows then at least 87% padding) over at
+//    least kFewMinPixels output pixels in all (below, the thread-a-pixel kernels leave the
+//    machine idle and long K goes to the split kernel's warp a pixel). H100, session 40 (`kb
+//    bench --dims`, gated, custom ms, main's pack then this one): L2_001 N 29, C_in 55, C_out 2,
+//    79 x 51 0.296 -> 0.039 (reference 0.144), N 56, C_in 14, C_out 2, 25 x 77 0.069 -> 0.014;
+//    N 16, C_in 51, C_out 13, 31 x 93 0.061 -> 0.048; L2_017 N 115, C_in 54, C_out 12, 125 x 3
+//    0.063 -> 0.048, N 8, C_in 30, C_out 16, 90 x 70 0.087 -> 0.041; L2_031 N 125, C_in 59,
+//    C_out 2, 101 x 103 1.103 -> 0.329.
+//  - C_out up to kFewMaxPlaneChannels on planes of one pixel tile (Ho Wo <= kBN; thin images,
+//    where the tile's grid is one CTA an image), groups of 8 channels while the threads
+//    (pixels x groups) number at least 2 kFewMinPixels. The same A/B: L2_017 N 53, C_in 62,
+//    C_out 63, 77 x 3 (75 pixels an image: 53 CTAs of the tile) 0.074 -> 0.050 (reference
+//    0.041), N 30, C_in 20, C_out 63, 77 x 3 0.029 -> 0.025, N 128, C_in 8, C_out 24, 9 x 9
+//    0.023 -> 0.021; L2_001 N 64, C_in 64, C_out 64, 10 x 10 0.056 -> 0.039; L2_031 N 40,
+//    C_in 16, C_out 40, 12 x 12 0.019 -> 0.013.
+constexpr int kFewMinPixels = 8192;
+constexpr int kFewMaxPlaneChannels = 64;
+inline int few_channels_group(const ConvGeometry& g) {
+  const int co = g.c_out <= 2 ? 2 : g.c_out <= 4 ? 4 : 8;
+  if (int64_t{4} * g.k() * co > kFewWeightsMaxBytes) return 0;
+  const int64_t pixels = int64_t{g.n} * g.hw_out();
+  if (g.c_out <= kFewMaxChannels) return pixels >= kFewMinPixels ? co : 0;
+  const int64_t threads = pixels * ((g.c_out + co - 1) / co);
+  const bool thin = g.c_out <= kFewMaxPlaneChannels && g.hw_out() <= kBN;
+  return thin && threads >= 2 * kFewMinPixels ? co : 0;
+}
+
 // The conv of one graph node: geometry and tap table (setup), launches (run).
 // Owns the tap table (device memory); not copyable.
 class Conv2dTf32x3 {
@@ -745,6 +910,11 @@ class Conv2dTf32x3 {
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    few_co_ = few_channels_group(g_);
+    if (few_co_ > 0) {
+      narrow_ = wgmma_ = false;
+      return Status::ok();
+    }
     narrow_ = narrow_is_faster(g_, sms);
     bool loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&loaded));
@@ -801,6 +971,22 @@ class Conv2dTf32x3 {
     a.co_tiles = g_.co_tiles(), a.pix_tiles = g_.pix_tiles();
     a.vec_y = g_.hw_out() % 4 == 0 && aligned16(y);
     const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
+    if (few_co_ > 0) {
+      const dim3 grid(static_cast<unsigned>(g_.n * a.pix_tiles),
+                      static_cast<unsigned>((g_.c_out + few_co_ - 1) / few_co_));
+      const size_t smem = size_t{4} * g_.k() * few_co_;
+      if (few_co_ == 2)
+        conv2d_few_channels_kernel<2, Epi>
+            <<<grid, kNarrowThreads, smem, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+      else if (few_co_ == 4)
+        conv2d_few_channels_kernel<4, Epi>
+            <<<grid, kNarrowThreads, smem, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+      else
+        conv2d_few_channels_kernel<8, Epi>
+            <<<grid, kNarrowThreads, smem, stream>>>(a, g_.kh, g_.kw, g_.dh, g_.dw, epi);
+      KB_CUDA_TRY(cudaGetLastError());
+      return Status::ok();
+    }
     if (narrow_) {
       const unsigned blocks = static_cast<unsigned>(int64_t{g_.n} * a.pix_tiles * g_.c_out);
       const int taps_bytes = narrow_taps_bytes(g_.k());
@@ -901,6 +1087,7 @@ class Conv2dTf32x3 {
   }
 
   ConvGeometry g_;
+  int few_co_ = 0;       // conv2d_few_channels_kernel runs with this kCo (few_channels_group)
   bool narrow_ = false;  // conv2d_narrow_kernel runs
   int* taps_ = nullptr;  // tap_off (K_pad ints), then tap_hw (K_pad int2)
   bool wgmma_ = false;   // conv3x3_wgmma.cuh's kernel runs (takes_wgmma, sm_90a code loaded)
