@@ -18,7 +18,10 @@
 //    shared memory would otherwise keep two from one SM).
 //  - C_out <= 16: the FMA tile (a block stages 3 x 3 input planes and all weights, each warp 8
 //    channels x 4 rows x 64 columns, a lane 64 accumulators).
-// Small layers (C_out 1, or <= 32 M multiply-adds) take the core's narrow kernel: one thread per
+// Narrow output rows (W' < 32) and small layers of 4 or more channels take the core's
+// channel-group kernel where its threads fill the machine (a thread per output position and 8
+// channels; direct.cuh's conv3d_group_is_faster has the rule and its measurements). Other small
+// layers (C_out 1, or <= 32 M multiply-adds) take the core's narrow kernel: one thread per
 // output, the taps clamped once (direct.cuh; session 9 sweep: L1_054 0.37x -> 1.3x, L1_060 0.62x
 // -> 1.75x, L2_007 0.31x -> 1.09x the reference at their worst shapes, docs/kernels.md).
 // Fallback: other strides, dilations, groups or kernel sizes take the core's generic

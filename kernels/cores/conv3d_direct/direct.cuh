@@ -7,9 +7,11 @@
 // Owns: Conv3dGeometry (read from the ProblemInstance), the tile kernel (stride 1, dilation 1,
 // groups 1, kernel extents fixed at compile time, any padding, C_in, C_out and sizes), the narrow
 // kernel (the tile's geometries, one thread per output: small layers, one output channel, and
-// tiles of too few tasks to fill the GPU), the generic kernel (one thread per output, any
-// geometry: the fallback), Conv3d, the plan that picks one, and PlainConv3dVariant, the custom
-// variant of a conv3d without epilogue.
+// tiles of too few tasks to fill the GPU), the channel-group kernel (the tile's geometries, one
+// thread per output position and 8 channels: narrow output rows and the narrow kernel's layers of
+// 4 or more channels), the generic kernel (one thread per output, any geometry: the fallback),
+// Conv3d, the plan that picks one, and PlainConv3dVariant, the custom variant of a conv3d without
+// epilogue.
 //
 // Tile kernel. A block (256 threads, two per multiprocessor) owns one output plane d of one
 // sample, 4*row_groups output rows h, 64 output columns and 8*co_groups channels. It stages, once,
@@ -417,6 +419,15 @@ struct NarrowParams {
   int batch, cin, cout, in_d, in_h, in_w, out_d, out_h, out_w, pad_d, pad_h, pad_w;
 };
 
+// The narrow and channel-group kernels' parameters for g (which fits_tile accepted).
+inline NarrowParams narrow_params(const Conv3dGeometry& g, const float* x, const float* w,
+                                  float* y) {
+  NarrowParams p = {};
+  p.x = x, p.w = w, p.y = y;
+  set_sizes(g, p);
+  return p;
+}
+
 template <int KD, int KH, int KW, class Epilogue>
 __global__ void __launch_bounds__(kThreads, 4)
     conv3d_narrow_kernel(NarrowParams p, Epilogue epilogue) {
@@ -489,6 +500,190 @@ __global__ void __launch_bounds__(kThreads, 4)
   }
 }
 
+// ---- Channel-group kernel (narrow output rows, few input channels) ----
+//
+// One thread per output position (n, d', h', w') and a group of kGroupCo output channels, their
+// fp32 accumulators in registers: each input value loaded serves 8 channels (the narrow kernel
+// loads x and w per multiply-add and is load-bound), for the tile's geometries whose output rows
+// are too narrow for the tiles' 64 columns (L1_054 at W' 11: the 3xTF32 tile 17% busy) and the
+// narrow kernel's layers of 4 or more channels (conv3d_group_is_faster). A block's channel group
+// is blockIdx.y; it stages the group's weights at its start, ws[c][tap][j] = w[8 group + j][c][tap]
+// (tap = (a KH + b) KW + k, 0 past C_out), so that a tap's 8 weights are two broadcast LDS.128.
+// Positions run over blockIdx.x (grid-stride) with w' fastest: a warp's loads of a tap and its
+// stores of a channel are consecutive addresses. Taps are clamped per axis once per position as
+// in the narrow kernel, and each channel's sum runs in its order (c, then a, b: per-row chains of
+// KW FMAs from 0, added into the accumulator): the same fp32 result as the narrow kernel.
+// The pieces (group_position, group_weight, group_sums, store_group) are __host__ __device__:
+// tests/host_cuda/conv3d_group_test.cu runs them on the host.
+constexpr int kGroupCo = 8;                  // channels of a thread (accumulators)
+constexpr int kGroupUnrolledPlaneTaps = 16;  // planes of up to this many taps run unrolled
+static_assert(kGroupCo == 8, "a tap's weights are two float4 loads");
+
+// Dynamic shared memory of a channel group's weights: C_in x taps x kGroupCo floats.
+inline size_t group_smem_bytes(const Conv3dGeometry& g) {
+  return sizeof(float) *
+         static_cast<size_t>(g.cin * g.kernel[0] * g.kernel[1] * g.kernel[2] * kGroupCo);
+}
+
+// Shared-memory weight e = (c taps + tap) kGroupCo + j of channel group `group`: w[8 group +
+// j][c][tap], 0 for channels past C_out (their accumulators are never stored). ctaps = C_in taps.
+__host__ __device__ inline float group_weight(const float* w, int cout, int ctaps, int group,
+                                              int e) {
+  const int co = group * kGroupCo + e % kGroupCo;
+  return co < cout ? w[int64_t{co} * ctaps + e / kGroupCo] : 0.f;
+}
+
+struct GroupPosition {
+  int64_t n;
+  int od, oh, ow;
+};
+
+// Output position e of (N, D', H', W') (w' fastest); 32-bit divisions where every position fits.
+__host__ __device__ __forceinline__ GroupPosition group_position(const NarrowParams& p, int64_t e,
+                                                                 bool index32) {
+  GroupPosition q;
+  if (index32) {
+    unsigned r = static_cast<unsigned>(e);
+    q.ow = static_cast<int>(r % p.out_w), r /= p.out_w;
+    q.oh = static_cast<int>(r % p.out_h), r /= p.out_h;
+    q.od = static_cast<int>(r % p.out_d), q.n = r / p.out_d;
+  } else {
+    int64_t r = e;
+    q.ow = static_cast<int>(r % p.out_w), r /= p.out_w;
+    q.oh = static_cast<int>(r % p.out_h), r /= p.out_h;
+    q.od = static_cast<int>(r % p.out_d), q.n = r / p.out_d;
+  }
+  return q;
+}
+
+__host__ __device__ __forceinline__ float load_input(const float* at) {
+#ifdef __CUDA_ARCH__
+  return __ldg(at);  // read-only path: x is reread by the neighbouring positions' taps
+#else
+  return *at;
+#endif
+}
+
+// acc[j] += the sum over k of ws[tap(k)][j] * xch[row + k], k in [k_lo, k_hi) (all KW taps when
+// kFullRow, unrolled): a chain of FMAs per channel from 0, as the narrow kernel's row sum. wr:
+// the row's first tap's 8 weights (16-byte aligned); xch: the input channel's first element, row:
+// the index in it at k = 0 (a valid element's only from k_lo on: no pointer is formed outside x).
+template <int KW, bool kFullRow>
+__host__ __device__ __forceinline__ void group_row(const float* xch, int row, const float* wr,
+                                                   int k_lo, int k_hi, float (&acc)[kGroupCo]) {
+  float sum[kGroupCo];
+  KB_UNROLL
+  for (int j = 0; j < kGroupCo; ++j) sum[j] = 0.0f;
+  const auto tap = [&](int k) {
+    const float v = load_input(xch + (row + k));
+    const float4 lo = *reinterpret_cast<const float4*>(wr + k * kGroupCo);
+    const float4 hi = *reinterpret_cast<const float4*>(wr + k * kGroupCo + 4);
+    sum[0] = fmaf(lo.x, v, sum[0]), sum[1] = fmaf(lo.y, v, sum[1]);
+    sum[2] = fmaf(lo.z, v, sum[2]), sum[3] = fmaf(lo.w, v, sum[3]);
+    sum[4] = fmaf(hi.x, v, sum[4]), sum[5] = fmaf(hi.y, v, sum[5]);
+    sum[6] = fmaf(hi.z, v, sum[6]), sum[7] = fmaf(hi.w, v, sum[7]);
+  };
+  if constexpr (kFullRow) {
+    KB_UNROLL
+    for (int k = 0; k < KW; ++k) tap(k);
+  } else {
+    for (int k = k_lo; k < k_hi; ++k) tap(k);
+  }
+  KB_UNROLL
+  for (int j = 0; j < kGroupCo; ++j) acc[j] += sum[j];
+}
+
+// acc[j] = the convolution of position q for channel 8 group + j (ws: the group's weights,
+// [c][tap][j]), over the taps inside x.
+template <int KD, int KH, int KW>
+__host__ __device__ __forceinline__ void group_sums(const NarrowParams& p, const float* ws,
+                                                    GroupPosition q, float (&acc)[kGroupCo]) {
+  constexpr int kTaps = KD * KH * KW;
+  const int64_t in_vol = int64_t{p.in_d} * p.in_h * p.in_w;
+  const int d0 = q.od - p.pad_d, h0 = q.oh - p.pad_h, w0 = q.ow - p.pad_w;
+  const int a_lo = d0 < 0 ? -d0 : 0, a_hi = p.in_d - d0 < KD ? p.in_d - d0 : KD;
+  const int b_lo = h0 < 0 ? -h0 : 0, b_hi = p.in_h - h0 < KH ? p.in_h - h0 : KH;
+  const int k_lo = w0 < 0 ? -w0 : 0, k_hi = p.in_w - w0 < KW ? p.in_w - w0 : KW;
+  const bool full_row = k_lo == 0 && k_hi == KW;
+  const bool full_box = full_row && a_lo == 0 && a_hi == KD && b_lo == 0 && b_hi == KH;
+  // Tap (a, b, k) of channel c: xch[corner + (a in_h + b) in_w + k], xch = x + (n C_in + c)
+  // in_vol (int in a channel, the padding's negative indices included: conv3d_group_fits).
+  const float* xch = p.x + q.n * p.cin * in_vol;
+  const int corner = (d0 * p.in_h + h0) * p.in_w + w0;
+  const float* wc = ws;
+  KB_UNROLL
+  for (int j = 0; j < kGroupCo; ++j) acc[j] = 0.0f;
+  if (full_box) {
+    // Every tap inside: a plane's rows unrolled where they are few, so that the plane's loads are
+    // in flight at once (more, or the whole channel's, spill at the 64 registers of 4 blocks per
+    // SM: L1_054's 27 taps and L1_060's 35-tap planes did, 16-60 bytes), else each row's.
+    constexpr int kRowsUnrolled = KH * KW <= kGroupUnrolledPlaneTaps ? KH : 1;
+    for (int c = 0; c < p.cin; ++c, xch += in_vol, wc += kTaps * kGroupCo) {
+      KB_UNROLL_BY(1)
+      for (int a = 0; a < KD; ++a) {
+        KB_UNROLL_BY(kRowsUnrolled)
+        for (int b = 0; b < KH; ++b) {
+          group_row<KW, true>(xch, corner + (a * p.in_h + b) * p.in_w,
+                              wc + (a * KH + b) * KW * kGroupCo, 0, KW, acc);
+        }
+      }
+    }
+    return;
+  }
+  for (int c = 0; c < p.cin; ++c, xch += in_vol, wc += kTaps * kGroupCo) {
+    for (int a = a_lo; a < a_hi; ++a) {
+      for (int b = b_lo; b < b_hi; ++b) {
+        const int row = corner + (a * p.in_h + b) * p.in_w;
+        const float* wr = wc + (a * KH + b) * KW * kGroupCo;
+        if (full_row) {
+          group_row<KW, true>(xch, row, wr, 0, KW, acc);
+        } else {
+          group_row<KW, false>(xch, row, wr, k_lo, k_hi, acc);
+        }
+      }
+    }
+  }
+}
+
+// y[n, 8 group + j, d', h', w'] = epilogue.channel(8 group + j)(acc[j]) for the group's channels
+// below C_out: per channel, a warp's consecutive positions are consecutive addresses.
+template <class Epilogue>
+__host__ __device__ __forceinline__ void store_group(const NarrowParams& p,
+                                                     const Epilogue& epilogue, int group,
+                                                     GroupPosition q,
+                                                     const float (&acc)[kGroupCo]) {
+  const int64_t plane = int64_t{p.out_d} * p.out_h * p.out_w;
+  const int co0 = group * kGroupCo;
+  int64_t at = (q.n * p.cout + co0) * plane + (int64_t{q.od} * p.out_h + q.oh) * p.out_w + q.ow;
+  KB_UNROLL
+  for (int j = 0; j < kGroupCo; ++j, at += plane) {
+    if (co0 + j >= p.cout) break;
+    p.y[at] = epilogue.channel(co0 + j)(acc[j]);
+  }
+}
+
+// Grid: (position blocks, channel groups); dynamic shared memory group_smem_bytes.
+template <int KD, int KH, int KW, class Epilogue>
+__global__ void __launch_bounds__(kThreads, 4)
+    conv3d_group_kernel(NarrowParams p, Epilogue epilogue) {
+  constexpr int kTaps = KD * KH * KW;
+  float* ws = dynamic_smem();
+  const int group = blockIdx.y, ctaps = p.cin * kTaps;
+  for (int e = threadIdx.x; e < ctaps * kGroupCo; e += kThreads) {
+    ws[e] = group_weight(p.w, p.cout, ctaps, group, e);
+  }
+  __syncthreads();
+  const int64_t positions = int64_t{p.batch} * p.out_d * p.out_h * p.out_w;
+  const bool index32 = positions <= 0x7fffffff;
+  for (int64_t e = blockIdx.x * int64_t{kThreads} + threadIdx.x; e < positions;
+       e += int64_t{gridDim.x} * kThreads) {
+    const GroupPosition q = group_position(p, e, index32);
+    float acc[kGroupCo];
+    group_sums<KD, KH, KW>(p, ws, q, acc);
+    store_group(p, epilogue, group, q, acc);
+  }
+}
+
 // ---- Epilogues ----
 
 // epilogue.channel(co) returns the per-element function of channel co (loads its constants once).
@@ -558,8 +753,65 @@ bool fits_tile(const Conv3dGeometry& g) {
          g.batch < limit && blocks < limit;
 }
 
-// The convolution of one graph node: the tile kernel where the geometry fits, else the generic
-// one. setup() once (it may set a function attribute), run() per call on the caller's stream.
+// Layers the narrow kernel runs (of those fits_tile accepts): one output channel, few
+// multiply-adds, or output rows of fewer than 8 columns (both tiles' 64 columns then more than 8x
+// padding; the narrow kernel costs ~4-9x the tile per multiply-add). Measured on the H200
+// (session 9, narrow against tile at 30 sweep shapes of L1_054 / L1_060 / L2_007): the narrow
+// kernel won up to ~33 M multiply-adds (L2_007 at N 16, C_in 13, C_out 5, W' 5: 35 against 128
+// us; at N 8, C_in 1, C_out 18: 15 against 44 us) and lost 4-9x at every shape of >= 14% of the
+// preset's FLOPs. H100, seed-909 sweep (session 31): L1_060 at N 14, C_in 1, C_out 60, 31 x 43 x
+// 7 (W' 1, 100 M multiply-adds) ran 0.250 ms on the 3xTF32 tile against the reference's 0.073;
+// on the narrow kernel 0.056 (H200, 0.255 before).
+inline bool conv3d_narrow_is_faster(const Conv3dGeometry& g) {
+  const int64_t taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const int64_t macs = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2] * g.cin * taps;
+  return g.cout == 1 || macs <= int64_t{32} << 20 || 8 * g.out[2] < kTileW;
+}
+
+// The channel-group kernel's plan. A model, not measured yet (to A/B on the GPU): below
+// kGroupMinCout channels most of a thread's 8 accumulators would be idle (the narrow kernel
+// keeps those layers); below kGroupMaxOutW output columns the tiles' 64-column rows are over
+// half padding (L1_054 at N 10, C_in 2, C_out 54, 45 x 13 x 11: the 3xTF32 tile 81 us against
+// cuDNN's 32). The weights must fit the default 48 KB of dynamic shared memory (no opt-in
+// attribute), less a reserve.
+constexpr int64_t kGroupMinCout = 4;
+constexpr int64_t kGroupMaxOutW = 32;  // W' below which the group kernel replaces the tiles
+constexpr size_t kGroupSmemLimit = 48 * 1024 - 1024;
+constexpr int64_t kGroupMaxGroups = 65535;          // gridDim.y
+constexpr int64_t kGroupMaxPositionBlocks = 65535;  // gridDim.x; the grid-stride loop runs the rest
+
+// Whether the channel-group kernel takes g (which fits_tile accepted): 4 or more channels, the
+// group's weights in default shared memory, the groups in gridDim.y, and the padded input channel
+// in int (group_sums's in-channel indices, the padding's negative ones included).
+inline bool conv3d_group_fits(const Conv3dGeometry& g) {
+  int64_t padded = 1;
+  for (int a = 0; a < 3; ++a) padded *= g.in[a] + 2 * g.padding[a];
+  return g.cout >= kGroupMinCout && group_smem_bytes(g) <= kGroupSmemLimit &&
+         (g.cout + kGroupCo - 1) / kGroupCo <= kGroupMaxGroups && padded <= int64_t{0x7fffffff};
+}
+
+// Whether the channel-group kernel runs g (which fits_tile accepted) ahead of the other kernels:
+// where it fits, for the narrow kernel's layers and for output rows narrower than kGroupMaxOutW,
+// while its threads (a position and a group each) number at least kGroupMinThreads: below, the
+// narrow kernel's thread an output keeps 8x as many threads to fill the machine (also a model).
+// H100, session 40 (`kb bench --dims`, gated, custom ms, main's pack then this one): L1_054 N 10,
+// C_in 2, C_out 54, 47 x 15 x 13 0.080 -> 0.027 (reference 0.032; the 3xTF32 tile's 64 columns
+// for W' 11), N 10, C_in 3, C_out 5, 17 x 53 x 25 0.060 -> 0.020; L2_007 N 59, C_in 3, C_out 31,
+// 19 x 43 x 17 0.482 -> 0.186; but L1_060 at N 1, C_in 9, C_out 31, 3 x 23 x 33 (9,108 threads),
+// which the FMA tile's too-few-tasks fallback had sent to it, 0.045 -> 0.060: hence the bound.
+constexpr int64_t kGroupMinThreads = 32768;
+inline bool conv3d_group_fills(const Conv3dGeometry& g) {
+  const int64_t threads =
+      g.batch * g.out[0] * g.out[1] * g.out[2] * ((g.cout + kGroupCo - 1) / kGroupCo);
+  return conv3d_group_fits(g) && threads >= kGroupMinThreads;
+}
+inline bool conv3d_group_is_faster(const Conv3dGeometry& g) {
+  return conv3d_group_fills(g) && (conv3d_narrow_is_faster(g) || g.out[2] < kGroupMaxOutW);
+}
+
+// The convolution of one graph node: where the geometry fits the tile, the channel-group, narrow,
+// 3xTF32 or FMA tile kernel (setup's plan), else the generic one. setup() once (it may set a
+// function attribute), run() per call on the caller's stream.
 template <int KD, int KH, int KW, class Epilogue>
 class Conv3d {
  public:
@@ -572,11 +824,13 @@ class Conv3d {
     Result<Conv3dGeometry> g = read_conv3d(problem, node);
     if (!g.is_ok()) return g.status();
     geometry_ = g.value();
-    // Small layers and one output channel (7 of the tile's 8 channels per task idle) run the
-    // narrow kernel (narrow_is_faster).
+    // Narrow output rows and small layers of 4 or more channels run the channel-group kernel
+    // (conv3d_group_is_faster); the other small layers and one output channel (7 of the tile's 8
+    // channels per task idle) the narrow kernel (conv3d_narrow_is_faster).
     const bool fits = fits_tile<KD, KH, KW>(geometry_);
-    narrow_ = fits && narrow_is_faster(geometry_);
-    tiled_ = fits && !narrow_;
+    grouped_ = fits && conv3d_group_is_faster(geometry_);
+    narrow_ = fits && !grouped_ && conv3d_narrow_is_faster(geometry_);
+    tiled_ = fits && !grouped_ && !narrow_;
     if (!tiled_) return Status::ok();
     Result<bool> tensor_cores = setup_tf32x3();
     if (!tensor_cores.is_ok()) return tensor_cores.status();
@@ -584,8 +838,11 @@ class Conv3d {
     if (tf32x3_) return Status::ok();
     tile_ = make_tile_params<KD, KH, KW>(geometry_);
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
-    if (tile_tasks(tile_) < int64_t{kMinTileTasksPerSm} * sms) {  // too few warps: narrow
-      narrow_ = true;
+    if (tile_tasks(tile_) < int64_t{kMinTileTasksPerSm} * sms) {
+      // Too few warps: the channel-group kernel where it takes g with threads enough, else the
+      // narrow one.
+      grouped_ = conv3d_group_fills(geometry_);
+      narrow_ = !grouped_;
       tiled_ = false;
       return Status::ok();
     }
@@ -602,23 +859,18 @@ class Conv3d {
   // x: (N, C_in, D, H, W), w: (C_out, C_in/groups, KD, KH, KW) -> y: (N, C_out, D', H', W').
   Status run(const float* x, const float* w, float* y, const Epilogue& epilogue,
              cudaStream_t stream) const {
-    if (narrow_) {
+    if (grouped_) {
       const Conv3dGeometry& g = geometry_;
-      const NarrowParams p{x,
-                           w,
-                           y,
-                           static_cast<int>(g.batch),
-                           static_cast<int>(g.cin),
-                           static_cast<int>(g.cout),
-                           static_cast<int>(g.in[0]),
-                           static_cast<int>(g.in[1]),
-                           static_cast<int>(g.in[2]),
-                           static_cast<int>(g.out[0]),
-                           static_cast<int>(g.out[1]),
-                           static_cast<int>(g.out[2]),
-                           static_cast<int>(g.padding[0]),
-                           static_cast<int>(g.padding[1]),
-                           static_cast<int>(g.padding[2])};
+      const int64_t positions = g.batch * g.out[0] * g.out[1] * g.out[2];
+      const int64_t blocks =
+          std::min<int64_t>((positions + kThreads - 1) / kThreads, kGroupMaxPositionBlocks);
+      const dim3 grid(static_cast<unsigned>(std::max<int64_t>(blocks, 1)),
+                      static_cast<unsigned>((g.cout + kGroupCo - 1) / kGroupCo));
+      conv3d_group_kernel<KD, KH, KW, Epilogue>
+          <<<grid, kThreads, group_smem_bytes(g), stream>>>(narrow_params(g, x, w, y), epilogue);
+    } else if (narrow_) {
+      const Conv3dGeometry& g = geometry_;
+      const NarrowParams p = narrow_params(g, x, w, y);
       const int64_t total = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2];
       const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
       conv3d_narrow_kernel<KD, KH, KW, Epilogue>
@@ -658,6 +910,7 @@ class Conv3d {
 
   bool tiled() const { return tiled_; }
   bool tensor_cores() const { return tf32x3_; }
+  bool grouped() const { return grouped_; }
 
  private:
   static constexpr int kTf32Channels = 64;        // the 3xTF32 tile's channel block
@@ -698,22 +951,9 @@ class Conv3d {
   }
   static constexpr int kMinTileTasksPerSm = 2;
 
-  // Layers the narrow kernel runs: one output channel, few multiply-adds, or output rows of
-  // fewer than 8 columns (both tiles' 64 columns then more than 8x padding; the narrow kernel
-  // costs ~4-9x the tile per multiply-add). Measured on the H200 (session 9, narrow against
-  // tile at 30 sweep shapes of L1_054 / L1_060 / L2_007): the narrow kernel won up to ~33 M
-  // multiply-adds (L2_007 at N 16, C_in 13, C_out 5, W' 5: 35 against 128 us; at N 8, C_in 1,
-  // C_out 18: 15 against 44 us) and lost 4-9x at every shape of >= 14% of the preset's FLOPs.
-  // H100, seed-909 sweep (session 31): L1_060 at N 14, C_in 1, C_out 60, 31 x 43 x 7 (W' 1,
-  // 100 M multiply-adds) ran 0.250 ms on the 3xTF32 tile against the reference's 0.073; on the
-  // narrow kernel 0.056 (H200, 0.255 before).
-  static bool narrow_is_faster(const Conv3dGeometry& g) {
-    const int64_t macs = g.batch * g.cout * g.out[0] * g.out[1] * g.out[2] * g.cin * KD * KH * KW;
-    return g.cout == 1 || macs <= int64_t{32} << 20 || 8 * g.out[2] < kTileW;
-  }
-
   Conv3dGeometry geometry_;
-  bool narrow_ = false;  // conv3d_narrow_kernel runs (tiled_ is then false)
+  bool grouped_ = false;  // conv3d_group_kernel runs (narrow_ and tiled_ are then false)
+  bool narrow_ = false;   // conv3d_narrow_kernel runs (tiled_ is then false)
   bool tiled_ = false;
   bool tf32x3_ = false;  // the 3xTF32 tile runs (tiled_ is then true too)
   tf32::Params tf32_ = {};
