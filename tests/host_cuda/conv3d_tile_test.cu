@@ -13,30 +13,10 @@
 
 #include "kernels/cores/conv3d_direct/direct.cuh"
 #include "kernels/cpu/ops.h"
+#include "tests/host_cuda/conv3d_geometry.h"
 
 namespace kb::custom::conv3d_direct {
 namespace {
-
-Conv3dGeometry geometry(int64_t batch, int64_t cin, int64_t cout, const int64_t (&in)[3],
-                        const int64_t (&kernel)[3], const int64_t (&pad)[3]) {
-  Conv3dGeometry g;
-  g.batch = batch, g.cin = cin, g.cout = cout;
-  for (int a = 0; a < 3; ++a) {
-    g.in[a] = in[a], g.kernel[a] = kernel[a], g.padding[a] = pad[a];
-    g.stride[a] = g.dilation[a] = 1;
-    g.out[a] = in[a] + 2 * pad[a] - kernel[a] + 1;
-  }
-  return g;
-}
-
-std::string name(const Conv3dGeometry& g) {
-  std::string s =
-      "N" + std::to_string(g.batch) + " " + std::to_string(g.cin) + "->" + std::to_string(g.cout);
-  for (int a = 0; a < 3; ++a)
-    s += " [" + std::to_string(g.in[a]) + " k" + std::to_string(g.kernel[a]) + " p" +
-         std::to_string(g.padding[a]) + "]";
-  return s;
-}
 
 template <int KD, int KH, int KW>
 void check(const Conv3dGeometry& g) {
@@ -107,15 +87,7 @@ void check(const Conv3dGeometry& g) {
                    acc[warp * kWarp + lane]);
   }
   // The golden model's convolution (kernels/cpu/ops.h), in double.
-  HostTensor<double> xt(Shape{g.batch, g.cin, g.in[0], g.in[1], g.in[2]});
-  HostTensor<double> wtt(Shape{g.cout, g.cin, KD, KH, KW});
-  for (size_t i = 0; i < x.size(); ++i) xt.data[i] = x[i];
-  for (size_t i = 0; i < w.size(); ++i) wtt.data[i] = w[i];
-  cpu::ConvParams cp;
-  cp.stride = cp.dilation = {1, 1, 1};
-  cp.padding = {g.padding[0], g.padding[1], g.padding[2]};
-  cp.output_padding = {0, 0, 0};
-  const HostTensor<double> want = cpu::conv<double>(xt, wtt, nullptr, cp);
+  const HostTensor<double> want = golden_conv(g, x, w);
   ASSERT_EQ(want.data.size(), y.size()) << name(g);
   for (size_t at = 0; at < y.size(); ++at)
     ASSERT_EQ(y[at], static_cast<float>(want.data[at])) << name(g) << " output " << at;
