@@ -12,8 +12,9 @@
 // host memory; the call's launches queue behind it; open() sets the flag after the stop event is
 // enqueued, and the GPU runs the whole call back to back. A call that waits on the stream itself
 // (a synchronizing API inside run(): cudaFree, cudaStreamSynchronize, a device-to-host copy) would
-// wait on the gate: the kernel gives up after `timeout` and marks it (timed_out()), and the caller
-// re-times that call without the gate.
+// wait on the gate: the kernel gives up after `timeout` and marks it (timed_out()); the caller
+// then drops the gate and voids the sample (execution_device.h's TimedCall: the executor retakes
+// the round on fresh contents).
 //
 // Ownership: owns the mapped flag pair. Thread safety: one thread; one closed gate at a time.
 #pragma once

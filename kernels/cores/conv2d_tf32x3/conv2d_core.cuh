@@ -601,36 +601,21 @@ constexpr int kFewMaxChannels = 16;
 // statistics' arrays.
 constexpr int kFewWeightsMaxBytes = 48 * 1024 - kNarrowStaticSmem;
 
-template <int kCo>
-struct FewWeights;
-template <>
-struct FewWeights<2> {
-  using Vec = float2;
-  __device__ static void fma(float (&acc)[2], Vec w, float x) {
-    acc[0] = fmaf(w.x, x, acc[0]), acc[1] = fmaf(w.y, x, acc[1]);
-  }
-};
-template <>
-struct FewWeights<4> {
-  using Vec = float4;
-  __device__ static void fma(float (&acc)[4], Vec w, float x) {
-    acc[0] = fmaf(w.x, x, acc[0]), acc[1] = fmaf(w.y, x, acc[1]);
-    acc[2] = fmaf(w.z, x, acc[2]), acc[3] = fmaf(w.w, x, acc[3]);
-  }
-};
-
-// acc[j] += the row sums of channel j (kCo <= 4 a vector load a tap; 8 as two of 4).
+// row[j] += ws[k][j] * x for the kCo channels: the tap's weights as one float2 or kCo / 4 float4
+// broadcast loads from shared memory.
 template <int kCo>
 __device__ __forceinline__ void few_tap(float (&row)[kCo], const float* ws, int k, float x) {
-  if constexpr (kCo == 8) {
-    float lo[4] = {row[0], row[1], row[2], row[3]}, hi[4] = {row[4], row[5], row[6], row[7]};
-    FewWeights<4>::fma(lo, reinterpret_cast<const float4*>(ws)[2 * k], x);
-    FewWeights<4>::fma(hi, reinterpret_cast<const float4*>(ws)[2 * k + 1], x);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) row[j] = lo[j], row[4 + j] = hi[j];
+  if constexpr (kCo == 2) {
+    const float2 w = reinterpret_cast<const float2*>(ws)[k];
+    row[0] = fmaf(w.x, x, row[0]), row[1] = fmaf(w.y, x, row[1]);
   } else {
-    using W = FewWeights<kCo>;
-    W::fma(row, reinterpret_cast<const typename W::Vec*>(ws)[k], x);
+#pragma unroll
+    for (int q = 0; q < kCo / 4; ++q) {
+      const float4 w = reinterpret_cast<const float4*>(ws)[k * (kCo / 4) + q];
+      float* r = row + 4 * q;
+      r[0] = fmaf(w.x, x, r[0]), r[1] = fmaf(w.y, x, r[1]);
+      r[2] = fmaf(w.z, x, r[2]), r[3] = fmaf(w.w, x, r[3]);
+    }
   }
 }
 
