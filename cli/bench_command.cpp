@@ -111,6 +111,17 @@ void print_summary(const std::vector<JobResult>& results, const std::string& dev
     std::printf("%d results are unverified (fewer than 3 correctness trials, or the launch trace off): the "
                 "fleet refuses such jobs.\n", unverified);
   }
+  // The timing gate keeps the host's issue time out of the samples (docs/verification.md): say
+  // where a custom's run() takes longer on the host than its work on the GPU.
+  for (const JobResult& r : results) {
+    const nlohmann::json issue = r.environment.value("host_issue_ms", nlohmann::json::object());
+    const double host_ms = issue.value("custom", 0.0), gpu_ms = r.custom.summary.median;
+    if (device == "cpu" || gpu_ms <= 0 || host_ms <= gpu_ms) continue;
+    std::printf(
+        "%s: the custom's run() takes %.3f ms on the host to issue %.3f ms of GPU work "
+        "(the reference's: %.3f ms): host-bound in a loop\n",
+        r.problem_id.c_str(), host_ms, gpu_ms, issue.value("reference", 0.0));
+  }
   if (device == "cpu") {
     std::printf(
         "CPU device: reference = golden model in double, custom = the same algorithm in fp32; "

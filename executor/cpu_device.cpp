@@ -95,9 +95,9 @@ class CpuDevice final : public ExecutionDevice {
   Result<TimedCall> run_timed(Slot slot, int set) override {
     auto start = std::chrono::steady_clock::now();
     KB_TRY(run(slot, set));
-    return TimedCall{
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
-        false};
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return TimedCall{ms, false, ms};
   }
   Status synchronize() override { return Status::ok(); }
 

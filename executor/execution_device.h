@@ -72,9 +72,13 @@ struct LaunchTrace {
 // run()), so its time includes the gate's timeout; the device times without the gate from then
 // on. The caller takes the sample again on fresh contents: the same contents again would let the
 // call reuse what its first run left behind (its output, a memo of its inputs).
+// host_ms: the host's time inside run() (the CPU device: the call itself). The gate hides it from
+// ms, so a call that issues slowly (many launches, host work before its launches) is reported
+// apart: the executor's environment.host_issue_ms.
 struct TimedCall {
   double ms = 0;
   bool void_sample = false;
+  double host_ms = 0;
 };
 
 class ExecutionDevice {

@@ -76,9 +76,10 @@ class Job {
   bool has_custom_ = false;
   int input_sets_ = 1;
   uint32_t next_timing_trial_ = 0;
-  bool trace_unavailable_ = false;  // the device cannot trace (the CPU device)
-  bool round_void_ = false;         // a timed call of this round returned a void sample
-  double void_seconds_ = 0;         // wall time of the void rounds (outside the time cap)
+  bool trace_unavailable_ = false;        // the device cannot trace (the CPU device)
+  std::vector<double> host_issue_ms_[2];  // per Slot: TimedCall::host_ms of each sample not void
+  bool round_void_ = false;               // a timed call of this round returned a void sample
+  double void_seconds_ = 0;               // wall time of the void rounds (outside the time cap)
   std::mt19937_64 trace_rng_;
   std::vector<double> round_ratios_;
   TimingCosts costs_;

@@ -342,6 +342,19 @@ TEST_F(ExecutorTest, AVoidSampleInARoundTakenAgainIsARuntimeError) {
   EXPECT_EQ(r.message, "timed round 0: the device voided the samples of a round taken again");
 }
 
+// The host's time issuing each call, which the gate keeps out of the samples, is reported per
+// variant as the median of the samples that were not void.
+TEST_F(ExecutorTest, TheHostIssueTimeIsReportedPerVariant) {
+  device_.variants[KB_VARIANT_REFERENCE].host_ms = 0.01;
+  device_.variants[KB_VARIANT_CUSTOM].host_ms = 0.5;
+  device_.void_samples = 1;
+  JobResult r = run();
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+  const nlohmann::json& issue = r.environment.at("host_issue_ms");
+  EXPECT_DOUBLE_EQ(issue.at("reference").get<double>(), 0.01);
+  EXPECT_DOUBLE_EQ(issue.at("custom").get<double>(), 0.5);
+}
+
 // ---- First failure, floor, policy -------------------------------------------------------------
 
 TEST_F(ExecutorTest, TheFirstFailureEndsTheJobAndNamesItsRound) {
