@@ -7,8 +7,8 @@
 //     i = (o + p - t*d) / s when s divides o + p - t*d and 0 <= i < in. Writing o + p = q*s + r
 //     (the "phase" r), tap t lands on phase (t*d) mod s at input q - floor(t*d / s): each phase
 //     is a dense correlation;
-//   - launch helpers (allow_shared_memory, launch) and device helpers (dynamic_smem, store_run: a
-//     run of an output row with 16-byte stores in the aligned middle).
+//   - launch helpers (allow_shared_memory, launch) and dynamic_smem (the output rows' 16-byte
+//     stores: kernels/cores/aligned_store.cuh).
 //
 // Everything here lives in namespace kb::custom::gather, so the executor sees its kernels as ours.
 // Thread safety: stateless; the host functions may be called from any thread.
@@ -26,6 +26,7 @@
 #include "common/host_device.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
+#include "kernels/cores/aligned_store.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::gather {
@@ -154,32 +155,6 @@ Status launch(void (*kernel)(Params...), dim3 grid, int threads, size_t smem_byt
 __device__ __forceinline__ float* dynamic_smem() {
   extern __shared__ float4 kb_gather_smem[];
   return reinterpret_cast<float*>(kb_gather_smem);
-}
-
-// Writes dst[o] for o in [0, len): chunk(o) gives elements o..o+3 where dst + o is 16-byte aligned,
-// single(o) one element (the up to 3 + 3 at the edges). Thread `rank` of `count` sharing the run.
-template <class Chunk, class Single>
-__device__ __forceinline__ void store_run(float* dst, int len, int rank, int count, Chunk chunk,
-                                          Single single) {
-  const int misaligned = static_cast<int>((reinterpret_cast<uintptr_t>(dst) >> 2) & 3);
-  const int head = std::min(len, (4 - misaligned) & 3);
-  const int chunks = (len - head) >> 2;
-  const int tail = head + 4 * chunks;
-  for (int k = rank; k < chunks; k += count) {
-    const int o = head + 4 * k;
-    *reinterpret_cast<float4*>(dst + o) = chunk(o);
-  }
-  const int edges = head + (len - tail);
-  for (int e = rank; e < edges; e += count) {
-    const int o = e < head ? e : tail + (e - head);
-    dst[o] = single(o);
-  }
-}
-
-__device__ __forceinline__ void store_zeros(float* dst, int len, int rank, int count) {
-  store_run(
-      dst, len, rank, count, [](int) { return make_float4(0.f, 0.f, 0.f, 0.f); },
-      [](int) { return 0.f; });
 }
 
 }  // namespace kb::custom::gather
