@@ -23,31 +23,8 @@ namespace {
 using host_test::geometry;
 using host_test::golden;
 using host_test::name;
+using host_test::random_layer;
 using Layer = host_test::TransposedLayer;
-
-// A random valid layer: PyTorch's constraints (output padding below the stride or the dilation,
-// an output of >= 1), channels divisible by the groups.
-Layer random_layer(std::mt19937& rng, int rank) {
-  const auto pick = [&rng](int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-  };
-  Layer l;
-  l.rank = rank;
-  l.groups = pick(1, 3);
-  l.batch = pick(1, 2);
-  l.c_in = l.groups * pick(1, 5);
-  l.c_out = l.groups * pick(1, 4);
-  for (int a = kSpatial - rank; a < kSpatial; ++a) {
-    l.in[a] = pick(1, rank == 3 ? 5 : 9);
-    l.kernel[a] = pick(1, 4);
-    l.stride[a] = pick(1, 4);
-    l.dilation[a] = pick(1, 3);
-    l.output_padding[a] = pick(0, std::max(l.stride[a], l.dilation[a]) - 1);
-    const int64_t span = (l.in[a] - 1) * l.stride[a] + l.dilation[a] * (l.kernel[a] - 1) + 1;
-    l.padding[a] = pick(0, std::min<int64_t>(l.dilation[a] * (l.kernel[a] - 1), (span - 1) / 2));
-  }
-  return l;
-}
 
 // Every output as gather_generic_kernel<kThreads, kCo, kPos> computes it with `split` lanes per
 // element: each element decoded (decode_block), lane r summing the channels r, r + split, ...

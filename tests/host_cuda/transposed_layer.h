@@ -1,12 +1,15 @@
 // A transposed-conv layer as the host tests write it, and what each of them needs of it: the
 // geometry a custom variant reads (padded to 3 axes as read_conv_transpose pads it, unit axes
-// first), a name for failure messages, and the golden model's output (kernels/cpu/ops.h) in double.
-// Used by the tests of the parity GEMM, the patch plan and the generic gather.
+// first), a random valid layer, a name for failure messages, and the golden model's output
+// (kernels/cpu/ops.h) in double. Used by the tests of the parity GEMM, the patch plan, the generic
+// gather and the split gather.
 //
 // Thread safety: plain values and pure functions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,32 @@ inline ConvTransposeGeometry geometry(const TransposedLayer& l) {
                l.output_padding[a] + 1;
   }
   return g;
+}
+
+// A random valid layer of `rank` axes: PyTorch's constraints (output padding below the stride or
+// the dilation, an output of >= 1), channels divisible by the groups (1 to in_per_group inputs and
+// 1 to out_per_group outputs per group).
+inline TransposedLayer random_layer(std::mt19937& rng, int rank, int64_t in_per_group = 5,
+                                    int64_t out_per_group = 4) {
+  const auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  TransposedLayer l;
+  l.rank = rank;
+  l.groups = pick(1, 3);
+  l.batch = pick(1, 2);
+  l.c_in = l.groups * pick(1, in_per_group);
+  l.c_out = l.groups * pick(1, out_per_group);
+  for (int a = kSpatial - rank; a < kSpatial; ++a) {
+    l.in[a] = pick(1, rank == 3 ? 5 : 9);
+    l.kernel[a] = pick(1, 4);
+    l.stride[a] = pick(1, 4);
+    l.dilation[a] = pick(1, 3);
+    l.output_padding[a] = pick(0, std::max(l.stride[a], l.dilation[a]) - 1);
+    const int64_t span = (l.in[a] - 1) * l.stride[a] + l.dilation[a] * (l.kernel[a] - 1) + 1;
+    l.padding[a] = pick(0, std::min<int64_t>(l.dilation[a] * (l.kernel[a] - 1), (span - 1) / 2));
+  }
+  return l;
 }
 
 inline std::string name(const TransposedLayer& l) {
