@@ -3,7 +3,8 @@
 //
 //   - ConvTransposeNode: a conv_transpose node (geometry.cuh's ConvTransposeGeometry) with its x
 //     and w's indices in ImplArgs, as the custom variants bind it at setup;
-//   - the generic gather (generic.cuh, included here): any geometry, the fast paths' fallback;
+//   - the generic gather (generic.cuh, and split_gather.cuh's split form for layers of few
+//     outputs with long sums; included here): any geometry, the fast paths' fallback;
 //   - row_gather_kernel: the 2-D fast path on fp32 FMA, one block per (n, output row, block of
 //     channels), its column taps fixed at compile time (K_w, s_w, d_w), everything else at run
 //     time; its row geometry (fill_row_geometry), blocks (row_block), row taps and zero rows
@@ -28,6 +29,7 @@
 #include "common/status.h"
 #include "kernels/cores/conv_transpose_gather/generic.cuh"
 #include "kernels/cores/conv_transpose_gather/geometry.cuh"
+#include "kernels/cores/conv_transpose_gather/split_gather.cuh"
 #include "kernels/implementation.h"
 
 namespace kb::custom::gather {

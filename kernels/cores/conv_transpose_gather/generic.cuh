@@ -10,10 +10,14 @@
 //   - GenericLayout / decode_block: the kernel's elements (kCo channels x kPos positions, rows
 //     walked phase by phase) and their decode;
 //   - generic_shape: the element shape and lanes per element for a layer; generic_is_faster: the
-//     layers where this beats the fast paths.
+//     layers where this beats the fast paths;
+//   - gather_split_kernel, the split gather: the same kernel over elements of one output whose
+//     lanes split its flattened (tap, channel) pairs. Its rule, and launch_generic's overload
+//     that picks between it and generic_shape's elements for a layer: split_gather.cuh.
 //
 // Checked on the host: tests/host_cuda/generic_gather_test.cu (every output of 360 random layers
-// at every element shape, exactly the golden model's; the taps against the definition).
+// at every element shape, exactly the golden model's; the taps against the definition) and
+// tests/host_cuda/split_gather_test.cu (the split gather's lanes and its rule).
 // Thread safety: stateless; the host functions may be called from any thread.
 #pragma once
 
@@ -117,9 +121,14 @@ __host__ __device__ __forceinline__ AxisTaps axis_taps(int o, int a, const ConvT
 // channel's; of positions past the row's end, whatever the inputs give (not stored). Each
 // output's sum runs over its taps in increasing order and its channels in order whatever kCo and
 // kPos, so its bits do not depend on them.
+// kFlat (the split gather, gather_split_kernel): the lanes split the flattened list of (landing
+// tap, channel) pairs, taps outer, rather than each tap's channels: the lane's channel walk
+// carries over from one tap into the next (at c - C_in/groups where it left the tap), so a lane
+// with c_begin r and c_step L takes the pairs r, r + L, ... of the list, and taps whose share is
+// empty (L above C_in/groups) are skipped.
 // (The 64-bit form of v1, a 64-bit division per tap and index products per channel, ran 2.7x
 // slower: L2_060's generic path at N 39, C_in 1, 0.209 against 0.076 ms.)
-template <int kCo, int kPos>
+template <int kCo, int kPos, bool kFlat = false>
 __host__ __device__ inline void gather_channels(
     const float* __restrict__ x, const float* __restrict__ w, const ConvTransposeGeometry& g,
     const GatherDividers& dv, int64_t n, int64_t group, int64_t co_local, int co_count,
@@ -152,15 +161,19 @@ __host__ __device__ inline void gather_channels(
          ++j1, t1 += dv.tap_step[1], i1 -= dv.input_step[1]) {
       for (int j2 = 0, t2 = taps[2].first, i2 = taps[2].input; j2 < taps[2].count;
            ++j2, t2 += dv.tap_step[2], i2 -= dv.input_step[2]) {
+        if (kFlat && c_begin >= cin_g) {  // none of this tap's pairs is the lane's
+          c_begin -= static_cast<int>(cin_g);
+          continue;
+        }
         bool lands[kPos];  // position k's input i2 + k lies in the row (always, for one position)
         KB_UNROLL
         for (int k = 0; k < kPos; ++k)
           lands[k] = kPos == 1 || static_cast<unsigned>(i2 + k) < static_cast<unsigned>(in2);
         const float* xp = x_base + (int64_t{i0} * in1 + i1) * in2 + i2 + c_begin * x_plane;
         const float* wp = w_base + (t0 * k1 + t1) * k2 + t2 + c_begin * w_step;
+        int64_t c = c_begin;
         KB_UNROLL_BY(4)
-        for (int64_t c = c_begin; c < cin_g;
-             c += c_step, xp += c_step * x_plane, wp += c_step * w_step) {
+        for (; c < cin_g; c += c_step, xp += c_step * x_plane, wp += c_step * w_step) {
           float xv[kPos];
           KB_UNROLL
           for (int k = 0; k < kPos; ++k) xv[k] = lands[k] ? load_read_only(xp + k) : 0.f;
@@ -172,6 +185,7 @@ __host__ __device__ inline void gather_channels(
               if (lands[k]) sums[j][k] = fmaf(xv[k], wv, sums[j][k]);
           }
         }
+        if constexpr (kFlat) c_begin = static_cast<int>(c - cin_g);
       }
     }
   }
@@ -312,9 +326,11 @@ __host__ __device__ inline ChannelBlock decode_block(int64_t e, const ConvTransp
 // grid-stride over the elements. A template so that each including file may instantiate it
 // without a duplicate host stub. At least 2 blocks per SM in the bounds: with kThreads alone
 // ptxas held the 4 x 1 and 1 x 1 kernels to 80 registers and spilled (sm_90a); with 2 they take
-// 82-120, no spills (session 32).
-template <int kThreads, int kCo, int kPos>
-__global__ void __launch_bounds__(kThreads, 2)
+// 82-120, no spills (session 32). kFlat: the lanes split the element's flattened (tap, channel)
+// pairs (gather_channels), the split gather's walk; its 1 x 1 kernel is held to 3 blocks per SM,
+// 80 registers, no spills (2 left it 90; 4 spilled 88 bytes; ptxas, sm_90a).
+template <int kThreads, int kCo, int kPos, bool kFlat = false>
+__global__ void __launch_bounds__(kThreads, kFlat ? 3 : 2)
     gather_generic_kernel(const float* __restrict__ x, const float* __restrict__ w,
                           float* __restrict__ y, ConvTransposeGeometry g, GatherDividers dv,
                           GenericLayout layout, int split) {
@@ -327,7 +343,8 @@ __global__ void __launch_bounds__(kThreads, 2)
        e < layout.elements; e += step) {
     const ChannelBlock b = decode_block<kCo, kPos>(e, g, layout);
     float v[kCo][kPos];
-    gather_channels<kCo, kPos>(x, w, g, dv, b.n, b.group, b.co_local, b.co_count, b.o, r, split, v);
+    gather_channels<kCo, kPos, kFlat>(x, w, g, dv, b.n, b.group, b.co_local, b.co_count, b.o, r,
+                                      split, v);
     KB_UNROLL
     for (int j = 0; j < kCo; ++j) {
       KB_UNROLL
@@ -345,6 +362,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
 }
+
+// The split gather: elements of one output, `split` lanes (a power of two, 4 to 32) per output
+// walking its flattened (landing tap, input channel) pairs (gather_channels' kFlat), so that the
+// lanes stay busy where the group's input channels are fewer than the lanes or not a multiple of
+// them, their sums added by shuffles. For layers of few outputs with long sums, where the generic
+// elements leave most SMs idle (split_gather.cuh's rule).
+template <int kThreads>
+constexpr auto gather_split_kernel = gather_generic_kernel<kThreads, 1, 1, true>;
 
 // Multiply-adds of the layer: every input element meets C_out/groups outputs per kernel tap.
 inline double layer_macs(const ConvTransposeGeometry& g) {
@@ -385,8 +410,10 @@ inline double tile_waste(const ConvTransposeGeometry& g, int64_t co_tile, int64_
 // An element's shape in gather_generic_kernel: kCo output channels at kPos phase-mates (co_block
 // x pos_block, four or eight outputs a thread: their x loads are shared across the channels,
 // their weight loads across the positions), and `split` lanes per element.
+// flat: the split gather (gather_split_kernel; co_block and pos_block 1).
 struct GenericShape {
   int co_block = 1, pos_block = 1, split = 1;
+  bool flat = false;
 };
 
 // Lanes per element: doubled (up to a warp, at most the group's input channels) while the
@@ -436,7 +463,8 @@ inline GenericShape generic_shape(const ConvTransposeGeometry& g) {
   return elements * wide.split >= kWideLanes ? wide : shape_of(4, 1).first;
 }
 
-// gather_generic_kernel at `shape` (co_block x pos_block one of 1 x 1, 1 x 4, 2 x 2, 4 x 1, 4 x 2).
+// gather_generic_kernel at `shape` (co_block x pos_block one of 1 x 1, 1 x 4, 2 x 2, 4 x 1, 4 x 2;
+// flat: gather_split_kernel).
 inline Status launch_generic(const float* x, const float* w, float* y,
                              const ConvTransposeGeometry& g, GenericShape shape,
                              cudaStream_t stream) {
@@ -447,6 +475,9 @@ inline Status launch_generic(const float* x, const float* w, float* y,
   const auto run = [&](auto kernel) {
     return launch(kernel, grid, kGenericThreads, 0, stream, x, w, y, g, dv, layout, shape.split);
   };
+  if (shape.flat && shape.co_block * shape.pos_block == 1)
+    return run(gather_split_kernel<kGenericThreads>);
+  if (shape.flat) return Status::invalid_argument("gather: the split gather sums one output each");
   const int kind = shape.co_block * 8 + shape.pos_block;
   switch (kind) {
     case 1 * 8 + 1:
@@ -464,11 +495,6 @@ inline Status launch_generic(const float* x, const float* w, float* y,
                                       std::to_string(shape.co_block) + " channels x " +
                                       std::to_string(shape.pos_block) + " positions");
   }
-}
-
-inline Status launch_generic(const float* x, const float* w, float* y,
-                             const ConvTransposeGeometry& g, cudaStream_t stream) {
-  return launch_generic(x, w, y, g, generic_shape(g), stream);
 }
 
 }  // namespace kb::custom::gather
