@@ -299,9 +299,11 @@ __global__ void __launch_bounds__(kThreads, 1) patch_gemm3d_kernel(const GemmPar
 
 // ---- the custom variant ----
 
-// Runs conv_transpose node `node` (input x_name, weight w_name) as the plane gather when it applies
-// (stride-1 3 x 3 x 3 layers of <= 8 output channels), else as the patch GEMM when the plan
-// applies, else as the generic gather. Channel groups of 24 when C_out <= 24, else of 32.
+// Runs conv_transpose node `node` (input x_name, weight w_name) as the split gather on layers of
+// few outputs with long sums that the generic gather would take (split_gather.cuh), else as the
+// plane gather when it applies (stride-1 3 x 3 x 3 layers of <= 8 output channels), else as the
+// patch GEMM when the plan applies, else as the generic gather. Channel groups of 24 when C_out
+// <= 24, else of 32.
 class ParityConvTranspose3d : public Implementation {
  public:
   // Whether layers of <= 8 output channels run the plane gather (plane_gather.cuh). On since
@@ -324,6 +326,13 @@ class ParityConvTranspose3d : public Implementation {
     KB_TRY(node_.bind(p));
     fast_ = plane_ = false;
     KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
+    // Few outputs of long sums, a layer for the generic gather: its split form, ahead of the plane
+    // gather (run() takes launch_generic, which picks it, while fast_ and plane_ are false).
+    // L1_070 N 1, 45 -> 1, 3 x 79 x 11 ran the plane gather at 21.9 us against the reference's
+    // 16.8 (H100); the split gather there is not yet measured.
+    if (gather::split_reduction_lanes(node_.geometry) > 0 &&
+        gather::generic_is_faster(node_.geometry))
+      return Status::ok();
     // Few output channels: the plane gather (run() takes it while plane_ is set).
     if constexpr (kRoutePlaneGather) {
       if (Result<gather::PlaneGatherPlan> plane = gather::plan_plane_gather(node_.geometry, sms_);
