@@ -37,11 +37,11 @@
 // N 1, C_in 64, C_out 1, 30^3 36 -> 28 us, C_in 41 28 -> 23 us. Still under 0.9x: the smallest
 // tensor-path layers (~35 us against the reference's 20-30: N 2, 5 x 7 x 9), and at times the
 // ~20-30 us plane-gather layers, where the reference's own time moves 20-70% between leases.
-// Session 41: layers of few outputs with long sums that the generic gather would take run its
-// split form ahead of the plane gather (conv_transpose_gather/split_gather.cuh: 4-32 lanes per
-// output over its flattened (tap, channel) pairs): N 1, 45 -> 1, 3 x 79 x 11 (preset `split`; the
-// plane gather 21.9 us against the reference's 16.8, H100 sweep) a warp per output. Not yet
-// measured.
+// Session 41 (H100): the generic path's layers of few outputs with sums of 256+ pairs run its split
+// form (conv_transpose_gather/split_gather.cuh: 16-32 lanes per output over its flattened (tap,
+// channel) pairs), ahead of the plane gather at one output channel: N 1, 45 -> 1, 3 x 79 x 11
+// (preset `split`) 22 -> 20 us against the reference's 17, N 2, 48 -> 24, 3 x 5 x 7 (`small`) 33 ->
+// 29; at 3 channels the plane gather stayed faster (N 2, 35 -> 3, `few_out`: 27 against 34).
 //
 // Cost model (per SM): 15,680 tiles x 512 rows x 1,296 K x 24 N / 1,024 MAC per m16n8k8 x 3 =
 // 688 M MMAs (6.6% box waste) / 132 = 5.2 M MMAs per SM. Shared traffic per warp and tap 44

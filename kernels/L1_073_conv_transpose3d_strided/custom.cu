@@ -45,10 +45,10 @@
 // Session 32 (H100, us, generic.cuh's taps per phase and four outputs a thread): the gather at
 // N 3, 4 -> 7 13.3 -> 7.1; N 2, 13 -> 7 now the gather (waste 4.2): 25 (GEMM) -> 15.9; N 2,
 // 23 -> 2, 13 x 57 x 7 53 (GEMM) -> 24.7, the reference 42.
-// Session 41: layers of few outputs with long sums take the generic path's split form
-// (conv_transpose_gather/split_gather.cuh: 4-32 lanes per output over its flattened (tap,
-// channel) pairs), e.g. N 4, 29 -> 10, 5 x 7 x 5 (preset `split`; the generic gather 22.1 us
-// against the reference's 16.5, H100 sweep) at 4 lanes. Not yet measured.
+// Session 41 (H100): the generic path's layers of few outputs with sums of 256+ pairs take its
+// split form (conv_transpose_gather/split_gather.cuh: 16-32 lanes per output over its flattened
+// (tap, channel) pairs). At 4 lanes it was a wash, so not taken there: N 4, 29 -> 10, 5 x 7 x 5
+// (the sweep's miss) 22 -> 24 us, N 2, 32 -> 32, 4 x 5 x 6 24 -> 22 (reference 17 at both).
 //
 // Cost model of the mma.sync kernel (per SM, full preset): 82 M mma.sync (3xTF32) / 132 SMs = 620
 // K; per tap and k8 step a warp issues 24 MMAs, 8 LDS.32 (A) + 4 LDS.64 (B) = 16 shared wavefronts

@@ -326,11 +326,11 @@ class ParityConvTranspose3d : public Implementation {
     KB_TRY(node_.bind(p));
     fast_ = plane_ = false;
     KB_ASSIGN_OR_RETURN(sms_, cuda::sm_count());
-    // Few outputs of long sums, a layer for the generic gather: its split form, ahead of the plane
-    // gather (run() takes launch_generic, which picks it, while fast_ and plane_ are false).
-    // L1_070 N 1, 45 -> 1, 3 x 79 x 11 ran the plane gather at 21.9 us against the reference's
-    // 16.8 (H100); the split gather there is not yet measured.
-    if (gather::split_reduction_lanes(node_.geometry) > 0 &&
+    // One output channel of few outputs with long sums, a layer for the generic gather: its split
+    // form, ahead of the plane gather (run() takes launch_generic, which picks it, while fast_ and
+    // plane_ are false). Session 41, H100 (split_gather.cuh): N 1, 45 -> 1, 3 x 79 x 11 22 -> 20 us
+    // (reference 17); at 3 channels the plane gather stayed faster (N 2, 35 -> 3: 27 against 34).
+    if (node_.geometry.out_per_group() == 1 && gather::split_reduction_lanes(node_.geometry) > 0 &&
         gather::generic_is_faster(node_.geometry))
       return Status::ok();
     // Few output channels: the plane gather (run() takes it while plane_ is set).

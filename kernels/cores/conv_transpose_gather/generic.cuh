@@ -363,11 +363,11 @@ __global__ void __launch_bounds__(kThreads, kFlat ? 3 : 2)
   }
 }
 
-// The split gather: elements of one output, `split` lanes (a power of two, 4 to 32) per output
-// walking its flattened (landing tap, input channel) pairs (gather_channels' kFlat), so that the
-// lanes stay busy where the group's input channels are fewer than the lanes or not a multiple of
-// them, their sums added by shuffles. For layers of few outputs with long sums, where the generic
-// elements leave most SMs idle (split_gather.cuh's rule).
+// The split gather: elements of one output, `split` lanes (a power of two, 16 or 32:
+// split_reduction_lanes) per output walking its flattened (landing tap, input channel) pairs
+// (gather_channels' kFlat), so that the lanes stay busy where the group's input channels are fewer
+// than the lanes or not a multiple of them, their sums added by shuffles. For layers of few outputs
+// with long sums, where the generic elements leave most SMs idle (split_gather.cuh's rule).
 template <int kThreads>
 constexpr auto gather_split_kernel = gather_generic_kernel<kThreads, 1, 1, true>;
 

@@ -63,19 +63,20 @@ inline double mean_sum_length(const ConvTransposeGeometry& g) {
 //   - lanes: the least power of two from kSplitMinLanes at which outputs x lanes reach
 //     kBusyThreads (up to a warp; the split kernel keeps 3 blocks per SM, 101 K threads),
 //     each lane keeping kSplitMinLaneProducts pairs of the mean sum or more, so sums under
-//     kSplitMinLanes x kSplitMinLaneProducts = 64 pairs stay generic;
+//     kSplitMinLanes x kSplitMinLaneProducts = 256 pairs stay generic;
 //   - at least kSplitMinGain x the generic grid's threads: the split gives up the generic
 //     elements' reuse of an x load over 2-4 channels and of a weight over 2-4 positions, and
 //     every lane repeats its output's decode and tap enumeration.
-// The layers it was cut for (H100 shape sweep, us, custom / reference; a bound of ~256 pairs per
-// output, the first guess, would leave out the second): L1_070 N 1, 45 -> 1, 3 x 79 x 11, 5,265
-// outputs of 602 pairs, the plane gather 21.9 / 16.8 (the generic gather's grid: 1 x 4 elements x
-// 8 lanes, 12,960 threads) -> 32 lanes, 168 K threads of ~19 pairs; L1_073 N 4, 29 -> 10, 5 x 7 x
-// 5, 42,120 outputs of 89 pairs, the generic gather 22.1 / 16.5 (4 x 1 x 2 lanes, 25,272 threads)
-// -> 4 lanes, 168 K threads of ~22 pairs. Measurements pending: the thresholds are set from these
-// two layers and channel_split's, not measured.
+// Measured (session 41, H100, `kb bench P --dims D`, main's pack and this rule's first form (from
+// 4 lanes) alternating twice; custom us, reference in brackets): L1_070 N 1, 45 -> 1, 3 x 79 x 11
+// (5,265 outputs of 602 pairs; the plane gather) 22 -> 20 [17] at 32 lanes; L1_070 N 2, 48 -> 24,
+// 3 x 5 x 7 (the generic gather) 33 -> 29 [17] at 16 lanes; L1_073 N 2, 32 -> 32, 4 x 5 x 6 24 ->
+// 22 [17] at 4 lanes, but L1_073 N 4, 29 -> 10, 5 x 7 x 5 (42,120 outputs of 89 pairs) 22 -> 24
+// [17] at 4 lanes, and L1_070 N 2, 35 -> 3, 9 x 29 x 5 27 -> 34 [17] at 16 lanes against the
+// plane gather. So: from 16 lanes (at 4 the reuse given up and the gain were a wash, +-9%), and
+// L1_070's plane gather yields to it only at one output channel (parity_gemm3d.cuh).
 constexpr int64_t kSplitMaxGenericThreads = int64_t{1} << 16;
-constexpr int kSplitMinLanes = 4;
+constexpr int kSplitMinLanes = 16;
 constexpr double kSplitMinLaneProducts = 16;
 constexpr int64_t kSplitMinGain = 2;
 inline int split_reduction_lanes(const ConvTransposeGeometry& g) {
