@@ -21,6 +21,13 @@
 // SM.
 // The weights are first rearranged in staging order by prepare_row_weights_kernel (one small
 // launch per call), so that a block stages them with 16-byte copies (v5, below: 0.339 ms).
+// Few output channels (at most 8, and rows of at most 64 column positions: row_threads) take a
+// 64-thread block instead: one warp along the row x 2 sets of 4 channels, 8 channels a pass and a
+// block, <= 64 registers for 16 blocks per SM. The 256-thread block computed 32 channels a pass
+// there, most of them padding: 0.64x the reference at N 10, 25 -> 7 channels, 47 x 25 (preset
+// few_out: 9.3 KB of shared memory a block instead of 29.5) and 0.66x at 16, 8 -> 4, 64 x 64
+// (four_out: 13.4 KB instead of 47.6), H100. Measurement of the narrow block pending. Wider
+// layers (the full preset, C_out 12) run the 256-thread kernel, its SASS unchanged.
 // Any N, channels, sizes, padding, output_padding and row taps run the fast path as long as the
 // column taps are (K_w, s_w, d_w) = (3, 5, 2) and the staged rows fit shared memory; anything
 // else runs the generic gather (four outputs a thread, a few lanes for long sums) of generic.cuh.

@@ -6,9 +6,10 @@
 //   - the generic gather (generic.cuh, and split_gather.cuh's split form for layers of few
 //     outputs with long sums; included here): any geometry, the fast paths' fallback;
 //   - row_gather_kernel: the 2-D fast path on fp32 FMA, one block per (n, output row, block of
-//     channels), its column taps fixed at compile time (K_w, s_w, d_w), everything else at run
-//     time; its row geometry (fill_row_geometry), blocks (row_block), row taps and zero rows
-//     (store_zero_rows) are shared with tensor_rows.cuh, the same blocks on 3xTF32 tensor cores;
+//     channels) of 256 threads, or 64 for a group of few channels, its column taps fixed at
+//     compile time (K_w, s_w, d_w), everything else at run time; its row geometry
+//     (fill_row_geometry), blocks (row_block), row taps and zero rows (store_zero_rows) are
+//     shared with tensor_rows.cuh, the same blocks on 3xTF32 tensor cores;
 //   - RowGatherConvTranspose: the custom variant of a 2-D problem (row gather, else generic).
 //
 // Every kernel here lives in namespace kb::custom::gather, so the executor sees it as ours.
@@ -62,7 +63,8 @@ struct ConvTransposeNode {
 
 // ---- The 2-D row gather (fast path) ----
 //
-// One block per (n, output row oh, block of co_block output channels of one group):
+// One block per (n, output row oh, block of co_block output channels of one group), of
+// kRowThreads threads, or kRowNarrowThreads for a group of few channels (row_threads):
 //   1. the kernel rows th landing on oh with a valid input row ih are its "slots"; with none, the
 //      block writes zeros and ends;
 //   2. stages per slot x[n, group's channels, ih, :] (zero-padded) and w[group's channels,
@@ -72,9 +74,15 @@ struct ConvTransposeNode {
 //      every phase r (ow = qw*s_w + r - pad_w) over slots, channels and column taps in registers,
 //      and writes the row to shared memory (z) shifted to the output row's 16-byte phase;
 //   4. the warps copy z to the output rows with 16-byte stores.
+// The helpers that spread work over the block's warps take its threads as kThreads, by default
+// kRowThreads (tensor_rows.cuh's blocks).
 
 constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / kWarp;
+// A group of at most 8 channels (one pass of 2 channel sets x 4) whose row one warp spans: a
+// 256-thread block computed 32 channels a pass there, 24 or more of them padding (L1_081 at
+// C_out 7: 0.64x the reference).
+constexpr int kRowNarrowThreads = 64;
 constexpr int kRowMaxCoBlock = 64;  // output channels per block at most
 constexpr int kRowMaxPhases = 8;    // row strides the plan takes
 constexpr int kRowMaxTaps = 8;      // kernel rows landing on one output row, at most
@@ -105,7 +113,7 @@ struct RowGatherParams {
   int x_len, z_stride;                // staged x row, z row (floats)
   bool x_vec;     // x rows staged by 16-byte copies (the staged span is inside x, 16-byte aligned)
   int row_taps;   // most kernel rows landing on one output row (slots)
-  int q_threads;  // threads along qw; kRowThreads / q_threads channel sets
+  int q_threads;  // threads along qw; the block's threads / q_threads channel sets
   // Per row phase r = (oh + pad_h) mod stride_h: the kernel rows th landing on it, and the input
   // row each reads, ih = (oh + pad_h) / stride_h - tap_back[r][i] (th ascending).
   int8_t tap_count[kRowMaxPhases];
@@ -149,23 +157,26 @@ __device__ __forceinline__ int for_each_row_tap(const RowGatherParams& p, int oh
 }
 
 // The block's output rows as zeros (a row that no kernel row lands on), a warp per channel.
+template <int kThreads = kRowThreads>
 __device__ __forceinline__ void store_zero_rows(const RowGatherParams& p, const RowBlock& b) {
-  for (int c = threadIdx.x / kWarp; c < b.co_count; c += kRowWarps) {
+  for (int c = threadIdx.x / kWarp; c < b.co_count; c += kThreads / kWarp) {
     store_zeros(b.out + c * b.plane, p.out_w, threadIdx.x % kWarp, kWarp);
   }
 }
 
-// Calls f(r, c) for every r < rows, c < cols, spread over the block's threads with no division
-// per cell: a warp takes 32 / cols rows at a time when cols <= 32, else one row along its lanes.
-template <class F>
+// Calls f(r, c) for every r < rows, c < cols, spread over the block's kThreads threads with no
+// division per cell: a warp takes 32 / cols rows at a time when cols <= 32, else one row along
+// its lanes.
+template <int kThreads = kRowThreads, class F>
 __device__ __forceinline__ void for_each_cell(int rows, int cols, F f) {
+  constexpr int kWarps = kThreads / kWarp;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   if (cols <= kWarp) {
     const int per = kWarp / cols, r0 = lane / cols, c = lane - r0 * cols;
     if (r0 >= per) return;
-    for (int r = warp * per + r0; r < rows; r += kRowWarps * per) f(r, c);
+    for (int r = warp * per + r0; r < rows; r += kWarps * per) f(r, c);
   } else {
-    for (int r = warp; r < rows; r += kRowWarps)
+    for (int r = warp; r < rows; r += kWarps)
       for (int c = lane; c < cols; c += kWarp) f(r, c);
   }
 }
@@ -174,7 +185,7 @@ __device__ __forceinline__ void for_each_cell(int rows, int cols, F f) {
 // + k] (zeros outside x; a warp per staged row, lanes along it) and ws[slot][ci][t][co] = the
 // prepared w[group][th][ci][t][co0 + co] (16-byte copies of whole channel rows; zeros past the
 // group's channels come from the preparation).
-template <int kKw, int kMaxOff>
+template <int kKw, int kMaxOff, int kThreads>
 __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot, int th, int ih,
                            float* ws, float* xs) {
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -182,13 +193,13 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
   const int iw0 = p.q_min - kMaxOff;
   const int64_t c_first = static_cast<int64_t>(b.n) * p.groups * p.cin_g + c0;
   if (p.x_vec) {  // no zero padding: the staged span lies inside the row
-    for_each_cell(p.cin_g, p.x_len / 4, [&](int ci, int k4) {
+    for_each_cell<kThreads>(p.cin_g, p.x_len / 4, [&](int ci, int k4) {
       const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w + iw0 + 4 * k4;
       __pipeline_memcpy_async(xs + (slot * p.cin_g + ci) * p.x_len + 4 * k4, src,
                               4 * sizeof(float));
     });
   }
-  for (int ci = warp; !p.x_vec && ci < p.cin_g; ci += kRowWarps) {
+  for (int ci = warp; !p.x_vec && ci < p.cin_g; ci += kThreads / kWarp) {
     const float* src = p.x + ((c_first + ci) * p.in_h + ih) * p.in_w;
     float* dst = xs + (slot * p.cin_g + ci) * p.x_len;
     for (int k = lane; k < p.x_len; k += kWarp) {
@@ -203,7 +214,7 @@ __device__ void stage_slot(const RowGatherParams& p, const RowBlock& b, int slot
   const int rows = p.cin_g * kKw;
   const float* src = p.w + (static_cast<int64_t>(b.group) * p.k_h + th) * rows * p.co_pad + b.co0;
   float* dst = ws + slot * rows * p.co_block;
-  for_each_cell(rows, p.co_block / 4, [&](int row, int c4) {
+  for_each_cell<kThreads>(rows, p.co_block / 4, [&](int row, int c4) {
     __pipeline_memcpy_async(dst + row * p.co_block + 4 * c4,
                             src + static_cast<int64_t>(row) * p.co_pad + 4 * c4, 4 * sizeof(float));
   });
@@ -290,11 +301,11 @@ __device__ void compute_pass(const RowGatherParams& p, const RowBlock& b, int sl
   }
 }
 
-template <int kSw>
+template <int kSw, int kThreads = kRowThreads>
 __device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBlock& b, int pass,
                                            int pass_co, const float* z) {
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  for (int row = warp; row < pass_co && pass + row < b.co_count; row += kRowWarps) {
+  for (int row = warp; row < pass_co && pass + row < b.co_count; row += kThreads / kWarp) {
     float* dst = b.out + (pass + row) * b.plane;
     const float* src =
         z + row * p.z_stride + kZMargin<kSw> + ((reinterpret_cast<uintptr_t>(dst) >> 2) & 3);
@@ -305,27 +316,35 @@ __device__ __forceinline__ void store_pass(const RowGatherParams& p, const RowBl
   }
 }
 
-// Three blocks per SM (<= 85 registers): shared memory allows no more at L1_075 (57 KB), and with
-// a bare __launch_bounds__(256) ptxas held L1_075 to 64 registers and spilled (0.422 -> 0.440 ms).
-template <int kKw, int kSw, int kDw, class Tile>
-__global__ void __launch_bounds__(kRowThreads, 3) row_gather_kernel(RowGatherParams p) {
+// Blocks per SM the kernel's registers allow. 256 threads: three (<= 85 registers): shared
+// memory allows no more at L1_075 (57 KB), and with a bare __launch_bounds__(256) ptxas held
+// L1_075 to 64 registers and spilled (0.422 -> 0.440 ms). 64 threads: sixteen (<= 64 registers,
+// no spills for L1_075 or L1_081; at 20, L1_081 spilled), shared memory permitting (L1_081 at
+// 25 -> 7 channels, 47 x 25: 9.3 KB a block).
+template <int kThreads>
+constexpr int kRowMinBlocks = kThreads == kRowThreads ? 3 : 16;
+
+template <int kKw, int kSw, int kDw, class Tile, int kThreads = kRowThreads>
+__global__ void __launch_bounds__(kThreads, kRowMinBlocks<kThreads>)
+    row_gather_kernel(RowGatherParams p) {
+  static_assert(kThreads % kWarp == 0 && kThreads <= kRowThreads, "whole warps, at most 256");
   const RowBlock b = row_block(p);
   const int slots = for_each_row_tap(p, b.oh, [](int, int, int) {});
-  if (slots == 0) return store_zero_rows(p, b);  // no tap lands on this row
+  if (slots == 0) return store_zero_rows<kThreads>(p, b);  // no tap lands on this row
   float* ws = dynamic_smem();
   float* xs = ws + p.row_taps * p.cin_g * kKw * p.co_block;
   float* z = xs + (p.row_taps * p.cin_g * p.x_len + 3) / 4 * 4;
   constexpr int kMaxOff = ColumnTaps<kKw, kSw, kDw>::kMaxOffset;
   for_each_row_tap(p, b.oh, [&](int slot, int th, int ih) {
-    stage_slot<kKw, kMaxOff>(p, b, slot, th, ih, ws, xs);
+    stage_slot<kKw, kMaxOff, kThreads>(p, b, slot, th, ih, ws, xs);
   });
   __pipeline_wait_prior(0);
   __syncthreads();
-  const int pass_co = kRowThreads / p.q_threads * Tile::kCos;
+  const int pass_co = kThreads / p.q_threads * Tile::kCos;
   for (int pass = 0; pass < b.co_count; pass += pass_co) {
     compute_pass<kKw, kSw, kDw, Tile>(p, b, slots, pass, ws, xs, z);
     __syncthreads();
-    store_pass<kSw>(p, b, pass, pass_co, z);
+    store_pass<kSw, kThreads>(p, b, pass, pass_co, z);
     __syncthreads();
   }
 }
@@ -358,7 +377,8 @@ __global__ void __launch_bounds__(kGenericThreads)
 
 struct RowGatherPlan {
   RowGatherParams params = {};
-  dim3 grid;  // (channel blocks of all groups, H_out, N)
+  dim3 grid;                  // (channel blocks of all groups, H_out, N)
+  int threads = kRowThreads;  // per block: row_gather_kernel's kThreads (row_threads)
   size_t smem_bytes = 0;
   int64_t weight_floats = 0;  // of the prepared weights (prepare_row_weights_kernel)
 };
@@ -402,8 +422,18 @@ Status fill_row_geometry(const ConvTransposeGeometry& g, RowGatherParams* out) {
   return Status::ok();
 }
 
-// The launch of row_gather_kernel<kKw, kSw, kDw, Tile> for g, or failed_precondition saying why
-// the fast path does not apply (the caller then runs the generic gather).
+// The row gather's block for a group of cout_g channels and rows of q_count column positions:
+// kRowNarrowThreads when one pass of it (a warp along the row, 2 channel sets) holds the group's
+// channels and one warp spans the row, else kRowThreads.
+template <class Tile>
+constexpr int row_threads(int cout_g, int q_count) {
+  constexpr int kNarrowPassCo = kRowNarrowThreads / kWarp * Tile::kCos;
+  return cout_g <= kNarrowPassCo && q_count <= kWarp * Tile::kQs ? kRowNarrowThreads : kRowThreads;
+}
+
+// The launch of row_gather_kernel<kKw, kSw, kDw, Tile, plan.threads> for g, or
+// failed_precondition saying why the fast path does not apply (the caller then runs the generic
+// gather).
 template <int kKw, int kSw, int kDw, class Tile>
 Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t max_smem_bytes) {
   const auto no = [](const std::string& why) { return Status::failed_precondition(why); };
@@ -411,9 +441,10 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
   RowGatherParams& p = plan.params;
   KB_TRY((fill_row_geometry<kKw, kSw, kDw>(g, &p)));
   const int64_t limit = int64_t{1} << 30;
+  plan.threads = row_threads<Tile>(p.cout_g, p.q_count);
   p.q_threads = kWarp;
-  while (p.q_threads * Tile::kQs < p.q_count && p.q_threads < kRowThreads) p.q_threads *= 2;
-  const int pass_co = kRowThreads / p.q_threads * Tile::kCos;
+  while (p.q_threads * Tile::kQs < p.q_count && p.q_threads < plan.threads) p.q_threads *= 2;
+  const int pass_co = plan.threads / p.q_threads * Tile::kCos;
   p.co_block = (std::min(p.cout_g, kRowMaxCoBlock) + pass_co - 1) / pass_co * pass_co;
   p.co_blocks_per_group = (p.cout_g + p.co_block - 1) / p.co_block;
   p.co_pad = p.co_block * p.co_blocks_per_group;
@@ -444,8 +475,8 @@ Result<RowGatherPlan> plan_row_gather(const ConvTransposeGeometry& g, int64_t ma
 constexpr int kNarrowRow = 16;
 
 // Runs node `node` (input x_name, weight w_name) through row_gather_kernel<kKw, kSw, kDw,
-// RowThreadTile> when the plan applies and the layer is not small with narrow rows, else through
-// the generic gather.
+// RowThreadTile, the plan's threads> when the plan applies and the layer is not small with narrow
+// rows, else through the generic gather.
 template <int kKw, int kSw, int kDw>
 class RowGatherConvTranspose : public Implementation {
  public:
@@ -472,7 +503,7 @@ class RowGatherConvTranspose : public Implementation {
     KB_CUDA_TRY(cudaFree(prepared_w_));
     prepared_w_ = nullptr;
     KB_CUDA_TRY(cudaMalloc(&prepared_w_, sizeof(float) * static_cast<size_t>(plan_.weight_floats)));
-    return allow_shared_memory(row_gather_kernel<kKw, kSw, kDw, RowThreadTile>, plan_.smem_bytes);
+    return allow_shared_memory(kernel(plan_.threads), plan_.smem_bytes);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
@@ -486,11 +517,17 @@ class RowGatherConvTranspose : public Implementation {
     KB_TRY(launch(prepare_row_weights_kernel<kKw>,
                   dim3(static_cast<unsigned>(std::min(prep_blocks, kGenericMaxBlocks))),
                   kGenericThreads, 0, stream, w, prepared_w_, p));
-    return launch(row_gather_kernel<kKw, kSw, kDw, RowThreadTile>, plan_.grid, kRowThreads,
-                  plan_.smem_bytes, stream, p);
+    return launch(kernel(plan_.threads), plan_.grid, plan_.threads, plan_.smem_bytes, stream, p);
   }
 
  private:
+  using Kernel = void (*)(RowGatherParams);
+  static Kernel kernel(int threads) {
+    return threads == kRowNarrowThreads
+               ? row_gather_kernel<kKw, kSw, kDw, RowThreadTile, kRowNarrowThreads>
+               : row_gather_kernel<kKw, kSw, kDw, RowThreadTile, kRowThreads>;
+  }
+
   ConvTransposeNode node_;
   bool fast_ = false;
   RowGatherPlan plan_;
