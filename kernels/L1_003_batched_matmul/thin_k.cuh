@@ -13,11 +13,12 @@
 // CTA's A rows (one contiguous run of rows x K floats) sit in shared memory, and the threads walk
 // the rows kThreads / lanes at a time: per row, K broadcast loads of A serve `cols` outputs, each
 // one chain of K FMAs (k ascending) and one store, consecutive threads on consecutive columns
-// (coalesced at any alignment of N).
-// Measured (H100, session 39, first form: one column a thread, K unrolled to 4, 8 or 16 with
-// predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155 ms (reference 0.106-0.117), 8 x 1000 x 9 x 999
-// 0.098 -> 0.025 (0.021), but 5 x 97 x 5 x 301 0.006 -> 0.011 (20 CTAs).
-// Strict fp32 (one chain per output): no accuracy caveat.
+// (coalesced at any alignment of N). Where N is not a multiple of 4 at K <= 8 (stages_rows) each
+// warp owns 32 x cols consecutive columns instead and writes each row of them from shared memory by
+// 16-byte stores (store_run): no store straddles a sector. Measured (H100, session 39, first form:
+// one column a thread, K unrolled to 4, 8 or 16 with predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155
+// ms (reference 0.106-0.117), 8 x 1000 x 9 x 999 0.098 -> 0.025 (0.021), but 5 x 97 x 5 x 301 0.006
+// -> 0.011 (20 CTAs). Strict fp32 (one chain per output): no accuracy caveat.
 //
 // Thread safety: device code without state; launch_thin_k is stateless.
 #pragma once
@@ -27,6 +28,7 @@
 #include <cstdint>
 
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/cores/aligned_store.cuh"
 
 namespace kb::custom::L1_003::thin {
 
@@ -61,15 +63,37 @@ inline int rows_for(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
   return rows;
 }
 
+// Whether the thin-K kernel stages C's rows in shared memory and writes them with 16-byte stores
+// (kStaged): for N not a multiple of 4, whose rows start at every alignment, at K <= 8 (4 columns
+// a thread). Written in place, each warp's 32 consecutive 4-byte stores straddle a sector they
+// share with the next warp's: N 1357 ran 147 us against 95 at N 1360 (97 x 431 x 5 x N). Session
+// 41, H100, the first staged form (a whole CTA staging one row between two block barriers):
+// 97 x 431 x 5 x 1357 147 -> 123 us, 79 x 397 x 5 x 1291 107 -> 98, 5 x 97 x 5 x 301 5 -> 5; at 2
+// columns a thread it lost (8 x 1000 x 9 x 999 20 -> 28, 64 x 512 x 16 x 1023 74 -> 96).
+inline bool stages_rows(int64_t k, int64_t n) {
+  return n % 4 != 0 && cols_per_thread(k) == 4;
+}
+
 // grid: (column tiles, ceil(M / rows), batch entries); p.tiles_n unused. K == p.k.
-template <int K>
+// A thread's columns are n0 + base + stride j (j < kCols): in place, base = its lane and stride =
+// lanes (each store of a warp 32 consecutive floats); kStaged, each warp owns a run of 32 kCols
+// consecutive columns (base = the warp's run + its lane, stride 32), stages a row of it in shared
+// memory at the alignment of its place in C and writes it by store_run: only warp barriers.
+template <int K, bool kStaged>
 __global__ void __launch_bounds__(kThreads)
     thin_k_kernel(const GemmArgs p, int lanes_log2, int cta_rows) {
   __shared__ __align__(16) float a_s[kMaxRows * (K > 0 ? K : 1)];  // A(m0 + r, k) at r K + k
+  constexpr int kCols = cols_per_thread(K);
+  constexpr int kRun = 32 * kCols;  // kStaged: a warp's columns
+  // kStaged: a row of each warp's run, after up to 3 floats of alignment shift.
+  __shared__ __align__(16) float z_s[kStaged ? (kThreads / 32) * (kRun + 4) : 1];
   const int t = static_cast<int>(threadIdx.x);
   const int lanes = 1 << lanes_log2;
-  constexpr int kCols = cols_per_thread(K);
-  const int col0 = static_cast<int>(blockIdx.x) * lanes * kCols + (t & (lanes - 1));
+  const int lane = t & (lanes - 1);
+  const int n0 = static_cast<int>(blockIdx.x) * lanes * kCols;
+  const int run0 = (lane >> 5) * kRun;  // kStaged: the warp's run in the tile
+  const int base = kStaged ? run0 + (t & 31) : lane;
+  const int stride = kStaged ? 32 : lanes;
   const int m0 = static_cast<int>(blockIdx.y) * cta_rows;
   const int64_t bi = blockIdx.z;
   const int rows = min(cta_rows, p.m - m0);
@@ -77,27 +101,46 @@ __global__ void __launch_bounds__(kThreads)
   const float* a = p.a + (bi * p.m + m0) * K;  // the CTA's rows: rows x K contiguous floats
   for (int i = t; i < rows * K; i += kThreads) a_s[i] = __ldg(a + i);
   float b[kCols][K > 0 ? K : 1];
+  const int col0 = n0 + base;
   const float* b_col = p.b + bi * K * p.n + col0;
 #pragma unroll
   for (int j = 0; j < kCols; ++j)
 #pragma unroll
     for (int k = 0; k < K; ++k)
-      b[j][k] = col0 + lanes * j < p.n ? __ldg(b_col + int64_t{k} * p.n + lanes * j) : 0.0f;
+      b[j][k] = col0 + stride * j < p.n ? __ldg(b_col + int64_t{k} * p.n + stride * j) : 0.0f;
   __syncthreads();
-  if (col0 >= p.n) return;
+  if (!kStaged && col0 >= p.n) return;
 
-  float* c = p.c + (bi * p.m + m0) * p.n + col0;
+  float* c = p.c + (bi * p.m + m0) * p.n + n0;     // the CTA's column tile at row 0
+  const int run_len = min(kRun, p.n - n0 - run0);  // kStaged: <= 0 where the run is past N
+  float* z_run = z_s + (t >> 5) * (kRun + 4);
   for (int r = t >> lanes_log2; r < rows; r += kThreads >> lanes_log2) {
     float a_r[K > 0 ? K : 1];
 #pragma unroll
     for (int k = 0; k < K; ++k) a_r[k] = a_s[r * K + k];
     float* c_row = c + int64_t{r} * p.n;
+    const int shift = static_cast<int>((reinterpret_cast<uintptr_t>(c_row + run0) >> 2) & 3);
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
       float acc = 0.0f;
 #pragma unroll
       for (int k = 0; k < K; ++k) acc = fmaf(a_r[k], b[j][k], acc);
-      if (col0 + lanes * j < p.n) c_row[lanes * j] = acc;
+      if constexpr (kStaged) {
+        z_run[shift + (t & 31) + 32 * j] = acc;
+      } else if (col0 + stride * j < p.n) {
+        c_row[base + stride * j] = acc;
+      }
+    }
+    if constexpr (kStaged) {
+      __syncwarp();
+      const float* src = z_run + shift;
+      if (run_len > 0) {
+        store_run(
+            c_row + run0, run_len, t & 31, 32,
+            [src](int o) { return *reinterpret_cast<const float4*>(src + o); },
+            [src](int o) { return src[o]; });
+      }
+      __syncwarp();
     }
   }
 }
@@ -113,7 +156,11 @@ cudaError_t launch_for_k(const GemmArgs& p, dim3 grid, int lanes_log2, int rows,
                          cudaStream_t stream) {
   if constexpr (K <= kMaxK) {
     if (p.k != K) return launch_for_k<K + 1>(p, grid, lanes_log2, rows, stream);
-    thin_k_kernel<K><<<grid, kThreads, 0, stream>>>(p, lanes_log2, rows);
+    if (stages_rows(p.k, p.n)) {
+      thin_k_kernel<K, true><<<grid, kThreads, 0, stream>>>(p, lanes_log2, rows);
+    } else {
+      thin_k_kernel<K, false><<<grid, kThreads, 0, stream>>>(p, lanes_log2, rows);
+    }
     return cudaGetLastError();
   } else {
     return cudaErrorInvalidValue;
