@@ -24,6 +24,7 @@ using host_test::geometry;
 using host_test::golden;
 using host_test::name;
 using host_test::random_layer;
+using host_test::small_integer_tensors;
 using Layer = host_test::TransposedLayer;
 
 // Every output as gather_generic_kernel<kThreads, kCo, kPos> computes it with `split` lanes per
@@ -62,17 +63,12 @@ std::vector<double> gathered(const ConvTransposeGeometry& g, const std::vector<f
 
 TEST(GenericGather, EveryOutputIsTheGoldenTransposedConvolution) {
   std::mt19937 rng(27);
-  std::uniform_int_distribution<int> small(-3, 3);
   int layers = 0;
   for (int rank = 1; rank <= 3; ++rank) {
     for (int i = 0; i < 120; ++i, ++layers) {
       const Layer l = random_layer(rng, rank);
       const ConvTransposeGeometry g = geometry(l);
-      std::vector<float> x(static_cast<size_t>(l.batch * l.c_in * g.in[0] * g.in[1] * g.in[2]));
-      std::vector<float> w(static_cast<size_t>(l.c_in * (l.c_out / l.groups) * g.kernel[0] *
-                                               g.kernel[1] * g.kernel[2]));
-      for (float& v : x) v = static_cast<float>(small(rng));
-      for (float& v : w) v = static_cast<float>(small(rng));
+      const auto [x, w] = small_integer_tensors(l, rng);
       const std::vector<double> want = golden(l, x, w);
       ASSERT_EQ(static_cast<int64_t>(want.size()), g.output_numel()) << name(l);
       for (int split = 1; split <= l.c_in / l.groups && split <= 4; split *= 2) {

@@ -22,8 +22,10 @@ namespace {
 
 using host_test::geometry;
 using host_test::golden;
+using host_test::layer_tensors;
 using host_test::name;
 using host_test::random_layer;
+using host_test::small_integer_tensors;
 using Layer = host_test::TransposedLayer;
 
 // Each lane's sum of one element of gather_split_kernel with `lanes` lanes (gather_channels'
@@ -72,17 +74,12 @@ constexpr int64_t kMaxInPerGroup = 40, kMaxOutPerGroup = 3;
 
 TEST(SplitGather, EveryOutputIsTheGoldenTransposedConvolution) {
   std::mt19937 rng(41);
-  std::uniform_int_distribution<int> small(-3, 3);
   int layers = 0;
   for (int rank = 1; rank <= 3; ++rank) {
     for (int i = 0; i < 60; ++i, ++layers) {
       const Layer l = random_layer(rng, rank, kMaxInPerGroup, kMaxOutPerGroup);
       const ConvTransposeGeometry g = geometry(l);
-      std::vector<float> x(static_cast<size_t>(l.batch * l.c_in * g.in[0] * g.in[1] * g.in[2]));
-      std::vector<float> w(static_cast<size_t>(l.c_in * (l.c_out / l.groups) * g.kernel[0] *
-                                               g.kernel[1] * g.kernel[2]));
-      for (float& v : x) v = static_cast<float>(small(rng));
-      for (float& v : w) v = static_cast<float>(small(rng));
+      const auto [x, w] = small_integer_tensors(l, rng);
       const std::vector<double> want = golden(l, x, w);
       ASSERT_EQ(static_cast<int64_t>(want.size()), g.output_numel()) << name(l);
       for (int lanes = kSplitMinLanes; lanes <= kWarp; lanes *= 2) {
@@ -103,11 +100,7 @@ TEST(SplitGather, LanesShareEachOutputsPairsEvenly) {
   for (int i = 0; i < 60; ++i) {
     const Layer l = random_layer(rng, 1 + i % 3, kMaxInPerGroup, kMaxOutPerGroup);
     const ConvTransposeGeometry g = geometry(l);
-    const std::vector<float> x(static_cast<size_t>(l.batch * l.c_in * g.in[0] * g.in[1] * g.in[2]),
-                               1.f);
-    const std::vector<float> w(static_cast<size_t>(l.c_in * (l.c_out / l.groups) * g.kernel[0] *
-                                                   g.kernel[1] * g.kernel[2]),
-                               1.f);
+    const auto [x, w] = layer_tensors(l, [] { return 1.f; });
     const std::vector<double> pairs = golden(l, x, w);
     const GatherDividers dv(g);
     const GenericLayout layout(g, 1, 1);

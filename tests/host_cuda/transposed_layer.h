@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,6 +79,29 @@ inline std::string name(const TransposedLayer& l) {
          std::to_string(l.dilation[a]) + " op" + std::to_string(l.output_padding[a]) + "]";
   }
   return s;
+}
+
+// x (N, C_in, *in) and w (C_in, C_out / groups, *kernel) of the layer, each element `fill`(rng)'s.
+struct LayerTensors {
+  std::vector<float> x, w;
+};
+
+inline LayerTensors layer_tensors(const TransposedLayer& l, const std::function<float()>& fill) {
+  const ConvTransposeGeometry g = geometry(l);
+  LayerTensors t{
+      std::vector<float>(static_cast<size_t>(l.batch * l.c_in * g.in[0] * g.in[1] * g.in[2])),
+      std::vector<float>(static_cast<size_t>(l.c_in * (l.c_out / l.groups) * g.kernel[0] *
+                                             g.kernel[1] * g.kernel[2]))};
+  for (float& v : t.x) v = fill();
+  for (float& v : t.w) v = fill();
+  return t;
+}
+
+// Small integers (-3 .. 3): every sum of the layer exact in fp32, so a kernel's sums, in any
+// order, equal the golden model's.
+inline LayerTensors small_integer_tensors(const TransposedLayer& l, std::mt19937& rng) {
+  std::uniform_int_distribution<int> small(-3, 3);
+  return layer_tensors(l, [&] { return static_cast<float>(small(rng)); });
 }
 
 // y = ConvTranspose(x, w) by the golden model's op, in double: x (N, C_in, *in), w (C_in,
