@@ -67,9 +67,10 @@ inline int rows_for(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
 // (kStaged): for N not a multiple of 4, whose rows start at every alignment, at K <= 8 (4 columns
 // a thread). Written in place, each warp's 32 consecutive 4-byte stores straddle a sector they
 // share with the next warp's: N 1357 ran 147 us against 95 at N 1360 (97 x 431 x 5 x N). Session
-// 41, H100, the first staged form (a whole CTA staging one row between two block barriers):
-// 97 x 431 x 5 x 1357 147 -> 123 us, 79 x 397 x 5 x 1291 107 -> 98, 5 x 97 x 5 x 301 5 -> 5; at 2
-// columns a thread it lost (8 x 1000 x 9 x 999 20 -> 28, 64 x 512 x 16 x 1023 74 -> 96).
+// 41, H100, main's pack -> this one (us, reference in brackets): 97 x 431 x 5 x 1357 149 -> 120
+// [110], 79 x 397 x 5 x 1291 108 -> 93 [82]; staged at 2 columns a thread it lost (8 x 1000 x 9 x
+// 999 19 -> 32 [22], 64 x 512 x 16 x 1023 73 -> 112 [82]), as did a first form staging a whole
+// CTA's row between block barriers at K 9 and 16.
 inline bool stages_rows(int64_t k, int64_t n) {
   return n % 4 != 0 && cols_per_thread(k) == 4;
 }

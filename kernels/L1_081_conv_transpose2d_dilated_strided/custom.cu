@@ -24,10 +24,12 @@
 // Few output channels (at most 8, and rows of at most 64 column positions: row_threads) take a
 // 64-thread block instead: one warp along the row x 2 sets of 4 channels, 8 channels a pass and a
 // block, <= 64 registers for 16 blocks per SM. The 256-thread block computed 32 channels a pass
-// there, most of them padding: 0.64x the reference at N 10, 25 -> 7 channels, 47 x 25 (preset
-// few_out: 9.3 KB of shared memory a block instead of 29.5) and 0.66x at 16, 8 -> 4, 64 x 64
-// (four_out: 13.4 KB instead of 47.6), H100. Measurement of the narrow block pending. Wider
-// layers (the full preset, C_out 12) run the 256-thread kernel, its SASS unchanged.
+// there, most of them padding: 0.63x the reference at N 10, 25 -> 7 channels, 47 x 25 (preset
+// few_out: 9.3 KB of shared memory a block instead of 29.5) and 0.65x at N 3, 64 -> 3, 30 x 50;
+// at 16, 8 -> 4, 64 x 64 (four_out: 13.4 KB instead of 47.6) 1.4x. Measured (session 41, H100,
+// main's pack -> this one, us, reference in brackets): 25 -> 7 38 -> 25 [24]; 64 -> 3 23 -> 20
+// [15]; 8 -> 4 42 -> 20 [59]; N 4, 16 -> 8, 32 x 32 15 -> 12 [15]. Wider layers (the full preset,
+// C_out 12) run the 256-thread kernel, its SASS unchanged.
 // Any N, channels, sizes, padding, output_padding and row taps run the fast path as long as the
 // column taps are (K_w, s_w, d_w) = (3, 5, 2) and the staged rows fit shared memory; anything
 // else runs the generic gather (four outputs a thread, a few lanes for long sums) of generic.cuh.
