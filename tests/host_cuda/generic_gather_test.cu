@@ -87,43 +87,35 @@ TEST(GenericGather, EveryOutputIsTheGoldenTransposedConvolution) {
 }
 
 // axis_taps lists exactly the taps that the definition (axis_input) finds landing on each output,
-// in increasing order with their inputs, at every axis geometry in range (stride 1-5, dilation
-// 1-4, kernel 1-6, every padding that leaves an output, inputs 1-7, every output position); with
-// a reach, the taps of the phase whose inputs lie in [-reach, in).
+// in increasing order with their inputs, at every axis geometry of for_each_axis_geometry's range
+// (no output padding) and every output position; with a reach, the taps of the phase whose
+// inputs lie in [-reach, in).
 TEST(GenericGather, AxisTapsAreTheDefinitionsTaps) {
   int outputs = 0;
-  for (int s = 1; s <= 5; ++s)
-    for (int d = 1; d <= 4; ++d)
-      for (int k = 1; k <= 6; ++k)
-        for (int in = 1; in <= 7; ++in)
-          for (int p = 0; p <= d * (k - 1); ++p) {
-            ConvTransposeGeometry g;
-            g.in_channels = g.out_channels = 1;
-            g.in[2] = in, g.kernel[2] = k, g.stride[2] = s, g.dilation[2] = d, g.padding[2] = p;
-            g.out[2] = (in - 1) * s - 2 * p + d * (k - 1) + 1;
-            if (g.out[2] < 1) continue;
-            const GatherDividers dv(g);
-            for (int o = 0; o < g.out[2]; ++o, ++outputs) {
-              for (int reach = 0; reach <= 3; ++reach) {  // phase-mates o + s, ..., o + reach s
-                std::vector<std::pair<int64_t, int64_t>> want, got;
-                for (int t = 0; t < k; ++t) {
-                  if (reach == 0) {
-                    const int64_t i = axis_input(o, t, s, p, d, in);
-                    if (i >= 0) want.emplace_back(t, i);
-                  } else if ((o + p - t * d) % s == 0) {
-                    const int64_t i = (o + p - t * d) / s;  // exact, negative or not
-                    if (i >= -reach && i < in) want.emplace_back(t, i);
-                  }
-                }
-                const AxisTaps taps = axis_taps(o, 2, g, dv, reach);
-                for (int j = 0; j < taps.count; ++j)
-                  got.emplace_back(taps.first + j * dv.tap_step[2],
-                                   taps.input - j * dv.input_step[2]);
-                ASSERT_EQ(got, want) << "s " << s << " d " << d << " k " << k << " in " << in
-                                     << " p " << p << " o " << o << " reach " << reach;
-              }
-            }
+  host_test::for_each_axis_geometry(false, [&](const ConvTransposeGeometry& g, int op) {
+    const int s = static_cast<int>(g.stride[2]), d = static_cast<int>(g.dilation[2]);
+    const int k = static_cast<int>(g.kernel[2]), in = static_cast<int>(g.in[2]);
+    const int p = static_cast<int>(g.padding[2]);
+    const GatherDividers dv(g);
+    for (int o = 0; o < g.out[2]; ++o, ++outputs) {
+      for (int reach = 0; reach <= 3; ++reach) {  // phase-mates o + s, ..., o + reach s
+        std::vector<std::pair<int64_t, int64_t>> want, got;
+        for (int t = 0; t < k; ++t) {
+          if (reach == 0) {
+            const int64_t i = axis_input(o, t, s, p, d, in);
+            if (i >= 0) want.emplace_back(t, i);
+          } else if ((o + p - t * d) % s == 0) {
+            const int64_t i = (o + p - t * d) / s;  // exact, negative or not
+            if (i >= -reach && i < in) want.emplace_back(t, i);
           }
+        }
+        const AxisTaps taps = axis_taps(o, 2, g, dv, reach);
+        for (int j = 0; j < taps.count; ++j)
+          got.emplace_back(taps.first + j * dv.tap_step[2], taps.input - j * dv.input_step[2]);
+        ASSERT_EQ(got, want) << host_test::axis_name(g, op) << " o " << o << " reach " << reach;
+      }
+    }
+  });
   EXPECT_GT(outputs, 50000);
 }
 

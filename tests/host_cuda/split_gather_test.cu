@@ -120,29 +120,16 @@ TEST(SplitGather, LanesShareEachOutputsPairsEvenly) {
 }
 
 // axis_landings counts what axis_taps lists: summed over an axis's outputs, the taps that land,
-// at every axis geometry in range (stride 1-5, dilation 1-4, kernel 1-6, every padding that
-// leaves an output, inputs 1-7, output padding below the stride or the dilation).
+// at every axis geometry of for_each_axis_geometry's range, output paddings included.
 TEST(SplitGather, AxisLandingsAreTheTapsLandingOnEveryOutput) {
   int axes = 0;
-  for (int s = 1; s <= 5; ++s)
-    for (int d = 1; d <= 4; ++d)
-      for (int k = 1; k <= 6; ++k)
-        for (int in = 1; in <= 7; ++in)
-          for (int p = 0; p <= d * (k - 1); ++p)
-            for (int op = 0; op < std::max(s, d); ++op) {
-              ConvTransposeGeometry g;
-              g.in_channels = g.out_channels = 1;
-              g.in[2] = in, g.kernel[2] = k, g.stride[2] = s, g.dilation[2] = d;
-              g.padding[2] = p;
-              g.out[2] = (in - 1) * s - 2 * p + d * (k - 1) + op + 1;
-              if (g.out[2] < 1) continue;
-              const GatherDividers dv(g);
-              int64_t want = 0;
-              for (int o = 0; o < g.out[2]; ++o) want += axis_taps(o, 2, g, dv).count;
-              ASSERT_EQ(axis_landings(g, 2), want) << "s " << s << " d " << d << " k " << k
-                                                   << " in " << in << " p " << p << " op " << op;
-              ++axes;
-            }
+  host_test::for_each_axis_geometry(true, [&](const ConvTransposeGeometry& g, int op) {
+    const GatherDividers dv(g);
+    int64_t want = 0;
+    for (int o = 0; o < g.out[2]; ++o) want += axis_taps(o, 2, g, dv).count;
+    ASSERT_EQ(axis_landings(g, 2), want) << host_test::axis_name(g, op);
+    ++axes;
+  });
   EXPECT_GT(axes, 10000);
 }
 

@@ -1,6 +1,6 @@
 // A transposed-conv layer as the host tests write it, and what each of them needs of it: the
 // geometry a custom variant reads (padded to 3 axes as read_conv_transpose pads it, unit axes
-// first), a random valid layer, a name for failure messages, and the golden model's output
+// first), a random valid layer, a name for failure messages, every one-axis geometry of a range, and the golden model's output
 // (kernels/cpu/ops.h) in double. Used by the tests of the parity GEMM, the patch plan, the generic
 // gather and the split gather.
 //
@@ -79,6 +79,34 @@ inline std::string name(const TransposedLayer& l) {
          std::to_string(l.dilation[a]) + " op" + std::to_string(l.output_padding[a]) + "]";
   }
   return s;
+}
+
+// Every one-axis geometry (on the last axis, one channel) of the axis tests' range: stride 1-5,
+// dilation 1-4, kernel 1-6, inputs 1-7, every padding that leaves an output and, with
+// output_paddings, every output padding below the stride or the dilation (else none); f(g, op)
+// for each.
+template <class F>
+void for_each_axis_geometry(bool output_paddings, F&& f) {
+  for (int s = 1; s <= 5; ++s)
+    for (int d = 1; d <= 4; ++d)
+      for (int k = 1; k <= 6; ++k)
+        for (int in = 1; in <= 7; ++in)
+          for (int p = 0; p <= d * (k - 1); ++p)
+            for (int op = 0; op < (output_paddings ? std::max(s, d) : 1); ++op) {
+              ConvTransposeGeometry g;
+              g.in_channels = g.out_channels = 1;
+              g.in[2] = in, g.kernel[2] = k, g.stride[2] = s, g.dilation[2] = d;
+              g.padding[2] = p;
+              g.out[2] = (in - 1) * s - 2 * p + d * (k - 1) + op + 1;
+              if (g.out[2] >= 1) f(g, op);
+            }
+}
+
+// "s 2 d 1 k 3 in 5 p 1 op 0": the axis geometry of a for_each_axis_geometry failure.
+inline std::string axis_name(const ConvTransposeGeometry& g, int op) {
+  return "s " + std::to_string(g.stride[2]) + " d " + std::to_string(g.dilation[2]) + " k " +
+         std::to_string(g.kernel[2]) + " in " + std::to_string(g.in[2]) + " p " +
+         std::to_string(g.padding[2]) + " op " + std::to_string(op);
 }
 
 // x (N, C_in, *in) and w (C_in, C_out / groups, *kernel) of the layer, each element `fill`(rng)'s.
