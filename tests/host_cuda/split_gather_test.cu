@@ -146,13 +146,15 @@ ConvTransposeGeometry layer3d(int64_t n, int64_t c_in, int64_t c_out, int64_t d,
 }
 
 // The layers the rule was cut for (the shape sweep's misses): L1_070 N 1, 45 -> 1, 3 x 79 x 11
-// (stride 1, 5,265 outputs of ~602 pairs) takes a warp per output; L1_073 N 4, 29 -> 10,
+// (stride 1, 5,265 outputs of ~602 pairs) takes 16 lanes per output (32 would pass kBusyThreads),
+// the `split_warp` preset's N 1, 64 -> 1, 3 x 40 x 11 (2,730 outputs) a warp; L1_073 N 4, 29 -> 10,
 // 5 x 7 x 5 (stride 2, padding 1: 42,120 outputs of 29 x 13 x 19 x 13 / 1,053 pairs) would take 4
 // lanes, under kSplitMinLanes: measured a wash there.
 TEST(SplitGather, RuleTakesFewOutputsOfLongSums) {
   const ConvTransposeGeometry l1070 = layer3d(1, 45, 1, 3, 79, 11, 1, 0);
   EXPECT_NEAR(mean_sum_length(l1070), 45.0 * 9 * 237 * 33 / (5 * 81 * 13), 1e-9);
-  EXPECT_EQ(split_reduction_lanes(l1070), 32);
+  EXPECT_EQ(split_reduction_lanes(l1070), 16);
+  EXPECT_EQ(split_reduction_lanes(layer3d(1, 64, 1, 3, 40, 11, 1, 0)), 32);
   const ConvTransposeGeometry l1073 = layer3d(4, 29, 10, 5, 7, 5, 2, 1);
   EXPECT_NEAR(mean_sum_length(l1073), 29.0 * 13 * 19 * 13 / (9 * 13 * 9), 1e-9);
   EXPECT_EQ(split_reduction_lanes(l1073), 0);  // 4 lanes would do: under kSplitMinLanes

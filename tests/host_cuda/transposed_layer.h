@@ -1,8 +1,8 @@
 // A transposed-conv layer as the host tests write it, and what each of them needs of it: the
 // geometry a custom variant reads (padded to 3 axes as read_conv_transpose pads it, unit axes
-// first), a random valid layer, a name for failure messages, every one-axis geometry of a range, and the golden model's output
-// (kernels/cpu/ops.h) in double. Used by the tests of the parity GEMM, the patch plan, the generic
-// gather and the split gather.
+// first), a random valid layer, a name for failure messages, every one-axis geometry of a range,
+// and the golden model's output (kernels/cpu/ops.h) in double. Used by the tests of the parity
+// GEMM, the patch plan, the generic gather and the split gather.
 //
 // Thread safety: plain values and pure functions.
 #pragma once

@@ -329,7 +329,8 @@ class ParityConvTranspose3d : public Implementation {
     // One output channel of few outputs with long sums, a layer for the generic gather: its split
     // form, ahead of the plane gather (run() takes launch_generic, which picks it, while fast_ and
     // plane_ are false). Session 41, H100 (split_gather.cuh): N 1, 45 -> 1, 3 x 79 x 11 22 -> 20 us
-    // (reference 17); at 3 channels the plane gather stayed faster (N 2, 35 -> 3: 27 against 34).
+    // (reference 17; 18 at 16 lanes, session 42); at 3 channels the plane gather stayed faster
+    // (N 2, 35 -> 3: 27 against 34).
     if (node_.geometry.out_per_group() == 1 && gather::split_reduction_lanes(node_.geometry) > 0 &&
         gather::generic_is_faster(node_.geometry))
       return Status::ok();

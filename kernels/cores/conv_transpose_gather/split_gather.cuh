@@ -60,9 +60,9 @@ inline double mean_sum_length(const ConvTransposeGeometry& g) {
 //   - few outputs: the generic gather's grid (generic_shape's elements x lanes) under
 //     kSplitMaxGenericThreads, about what the generic kernels keep resident on 132 SMs (2 blocks
 //     of 256 per SM at their 82-120 registers: 67.6 K), so that SMs or their slots sit idle;
-//   - lanes: the least power of two from kSplitMinLanes at which outputs x lanes reach
-//     kBusyThreads (up to a warp; the split kernel keeps 3 blocks per SM, 101 K threads),
-//     each lane keeping kSplitMinLaneProducts pairs of the mean sum or more, so sums under
+//   - lanes: the greatest power of two from kSplitMinLanes up to a warp at which outputs x lanes
+//     stay within kBusyThreads (the split kernel keeps 3 blocks per SM, 101 K threads), each
+//     lane keeping kSplitMinLaneProducts pairs of the mean sum or more, so sums under
 //     kSplitMinLanes x kSplitMinLaneProducts = 256 pairs stay generic;
 //   - at least kSplitMinGain x the generic grid's threads: the split gives up the generic
 //     elements' reuse of an x load over 2-4 channels and of a weight over 2-4 positions, and
@@ -75,6 +75,10 @@ inline double mean_sum_length(const ConvTransposeGeometry& g) {
 // [17] at 4 lanes, and L1_070 N 2, 35 -> 3, 9 x 29 x 5 27 -> 34 [17] at 16 lanes against the
 // plane gather. So: from 16 lanes (at 4 the reuse given up and the gain were a wash, +-9%), and
 // L1_070's plane gather yields to it only at one output channel (parity_gemm3d.cuh).
+// Session 42 (H100, one lease, both forced in one pack, `kb bench L1_070 --dims ...`): at N 1,
+// 45 -> 1, 3 x 79 x 11 16 lanes ran 0.018 ms (0.949x the reference) against 32 lanes' 0.020
+// (0.840x; main's pack 0.829x): 32 lanes (168 K threads) overshot the busy count, so lanes now
+// double only while outputs x lanes stay within it (32 lanes from 4,096 outputs down).
 constexpr int64_t kSplitMaxGenericThreads = int64_t{1} << 16;
 constexpr int kSplitMinLanes = 16;
 constexpr double kSplitMinLaneProducts = 16;
@@ -87,7 +91,7 @@ inline int split_reduction_lanes(const ConvTransposeGeometry& g) {
   if (outputs == 0 || generic_threads >= kSplitMaxGenericThreads) return 0;
   const double sum_length = mean_sum_length(g);
   int lanes = kSplitMinLanes;
-  while (lanes < kWarp && outputs * lanes < kBusyThreads &&
+  while (lanes < kWarp && outputs * 2 * lanes <= kBusyThreads &&
          sum_length / (2 * lanes) >= kSplitMinLaneProducts)
     lanes *= 2;
   const bool long_sums = sum_length / lanes >= kSplitMinLaneProducts;
