@@ -53,7 +53,10 @@
 // serial sum made 1 x 128 x 4096 x 128 9x slower, session 21), 8 x 8 outputs per thread in the
 // FMA tile (64 threads: 0.74x against 1.2x at the tiny shapes, session 21), operands
 // zero-padded to multiples of 4 in a copy (slower at every shape: 1.88 against 1.86 ms at 84 x
-// 459 x 655 x 1637), one CTA per SM for mma.sync grids under one wave (no change, session 19).
+// 459 x 655 x 1637), one CTA per SM for mma.sync grids under one wave (no change, session 19),
+// the FMA tile at 128 rows (256 threads of 4 x 4) or 1-4 forced splits at <= 32 columns (session
+// 42, H100: 84 x 401 x 661 x 27 0.104 ms -> at best 0.096, reference 0.073; ncu: cuBLAS's 128 x
+// 32 tile computes 8 x 4 outputs a thread; docs/kernels.md, session 42).
 //
 // Accuracy: ~fp32 level (estimate and derivation in kernels/cores/tf32x3/gemm128.cuh): x = big +
 // small + r with |r| <= 2^-22 |x|, the small x small term dropped; no fast intrinsics, no

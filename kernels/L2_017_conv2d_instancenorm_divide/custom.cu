@@ -28,6 +28,9 @@
 // the core's few-channel kernel first: a thread a pixel and 2, 4 or 8 channels, each x loaded
 // once for them (few_channels_group has the rule and its measurements; session 40).
 //
+// Thin planes (ncu, H100, session 42, N 53, C_in 62, C_out 63, 77 x 3: 0.80x the reference): the
+// few-channel conv 40.0 us against cuDNN's 24.7 (its GEMM tiles span the pixels of several
+// images) and the CTA-a-plane normalize 9.6 us for 75 values a plane (docs/kernels.md).
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
 // -> ~5.2 ms (1.9x over the peer); measured 5.90 ms on mma.sync. Session 20, on the wgmma
 // kernel (as L2_031: 5.15 -> 3.19 ms): **3.88 ms** (kb bench L2_017 --time-cap 2 --seed 7, A/B

@@ -425,7 +425,9 @@ struct GenericShape {
 // 31.9 us, 1 lane 120); lanes of short sums run slower than one lane where the grid fills the GPU
 // (L1_073 N 2, 13 -> 7: 4 outputs of ~44 products, 1 lane 15.9 us, 2 lanes 18.5), not where it
 // is tiny (L1_070 N 2, 5 -> 3, 3 x 5 x 7: 350 elements, 1 lane 13.2 us, 4 lanes 10.2; session
-// 32, H100).
+// 32, H100). Session 42 (H100, shapes forced): grids of 12-60 K lanes ran faster with more lanes
+// than this gives them (L1_073 N 4, 29 -> 10, 5 x 7 x 5 22 -> 17 us at 4 lanes, N 3, 4 -> 7 10
+// -> 8): a fill bound for kTinyThreads, not yet measured as a rule (docs/kernels.md, session 42).
 constexpr int64_t kBusyThreads = int64_t{1} << 17;
 constexpr int64_t kTinyThreads = int64_t{1} << 14;
 constexpr double kMinLaneMacs = 256;
