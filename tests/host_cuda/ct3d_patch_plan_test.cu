@@ -22,9 +22,7 @@
 namespace kb::custom::ct3d {
 namespace {
 
-using host_test::geometry;
-using host_test::name;
-using Layer = host_test::TransposedLayer;
+using namespace host_test;  // transposed_layer.h: Layer, geometry, name, golden, ...
 
 // A layer of three axes (no groups, no output padding).
 Layer layer(int64_t batch, int64_t c_in, int64_t c_out, const int64_t (&in)[3],

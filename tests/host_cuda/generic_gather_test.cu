@@ -20,12 +20,7 @@
 namespace kb::custom::gather {
 namespace {
 
-using host_test::geometry;
-using host_test::golden;
-using host_test::name;
-using host_test::random_layer;
-using host_test::small_integer_tensors;
-using Layer = host_test::TransposedLayer;
+using namespace host_test;  // transposed_layer.h: Layer, geometry, name, golden, ...
 
 // Every output as gather_generic_kernel<kThreads, kCo, kPos> computes it with `split` lanes per
 // element: each element decoded (decode_block), lane r summing the channels r, r + split, ...

@@ -17,10 +17,7 @@
 namespace kb::custom::parity_gemm {
 namespace {
 
-using host_test::geometry;
-using host_test::golden;
-using host_test::name;
-using Layer = host_test::TransposedLayer;
+using namespace host_test;  // transposed_layer.h: Layer, geometry, name, golden, ...
 
 // A 2-D layer (the geometry's last two axes): batch, channels, then (h, w) pairs of input size,
 // kernel, stride, padding, dilation and output padding.

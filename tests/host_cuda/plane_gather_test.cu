@@ -19,10 +19,7 @@
 namespace kb::custom::gather {
 namespace {
 
-using host_test::geometry;
-using host_test::golden;
-using host_test::name;
-using Layer = host_test::TransposedLayer;
+using namespace host_test;  // transposed_layer.h: Layer, geometry, name, golden, ...
 
 Layer stride1_layer(int64_t batch, int64_t c_in, int64_t c_out, int64_t d, int64_t h, int64_t w,
                     int64_t pad = 0) {

@@ -23,10 +23,7 @@
 namespace kb::custom::gather {
 namespace {
 
-using host_test::geometry;
-using host_test::golden;
-using host_test::name;
-using Layer = host_test::TransposedLayer;
+using namespace host_test;  // transposed_layer.h: Layer, geometry, name, golden, ...
 using Taps = ColumnTaps<3, 5, 2>;
 using Tile = RowThreadTile;
 

@@ -20,13 +20,7 @@
 namespace kb::custom::gather {
 namespace {
 
-using host_test::geometry;
-using host_test::golden;
-using host_test::layer_tensors;
-using host_test::name;
-using host_test::random_layer;
-using host_test::small_integer_tensors;
-using Layer = host_test::TransposedLayer;
+using namespace host_test;  // transposed_layer.h: Layer, geometry, name, golden, ...
 
 // Each lane's sum of one element of gather_split_kernel with `lanes` lanes (gather_channels'
 // flat walk from channel r, step lanes).

@@ -30,6 +30,7 @@ struct TransposedLayer {
   int64_t padding[kSpatial] = {0, 0, 0}, dilation[kSpatial] = {1, 1, 1};
   int64_t output_padding[kSpatial] = {0, 0, 0};
 };
+using Layer = TransposedLayer;
 
 inline ConvTransposeGeometry geometry(const TransposedLayer& l) {
   ConvTransposeGeometry g;
