@@ -20,6 +20,7 @@
 //     in double: sum n_t mean_t and sum (M2_t + n_t mean_t^2), then mean and E[y^2] - mean^2 in
 //     double, which costs 2 log10(mean/std) of double's 16 digits (the tile statistics carry no
 //     such loss), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
+//     Planes of up to kWarpPlaneMaxPixels take a warp each (normalize_small_planes_kernel).
 // Small layers, and long-K layers whose GEMM tiles would be too few to fill the machine, take the
 // core's narrow fp32 kernel, a thread or a warp per pixel (conv2d_core.cuh, narrow_is_faster has
 // the rule and its measurements; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x,
@@ -69,43 +70,87 @@ struct PlaneStats {
   __device__ float operator()(const Row&, float conv) const { return conv; }
 };
 
-// One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out,
-// tiles.slots), laid out as the conv core says (StatsTiles).
-__global__ void __launch_bounds__(kNormThreads)
-    normalize_planes_kernel(float* y, const float2* stats, conv2d_tf32x3::StatsTiles tiles, int hw,
-                            float eps, float inv_divisor, bool vec) {
-  __shared__ double red[2][kNormWarps];
-  __shared__ float coef[2];  // mean, scale
-  const int64_t plane = blockIdx.x;
-  double s = 0.0, q = 0.0;
-  for (int i = threadIdx.x; i < tiles.slots; i += kNormThreads) {  // tile i: (mean, M2), n_t px
+// Plane `plane`'s sums over its tiles' statistics, tiles first, first + step, ...: s = sum n_t
+// mean_t and q = sum (M2_t + n_t mean_t^2), in double.
+__device__ __forceinline__ void plane_sums(const float2* stats, conv2d_tf32x3::StatsTiles tiles,
+                                           int64_t plane, int first, int step, double& s,
+                                           double& q) {
+  s = 0.0, q = 0.0;
+  for (int i = first; i < tiles.slots; i += step) {  // tile i: (mean, M2), n_t pixels
     const float2 v = stats[plane * tiles.slots + i];
     const double n_t = tiles.count(i), mean_t = v.x;
     s += n_t * mean_t;
     q += v.y + n_t * mean_t * mean_t;
   }
-  // Block sums in thread 0, fixed order; two scratch arrays: no barrier between the two.
-  s = cores::block_sum<kNormThreads>(s, red[0]);
-  q = cores::block_sum<kNormThreads>(q, red[1]);
-  if (threadIdx.x == 0) {
-    const double mean = s / hw, var = q / hw - mean * mean;  // biased variance
-    coef[0] = static_cast<float>(mean);
-    coef[1] = static_cast<float>(1.0 / sqrt((var > 0.0 ? var : 0.0) + eps)) * inv_divisor;
-  }
-  __syncthreads();
-  const float mean = coef[0], scale = coef[1];
-  float* row = y + plane * hw;
-  if (vec) {  // hw % 4 == 0 and y 16-byte aligned
+}
+
+// The plane's (mean, scale) from its sums: mean and E[y^2] - mean^2 (biased) in double.
+__device__ __forceinline__ float2 plane_coefficients(double s, double q, int hw, float eps,
+                                                     float inv_divisor) {
+  const double mean = s / hw, var = q / hw - mean * mean;
+  return make_float2(static_cast<float>(mean),
+                     static_cast<float>(1.0 / sqrt((var > 0.0 ? var : 0.0) + eps)) * inv_divisor);
+}
+
+// row[i] = (row[i] - mean) * scale for the plane's elements first, first + step, ... (vec: in
+// float4s, hw % 4 == 0 and row 16-byte aligned).
+__device__ __forceinline__ void normalize_row(float* row, int hw, float2 coef, bool vec, int first,
+                                              int step) {
+  const float mean = coef.x, scale = coef.y;
+  if (vec) {
     float4* row4 = reinterpret_cast<float4*>(row);
-    for (int i = threadIdx.x; i < hw / 4; i += kNormThreads) {
+    for (int i = first; i < hw / 4; i += step) {
       float4 v = row4[i];
       v = make_float4((v.x - mean) * scale, (v.y - mean) * scale, (v.z - mean) * scale,
                       (v.w - mean) * scale);
       row4[i] = v;
     }
   } else {
-    for (int i = threadIdx.x; i < hw; i += kNormThreads) row[i] = (row[i] - mean) * scale;
+    for (int i = first; i < hw; i += step) row[i] = (row[i] - mean) * scale;
   }
+}
+
+// One CTA per plane (blockIdx.x = n * C_out + c). y: (N*C_out, hw), stats: (N*C_out,
+// tiles.slots), laid out as the conv core says (StatsTiles).
+__global__ void __launch_bounds__(kNormThreads)
+    normalize_planes_kernel(float* y, const float2* stats, conv2d_tf32x3::StatsTiles tiles, int hw,
+                            float eps, float inv_divisor, bool vec) {
+  __shared__ double red[2][kNormWarps];
+  __shared__ float2 coef;  // mean, scale
+  const int64_t plane = blockIdx.x;
+  const int t = static_cast<int>(threadIdx.x);
+  double s, q;
+  plane_sums(stats, tiles, plane, t, kNormThreads, s, q);
+  // Block sums in thread 0, fixed order; two scratch arrays: no barrier between the two.
+  s = cores::block_sum<kNormThreads>(s, red[0]);
+  q = cores::block_sum<kNormThreads>(q, red[1]);
+  if (t == 0) coef = plane_coefficients(s, q, hw, eps, inv_divisor);
+  __syncthreads();
+  normalize_row(y + plane * hw, hw, coef, vec, t, kNormThreads);
+}
+
+// Small planes (hw <= kWarpPlaneMaxPixels), a warp each: kNormWarps planes a CTA, the sums
+// over the warp by a fixed shuffle tree. The CTA a plane left ~3/4 of its threads idle on the
+// 75-pixel planes of N 53, C_in 62, C_out 63, 77 x 3: 9.6 of the custom's 49.6 us (ncu, H100,
+// session 42), where PyTorch's row kernel normalizes in 5.3. Session 43 (H100, `kb bench L2_017
+// --dims D`, one lease, custom ms, CTA a plane -> warp a plane, reference in brackets): that
+// layer 0.050 -> 0.047 [0.040]; N 30, C_in 20, C_out 63, 77 x 3 0.025 -> 0.024 [0.025]; N 16,
+// C_in 32, C_out 64, 22 x 22 (484 pixels) 0.037 -> 0.038 [0.035]; N 1, C_in 3, C_out 5, 7 x 5
+// 0.009 both.
+constexpr int kWarpPlaneMaxPixels = 512;
+__global__ void __launch_bounds__(kNormThreads)
+    normalize_small_planes_kernel(float* y, const float2* stats, conv2d_tf32x3::StatsTiles tiles,
+                                  int64_t planes, int hw, float eps, float inv_divisor, bool vec) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t plane = int64_t{blockIdx.x} * kNormWarps + threadIdx.x / 32;
+  if (plane >= planes) return;  // whole warps
+  double s, q;
+  plane_sums(stats, tiles, plane, lane, 32, s, q);
+  for (int off = 16; off > 0; off /= 2) {
+    s += __shfl_xor_sync(0xffffffffu, s, off);
+    q += __shfl_xor_sync(0xffffffffu, q, off);
+  }
+  normalize_row(y + plane * hw, hw, plane_coefficients(s, q, hw, eps, inv_divisor), vec, lane, 32);
 }
 
 class ConvInstanceNorm final : public Implementation {
@@ -131,8 +176,14 @@ class ConvInstanceNorm final : public Implementation {
     KB_TRY(conv_.run(args.inputs[x_].data, args.params[weight_].data, y, stats_, PlaneStats{},
                      stream));
     const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-    normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
-        y, stats_, conv_.stats_tiles(), g.hw_out(), eps_, inv_divisor_, vec);
+    if (g.hw_out() <= kWarpPlaneMaxPixels) {
+      const int64_t blocks = (planes_ + kNormWarps - 1) / kNormWarps;
+      normalize_small_planes_kernel<<<static_cast<unsigned>(blocks), kNormThreads, 0, stream>>>(
+          y, stats_, conv_.stats_tiles(), planes_, g.hw_out(), eps_, inv_divisor_, vec);
+    } else {
+      normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
+          y, stats_, conv_.stats_tiles(), g.hw_out(), eps_, inv_divisor_, vec);
+    }
     KB_CUDA_TRY(cudaGetLastError());
     return Status::ok();
   }
