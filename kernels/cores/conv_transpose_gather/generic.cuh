@@ -419,25 +419,32 @@ struct GenericShape {
 // Lanes per element: doubled (up to a warp, at most the group's input channels) while the
 // elements times the lanes stay under ~half the H200's resident threads (kBusyThreads) and each
 // lane keeps kMinLaneMacs multiply-adds or more (an element's outputs x the layer's mean products
-// per output, over the lanes), or the grid stays under kTinyThreads anyway. A layer of few
+// per output, over the lanes), or the grid stays under fill_threads anyway. A layer of few
 // outputs with long channel sums otherwise leaves most SMs idle behind one chain of dependent
 // loads per thread (L1_070 at C_out 1, C_in 41: 4 outputs a thread of ~600 products, 8 lanes
 // 31.9 us, 1 lane 120); lanes of short sums run slower than one lane where the grid fills the GPU
 // (L1_073 N 2, 13 -> 7: 4 outputs of ~44 products, 1 lane 15.9 us, 2 lanes 18.5), not where it
 // is tiny (L1_070 N 2, 5 -> 3, 3 x 5 x 7: 350 elements, 1 lane 13.2 us, 4 lanes 10.2; session
 // 32, H100). Session 42 (H100, shapes forced): grids of 12-60 K lanes ran faster with more lanes
-// than this gives them (L1_073 N 4, 29 -> 10, 5 x 7 x 5 22 -> 17 us at 4 lanes, N 3, 4 -> 7 10
-// -> 8): a fill bound for kTinyThreads, not yet measured as a rule (docs/kernels.md, session 42).
+// than a fill bound of 16 K gave them (L1_073 N 4, 29 -> 10, 5 x 7 x 5 22 -> 17 us at 4 lanes, N
+// 3, 4 -> 7 10 -> 8). Session 43 (H100, `kb bench P --dims D`, custom ms, the bound 2^14 -> 2^16,
+// reference in brackets): L1_073 N 4, 29 -> 10, 5 x 7 x 5 0.022 -> 0.014 [0.017]; N 2, 32 -> 32,
+// 4 x 5 x 6 0.024 -> 0.016 [0.017]; N 2, 13 -> 7, 11 x 5 x 39 0.020 -> 0.016 [0.021]; N 3, 4 -> 7,
+// 5 x 7 x 9 0.010 -> 0.008; N 1, 6 -> 22 0.013 -> 0.012; L1_070 N 2, 48 -> 24 and N 2, 5 -> 3 no
+// change; 2^15 moved none of them, 2^17 gave back most of the gain (N 1, 6 -> 22 0.016). At
+// L1_070 N 1, 45 -> 1, 3 x 79 x 11 the split gather (split_gather.cuh) stays faster (0.017
+// [0.017] against the filled generic grid's 0.022): it is weighed against the grid of the older
+// bound (kSplitBaselineFill).
 constexpr int64_t kBusyThreads = int64_t{1} << 17;
-constexpr int64_t kTinyThreads = int64_t{1} << 14;
+constexpr int64_t kFillThreads = int64_t{1} << 16;
 constexpr double kMinLaneMacs = 256;
-inline int channel_split(const ConvTransposeGeometry& g, int64_t elements,
-                         int outputs_per_element) {
+inline int channel_split(const ConvTransposeGeometry& g, int64_t elements, int outputs_per_element,
+                         int64_t fill_threads) {
   const double element_macs = outputs_per_element * layer_macs(g) /
                               static_cast<double>(std::max<int64_t>(g.output_numel(), 1));
   int split = 1;
   while (split < kWarp && 2 * split <= g.in_per_group() && elements * split < kBusyThreads &&
-         (element_macs / (2 * split) >= kMinLaneMacs || elements * 2 * split <= kTinyThreads))
+         (element_macs / (2 * split) >= kMinLaneMacs || elements * 2 * split <= fill_threads))
     split *= 2;
   return split;
 }
@@ -451,13 +458,15 @@ inline int channel_split(const ConvTransposeGeometry& g, int64_t elements,
 // 71 -> 51; N 4, 8 -> 12, 9 x 17 x 21 36 -> 27; L1_070 N 2, 16 -> 8, 13 x 17 x 19 32 -> 29; N 1,
 // 7 -> 5, 21^3 19.0 -> 15.6. With fewer lanes eight lost: L1_073 6 -> 22 10.5 -> 11.9 (32 K
 // lanes), 13 -> 7 15.5 -> 16.7 (15 K).
+// fill_threads: channel_split's fill bound.
 constexpr int64_t kWideLanes = int64_t{1} << 15;
-inline GenericShape generic_shape(const ConvTransposeGeometry& g) {
-  const auto shape_of = [&g](int co_block, int pos_block) {
+inline GenericShape generic_shape(const ConvTransposeGeometry& g,
+                                  int64_t fill_threads = kFillThreads) {
+  const auto shape_of = [&g, fill_threads](int co_block, int pos_block) {
     const int64_t elements = GenericLayout(g, co_block, pos_block).elements;
-    return std::pair{
-        GenericShape{co_block, pos_block, channel_split(g, elements, co_block * pos_block)},
-        elements};
+    return std::pair{GenericShape{co_block, pos_block,
+                                  channel_split(g, elements, co_block * pos_block, fill_threads)},
+                     elements};
   };
   const int64_t cout_g = g.out_per_group();
   if (cout_g < 4) return shape_of(cout_g >= 2 ? 2 : 1, cout_g >= 2 ? 2 : 4).first;

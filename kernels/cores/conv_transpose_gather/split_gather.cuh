@@ -57,7 +57,8 @@ inline double mean_sum_length(const ConvTransposeGeometry& g) {
 
 // Lanes per output of the split gather for g, or 0 where the generic elements serve. It takes
 // layers of few outputs with long sums:
-//   - few outputs: the generic gather's grid (generic_shape's elements x lanes) under
+//   - few outputs: the generic gather's grid (generic_shape's elements x lanes, at the fill bound
+//     of 2^14 lanes that this rule was measured against: kSplitBaselineFill) under
 //     kSplitMaxGenericThreads, about what the generic kernels keep resident on 132 SMs (2 blocks
 //     of 256 per SM at their 82-120 registers: 67.6 K), so that SMs or their slots sit idle;
 //   - lanes: the greatest power of two from kSplitMinLanes up to a warp at which outputs x lanes
@@ -80,11 +81,12 @@ inline double mean_sum_length(const ConvTransposeGeometry& g) {
 // (0.840x; main's pack 0.829x): 32 lanes (168 K threads) overshot the busy count, so lanes now
 // double only while outputs x lanes stay within it (32 lanes from 4,096 outputs down).
 constexpr int64_t kSplitMaxGenericThreads = int64_t{1} << 16;
+constexpr int64_t kSplitBaselineFill = int64_t{1} << 14;
 constexpr int kSplitMinLanes = 16;
 constexpr double kSplitMinLaneProducts = 16;
 constexpr int64_t kSplitMinGain = 2;
 inline int split_reduction_lanes(const ConvTransposeGeometry& g) {
-  const GenericShape shape = generic_shape(g);
+  const GenericShape shape = generic_shape(g, kSplitBaselineFill);
   const int64_t generic_threads =
       GenericLayout(g, shape.co_block, shape.pos_block).elements * shape.split;
   const int64_t outputs = g.output_numel();
