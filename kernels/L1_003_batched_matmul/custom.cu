@@ -28,7 +28,8 @@
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, for products with K or N not a multiple of 4 under two, and in 32-row or
 //     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows or of at
-//     most 32 columns (takes_small_grid).
+//     most 32 columns (takes_small_grid); large products of at most 32 columns in 128 x 32 tiles
+//     of 8 x 4 outputs a thread (fma_tile.cuh's tall tile, session 43).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -244,13 +245,16 @@ class Tf32x3Bmm final : public Implementation {
     }
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) {
-      // The short (32-row) and narrow (32-column) tiles have fewer threads: more CTAs an SM.
-      const int tile_rows = small::fma_tile_rows(shape_.m);
+      // The short (32-row) and narrow (32-column) tiles have fewer threads: more CTAs an SM. The
+      // tall tile (fma_tile.cuh) splits toward one CTA an SM: it runs unsplit where it is taken.
+      fma_rows_ = small::fma_tile_rows(shape_.batch, shape_.m, shape_.n);
       const int tile_cols = small::fma_tile_cols(shape_.n);
-      plan_split_k(sms, SplitRule{tile_rows, tile_cols, small::kStep,
-                                  kFmaSplits.ctas_per_sm * small::kTile * small::kTile /
-                                      (tile_rows * tile_cols),
-                                  kFmaSplits.min_k_tiles});
+      const int64_t ctas_per_sm =
+          fma_rows_ == small::kTall
+              ? 1
+              : kFmaSplits.ctas_per_sm * small::kTile * small::kTile / (fma_rows_ * tile_cols);
+      plan_split_k(
+          sms, SplitRule{fma_rows_, tile_cols, small::kStep, ctas_per_sm, kFmaSplits.min_k_tiles});
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
       cluster_sum_ =
           kRouteClusterSum && wgmma_loaded && splits_ >= 2 && splits_ <= small::kMaxClusterSplits;
@@ -324,7 +328,7 @@ class Tf32x3Bmm final : public Implementation {
       } else if (small_grid_) {
         const int tile_cols = small::fma_tile_cols(n);
         chunk.tiles_n = static_cast<int>((n + tile_cols - 1) / tile_cols);
-        KB_CUDA_TRY(small::launch_fma_bmm(chunk, splits_, static_cast<int>(chunk_batch),
+        KB_CUDA_TRY(small::launch_fma_bmm(chunk, fma_rows_, splits_, static_cast<int>(chunk_batch),
                                           cluster_sum_, n % 4 == 0 && aligned16(p.b), stream));
       } else {
         const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
@@ -452,12 +456,13 @@ class Tf32x3Bmm final : public Implementation {
 
   size_t a_ = 0, b_ = 0;
   Dims shape_;
-  bool skinny_ = false;       // few rows: skinny_rows.cuh
-  bool thin_ = false;         // thin K: thin_k.cuh
-  int thin_rows_ = 0;         // its rows a CTA (thin::rows_for)
-  bool use_wgmma_ = false;    // the sm_90a wgmma kernel
-  bool small_grid_ = false;   // the FMA tile instead of the tensor path
-  bool cluster_sum_ = false;  // the FMA tile's splits sum in a cluster (no partials_)
+  bool skinny_ = false;          // few rows: skinny_rows.cuh
+  bool thin_ = false;            // thin K: thin_k.cuh
+  int thin_rows_ = 0;            // its rows a CTA (thin::rows_for)
+  bool use_wgmma_ = false;       // the sm_90a wgmma kernel
+  bool small_grid_ = false;      // the FMA tile instead of the tensor path
+  bool cluster_sum_ = false;     // the FMA tile's splits sum in a cluster (no partials_)
+  int fma_rows_ = small::kTile;  // the FMA tile's rows (small_grid_: fma_tile_rows)
   int splits_ = 1;
   int64_t k_split_ = 0;        // K per split (a multiple of kBK when splits_ > 1)
   float* partials_ = nullptr;  // owned: (splits_, batch, M, N) when splits_ > 1 and no cluster sum
