@@ -47,8 +47,8 @@ constexpr int kPer = 4;               // 4 x 4 outputs a thread
 constexpr int kPad = 4;               // a rows padded by 4 floats: float4-aligned, fewer conflicts
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
-// A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kCols (64, or 32
-// for products of <= 32 columns) columns, kCols / 4 x kRows / 4 threads.
+// A tile of kRows (64, 32 for products of <= 32 rows: half the idle rows, or kTall) x kCols (64,
+// or 32 for products of <= 32 columns) columns, kCols / 4 x kRows / kRowsPerThread threads.
 // Rows of outputs a thread computes: 8 in the tall tile (kTall rows: 8 x 4 outputs a thread, 128
 // threads at 32 columns, the shape of cuBLAS's 128x32 FMA kernel), else kPer.
 constexpr int kTall = 128;
