@@ -61,6 +61,21 @@ Status fill_parity_axis(int64_t stride, int64_t pad, int64_t dilation, int64_t k
   return Status::ok();
 }
 
+// A planner's per-axis fields of its Plan (ax, k and classes, declared by each Plan): ax[a] from
+// the planner's plan_axis(g, a) (a Result of its Axis), k[a] = g.kernel[a], classes the product
+// of the strides (p.classes starts at 1); or the first axis's failure.
+template <class Plan, class Geometry, class PlanAxis>
+Status plan_parity_axes(const Geometry& g, PlanAxis plan_axis, Plan& p) {
+  for (int a = 0; a < kAxes; ++a) {
+    auto ax = plan_axis(g, a);
+    if (!ax.is_ok()) return ax.status();
+    p.ax[a] = ax.value();
+    p.k[a] = static_cast<int>(g.kernel[a]);
+    p.classes *= p.ax[a].stride;
+  }
+  return Status::ok();
+}
+
 // The classes of three axes (d, h, w) of a planner's Axis type (a ParityAxis, or one with its
 // fields); each planner's Plan derives from this, so that its axes come first.
 template <class Axis>

@@ -231,13 +231,7 @@ inline Status choose_box(Plan& p) {
 inline Result<Plan> plan_patch_gemm(const gather::ConvTransposeGeometry& g, int n_tiles) {
   if (g.groups != 1) return not_taken("groups != 1");
   Plan p;
-  for (int a = 0; a < kAxes; ++a) {
-    Result<Axis> ax = plan_axis(g, a);
-    if (!ax.is_ok()) return ax.status();
-    p.ax[a] = ax.value();
-    p.k[a] = static_cast<int>(g.kernel[a]);
-    p.classes *= p.ax[a].stride;
-  }
+  KB_TRY(ct3d_parity::plan_parity_axes(g, plan_axis, p));
   constexpr int64_t kIntMax = 0x7fffffff;
   if (g.in_channels >= (1 << 20) || g.out_channels >= (1 << 20) || g.batch >= (1 << 20) ||
       p.in_plane() >= kIntMax || p.out_plane() >= kIntMax)
