@@ -61,6 +61,14 @@ Status fill_parity_axis(int64_t stride, int64_t pad, int64_t dilation, int64_t k
   return Status::ok();
 }
 
+// fill_parity_axis for axis a of g (a transposed-conv geometry: stride, padding, dilation,
+// kernel, in and out per axis).
+template <class Geometry, class Axis>
+Status fill_parity_axis_of(const Geometry& g, int a, Axis& ax) {
+  return fill_parity_axis(g.stride[a], g.padding[a], g.dilation[a], g.kernel[a], g.in[a], g.out[a],
+                          ax);
+}
+
 // A planner's per-axis fields of its Plan (ax, k and classes, declared by each Plan): ax[a] from
 // the planner's plan_axis(g, a) (a Result of its Axis), k[a] = g.kernel[a], classes the product
 // of the strides (p.classes starts at 1); or the first axis's failure.

@@ -109,8 +109,7 @@ inline Status not_taken(const std::string& why) {
 
 inline Result<Axis> plan_axis(const gather::ConvTransposeGeometry& g, int a) {
   Axis ax;
-  const Status parity = ct3d_parity::fill_parity_axis(g.stride[a], g.padding[a], g.dilation[a],
-                                                      g.kernel[a], g.in[a], g.out[a], ax);
+  const Status parity = ct3d_parity::fill_parity_axis_of(g, a, ax);
   if (!parity.is_ok()) return not_taken(parity.message());
   return ax;
 }

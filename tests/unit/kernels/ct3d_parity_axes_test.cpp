@@ -154,5 +154,45 @@ TEST(Ct3dParityAxes, EachClassEnumeratesTheProductOfItsAxesTaps) {
   EXPECT_EQ(taps, 3 * 5 * 3);
 }
 
+// plan_parity_axes, as the planners call it: per axis of a geometry of arrays, the planner's
+// plan_axis fills ax; k and classes follow; the first failing axis stops it with its status.
+struct Layer {
+  int64_t stride[kAxes], padding[kAxes], dilation[kAxes], kernel[kAxes], in[kAxes], out[kAxes];
+};
+struct PlanOf : ParityClasses<ParityAxis> {
+  int k[kAxes] = {1, 1, 1};
+  int classes = 1;
+};
+Result<ParityAxis> planner_axis(const Layer& g, int a) {
+  ParityAxis ax;
+  const Status s = fill_parity_axis_of(g, a, ax);
+  if (!s.is_ok()) return Status::failed_precondition("planner: " + s.message());
+  return ax;
+}
+
+TEST(Ct3dParityAxes, PlanParityAxesFillsEveryAxisOrStopsAtTheFirstRefusal) {
+  const Layer g{{2, 1, 2}, {1, 0, 1}, {1, 1, 1}, {3, 3, 4}, {5, 6, 4}, {9, 8, 8}};
+  PlanOf p;
+  ASSERT_TRUE(plan_parity_axes(g, planner_axis, p).is_ok());
+  for (int a = 0; a < kAxes; ++a) {
+    ParityAxis direct;
+    ASSERT_TRUE(fill_parity_axis(g.stride[a], g.padding[a], g.dilation[a], g.kernel[a], g.in[a],
+                                 g.out[a], direct)
+                    .is_ok());
+    EXPECT_EQ(p.ax[a].q_lo, direct.q_lo) << a;
+    EXPECT_EQ(p.ax[a].q_count, direct.q_count) << a;
+    EXPECT_EQ(p.ax[a].taps[0], direct.taps[0]) << a;
+    EXPECT_EQ(p.ax[a].taps[1], direct.taps[1]) << a;
+    EXPECT_EQ(p.k[a], g.kernel[a]);
+  }
+  EXPECT_EQ(p.classes, 2 * 1 * 2);
+  EXPECT_EQ(p.out_plane(), 9 * 8 * 8);
+
+  Layer bad = g;
+  bad.stride[1] = 3;
+  PlanOf q;
+  EXPECT_EQ(plan_parity_axes(bad, planner_axis, q).message(), "planner: stride above 2");
+}
+
 }  // namespace
 }  // namespace kb::custom::ct3d_parity
