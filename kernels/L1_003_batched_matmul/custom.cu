@@ -245,16 +245,9 @@ class Tf32x3Bmm final : public Implementation {
     }
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) {
-      // The short (32-row) and narrow (32-column) tiles have fewer threads: more CTAs an SM. The
-      // tall tile (fma_tile.cuh) splits toward one CTA an SM: it runs unsplit where it is taken.
+      // The tile's rows and its split-K rule (fma_tile.cuh: fma_tile_rows, fma_split_rule).
       fma_rows_ = small::fma_tile_rows(shape_.batch, shape_.m, shape_.n);
-      const int tile_cols = small::fma_tile_cols(shape_.n);
-      const int64_t ctas_per_sm =
-          fma_rows_ == small::kTall
-              ? 1
-              : kFmaSplits.ctas_per_sm * small::kTile * small::kTile / (fma_rows_ * tile_cols);
-      plan_split_k(
-          sms, SplitRule{fma_rows_, tile_cols, small::kStep, ctas_per_sm, kFmaSplits.min_k_tiles});
+      plan_split_k(sms, small::fma_split_rule(fma_rows_, small::fma_tile_cols(shape_.n)));
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
       cluster_sum_ =
           kRouteClusterSum && wgmma_loaded && splits_ >= 2 && splits_ <= small::kMaxClusterSplits;
@@ -437,9 +430,8 @@ class Tf32x3Bmm final : public Implementation {
   // shapes, no gain at the sweep's miss 71 x 43 x 419 x 255 (docs/kernels.md, session 34).
   static constexpr bool kRouteClusterSum = false;
 
-  // The split-K rules of the two tiles (split_plan.h).
+  // The mma.sync tile's split-K rule (split_plan.h; the FMA tile's: small::fma_split_rule).
   static constexpr SplitRule kMmaSyncSplits{kBM, kBN, kBK, 2, 2};
-  static constexpr SplitRule kFmaSplits{small::kTile, small::kTile, small::kStep, 4, 4};
   void plan_split_k(int sms, const SplitRule& rule) {
     const SplitPlan plan =
         L1_003::plan_split_k(shape_.batch, shape_.m, shape_.k, shape_.n, sms, rule);

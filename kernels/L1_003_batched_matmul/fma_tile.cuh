@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/L1_003_batched_matmul/split_plan.h"
 #include "kernels/cores/tf32x3/mma.cuh"
 
 namespace kb::custom::L1_003::small {
@@ -325,6 +326,14 @@ inline int fma_tile_rows(int64_t batch, int64_t m, int64_t n) {
 }
 inline int fma_tile_cols(int64_t n) {
   return n <= kShort ? kShort : kTile;
+}
+// The split-K rule (split_plan.h) of the tile of rows x cols: toward four 64 x 64 tiles' threads
+// an SM (more CTAs of the short and narrow tiles, which have fewer threads), one CTA an SM for
+// the tall tile (so unsplit where takes_tall_tile takes it), at least 4 k-steps a split.
+inline SplitRule fma_split_rule(int rows, int cols) {
+  constexpr int64_t kCtasPerSm = 4, kMinKSteps = 4;
+  const int64_t ctas_per_sm = rows == kTall ? 1 : kCtasPerSm * kTile * kTile / (rows * cols);
+  return SplitRule{rows, cols, kStep, ctas_per_sm, kMinKSteps};
 }
 template <int kRows, int kCols>
 cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool cluster_sum, bool vec_b,

@@ -8,7 +8,6 @@
 #include <random>
 
 #include "kernels/L1_003_batched_matmul/fma_tile.cuh"
-#include "kernels/L1_003_batched_matmul/split_plan.h"
 
 namespace kb::custom::L1_003::small {
 namespace {
@@ -48,9 +47,24 @@ TEST(L1003TallTile, UnsplitWhereTaken) {
     ++taken;
     SCOPED_TRACE(testing::Message() << batch << " x " << m << " x " << k << " x " << n);
     EXPECT_GE(batch * ((m + kTall - 1) / kTall), kTallMinTiles);
-    EXPECT_EQ(plan_split_k(batch, m, k, n, kSms, SplitRule{kTall, kShort, kStep, 1, 4}).splits, 1);
+    EXPECT_EQ(plan_split_k(batch, m, k, n, kSms, fma_split_rule(kTall, kShort)).splits, 1);
   }
   EXPECT_GT(taken, 1000);
+}
+
+// The other tiles keep the rule they had before the tall tile: toward four 64 x 64 tiles'
+// threads an SM, at least 4 k-steps a split.
+TEST(L1003TallTile, OtherTilesSplitAsBefore) {
+  EXPECT_EQ(fma_split_rule(kTile, kTile).ctas_per_sm, 4);
+  EXPECT_EQ(fma_split_rule(kShort, kTile).ctas_per_sm, 8);
+  EXPECT_EQ(fma_split_rule(kTile, kShort).ctas_per_sm, 8);
+  EXPECT_EQ(fma_split_rule(kShort, kShort).ctas_per_sm, 16);
+  EXPECT_EQ(fma_split_rule(kTall, kShort).ctas_per_sm, 1);
+  for (const int rows : {kShort, kTile, kTall}) {
+    EXPECT_EQ(fma_split_rule(rows, kShort).min_k_tiles, 4);
+    EXPECT_EQ(fma_split_rule(rows, kShort).k_tile, kStep);
+    EXPECT_EQ(fma_split_rule(rows, kShort).tile_m, rows);
+  }
 }
 
 TEST(L1003TallTile, ThreadsAndCopiesFit) {
