@@ -9,8 +9,8 @@
 // would leave half its rows idle; 128 x 32 tiles of 16 x 8 threads of 8 x 4 outputs, the tall
 // tile, for large products of at most 32 columns: takes_tall_tile), K in steps of 16 through a
 // kStages-deep cp.async pipeline (4-byte copies, any alignment; zero-filled past the tile and K),
-// and split-K (split_plan.h) toward four CTAs per SM. The splits are summed in split order in one
-// of two ways:
+// and split-K (split_plan.h, fma_split_rule) toward four 64 x 64 tiles' threads per SM (one CTA an
+// SM for the tall tile). The splits are summed in split order in one of two ways:
 //  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
 //    splits of a tile are neighbours along x and form one thread-block cluster; each parks its
 //    64 x 64 sums in its shared memory, and after the cluster barrier each sums a 1/splits share
