@@ -348,13 +348,16 @@ cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool clust
              ? launch_fma_shape<kRows, kShort>(p, splits, batch, cluster_sum, vec_b, stream)
              : launch_fma_shape<kRows, kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
-// rows: fma_tile_rows of the whole product (p may be a chunk of its batch).
+// rows: fma_tile_rows of the whole product (p may be a chunk of its batch). The tall tile has
+// kShort columns only: rows kTall with p.n > kShort is refused (cudaErrorInvalidValue), not run
+// over columns it would not cover.
 inline cudaError_t launch_fma_bmm(const GemmArgs& p, int rows, int splits, int batch,
                                   bool cluster_sum, bool vec_b, cudaStream_t stream) {
   switch (rows) {
     case kShort:
       return launch_fma_rows<kShort>(p, splits, batch, cluster_sum, vec_b, stream);
-    case kTall:  // p.n <= kShort
+    case kTall:
+      if (p.n > kShort) return cudaErrorInvalidValue;
       return launch_fma_shape<kTall, kShort>(p, splits, batch, cluster_sum, vec_b, stream);
     default:
       return launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);

@@ -1,7 +1,7 @@
 // kernels/L1_003_batched_matmul/fma_tile.cuh's tall tile, run on the host: which products take
 // it (the shapes session 43 measured on either side of the rule), that it runs unsplit where it
-// is taken on 132 SMs (custom.cu plans its splits toward one CTA an SM), and that its loader's
-// copies fit.
+// is taken on 132 SMs (custom.cu plans its splits toward one CTA an SM), that its loader's
+// copies fit, and that it refuses products wider than its columns.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -76,6 +76,16 @@ TEST(L1003TallTile, ThreadsAndCopiesFit) {
   EXPECT_EQ(Plain::kLoadsB * Plain::kKStride, kStep);
   EXPECT_EQ(Vec::kLoadsB * Vec::kKStride, kStep);
   EXPECT_EQ((kMinBlocksOf<kTall, kShort> * kThreadsOf<kTall, kShort>), 512);  // 128 registers
+}
+
+// The tall tile covers kShort columns: asked for a wider product it refuses before any launch
+// (this runs without a GPU: no CUDA call is made).
+TEST(L1003TallTile, RefusesWiderProducts) {
+  GemmArgs p{};
+  p.m = 401;
+  p.n = kShort + 1;
+  p.k = 661;
+  EXPECT_EQ(launch_fma_bmm(p, kTall, 1, 84, false, false, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace
