@@ -1,5 +1,8 @@
 #include "executor/executor.h"
 
+#include <sys/random.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,12 +17,20 @@ namespace kb::detail {
 
 namespace {
 
-// The traced rounds' draw: from the run's seed and the problem, so that the jobs of one run do not
-// all trace the same rounds (their count sets the run's wall time) and a job is reproducible.
-uint64_t trace_seed(const JobRequest& request) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the problem id
-  for (unsigned char c : request.spec->id) h = (h ^ c) * 0x100000001b3ull;
-  return request.seed ^ h ^ 0x7472616365ull;
+// JobRequest::timing_secret when given, else 8 bytes of getrandom(2) (falling back to the clock
+// and the process id only if the kernel refuses, which Linux >= 3.17 does not).
+uint64_t timing_secret_of(const JobRequest& request) {
+  if (request.timing_secret) return *request.timing_secret;
+  uint64_t secret = 0;
+  if (getrandom(&secret, sizeof secret, 0) == static_cast<ssize_t>(sizeof secret)) return secret;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return static_cast<uint64_t>(now) * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(getpid());
+}
+
+// The traced rounds' draw: from the job's timing secret, so that a pack cannot foresee them and
+// the jobs of one run do not all trace the same rounds (their count sets the run's wall time).
+uint64_t trace_seed(uint64_t timing_secret) {
+  return timing_secret ^ 0x7472616365ull;
 }
 
 }  // namespace
@@ -30,7 +41,8 @@ Job::Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstan
       request_(request),
       problem_(problem),
       result_(result),
-      trace_rng_(trace_seed(request)) {}
+      timing_secret_(timing_secret_of(request)),
+      trace_rng_(trace_seed(timing_secret_)) {}
 
 bool Job::fail(JobStatus status, const std::string& message) {
   result_.status = status;

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/job_result.h"
@@ -54,11 +55,11 @@ struct ExecutorConfig {
   // environment ("launch_trace": "disabled"); never the default.
   bool no_launch_trace = false;
   // The share of timing rounds run under the launch trace. 1: every round, its samples kept. In
-  // [0.25, 1): a seeded random choice of rounds, whose samples are discarded, so that tracing
-  // costs the kept samples nothing. The default is the least, 0.25: CUPTI's API callbacks slow
-  // the references with many launches (cuDNN plus eager ops) far more than the customs (H200,
-  // 2026-12-01: L1_081's reference 1.308 ms traced vs 1.260 ms untraced, its custom 0.3637 vs
-  // 0.3625), so traced samples overstate speedups; every call is still checked.
+  // [0.25, 1): a random choice of rounds (JobRequest::timing_secret), whose samples are discarded,
+  // so that tracing costs the kept samples nothing. The default is the least, 0.25: CUPTI's API
+  // callbacks slow the references with many launches (cuDNN plus eager ops) far more than the
+  // customs (H200, 2026-12-01: L1_081's reference 1.308 ms traced vs 1.260 ms untraced, its custom
+  // 0.3637 vs 0.3625), so traced samples overstate speedups; every call is still checked.
   double trace_fraction = kMinTraceFraction;
 };
 
@@ -67,8 +68,13 @@ struct JobRequest {
   std::string spec_yaml;  // the spec document, handed to the pack
   std::string preset;     // "" when dims are given explicitly
   Dims dims;
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // the correctness and robustness trials' inputs (reproducible per run)
   ExecutorConfig config;
+  // The timing phase's inputs and its traced rounds draw from this, not from `seed`: the run seed
+  // is on the executor's command line, where a pack could read it and compute the timed calls'
+  // answers in advance, off the clock (docs/verification.md). Absent: drawn from the kernel's
+  // random source for this job; tests fix it.
+  std::optional<uint64_t> timing_secret;
 };
 
 JobResult execute_job(ExecutionDevice& device, const JobRequest& request);

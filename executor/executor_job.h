@@ -80,6 +80,7 @@ class Job {
   std::vector<double> host_issue_ms_[2];  // per Slot: TimedCall::host_ms of each sample not void
   bool round_void_ = false;               // a timed call of this round returned a void sample
   double void_seconds_ = 0;               // wall time of the void rounds (outside the time cap)
+  uint64_t timing_secret_;  // JobRequest::timing_secret or a fresh draw: the timed inputs' seed
   std::mt19937_64 trace_rng_;
   std::vector<double> round_ratios_;
   TimingCosts costs_;

@@ -65,7 +65,7 @@ Result<double> Job::timed_call(Slot slot, int set) {
 }
 
 GeneratorKey Job::next_timing_key() {
-  return GeneratorKey{request_.seed, next_timing_trial_++};
+  return GeneratorKey{timing_secret_, next_timing_trial_++};
 }
 
 Status Job::warm_up(Slot slot) {

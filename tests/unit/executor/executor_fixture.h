@@ -33,6 +33,7 @@ class ExecutorTest : public ::testing::Test {
     request_.spec_yaml = text.str();
     request_.preset = "small";
     request_.seed = 1234;
+    request_.timing_secret = 5678;  // the timed inputs and traced rounds, fixed for the tests
     request_.config.warmup_ms = 0;  // the fake's calls take no time; three calls warm it up
     // Every round traced, so that each check's round is known; the tests of --trace-fraction
     // (the default, 0.25) set it themselves.

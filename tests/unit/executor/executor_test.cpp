@@ -70,6 +70,26 @@ TEST_F(ExecutorTest, DerivedFiguresUseTheProblemCostAndTheDevicePeaks) {
   EXPECT_DOUBLE_EQ(r.custom_over_hard_floor, r.custom.summary.median / r.hard_floor_ms);
 }
 
+// Without a fixed secret each job draws its own: the run seed (on the executor's command line)
+// does not give a pack the timed calls' inputs, and two jobs of one seed time different inputs.
+TEST_F(ExecutorTest, TheTimedInputsComeFromASecretOfTheJobNotTheRunSeed) {
+  request_.timing_secret.reset();
+  std::vector<uint64_t> timing_seeds;
+  for (int job = 0; job < 2; ++job) {
+    device_.generated.clear();
+    JobResult r = run();
+    ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+    ASSERT_GT(device_.generated.size(), 6u);
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(device_.generated[i].seed, 1234u);
+    const uint64_t timing = device_.generated[5].seed;
+    EXPECT_NE(timing, 1234u);
+    for (size_t i = 5; i < device_.generated.size(); ++i)
+      EXPECT_EQ(device_.generated[i].seed, timing);
+    timing_seeds.push_back(timing);
+  }
+  EXPECT_NE(timing_seeds[0], timing_seeds[1]);
+}
+
 TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
   JobResult r = run();
   ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
@@ -85,7 +105,10 @@ TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
   EXPECT_EQ(generated[9], "generate 1 trial 1004");
   EXPECT_EQ(generated[10], "generate 2 trial 1005");
   EXPECT_EQ(generated[12], "generate 0 trial 1007");
-  for (const GeneratorKey& key : device_.generated) EXPECT_EQ(key.seed, 1234u);
+  // The trials from the run seed, the timing phase from the job's timing secret.
+  ASSERT_GT(device_.generated.size(), 5u);
+  for (size_t i = 0; i < device_.generated.size(); ++i)
+    EXPECT_EQ(device_.generated[i].seed, i < 5 ? 1234u : 5678u) << i;
   // Each trial: reference, poison, hash, custom (traced), hash.
   const std::vector<std::string> first_trial(device_.log.begin() + 3, device_.log.begin() + 11);
   EXPECT_EQ(first_trial, (std::vector<std::string>{"run reference 0", "poison custom", "hash 0",
