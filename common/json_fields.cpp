@@ -1,5 +1,6 @@
 #include "common/json_fields.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -222,5 +223,32 @@ KB_JSON_FIELDS_INSTANTIATE(std::vector<double>)
 KB_JSON_FIELDS_INSTANTIATE(Object)
 KB_JSON_FIELDS_INSTANTIATE(json)
 #undef KB_JSON_FIELDS_INSTANTIATE
+
+int nesting_depth(std::string_view text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+json parse_untrusted(std::string_view text) {
+  if (nesting_depth(text) > kMaxDepth) return json(json::value_t::discarded);
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
 
 }  // namespace kb::json_fields

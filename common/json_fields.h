@@ -20,6 +20,11 @@
 //   "field 'job_id': expected an integer (int64), got a string"
 //   "field 'attempt': missing (expected an integer (int))"
 //
+// Text from a peer that may be hostile (a protocol body, a candidate's executor output) is parsed
+// with parse_untrusted, which refuses nesting deeper than kMaxDepth before parsing: nlohmann
+// copies and compares nested values recursively, and a 400 KB body nested ~100,000 deep ran a
+// copy off the stack (the coordinator died of SIGSEGV in wire::decode).
+//
 // Thread safety: pure functions over values.
 #pragma once
 
@@ -61,5 +66,16 @@ std::string_view type_name();
 
 // "a string", "a number", "an object", "null", ...: what a JSON value is, for error messages.
 std::string_view kind_of(const nlohmann::json& value);
+
+// Arrays and objects inside each other: kbfleet's own documents nest fewer than 10 deep.
+inline constexpr int kMaxDepth = 64;
+
+// The deepest nesting of arrays and objects in `text`, counted outside strings, up to `limit + 1`
+// (it stops there). Does not check that `text` is JSON.
+int nesting_depth(std::string_view text, int limit = kMaxDepth);
+
+// `text` parsed, or a discarded value (is_discarded()) when it is not JSON or nests deeper than
+// kMaxDepth. Never throws.
+nlohmann::json parse_untrusted(std::string_view text);
 
 }  // namespace kb::json_fields

@@ -66,7 +66,7 @@ Result<std::vector<std::string>> ProblemCatalog::resolve(const std::string& name
       for (const auto& [name, list] : suites) known += (known.empty() ? "" : ", ") + name;
       return Status::not_found("'" + id + "' is neither a problem id nor a suite (suites: " + known + ")");
     }
-    ids.push_back(id);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);  // each id once
   }
   if (ids.empty()) return Status::invalid_argument("no problems named");
   return ids;

@@ -1,6 +1,8 @@
 #include "common/protocol_messages.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <type_traits>
 #include <utility>
 
@@ -223,6 +225,7 @@ json JobMessage::to_body() const {
                {"deadline_ms", deadline_ms},
                {"params", params.is_object() ? params : json::object()}};
   if (!spec_hash.empty()) body["spec_hash"] = spec_hash;
+  if (trials > 0) body["trials"] = trials;
   return body;
 }
 
@@ -237,6 +240,11 @@ Result<JobMessage> JobMessage::from_body(const json& body) {
   KB_ASSIGN_OR_RETURN(m.pack, required<std::string>(body, "pack"));
   KB_ASSIGN_OR_RETURN(m.run_id, optional<int64_t>(body, "run_id", 0));
   KB_ASSIGN_OR_RETURN(m.time_cap_s, optional<double>(body, "time_cap_s", 0));
+  KB_ASSIGN_OR_RETURN(m.trials, optional<int64_t>(body, "trials", 0));
+  if (m.trials != 0 && (m.trials < kMinVerifiedTrials || m.trials > kMaxTrials)) {
+    return Status::invalid_argument("trials: expected " + std::to_string(kMinVerifiedTrials) +
+                                    ".." + std::to_string(kMaxTrials));
+  }
   KB_ASSIGN_OR_RETURN(m.deadline_ms, optional<int64_t>(body, "deadline_ms", 0));
   KB_ASSIGN_OR_RETURN(m.params, optional<Object>(body, "params", json::object()));
   KB_ASSIGN_OR_RETURN(m.spec_hash, optional<std::string>(body, "spec_hash", ""));
@@ -348,6 +356,37 @@ Result<SubmitMessage> SubmitMessage::from_body(const json& body) {
   return m;
 }
 
+// YYYY-MM-DD, then optionally THH:MM (or a space), :SS, .fraction, and Z or +HH[:MM] / -HH[:MM]:
+// what `git log --format=%cI` writes and what PostgreSQL's timestamptz reads.
+bool is_commit_time(const std::string& t) {
+  size_t i = 0;
+  const auto digits = [&](size_t n) {
+    for (size_t k = 0; k < n; ++k, ++i) {
+      if (i >= t.size() || t[i] < '0' || t[i] > '9') return false;
+    }
+    return true;
+  };
+  const auto take = [&](char c) { return i < t.size() && t[i] == c ? (++i, true) : false; };
+  if (!(digits(4) && take('-') && digits(2) && take('-') && digits(2))) return false;
+  if (i == t.size()) return true;
+  if (!(take('T') || take(' ')) || !(digits(2) && take(':') && digits(2))) return false;
+  if (take(':')) {
+    if (!digits(2)) return false;
+    if (take('.')) {
+      const size_t start = i;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+      if (i == start || i - start > 9) return false;
+    }
+  }
+  if (take('Z')) return i == t.size();
+  if (take('+') || take('-')) {
+    if (!digits(2)) return false;
+    if (take(':')) return digits(2) && i == t.size();
+    if (i < t.size() && !digits(2)) return false;
+  }
+  return i == t.size();
+}
+
 bool is_commit_sha(const std::string& sha) {
   if (sha.size() < 7 || sha.size() > 64) return false;
   for (char c : sha) {
@@ -360,8 +399,23 @@ Status submit_rules(const SubmitMessage& s) {
   if (!s.commit_sha.empty() && !is_commit_sha(s.commit_sha)) {
     return Status::invalid_argument("commit_sha: expected 7 to 64 lowercase hex digits");
   }
-  for (const std::string& model : s.gpu_models) {
+  if (!s.commit_time.empty() && !is_commit_time(s.commit_time)) {
+    return Status::invalid_argument(
+        "commit_time: expected an ISO 8601 time (YYYY-MM-DD[THH:MM[:SS[.frac]]][Z|+HH[:MM]])");
+  }
+  if (s.gpu_models.size() > kMaxGpuModels) {
+    return Status::invalid_argument("gpu_models: at most " + std::to_string(kMaxGpuModels));
+  }
+  for (size_t i = 0; i < s.gpu_models.size(); ++i) {
+    const std::string& model = s.gpu_models[i];
     if (model.empty()) return Status::invalid_argument("gpu_models: expected non-empty strings");
+    for (size_t j = 0; j < i; ++j) {
+      if (s.gpu_models[j] == model)
+        return Status::invalid_argument("gpu_models: " + model + " twice");
+    }
+  }
+  if (!std::isfinite(s.time_cap_s) || s.time_cap_s < 0) {
+    return Status::invalid_argument("time_cap_s: expected a finite number of seconds >= 0");
   }
   if (s.max_attempts && (*s.max_attempts < 1 || *s.max_attempts > kMaxMaxAttempts)) {
     return Status::invalid_argument("max_attempts: expected 1.." + std::to_string(kMaxMaxAttempts));
@@ -379,8 +433,12 @@ Status submit_rules(const SubmitMessage& s) {
       return Status::invalid_argument("pack: the kernel pack's sha256 is required");
     return Status::ok();
   }
-  if (s.sim_jobs->empty() || s.sim_jobs->size() > kMaxSimJobs) {
-    return Status::invalid_argument("sim_jobs: expected a non-empty list of sleep_ms numbers");
+  // One job per sleep time and model: the product is the run's size.
+  if (s.sim_jobs->empty() ||
+      s.sim_jobs->size() * std::max<size_t>(1, s.gpu_models.size()) > kMaxSimJobs) {
+    return Status::invalid_argument(
+        "sim_jobs: expected a non-empty list of sleep_ms numbers, at most " +
+        std::to_string(kMaxSimJobs) + " jobs over the gpu_models");
   }
   for (double sleep_ms : *s.sim_jobs) {
     if (!(sleep_ms >= 0))

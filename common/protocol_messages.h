@@ -170,7 +170,7 @@ struct WelcomeMessage {
   static Result<WelcomeMessage> from_body(const nlohmann::json& body);
 };
 
-// spec_hash is written only when not empty (sim jobs have none).
+// spec_hash is written only when not empty (sim jobs have none), trials only when above 0.
 struct JobMessage {
   static constexpr MessageType kType = MessageType::kJob;
   int64_t job_id = 0;
@@ -180,7 +180,8 @@ struct JobMessage {
   std::string problem, preset;
   std::string pack;  // sha256 hex; "" for sim jobs
   int64_t run_id = 0;
-  double time_cap_s = 0;                             // 0: the executor's default
+  double time_cap_s = 0;  // 0: the executor's default
+  int64_t trials = 0;     // correctness trials (the run's SUBMIT trials); 0: the executor's default
   int64_t deadline_ms = 0;                           // wall budget of this attempt; 0: unknown
   nlohmann::json params = nlohmann::json::object();  // {sleep_ms} for sim jobs
   std::string spec_hash{};  // sha256 of the problem's spec file, as in the problems table
@@ -229,8 +230,11 @@ struct RevokeMessage {
 };
 
 // --- client <-> coordinator ---------------------------------------------------------------------
-// Every request may carry a request_id (any JSON value), which the answer echoes: the transport's
-// business (cli/fleet_client.h, Coordinator::reply), so it is not in these structs.
+// Every request may carry a request_id, which the answer echoes when it is a number or a string of
+// at most kMaxRequestIdBytes (anything else is not echoed: a 1 MiB id echoed into every ERROR let
+// a client that never reads fill the coordinator's send queue): the transport's business
+// (cli/fleet_client.h, Coordinator::answer_client), so it is not in these structs.
+inline constexpr size_t kMaxRequestIdBytes = 128;
 
 // problems, preset, gpu_models, pack and submitted_by are always written; the other fields only
 // when set (not empty, not absent; time_cap_s when above 0).
@@ -257,17 +261,23 @@ struct SubmitMessage {
 inline constexpr int kDefaultMaxAttempts = 3;
 inline constexpr int kMaxMaxAttempts = 10;
 inline constexpr int64_t kMaxTrials = 1000;
-inline constexpr size_t kMaxSimJobs = 1'000'000;
+inline constexpr size_t kMaxSimJobs = 1'000'000;  // sim jobs of one run (sleep times x models)
+inline constexpr size_t kMaxGpuModels = 32;       // gpu_models of one SUBMIT, each named once
 
-// SUBMIT's rules that do not need the problem catalog: commit_sha, gpu_models, max_attempts,
-// job_timeout_s, trials (the fleet's verification policy, docs/verification.md), sim_jobs, and a
-// pack for a real run. Run by the coordinator on every SUBMIT; `kb submit` runs it before sending,
+// SUBMIT's rules that do not need the problem catalog: commit_sha, commit_time, gpu_models (each
+// once, at most kMaxGpuModels), time_cap_s, max_attempts, job_timeout_s, trials (the fleet's
+// verification policy, docs/verification.md), sim_jobs (at most kMaxSimJobs jobs), and a pack
+// for a real run. Run by the coordinator on every SUBMIT; `kb submit` runs it before sending,
 // so that a mistake is reported without a round trip. Status::invalid_argument naming the field.
 Status submit_rules(const SubmitMessage& submit);
 
 // A commit label: 7 to 64 lowercase hex digits (stored, and matched by `kb compare`, so never
 // text that could be read as SQL).
 bool is_commit_sha(const std::string& sha);
+
+// A commit time as `git log --format=%cI` writes it (ISO 8601: YYYY-MM-DD[THH:MM[:SS[.frac]]]
+// [Z|+HH[:MM]|-HH[:MM]]), checked before PostgreSQL's timestamptz sees it.
+bool is_commit_time(const std::string& time);
 
 struct QueryMessage {
   static constexpr MessageType kType = MessageType::kQuery;

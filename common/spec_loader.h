@@ -40,7 +40,8 @@ struct ProblemCatalog {
   std::map<std::string, std::vector<std::string>> suites;  // from suites.yaml, when present
 
   const ProblemSpec* find(const std::string& id) const;
-  // The ids of `name_or_ids`: a suite name, or a comma-separated list of ids. Fails on unknowns.
+  // The ids of `name_or_ids`: a suite name, or a comma-separated list of ids (each once, in the
+  // order first named). Fails on unknowns.
   Result<std::vector<std::string>> resolve(const std::string& name_or_ids) const;
 };
 Result<ProblemCatalog> load_problem_catalog(const std::string& directory);

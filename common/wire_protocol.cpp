@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "common/json_fields.h"
+
 namespace kb::wire {
 namespace {
 
@@ -57,7 +59,11 @@ DecodeResult decode(const std::vector<std::string>& frames) {
   if (frames.size() == 4 && frames[3].size() > kMaxPayloadBytes) {
     return reject(DecodeError::kOversized, "payload of " + std::to_string(frames[3].size()) + " bytes");
   }
-  nlohmann::json body = nlohmann::json::parse(frames[2], nullptr, /*allow_exceptions=*/false);
+  if (json_fields::nesting_depth(frames[2]) > json_fields::kMaxDepth) {
+    return reject(DecodeError::kBadJson,
+                  name + ": the body nests deeper than " + std::to_string(json_fields::kMaxDepth));
+  }
+  nlohmann::json body = json_fields::parse_untrusted(frames[2]);
   if (body.is_discarded() || !body.is_object()) {
     return reject(DecodeError::kBadJson, name + ": the body is not a JSON object");
   }

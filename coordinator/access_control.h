@@ -58,6 +58,9 @@ std::optional<Peer> peer_from_user_id(const std::string& user_id);
 // Job options only an admin may set (anything a submitter could use to hog the pool).
 inline constexpr int kMaxSubmitterAttempts = 3;
 inline constexpr double kMaxSubmitterJobTimeoutS = 600;
+// The timing cap sets the lease budget (common/job_deadline.h: 2 x the cap + 30 s beside the
+// prediction): above 120 s a submitter could hold a GPU past kMaxSubmitterJobTimeoutS.
+inline constexpr double kMaxSubmitterTimeCapS = 120;
 inline constexpr int kMinSubmitterTrials = 1;  // worker-side verification trials (0 = skip)
 // "" when allowed; otherwise why not, naming the option (answered as ERROR code "forbidden").
 std::string refused_job_option(const Peer& peer, const wire::SubmitMessage& submit);

@@ -188,7 +188,12 @@ void Coordinator::on_client_message(const std::string& routing_id, const Peer& p
 
 void Coordinator::answer_client(const std::string& routing_id, const nlohmann::json& request,
                                 wire::Message answer) {
-  if (auto id = request.find("request_id"); id != request.end()) answer.body["request_id"] = *id;
+  if (auto id = request.find("request_id"); id != request.end()) {
+    if (id->is_number() ||
+        (id->is_string() && id->get_ref<const std::string&>().size() <= wire::kMaxRequestIdBytes)) {
+      answer.body["request_id"] = *id;
+    }
+  }
   send_to_client(routing_id, answer);
 }
 

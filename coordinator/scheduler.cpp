@@ -30,6 +30,8 @@ void Scheduler::add_job(JobRecord record) {
   const nlohmann::json& cap = record.run_config.contains("time_cap_s")
                                   ? record.run_config["time_cap_s"] : nlohmann::json(0);
   run.time_cap_s = cap.is_number() ? cap.get<double>() : 0;
+  const nlohmann::json trials = record.run_config.value("trials", nlohmann::json(0));
+  run.trials = trials.is_number_integer() ? trials.get<int64_t>() : 0;
   const nlohmann::json timeout = record.run_config.value("job_timeout_s", nlohmann::json(0));
   run.job_timeout_s = timeout.is_number() ? timeout.get<double>() : 0;
   record.run_config = nlohmann::json();  // the run holds it; keep jobs small
@@ -233,6 +235,7 @@ wire::JobMessage Scheduler::job_message(const Job& job) const {
           .pack = run.pack_hash,
           .run_id = r.run_id,
           .time_cap_s = run.time_cap_s,
+          .trials = run.trials,
           .deadline_ms = lease_budget(r.predicted_ms, run.time_cap_s, run.job_timeout_s).count(),
           .params = r.params.is_object() ? r.params : nlohmann::json::object()};
 }

@@ -220,6 +220,7 @@ class Scheduler {
     bool running = false;
     std::string pack_hash;
     double time_cap_s = 0;
+    int64_t trials = 0;        // correctness trials a job; 0: the executor's default
     double job_timeout_s = 0;  // 0: derived from the prediction and the time cap
   };
 

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_fields.h"
+
 namespace kb {
 namespace {
 
@@ -192,8 +194,15 @@ JobResult ExecutorChild::finish(int status) {
                        "the executor exited with status " + std::to_string(WEXITSTATUS(status)) +
                            " and no result");
   }
+  // The executor ran candidate code: its output is parsed as a hostile peer's.
+  const nlohmann::json parsed = json_fields::parse_untrusted(text);
+  if (parsed.is_discarded()) {
+    return bare_result(launch_, JobStatus::kCrashed,
+                       "unreadable executor result: not JSON, or nested deeper than " +
+                           std::to_string(json_fields::kMaxDepth));
+  }
   try {
-    return job_result_from_json(nlohmann::json::parse(text));
+    return job_result_from_json(parsed);
   } catch (const std::exception& e) {
     return bare_result(launch_, JobStatus::kCrashed,
                        std::string("unreadable executor result: ") + e.what());

@@ -35,6 +35,8 @@ ExecutorLaunch ChildProcessJobRunner::launch_for(const JobSpec& job) const {
   if (job.time_cap_s > 0) {
     launch.args.insert(launch.args.end(), {"--time-cap", std::to_string(job.time_cap_s)});
   }
+  if (job.trials > 0)
+    launch.args.insert(launch.args.end(), {"--trials", std::to_string(job.trials)});
   if (!config_.problems_dir.empty()) {
     launch.args.insert(launch.args.end(), {"--problems-dir", config_.problems_dir});
   }

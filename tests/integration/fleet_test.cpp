@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/assert_ok.h"
 #include "tests/support/fleet_fixture.h"
@@ -50,13 +52,17 @@ int64_t submit(FleetStack& stack, const std::vector<std::string>& args) {
 // The stack, its database and work directory: FleetFixture (KB_START_FLEET).
 class FleetTest : public FleetFixture {
  protected:
-  // Two CPU workers run `suite` at the small preset to the end; `run` is its id.
+  // Two CPU workers run `suite` at the small preset to the end; `run` is its id. `more`: further
+  // `kb submit` options.
   void run_on_two_cpu_workers(FleetStack& stack, const std::string& suite,
-                              const std::string& time_cap, seconds deadline, int64_t& run) {
+                              const std::string& time_cap, seconds deadline, int64_t& run,
+                              const std::vector<std::string>& more = {}) {
     stack.add_worker("cpu-a", {"--device", "cpu"});
     stack.add_worker("cpu-b", {"--device", "cpu"});
-    run = submit(stack, {"submit", suite, "--preset", "small", "--pack", pack_path(), "--time-cap",
-                         time_cap});
+    std::vector<std::string> args = {"submit", suite,       "--preset",   "small",
+                                     "--pack", pack_path(), "--time-cap", time_cap};
+    args.insert(args.end(), more.begin(), more.end());
+    run = submit(stack, args);
     ASSERT_GT(run, 0);
     ASSERT_TRUE(stack.wait_for_run(run, deadline)) << "run " << run << " did not finish";
   }
@@ -65,9 +71,14 @@ class FleetTest : public FleetFixture {
 TEST_F(FleetTest, SmallSuiteRunsEndToEndOnCpuWorkersWithEverySample) {
   KB_START_FLEET(stack);
   int64_t run = 0;
-  ASSERT_NO_FATAL_FAILURE(run_on_two_cpu_workers(stack, "kernelbench22", "1", seconds(600), run));
+  // --trials 4: the run's trials reach every job's executor (4, not the default 5).
+  ASSERT_NO_FATAL_FAILURE(
+      run_on_two_cpu_workers(stack, "kernelbench22", "1", seconds(600), run, {"--trials", "4"}));
   expect_exactly_once(stack, run, 22);
   const std::string r = std::to_string(run);
+  EXPECT_EQ(as_int(stack.query_value("SELECT count(*) FROM results WHERE run_id = " + r +
+                                     " AND (result->>'correctness_trials')::int = 4")),
+            22);
   EXPECT_EQ(as_int(stack.query_value("SELECT count(*) FROM results WHERE run_id = " + r +
                                      " AND status = 'ok'")), 22);
   EXPECT_EQ(as_int(stack.query_value(

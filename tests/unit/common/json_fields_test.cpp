@@ -99,5 +99,26 @@ TEST(JsonFields, ANonObjectHasNoFields) {
   EXPECT_EQ(optional<int>(json(), "id", 5).value(), 5);
 }
 
+// Nesting is counted outside strings (brackets in strings and escaped quotes do not count).
+TEST(JsonFields, NestingDepthCountsArraysAndObjectsOutsideStrings) {
+  EXPECT_EQ(nesting_depth("1"), 0);
+  EXPECT_EQ(nesting_depth(R"({"a": [1, {"b": []}], "c": {}})"), 4);
+  EXPECT_EQ(nesting_depth(R"({"a": "[[[{{{", "b": "\"[[[", "c": [1]})"), 2);
+  EXPECT_EQ(nesting_depth(std::string(1000, '['), 10), 11);  // stops past the limit
+}
+
+// A peer's text nested past kMaxDepth is refused before nlohmann parses it: 300,000 levels (a
+// 600 KB body, under the protocol's 1 MiB) crashed the coordinator when its decode copied them.
+TEST(JsonFields, ParseUntrustedRefusesDeepNestingAndParsesTheRest) {
+  const std::string deep =
+      R"({"result": )" + std::string(300000, '[') + std::string(300000, ']') + "}";
+  EXPECT_TRUE(parse_untrusted(deep).is_discarded());
+  const std::string at_limit = std::string(kMaxDepth, '[') + std::string(kMaxDepth, ']');
+  EXPECT_FALSE(parse_untrusted(at_limit).is_discarded());
+  EXPECT_TRUE(parse_untrusted("[" + at_limit + "]").is_discarded());
+  EXPECT_EQ(parse_untrusted(R"({"id": 12})"), (json{{"id", 12}}));
+  EXPECT_TRUE(parse_untrusted("{\"id\": 12,").is_discarded());
+}
+
 }  // namespace
 }  // namespace kb::json_fields

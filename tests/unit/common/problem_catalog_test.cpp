@@ -152,6 +152,10 @@ TEST_F(ProblemCatalogTest, ResolvesASuiteACommaListAndRejectsUnknowns) {
   Result<std::vector<std::string>> list = catalog->resolve("L1_002,L1_001");
   KB_ASSERT_OK(list);
   EXPECT_EQ(list.value(), (std::vector<std::string>{"L1_002", "L1_001"}));
+  // An id named again is one job, not one more (a SUBMIT of 75,000 copies made as many jobs).
+  Result<std::vector<std::string>> repeated = catalog->resolve("L1_002,L1_001,L1_002, L1_001");
+  KB_ASSERT_OK(repeated);
+  EXPECT_EQ(repeated.value(), (std::vector<std::string>{"L1_002", "L1_001"}));
 
   Result<std::vector<std::string>> single = catalog->resolve("L1_003");
   KB_ASSERT_OK(single);

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "common/job_result.h"
 #include "common/wire_protocol.h"
 #include "tests/support/assert_ok.h"
 
@@ -78,6 +80,20 @@ TEST(ProtocolMessages, AJobRoundTripsEveryField) {
   EXPECT_EQ(job.deadline_ms, 60000);
   EXPECT_EQ(job.params, (json{{"sleep_ms", 3}}));
   EXPECT_EQ(job.spec_hash, "");
+  EXPECT_EQ(job.trials, 0);  // absent: the executor's default
+}
+
+// A run's SUBMIT trials reach the worker in each JOB; a count the fleet never runs is refused.
+TEST(ProtocolMessages, AJobCarriesTheRunsTrialsWithinTheFleetsRange) {
+  JobMessage job = a_job();
+  job.trials = 7;
+  EXPECT_EQ(job.to_body()["trials"], 7);
+  EXPECT_EQ(round_trip(job).trials, 7);
+  for (const int64_t bad : {int64_t{-1}, int64_t{kMinVerifiedTrials - 1}, kMaxTrials + 1}) {
+    json body = a_job().to_body();
+    body["trials"] = bad;
+    EXPECT_NE(error_of<JobMessage>(body).find("trials"), std::string::npos) << bad;
+  }
 }
 
 // The JOB the coordinator wrote before the shared definition, field for field.
@@ -394,7 +410,7 @@ TEST(SubmitRules, EachRuleNamesItsField) {
     SubmitMessage submit;
     std::string error;
   };
-  std::vector<Case> cases(8, Case{a_real_run(), ""});
+  std::vector<Case> cases(14, Case{a_real_run(), ""});
   cases[0].submit.commit_sha = "ABC1234";
   cases[0].error = "commit_sha: expected 7 to 64 lowercase hex digits";
   cases[1].submit.gpu_models = {""};
@@ -412,6 +428,24 @@ TEST(SubmitRules, EachRuleNamesItsField) {
   cases[7].submit.sim_jobs = std::vector<double>{1};
   cases[7].submit.gpu_models = {"H200"};
   cases[7].error = "sim_jobs: run only on sim workers (gpu_models [\"sim\"])";
+  cases[8].submit.commit_time = "yesterday";
+  cases[8].error =
+      "commit_time: expected an ISO 8601 time (YYYY-MM-DD[THH:MM[:SS[.frac]]][Z|+HH[:MM]])";
+  cases[9].submit.gpu_models = {"H200", "H100", "H200"};
+  cases[9].error = "gpu_models: H200 twice";
+  cases[10].submit.gpu_models = std::vector<std::string>(kMaxGpuModels + 1, "H200");
+  cases[10].error = "gpu_models: at most 32";
+  cases[11].submit.time_cap_s = -1;
+  cases[11].error = "time_cap_s: expected a finite number of seconds >= 0";
+  cases[12].submit.time_cap_s = std::numeric_limits<double>::infinity();
+  cases[12].error = "time_cap_s: expected a finite number of seconds >= 0";
+  // 40,000 sleep times on 30 models: 1.2 M jobs from one small body.
+  cases[13].submit.sim_jobs = std::vector<double>(40000, 1);
+  cases[13].submit.gpu_models = std::vector<std::string>(30, "sim");
+  for (size_t i = 0; i < 30; ++i) cases[13].submit.gpu_models[i] = "sim" + std::to_string(i);
+  cases[13].error =
+      "sim_jobs: expected a non-empty list of sleep_ms numbers, at most 1000000 jobs over the "
+      "gpu_models";
   for (const Case& c : cases) {
     Status s = submit_rules(c.submit);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.error;
@@ -425,7 +459,24 @@ TEST(SubmitRules, ASimRunNeedsNoPack) {
   sim.sim_jobs = std::vector<double>{5, 5};
   KB_EXPECT_OK(submit_rules(sim));
   sim.sim_jobs->clear();
-  EXPECT_EQ(submit_rules(sim).message(), "sim_jobs: expected a non-empty list of sleep_ms numbers");
+  EXPECT_EQ(submit_rules(sim).message(),
+            "sim_jobs: expected a non-empty list of sleep_ms numbers, at most 1000000 jobs over "
+            "the gpu_models");
+}
+
+// What `git log --format=%cI` writes, and the shorter forms timestamptz reads; nothing else.
+TEST(SubmitRules, ACommitTimeIsAnIso8601Time) {
+  for (const char* good :
+       {"2026-12-07", "2026-12-07T03:58:11+00:00", "2026-12-07T03:58:11Z", "2026-12-07 03:58",
+        "2026-12-07T03:58:11.123456-05:30", "2026-12-07T03:58:11+0100", "2026-12-07T03:58:11-05"}) {
+    EXPECT_TRUE(is_commit_time(good)) << good;
+  }
+  for (const char* bad :
+       {"", "x", "2026-12-7", "2026-12-07T", "2026-12-07T03", "2026-12-07T03:58:1",
+        "2026-12-07T03:58:11.", "2026-12-07T03:58:11+", "2026-12-07T03:58:11Zx",
+        "2026-12-07T03:58:11+01:0", "2026-12-07'; DROP TABLE runs; --", "2026-12-07T03:58:11\n"}) {
+    EXPECT_FALSE(is_commit_time(bad)) << bad;
+  }
 }
 
 }  // namespace

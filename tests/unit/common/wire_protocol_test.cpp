@@ -50,8 +50,14 @@ TEST(WireProtocol, RejectsEachKindOfBadMessage) {
       {{"KBF1", "EXPLODE", good[2]}, DecodeError::kUnknownType},
       {{"KBF1", "JOB", "{\"job_id\": 1,"}, DecodeError::kBadJson},
       {{"KBF1", "JOB", "[1, 2]"}, DecodeError::kBadJson},
+      // 200,000 levels in 400 KB: the coordinator died copying them (json_fields::parse_untrusted).
+      {{"KBF1", "RESULT",
+        R"({"job_id": 1, "attempt": 1, "result": {"x": )" + std::string(200000, '[') +
+            std::string(200000, ']') + "}}"},
+       DecodeError::kBadJson},
       {{"KBF1", "JOB", "{\"job_id\": 1}"}, DecodeError::kMissingField},
-      {{"KBF1", "JOB", R"({"job_id": "12", "attempt": 1, "problem": "p", "preset": "full", "seed": 1, "pack": "h"})"},
+      {{"KBF1", "JOB",
+        R"({"job_id": "12", "attempt": 1, "problem": "p", "preset": "full", "seed": 1, "pack": "h"})"},
        DecodeError::kMissingField},
       {{"KBF1", "PACK", R"({"pack": "h"})"}, DecodeError::kMissingField},
       {{"KBF1", "JOB", std::string(kMaxBodyBytes + 1, ' ')}, DecodeError::kOversized},

@@ -85,12 +85,14 @@ TEST(AccessControl, UnsafeJobOptionsNeedAnAdmin) {
   safe.max_attempts = 3;
   safe.job_timeout_s = 600;
   safe.trials = 1;
+  safe.time_cap_s = 120;
   EXPECT_EQ(refused_job_option(alice, safe), "");
-  wire::SubmitMessage attempts, timeout, trials;
+  wire::SubmitMessage attempts, timeout, trials, time_cap;
   attempts.max_attempts = 4;
   timeout.job_timeout_s = 601;
   trials.trials = 0;
-  for (const wire::SubmitMessage& unsafe : {attempts, timeout, trials}) {
+  time_cap.time_cap_s = 86400;  // a lease budget of two days
+  for (const wire::SubmitMessage& unsafe : {attempts, timeout, trials, time_cap}) {
     EXPECT_NE(refused_job_option(alice, unsafe), "") << unsafe.to_body().dump();
     EXPECT_EQ(refused_job_option(ops, unsafe), "") << unsafe.to_body().dump();
   }

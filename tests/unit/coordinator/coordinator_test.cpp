@@ -106,6 +106,30 @@ TEST_F(CoordinatorTest, BadInputIsDroppedAndCountedAndTheCoordinatorStillAnswers
   EXPECT_EQ(register_worker(w, "still-works"), 1);  // and it still serves workers
 }
 
+// An attacker's bodies (docs/security.md, threat 9): nested 200,000 deep from a worker and from a
+// client (the coordinator died of SIGSEGV copying such a body), and a 64 KiB request_id, which is
+// answered without the echo.
+TEST_F(CoordinatorTest, DeepBodiesAreDroppedAndHugeRequestIdsAreNotEchoed) {
+  start();
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  zmq::socket_t w = worker();
+  send_frames(w, {"KBF1", "READY", R"({"name": "w", "software": {"x": )" + deep + "}}"});
+  zmq::socket_t c = client();
+  send_frames(c, {"KBF1", "QUERY", R"({"what": "health", "request_id": )" + deep + "}"});
+  send(c, MessageType::kQuery, {{"what", "health"}, {"request_id", std::string(65536, 'x')}});
+  Message health = expect(c, MessageType::kReply);
+  EXPECT_FALSE(health.body.contains("request_id"));
+  send(c, MessageType::kQuery, {{"what", "health"}, {"request_id", std::string(128, 'y')}});
+  EXPECT_EQ(expect(c, MessageType::kReply).body["request_id"], std::string(128, 'y'));
+  double bad_json = 0;
+  for (int i = 0; i < 100 && bad_json < 2; ++i) {
+    bad_json = metric(metrics(), "kb_dropped_messages_total{reason=\"bad_json\"}");
+    if (bad_json < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(bad_json, 2);
+  EXPECT_EQ(register_worker(w, "still-works"), 1);
+}
+
 TEST_F(CoordinatorTest, ADatabaseOutageDelaysTheAckButLosesNothing) {
   start();
   zmq::socket_t c = client();

@@ -182,8 +182,21 @@ TEST_F(SchedulerTest, JobMessageCarriesTheContractFields) {
   EXPECT_EQ(b.pack, "abc");
   EXPECT_EQ(b.run_id, 1);
   EXPECT_EQ(b.deadline_ms, 60000);  // max(60 s, 3 s + 6 s + 30 s)
+  EXPECT_EQ(b.trials, 0);           // the run set none: the executor's default
   EXPECT_TRUE(wire::decode(wire::encode(wire::to_message(b))).ok);
   EXPECT_EQ(lease_budget(20000, 10).count(), 3 * 20000 + 20000 + 30000);
+}
+
+TEST_F(SchedulerTest, JobMessageCarriesTheRunsTrials) {
+  JobRecord r = job(1, 1000);
+  r.run_config["trials"] = 9;
+  scheduler_.submit({r});
+  ready(7, "a");
+  scheduler_.add_credits("a", 1);
+  (void)scheduler_.take_batch();
+  auto messages = scheduler_.take_dispatches();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].job.trials, 9);
 }
 
 TEST_F(SchedulerTest, JobsGoOnlyToTheirGpuModel) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -113,6 +114,37 @@ TEST_F(ChildProcessJobRunnerTest, PassesTheJobToTheExecutorAndReadsItsResult) {
       << all;
   EXPECT_NE(all.find("--pack /cache/abc.so"), std::string::npos) << all;
   EXPECT_NE(all.find("--problems-dir /problems"), std::string::npos) << all;
+  EXPECT_EQ(all.find("--trials"), std::string::npos) << all;  // the executor's default
+}
+
+TEST_F(ChildProcessJobRunnerTest, PassesTheRunsTrialsToTheExecutor) {
+  ChildProcessJobRunner runner({script("true"), "cpu", 0, "", "", "", {}});
+  JobSpec j = job();
+  j.trials = 7;
+  const ExecutorLaunch launch = runner.launch_for(j);
+  const auto at = std::find(launch.args.begin(), launch.args.end(), "--trials");
+  ASSERT_NE(at, launch.args.end());
+  ASSERT_NE(at + 1, launch.args.end());
+  EXPECT_EQ(*(at + 1), "7");
+}
+
+// The executor ran candidate code, so its output is a hostile peer's: nested 300,000 deep it is
+// an unreadable result (crashed), where copying it once killed the worker.
+TEST_F(ChildProcessJobRunnerTest, ADeeplyNestedExecutorResultIsACrashNotTheWorkers) {
+  ChildProcessJobRunner runner(
+      {script("{ printf '{\"status\": \"ok\", \"dims\": {\"x\": '; head -c 300000 /dev/zero | "
+              "tr '\\0' '['; head -c 300000 /dev/zero | tr '\\0' ']'; printf '}}'; } > \"$out\""),
+       "cpu",
+       0,
+       "",
+       "",
+       "",
+       {}});
+  std::optional<JobOutcome> outcome = run(runner, job(), milliseconds(10000));
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->result.status, JobStatus::kCrashed);
+  EXPECT_NE(outcome->result.message.find("nested deeper"), std::string::npos)
+      << outcome->result.message;
 }
 
 TEST_F(ChildProcessJobRunnerTest, ACrashIsTheJobsResult) {
