@@ -66,6 +66,8 @@ class Job {
   int round_set(int round) const;
   // New contents for input set `set` (a trial key never used before), off the clock.
   Status fresh_contents(int set);
+  // The contents fresh_contents last made, made again in `set` (the B A pair's reference).
+  Status restore_contents(int set);
   // One timed call of the slot's variant on input set `set`; a void sample marks the round void.
   Result<double> timed_call(Slot slot, int set);
 
@@ -76,6 +78,7 @@ class Job {
   bool has_custom_ = false;
   int input_sets_ = 1;
   uint32_t next_timing_trial_ = 0;
+  GeneratorKey contents_key_;             // fresh_contents' latest key
   bool trace_unavailable_ = false;        // the device cannot trace (the CPU device)
   std::vector<double> host_issue_ms_[2];  // per Slot: TimedCall::host_ms of each sample not void
   bool round_void_ = false;               // a timed call of this round returned a void sample

@@ -51,8 +51,12 @@ int Job::round_set(int round) const {
 }
 
 Status Job::fresh_contents(int set) {
-  return costed(costs_.generate,
-                [&] { return device_.generate(set, problem_, next_timing_key()); });
+  contents_key_ = next_timing_key();
+  return costed(costs_.generate, [&] { return device_.generate(set, problem_, contents_key_); });
+}
+
+Status Job::restore_contents(int set) {
+  return costed(costs_.generate, [&] { return device_.generate(set, problem_, contents_key_); });
 }
 
 Result<double> Job::timed_call(Slot slot, int set) {
@@ -158,6 +162,10 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
                 where + "the custom call wrote into the reference's output buffer");
   }
   if (!reference_first) {
+    // The reference computes on the contents as generated, whatever the custom did to them: a
+    // change the additive hash missed (it admits crafted collisions) cannot put both variants on
+    // the same degenerate data.
+    if (Status r = restore_contents(set); !r.is_ok()) return fail_error(where, r);
     Result<double> ref_ms = timed_call(Slot::kReference, set);
     if (!ref_ms.is_ok()) return fail_error(where + "reference: ", ref_ms.status());
     times.reference_ms = ref_ms.value();
