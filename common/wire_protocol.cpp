@@ -59,13 +59,10 @@ DecodeResult decode(const std::vector<std::string>& frames) {
   if (frames.size() == 4 && frames[3].size() > kMaxPayloadBytes) {
     return reject(DecodeError::kOversized, "payload of " + std::to_string(frames[3].size()) + " bytes");
   }
-  if (json_fields::nesting_depth(frames[2]) > json_fields::kMaxDepth) {
-    return reject(DecodeError::kBadJson,
-                  name + ": the body nests deeper than " + std::to_string(json_fields::kMaxDepth));
-  }
   nlohmann::json body = json_fields::parse_untrusted(frames[2]);
   if (body.is_discarded() || !body.is_object()) {
-    return reject(DecodeError::kBadJson, name + ": the body is not a JSON object");
+    return reject(DecodeError::kBadJson, name + ": the body is not a JSON object nested at most " +
+                                             std::to_string(json_fields::kMaxDepth) + " deep");
   }
   Result<AnyMessage> typed = read_body(*type, body);
   if (!typed.is_ok()) {

@@ -66,8 +66,8 @@ class Job {
   int round_set(int round) const;
   // New contents for input set `set` (a trial key never used before), off the clock.
   Status fresh_contents(int set);
-  // The contents fresh_contents last made, made again in `set` (the B A pair's reference).
-  Status restore_contents(int set);
+  // The contents of fresh_contents' latest key, made in `set` (again for a B A pair's reference).
+  Status make_contents(int set);
   // One timed call of the slot's variant on input set `set`; a void sample marks the round void.
   Result<double> timed_call(Slot slot, int set);
 

@@ -52,10 +52,10 @@ int Job::round_set(int round) const {
 
 Status Job::fresh_contents(int set) {
   contents_key_ = next_timing_key();
-  return costed(costs_.generate, [&] { return device_.generate(set, problem_, contents_key_); });
+  return make_contents(set);
 }
 
-Status Job::restore_contents(int set) {
+Status Job::make_contents(int set) {
   return costed(costs_.generate, [&] { return device_.generate(set, problem_, contents_key_); });
 }
 
@@ -165,7 +165,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
     // The reference computes on the contents as generated, whatever the custom did to them: a
     // change the additive hash missed (it admits crafted collisions) cannot put both variants on
     // the same degenerate data.
-    if (Status r = restore_contents(set); !r.is_ok()) return fail_error(where, r);
+    if (Status r = make_contents(set); !r.is_ok()) return fail_error(where, r);
     Result<double> ref_ms = timed_call(Slot::kReference, set);
     if (!ref_ms.is_ok()) return fail_error(where + "reference: ", ref_ms.status());
     times.reference_ms = ref_ms.value();

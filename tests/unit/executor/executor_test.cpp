@@ -96,7 +96,7 @@ TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
   // Trials 0..4 on set 0, the warm-up contents (trial 1000), then one new trial per timed pair;
   // both pairs of a round in one input set, the rounds rotating over the three sets.
   std::vector<std::string> generated = device_.logged("generate");
-  // The B A pair's contents are made again before its reference runs (restore_contents).
+  // The B A pair's contents are made again before its reference runs (make_contents).
   ASSERT_EQ(generated.size(), 5u + 1u + 3u * static_cast<size_t>(r.rounds));
   for (int t = 0; t < 5; ++t) EXPECT_EQ(generated[t], "generate 0 trial " + std::to_string(t));
   EXPECT_EQ(generated[5], "generate 0 trial 1000");
