@@ -97,7 +97,7 @@ class CpuDevice final : public ExecutionDevice {
     KB_TRY(run(slot, set));
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return TimedCall{ms, false, ms};
+    return TimedCall{ms, false, ms, false};
   }
   Status synchronize() override { return Status::ok(); }
 

@@ -125,10 +125,18 @@ class CudaDevice final : public ExecutionDevice {
   Result<uint64_t> hash_buffers(const std::vector<const DeviceBuffer*>& buffers);
   // The custom output against `expected` (the reference slot or the stash), on the GPU.
   Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance) {
-    const DeviceBuffer& custom = outputs_[static_cast<int>(Slot::kCustom)];
-    return compare_on_device(expected.data, custom.data, element_count(expected.shape),
+    return compare_on_device(expected.data, custom_output().data, element_count(expected.shape),
                              tolerance.atol, tolerance.rtol, compare_scratch_, stream_);
   }
+  // The custom output the checks judge: the copy taken at the stop event of its latest call when
+  // that call was timed (execution_device.h, run_timed), else the slot's buffer.
+  const DeviceBuffer& custom_output() const {
+    return judged_current_ ? judged_output_ : outputs_[static_cast<int>(Slot::kCustom)];
+  }
+  // Runs the slot's variant (run() without the bookkeeping of which output is judged).
+  Status call(Slot slot, int set);
+  // Enqueues, on judge_stream_ behind the stop event, the copy of the custom output that is judged.
+  Status copy_custom_output_at_stop();
   void describe_device(const cudaDeviceProp& prop);
 
   // The reference slot runs the trusted reference pack, the custom slot the candidate pack.
@@ -136,7 +144,9 @@ class CudaDevice final : public ExecutionDevice {
   const KernelPack* packs_[2];  // by slot
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t judge_stream_ = nullptr;  // the device's own: copies the custom output at stop_
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cudaEvent_t judged_ = nullptr;  // recorded on judge_stream_ after that copy
   unsigned long long* hash_ = nullptr;
   DeviceCompareScratch compare_scratch_;
   L2Flusher flusher_;
@@ -147,6 +157,8 @@ class CudaDevice final : public ExecutionDevice {
   kb_instance_v1* instances_[2] = {nullptr, nullptr};
   DeviceBuffer outputs_[2];
   DeviceBuffer stash_;  // the reference output of the current timed pair; no variant sees it
+  DeviceBuffer judged_output_;   // the custom output at its latest timed call's stop event
+  bool judged_current_ = false;  // the custom's latest call was timed: judged_output_ is judged
   Shape output_shape_;
   std::vector<InputSet> sets_;
   nlohmann::json environment_;
@@ -157,12 +169,14 @@ class CudaDevice final : public ExecutionDevice {
 Status CudaDevice::init() {
   KB_CUDA_TRY(cudaSetDevice(ordinal_));
   KB_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  KB_CUDA_TRY(cudaStreamCreateWithFlags(&judge_stream_, cudaStreamNonBlocking));
   KB_CUDA_TRY(cudaEventCreate(&start_));
   KB_CUDA_TRY(cudaEventCreate(&stop_));
+  KB_CUDA_TRY(cudaEventCreateWithFlags(&judged_, cudaEventDisableTiming));
   KB_CUDA_TRY(cudaMalloc(&hash_, sizeof(unsigned long long)));
   KB_TRY(compare_scratch_.allocate());
   if (Status s = flusher_.init(ordinal_); !s.is_ok()) return s;
-  KB_TRY(gate_.init(kGateTimeout));
+  KB_TRY(gate_.init(ordinal_, kGateTimeout));
   cudaDeviceProp prop{};
   KB_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal_));
   char bus_id[32] = "";
@@ -223,6 +237,7 @@ CudaDevice::~CudaDevice() {
   };
   for (DeviceBuffer& b : outputs_) release(b);
   release(stash_);
+  release(judged_output_);
   for (InputSet& s : sets_) {
     for (DeviceBuffer& b : s.inputs) release(b);
     for (DeviceBuffer& b : s.params) release(b);
@@ -230,6 +245,8 @@ CudaDevice::~CudaDevice() {
   if (hash_) KB_CUDA_WARN(cudaFree(hash_));
   if (start_) KB_CUDA_WARN(cudaEventDestroy(start_));
   if (stop_) KB_CUDA_WARN(cudaEventDestroy(stop_));
+  if (judged_) KB_CUDA_WARN(cudaEventDestroy(judged_));
+  if (judge_stream_) KB_CUDA_WARN(cudaStreamDestroy(judge_stream_));
   if (stream_) KB_CUDA_WARN(cudaStreamDestroy(stream_));
 }
 
@@ -263,7 +280,9 @@ CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstan
   if (Status s = allocate(outputs_[static_cast<int>(slot)], output_shape_); !s.is_ok()) {
     return {KB_PACK_ERROR, s.message()};
   }
-  if (Status s = allocate(stash_, output_shape_); !s.is_ok()) return {KB_PACK_ERROR, s.message()};
+  for (DeviceBuffer* b : {&stash_, &judged_output_}) {
+    if (Status s = allocate(*b, output_shape_); !s.is_ok()) return {KB_PACK_ERROR, s.message()};
+  }
   std::vector<kb_dim_v1> dims;
   for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
   char error[4096] = "";
@@ -318,6 +337,11 @@ Status CudaDevice::write_buffer(DeviceBuffer& b, const HostTensor<float>& host) 
 }
 
 Status CudaDevice::run(Slot slot, int set) {
+  if (slot == Slot::kCustom) judged_current_ = false;
+  return call(slot, set);
+}
+
+Status CudaDevice::call(Slot slot, int set) {
   const InputSet& s = sets_.at(set);
   std::vector<kb_tensor_v1> in, par;
   for (const DeviceBuffer& b : s.inputs) in.push_back(view(b));
@@ -337,37 +361,64 @@ Status CudaDevice::run(Slot slot, int set) {
 
 // Flush, (gate,) start event, the call, stop event: with the gate closed the call's launches are
 // all queued before the GPU reaches the start event, so the events time the GPU alone
-// (stream_gate.cuh). A call that waited on its own stream found the gate closed until the
+// (stream_gate.cuh). A call that waited on the GPU inside run() found the gate closed until the
 // timeout: its sample is void (TimedCall), and this device times without the gate from then on.
+// A custom call's output is judged as it stands when the stop event passes: the copy is enqueued
+// before the gate opens, on a stream of the device's own, so work that reaches the job stream
+// after run() returned (queued by a host thread the variant left behind, behind the stop event)
+// races a copy that starts the moment the call ends. Work found still queued on the job stream
+// once the copy is done is TimedCall::late_work.
 Result<TimedCall> CudaDevice::run_timed(Slot slot, int set) {
   KB_TRY(flusher_.flush(stream_));
   const bool gated = gate_on_;
   if (gated) KB_TRY(gate_.close(stream_));
   KB_CUDA_TRY(cudaEventRecord(start_, stream_));
   const auto issue_start = std::chrono::steady_clock::now();
-  const Status ran = run(slot, set);
+  const Status ran = call(slot, set);
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - issue_start)
           .count();
   const cudaError_t recorded = cudaEventRecord(stop_, stream_);
-  if (gated) gate_.open();  // before any return: the stream must not stay held
+  const bool judged = slot == Slot::kCustom && ran.is_ok() && recorded == cudaSuccess;
+  const Status copied = judged ? copy_custom_output_at_stop() : Status::ok();
+  if (gated) gate_.open();  // before any return: the GPU must not stay held
   KB_TRY(ran);
   KB_CUDA_TRY(recorded);
+  KB_TRY(copied);
   KB_CUDA_TRY(cudaEventSynchronize(stop_));
   float ms = 0;
   KB_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+  TimedCall timed{static_cast<double>(ms), false, host_ms, false};
+  if (judged) {
+    KB_CUDA_TRY(cudaEventSynchronize(judged_));
+    judged_current_ = true;
+    const cudaError_t queued = cudaStreamQuery(stream_);
+    if (queued != cudaErrorNotReady) KB_CUDA_TRY(queued);
+    timed.late_work = queued == cudaErrorNotReady;
+  }
   if (gated && gate_.timed_out()) {
     gate_on_ = false;
     environment_["timing_gate"] =
         std::string("off from a ") + (slot == Slot::kReference ? "reference" : "custom") +
-        " call that waited on its stream (a synchronizing API inside run); samples before it gated";
-    return TimedCall{static_cast<double>(ms), true, host_ms};
+        " call that waited on the GPU inside run (a synchronizing API, or its own work on another "
+        "stream); samples before it gated";
+    timed.void_sample = true;
   }
-  return TimedCall{static_cast<double>(ms), false, host_ms};
+  return timed;
+}
+
+Status CudaDevice::copy_custom_output_at_stop() {
+  const DeviceBuffer& custom = outputs_[static_cast<int>(Slot::kCustom)];
+  KB_CUDA_TRY(cudaStreamWaitEvent(judge_stream_, stop_, 0));
+  KB_CUDA_TRY(cudaMemcpyAsync(judged_output_.data, custom.data,
+                              static_cast<size_t>(element_count(custom.shape)) * sizeof(float),
+                              cudaMemcpyDeviceToDevice, judge_stream_));
+  KB_CUDA_TRY(cudaEventRecord(judged_, judge_stream_));
+  return Status::ok();
 }
 
 Result<std::vector<float>> CudaDevice::read_output(Slot slot) {
-  return read_buffer(outputs_[static_cast<int>(slot)]);
+  return read_buffer(slot == Slot::kCustom ? custom_output() : outputs_[static_cast<int>(slot)]);
 }
 
 Result<std::vector<float>> CudaDevice::read_buffer(const DeviceBuffer& b) {

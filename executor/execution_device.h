@@ -75,10 +75,14 @@ struct LaunchTrace {
 // host_ms: the host's time inside run() (the CPU device: the call itself). The gate hides it from
 // ms, so a call that issues slowly (many launches, host work before its launches) is reported
 // apart: the executor's environment.host_issue_ms.
+// late_work: a custom call after which work was still queued on the job stream once its output had
+// been taken (at the stop event, for the checks that follow): work queued from another host thread
+// after run() returned, which the events did not time. The executor fails the job (foreign_stream).
 struct TimedCall {
   double ms = 0;
   bool void_sample = false;
   double host_ms = 0;
+  bool late_work = false;
 };
 
 class ExecutionDevice {
@@ -103,7 +107,10 @@ class ExecutionDevice {
   virtual Status upload(int set, const ProblemInstance& problem, const TensorSet& tensors) = 0;
   // Runs the slot's variant on input set `set` into the slot's output buffer.
   virtual Status run(Slot slot, int set) = 0;
-  // Like run(), timed: GPU: L2 flushed first, events around the call (TimedCall).
+  // Like run(), timed: GPU: L2 flushed first, events around the call (TimedCall). A timed custom
+  // call's output is judged as it stood when the call ended: until the custom's next call,
+  // read_output(kCustom) and the compares read a copy taken then (the CUDA device; elsewhere the
+  // output cannot change after the call).
   virtual Result<TimedCall> run_timed(Slot slot, int set) = 0;
   virtual Status synchronize() = 0;
 

@@ -68,7 +68,8 @@ class Job {
   Status fresh_contents(int set);
   // The contents of fresh_contents' latest key, made in `set` (again for a B A pair's reference).
   Status make_contents(int set);
-  // One timed call of the slot's variant on input set `set`; a void sample marks the round void.
+  // One timed call of the slot's variant on input set `set`; a void sample marks the round void;
+  // late_work_ holds what the call reported.
   Result<double> timed_call(Slot slot, int set);
 
   ExecutionDevice& device_;
@@ -82,6 +83,7 @@ class Job {
   bool trace_unavailable_ = false;        // the device cannot trace (the CPU device)
   std::vector<double> host_issue_ms_[2];  // per Slot: TimedCall::host_ms of each sample not void
   bool round_void_ = false;               // a timed call of this round returned a void sample
+  bool late_work_ = false;                // the latest timed call's TimedCall::late_work
   double void_seconds_ = 0;               // wall time of the void rounds (outside the time cap)
   uint64_t timing_secret_;  // JobRequest::timing_secret or a fresh draw: the timed inputs' seed
   std::mt19937_64 trace_rng_;

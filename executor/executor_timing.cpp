@@ -63,6 +63,7 @@ Result<double> Job::timed_call(Slot slot, int set) {
   Result<TimedCall> call = costed(costs_.calls, [&] { return device_.run_timed(slot, set); });
   if (!call.is_ok()) return call.status();
   round_void_ = round_void_ || call.value().void_sample;
+  late_work_ = call.value().late_work;
   if (!call.value().void_sample)
     host_issue_ms_[static_cast<int>(slot)].push_back(call.value().host_ms);
   return call.value().ms;
@@ -148,6 +149,12 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   Result<double> ms = timed_call(Slot::kCustom, set);
   if (!ms.is_ok()) return fail_error(where + "custom: ", ms.status());
   times.custom_ms = ms.value();
+  if (late_work_) {
+    return fail(JobStatus::kForeignStream,
+                where +
+                    "work reached the job stream after the custom call returned, outside its "
+                    "timing events (launched from another host thread?)");
+  }
 
   Result<uint64_t> inputs_after = device_.input_hash(set);
   if (!inputs_after.is_ok()) return fail_error(where, inputs_after.status());

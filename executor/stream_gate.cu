@@ -1,4 +1,4 @@
-// StreamGate (stream_gate.cuh): the spinning kernel and the mapped flags.
+// StreamGate (stream_gate.cuh): the gate kernel, the mapped flags and the release word.
 #include "executor/stream_gate.cuh"
 
 #include <atomic>
@@ -8,27 +8,44 @@
 namespace kb {
 namespace {
 
+constexpr int kMaxGateThreads = 1024;  // a block's most
+
 __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
-// One thread: waits until the host sets `open`, or gives up after timeout_ns and says so.
-__global__ void gate_kernel(volatile int* open, volatile int* timed_out, uint64_t timeout_ns) {
-  const uint64_t start = global_ns();
-  while (*open == 0) {
-    if (global_ns() - start > timeout_ns) {
-      *timed_out = 1;
-      return;
+// Every thread of every block stays resident until the gate opens (its warps wait at the barrier,
+// issuing nothing), so the blocks fill the SMs' thread slots. Thread 0 of block 0 waits until the
+// host sets `open` and then releases generation `generation`; thread 0 of every other block waits
+// for that release. Each gives up after timeout_ns; block 0 then says so.
+// Two blocks of 1024 threads per SM need at most 32 registers a thread (the launch bounds).
+__global__ void __launch_bounds__(kMaxGateThreads, 2)
+    gate_kernel(volatile int* open, volatile int* timed_out, volatile unsigned* release,
+                unsigned generation, uint64_t timeout_ns) {
+  if (threadIdx.x == 0) {
+    const uint64_t start = global_ns();
+    if (blockIdx.x == 0) {
+      while (*open == 0) {
+        if (global_ns() - start > timeout_ns) {
+          *timed_out = 1;
+          break;
+        }
+        __nanosleep(500);
+      }
+      __threadfence();
+      *release = generation;
+    } else {
+      while (*release != generation && global_ns() - start <= timeout_ns) __nanosleep(200);
     }
-    __nanosleep(500);
   }
+  __syncthreads();
 }
 
 }  // namespace
 
-Status StreamGate::init(std::chrono::milliseconds timeout) {
+Status StreamGate::init(int ordinal, std::chrono::milliseconds timeout) {
   if (host_ == nullptr) {
     void* p = nullptr;
     KB_CUDA_TRY(cudaHostAlloc(&p, sizeof(Flags), cudaHostAllocMapped));
@@ -36,7 +53,27 @@ Status StreamGate::init(std::chrono::milliseconds timeout) {
     void* d = nullptr;
     KB_CUDA_TRY(cudaHostGetDevicePointer(&d, p, 0));
     device_ = static_cast<Flags*>(d);
+    KB_CUDA_TRY(cudaMalloc(&release_, sizeof *release_));
+    KB_CUDA_TRY(cudaMemset(release_, 0, sizeof *release_));
   }
+  int sms = 0, threads_per_sm = 0;
+  KB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal));
+  KB_CUDA_TRY(
+      cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, ordinal));
+  // The fewest equal blocks that fill an SM's thread slots: 2 x 1024 (H100, H200), 2 x 768 (1536
+  // slots), 1 x 1024.
+  const int per_sm = (threads_per_sm + kMaxGateThreads - 1) / kMaxGateThreads;
+  block_threads_ = static_cast<unsigned>(threads_per_sm / per_sm);
+  int resident = 0;  // what the kernel as compiled fits on one SM
+  KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, gate_kernel,
+                                                            static_cast<int>(block_threads_), 0));
+  if (resident < per_sm || block_threads_ % 32 != 0) {
+    return Status::internal("StreamGate: " + std::to_string(resident) + " blocks of " +
+                            std::to_string(block_threads_) + " threads fit an SM, " +
+                            std::to_string(per_sm) + " needed to fill its " +
+                            std::to_string(threads_per_sm) + " thread slots");
+  }
+  blocks_ = static_cast<unsigned>(sms * per_sm);
   timeout_ns_ = static_cast<uint64_t>(std::chrono::nanoseconds(timeout).count());
   return Status::ok();
 }
@@ -46,7 +83,9 @@ Status StreamGate::close(cudaStream_t stream) {
   reinterpret_cast<volatile Flags*>(host_)->open = 0;
   reinterpret_cast<volatile Flags*>(host_)->timed_out = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);  // both reset before the kernel can run
-  gate_kernel<<<1, 1, 0, stream>>>(&device_->open, &device_->timed_out, timeout_ns_);
+  ++generation_;
+  gate_kernel<<<blocks_, block_threads_, 0, stream>>>(&device_->open, &device_->timed_out, release_,
+                                                      generation_, timeout_ns_);
   KB_CUDA_TRY(cudaGetLastError());
   return Status::ok();
 }
@@ -61,6 +100,7 @@ bool StreamGate::timed_out() const {
 }
 
 StreamGate::~StreamGate() {
+  if (release_ != nullptr) KB_CUDA_WARN(cudaFree(release_));
   if (host_ != nullptr) KB_CUDA_WARN(cudaFreeHost(host_));
 }
 

@@ -8,15 +8,29 @@
 // 15-300 us layers 2x slower in one lease than another (L1_054 at 10 x 2 -> 54: 41 and 91 us; the
 // custom 81 both times): a verdict that depends on the worker's host.
 //
-// close() enqueues a one-thread kernel that spins (with __nanosleep) on a flag in mapped pinned
-// host memory; the call's launches queue behind it; open() sets the flag after the stop event is
-// enqueued, and the GPU runs the whole call back to back. A call that waits on the stream itself
-// (a synchronizing API inside run(): cudaFree, cudaStreamSynchronize, a device-to-host copy) would
-// wait on the gate: the kernel gives up after `timeout` and marks it (timed_out()); the caller
-// then drops the gate and voids the sample (execution_device.h's TimedCall: the executor retakes
-// the round on fresh contents).
+// close() enqueues the gate kernel; the call's launches queue behind it; open() sets a flag in
+// mapped pinned host memory after the stop event is enqueued, and the GPU runs the whole call back
+// to back. A call that waits on the stream itself (a synchronizing API inside run(): cudaFree,
+// cudaStreamSynchronize, a device-to-host copy) would wait on the gate: the kernel gives up after
+// `timeout` and marks it (timed_out()); the caller then drops the gate and voids the sample
+// (execution_device.h's TimedCall: the executor retakes the round on fresh contents).
 //
-// Ownership: owns the mapped flag pair. Thread safety: one thread; one closed gate at a time.
+// The gate holds the whole GPU, not only its stream: it fills every SM's thread slots (two blocks
+// of 1024 threads per SM on the H100 and H200), so no kernel of any stream runs while it is
+// closed. A one-thread gate held the job stream alone, and a call could run its real work on a
+// private stream and wait for it on the host inside run(): the events on the job stream then timed
+// nothing and the host's wait was outside them (the 2026-12-07 review; the launch trace sees the
+// private stream, but only in traced rounds). Against this gate that work cannot start until the
+// gate opens, which needs run() to return: the call waits out the timeout and its sample is void,
+// and the ungated samples from then on count the host's wait. The same holds for a kernel
+// left running from an earlier call: the gate cannot fill the SMs it holds, so the gate kernel
+// cannot finish, and the stream waits for that kernel too.
+// Block 0 polls the host's flag; the other blocks poll a word in device memory that block 0 sets
+// (a host-memory poll from every block would be hundreds of PCIe reads per microsecond); every
+// block also gives up on its own at the timeout.
+//
+// Ownership: owns the mapped flag pair and the release word. Thread safety: one thread; one closed
+// gate at a time.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -35,8 +49,9 @@ class StreamGate {
   StreamGate& operator=(const StreamGate&) = delete;
   ~StreamGate();
 
-  // Allocates the flags (mapped pinned memory: the device reads the host's writes).
-  Status init(std::chrono::milliseconds timeout);
+  // Allocates the flags (mapped pinned memory: the device reads the host's writes) and sizes the
+  // gate for GPU `ordinal` (the current device).
+  Status init(int ordinal, std::chrono::milliseconds timeout);
   // Enqueues the gate on `stream`: work enqueued after it waits until open() or the timeout.
   Status close(cudaStream_t stream);
   // Lets the stream go (host side; call it after the timed call's stop event is enqueued).
@@ -49,8 +64,12 @@ class StreamGate {
     int open;       // host -> device: 1 releases the gate
     int timed_out;  // device -> host: 1 when the gate gave up
   };
-  Flags* host_ = nullptr;    // mapped pinned memory
-  Flags* device_ = nullptr;  // the same memory, as the device addresses it
+  Flags* host_ = nullptr;        // mapped pinned memory
+  Flags* device_ = nullptr;      // the same memory, as the device addresses it
+  unsigned* release_ = nullptr;  // device memory: block 0 writes the generation it released
+  unsigned generation_ = 0;      // of the latest close()
+  unsigned blocks_ = 1;          // blocks of block_threads_ that fill every SM's thread slots
+  unsigned block_threads_ = 1;
   uint64_t timeout_ns_ = 0;
 };
 

@@ -292,6 +292,15 @@ std::vector<BadCase> bad_cases() {
       {"stale_weights_when_timed", "L3_025", JobStatus::kForeignStream,
        &expect_library_dominated_first},
       {"no_kernel_when_timed", "L1_073", JobStatus::kMismatch, &expect_stale_answer_in_timing},
+      // The 2026-12-07 review: the first traced round sees the private stream or the other
+      // thread; the untraced rounds before it (the tests below) catch them without the trace.
+      {"host_waits_on_private_stream", "L1_019", JobStatus::kForeignStream,
+       &expect_caught_after_the_trials},
+      {"late_thread_launch",
+       "L1_020",
+       JobStatus::kForeignStream,
+       &expect_caught_after_the_trials,
+       {JobStatus::kNonFinite, JobStatus::kMismatch}},
       {"honest_ballast", "L2_010", JobStatus::kOk, &expect_clean_gated_pass},
       {"own_kl_div", "L1_098", JobStatus::kOk, &expect_clean_pass},
   };
@@ -320,6 +329,45 @@ INSTANTIATE_TEST_SUITE_P(BadVariantsPack, BadVariantTest, testing::ValuesIn(bad_
                          [](const testing::TestParamInfo<BadCase>& info) {
                            return info.param.name;
                          });
+
+// Untraced rounds, where the launch trace cannot help (here: no round traced, so the job is
+// unverified): the timing gate holds the whole GPU, so the private work of
+// host_waits_on_private_stream cannot run while run() waits for it on the host. Its first timed
+// call waits out the gate's timeout (a void sample, the gate off from then on), and the ungated
+// samples count the wait: the custom, the reference's work plus ~3x its time in ballast, is timed
+// slower than the reference. (Against the one-thread gate it was timed at its 1 us ballast.)
+TEST(BadVariantsPack, TheGateHoldsTheWholeGpu) {
+  std::string error;
+  const KernelPack* pack = bad_pack(&error);
+  ASSERT_NE(pack, nullptr) << error;
+  ExecutorConfig config = quick_config();
+  config.no_launch_trace = true;
+  const JobResult r = run_job(*pack, "L1_019", kSeeds[0], config);
+  ASSERT_EQ(to_string(r.status), to_string(JobStatus::kOk)) << r.message;
+  EXPECT_EQ(r.environment.value("timing_gate", "").rfind("off from a custom call", 0), 0u)
+      << r.environment.dump();
+  EXPECT_LT(r.speedup.speedup, 1.0) << "custom " << r.custom.summary.median << " ms, reference "
+                                    << r.reference.summary.median << " ms";
+}
+
+// Untraced rounds again: late_thread_launch's thread enqueues the work on the job stream 5 us after
+// run() returned, behind the end event. The output is taken for the checks the moment the end
+// event passes, on a stream of the device's own: the work is not done by then (non_finite), or is
+// still queued once the copy is done (foreign_stream). (When the checks ran on the job stream
+// behind it, the late work was complete by the compare and the custom timed at ~0: ok.)
+TEST(BadVariantsPack, WorkLaunchedAfterTheCallIsCaughtWithoutTheTrace) {
+  std::string error;
+  const KernelPack* pack = bad_pack(&error);
+  ASSERT_NE(pack, nullptr) << error;
+  ExecutorConfig config = quick_config();
+  config.no_launch_trace = true;
+  for (uint64_t seed : kSeeds) {
+    const JobResult r = run_job(*pack, "L1_020", seed, config);
+    EXPECT_TRUE(r.status == JobStatus::kNonFinite || r.status == JobStatus::kForeignStream)
+        << to_string(r.status) << ": " << r.message;
+    EXPECT_NE(r.message.find("timed round"), std::string::npos) << r.message;
+  }
+}
 
 // The pack holds the custom variants of this folder and no other: the real kernels/*/custom.cu are
 // not in it. It is a candidate pack, so it exports no reference (its references are compiled in

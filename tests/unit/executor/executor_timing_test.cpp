@@ -260,6 +260,22 @@ TEST_F(ExecutorTest, ALaunchFromAnotherHostThreadIsForeignStream) {
       << r.message;
 }
 
+// A host thread the variant left behind queues the real work on the job stream just after run()
+// returns: behind the stop event, ahead of the checks. The CUDA device judges the output as it
+// stood at the stop event and reports work still queued after it (TimedCall::late_work), traced
+// round or not: the job fails at the first such call.
+TEST_F(ExecutorTest, WorkQueuedAfterATimedCustomCallReturnedIsForeignStream) {
+  request_.config.trace_fraction = 0.25;
+  device_.late_work_from = 5;  // the third round's B A pair
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kForeignStream);
+  EXPECT_TRUE(starts_with(r.message,
+                          "timed round 2: work reached the job stream after the custom "
+                          "call returned"))
+      << r.message;
+  EXPECT_EQ(device_.logged("time custom").size(), 6u);
+}
+
 CallTrace mostly_library(Slot slot, int index) {
   CallTrace t = fake::honest_trace(slot, index);
   t.library_kernels = 3;

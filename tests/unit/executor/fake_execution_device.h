@@ -98,6 +98,9 @@ class Device final : public ExecutionDevice {
   // How many timed calls, from the first, return a void sample (a gated call that waited on its
   // stream: cuda_device.cpp); INT_MAX: every one.
   int void_samples = 0;
+  // From which of the custom's timed calls (counted from 0) on each reports work queued on the
+  // job stream after it (TimedCall::late_work: another host thread's launch); INT_MAX: none.
+  int late_work_from = std::numeric_limits<int>::max();
   // Seeded, so timing tests are deterministic. A test that asserts its interval covers the truth
   // relies on this seed being one of the ~95% that do (executor_test checks the rate over seeds).
   std::mt19937_64 rng{1};
@@ -168,7 +171,8 @@ class Device final : public ExecutionDevice {
     const bool void_sample = void_samples > 0;
     void_samples -= void_sample;
     const Variant& v = variants.at(slots_[index(slot)].variant);
-    return TimedCall{v.ms * std::exp(noise(rng)), void_sample, void_sample ? 1e3 : v.host_ms};
+    const bool late = slot == Slot::kCustom && timed_custom_calls_++ >= late_work_from;
+    return TimedCall{v.ms * std::exp(noise(rng)), void_sample, void_sample ? 1e3 : v.host_ms, late};
   }
 
   Status synchronize() override {
@@ -276,6 +280,7 @@ class Device final : public ExecutionDevice {
   }
 
   SlotState slots_[2];
+  int timed_custom_calls_ = 0;
   std::vector<float> stash_;
   std::vector<InputSet> sets_;
   bool tracing_ = false;
