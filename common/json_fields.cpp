@@ -246,9 +246,39 @@ int nesting_depth(std::string_view text, int limit) {
   return deepest;
 }
 
+namespace {
+
+// U+0000 as U+FFFD (the replacement character, UTF-8) in every string and key of `value`, which
+// nests at most kMaxDepth deep.
+void replace_nul(json& value) {
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  auto scrub = [](std::string& text) {
+    for (size_t at = text.find('\0'); at != std::string::npos; at = text.find('\0', at + 3))
+      text.replace(at, 1, kReplacement);
+  };
+  if (value.is_string()) {
+    scrub(value.get_ref<std::string&>());
+  } else if (value.is_array()) {
+    for (json& element : value) replace_nul(element);
+  } else if (value.is_object()) {
+    json scrubbed = json::object();
+    for (auto& [key, element] : value.items()) {
+      std::string name = key;
+      scrub(name);
+      replace_nul(element);
+      scrubbed[name] = std::move(element);
+    }
+    value = std::move(scrubbed);
+  }
+}
+
+}  // namespace
+
 json parse_untrusted(std::string_view text) {
   if (nesting_depth(text) > kMaxDepth) return json(json::value_t::discarded);
-  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_discarded() && text.find("\\u0000") != std::string_view::npos) replace_nul(value);
+  return value;
 }
 
 }  // namespace kb::json_fields

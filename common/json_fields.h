@@ -75,7 +75,9 @@ inline constexpr int kMaxDepth = 64;
 int nesting_depth(std::string_view text, int limit = kMaxDepth);
 
 // `text` parsed, or a discarded value (is_discarded()) when it is not JSON or nests deeper than
-// kMaxDepth. Never throws.
+// kMaxDepth. Never throws. A NUL character in a string or key (the escape \u0000) comes back as
+// U+FFFD: PostgreSQL's text and jsonb cannot hold it, and a peer's NUL made every write of its
+// message fail (retried as if the database were down).
 nlohmann::json parse_untrusted(std::string_view text);
 
 }  // namespace kb::json_fields

@@ -120,5 +120,19 @@ TEST(JsonFields, ParseUntrustedRefusesDeepNestingAndParsesTheRest) {
   EXPECT_TRUE(parse_untrusted("{\"id\": 12,").is_discarded());
 }
 
+// PostgreSQL's text and jsonb hold no NUL: a peer's \u0000 comes back as U+FFFD, in values and
+// keys at any depth; an escaped backslash before "u0000" is no NUL.
+TEST(JsonFields, ParseUntrustedReplacesNulCharacters) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  const json parsed = parse_untrusted(
+      R"({"software": {"cu\u0000da": ["12\u0000\u0000", 3]}, "path": "C:\\u0000"})");
+  ASSERT_FALSE(parsed.is_discarded());
+  const json& software = parsed.at("software");
+  ASSERT_TRUE(software.contains("cu" + replacement + "da")) << software.dump();
+  EXPECT_EQ(software.at("cu" + replacement + "da").at(0), "12" + replacement + replacement);
+  EXPECT_EQ(parsed.at("path"), "C:\\u0000");
+  EXPECT_EQ(parsed.dump().find('\0'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kb::json_fields
