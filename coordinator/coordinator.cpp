@@ -85,6 +85,11 @@ Status Coordinator::open_sockets() {
       wire::configure_socket(*s);
       s->set(zmq::sockopt::router_mandatory, 1);  // a send to a gone peer fails: counted
     }
+    // Workers send no payload (packs only flow to them): a frame larger than a body is a hostile
+    // peer's, and libzmq drops its connection before it is buffered. A worker's queue holds at
+    // most 1,000 messages (1 GiB of bodies) instead of 100,000 (a worker sends a few a second).
+    workers_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(wire::kMaxBodyBytes + 4096));
+    workers_.set(zmq::sockopt::rcvhwm, 1000);
     if (curve) {
       if (!curve::curve_available()) return Status::failed_precondition("libzmq lacks CURVE");
       KB_ASSIGN_OR_RETURN(

@@ -106,6 +106,23 @@ TEST_F(CoordinatorTest, BadInputIsDroppedAndCountedAndTheCoordinatorStillAnswers
   EXPECT_EQ(register_worker(w, "still-works"), 1);  // and it still serves workers
 }
 
+// A worker's frame larger than any body (workers send no payload) never reaches the decoder:
+// libzmq drops the connection at the frame's header, before buffering it (a 2 MiB frame here;
+// the 256 MiB pack limit applied to workers before). The worker's socket reconnects and is served.
+TEST_F(CoordinatorTest, AWorkerFrameLargerThanABodyDropsItsConnection) {
+  start();
+  zmq::socket_t w = worker();
+  send_frames(w, {"KBF1", "HEARTBEAT", std::string((1 << 20) + 1, ' ')});  // a body too big
+  send_frames(w, {"KBF1", "HEARTBEAT", std::string(2 << 20, ' ')});        // larger than a body
+  const std::string oversized = "kb_dropped_messages_total{reason=\"oversized\"}";
+  for (int i = 0; i < 100 && metric(metrics(), oversized) < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // time to decode a second one
+  EXPECT_EQ(metric(metrics(), oversized), 1) << "the 2 MiB frame reached the decoder";
+  zmq::socket_t again = worker();
+  EXPECT_EQ(register_worker(again, "after-the-drop"), 1);
+}
+
 // An attacker's bodies (docs/security.md, threat 9): nested 200,000 deep from a worker and from a
 // client (the coordinator died of SIGSEGV copying such a body), and a 64 KiB request_id, which is
 // answered without the echo.
