@@ -277,6 +277,7 @@ CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstan
     held = nullptr;
   }
   output_shape_ = problem.output_shape();
+  judged_current_ = false;
   if (Status s = allocate(outputs_[static_cast<int>(slot)], output_shape_); !s.is_ok()) {
     return {KB_PACK_ERROR, s.message()};
   }
