@@ -110,8 +110,8 @@ class CpuDevice final : public ExecutionDevice {
     return outputs_[static_cast<int>(slot)];
   }
 
-  Result<uint64_t> input_hash(int set) override {
-    uint64_t h = 14695981039346656037ull;
+  Result<uint64_t> input_hash(int set, uint64_t salt) override {
+    uint64_t h = 14695981039346656037ull ^ salt;
     auto mix = [&h](const std::vector<HostTensor<float>>& tensors) {
       for (const auto& t : tensors) {
         const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
@@ -124,9 +124,9 @@ class CpuDevice final : public ExecutionDevice {
     return h;
   }
 
-  Result<uint64_t> output_hash(Slot slot) override {
+  Result<uint64_t> output_hash(Slot slot, uint64_t salt) override {
     const auto& out = outputs_[static_cast<int>(slot)];
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = 14695981039346656037ull ^ salt;
     const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
     for (size_t i = 0; i < out.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
     return h;

@@ -97,11 +97,11 @@ class CudaDevice final : public ExecutionDevice {
     return fill_nan(outputs_[static_cast<int>(slot)].data, element_count(output_shape_), stream_);
   }
   Result<std::vector<float>> read_output(Slot slot) override;
-  Result<uint64_t> input_hash(int set) override;
+  Result<uint64_t> input_hash(int set, uint64_t salt) override;
   Result<ErrorStats> compare_slots(const Tolerance& tolerance) override {
     return compare_with(outputs_[static_cast<int>(Slot::kReference)], tolerance);
   }
-  Result<uint64_t> output_hash(Slot slot) override;
+  Result<uint64_t> output_hash(Slot slot, uint64_t salt) override;
   Status stash_reference() override;
   Result<std::vector<float>> read_stash() override { return read_buffer(stash_); }
   Result<ErrorStats> compare_with_stash(const Tolerance& tolerance) override {
@@ -122,7 +122,7 @@ class CudaDevice final : public ExecutionDevice {
   Status allocate(DeviceBuffer& b, const Shape& shape);
   Result<std::vector<float>> read_buffer(const DeviceBuffer& b);
   Status write_buffer(DeviceBuffer& b, const HostTensor<float>& host);
-  Result<uint64_t> hash_buffers(const std::vector<const DeviceBuffer*>& buffers);
+  Result<uint64_t> hash_buffers(const std::vector<const DeviceBuffer*>& buffers, uint64_t salt);
   // The custom output against `expected` (the reference slot or the stash), on the GPU.
   Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance) {
     return compare_on_device(expected.data, custom_output().data, element_count(expected.shape),
@@ -430,21 +430,21 @@ Result<std::vector<float>> CudaDevice::read_buffer(const DeviceBuffer& b) {
   return host;
 }
 
-Result<uint64_t> CudaDevice::input_hash(int set) {
+Result<uint64_t> CudaDevice::input_hash(int set, uint64_t salt) {
   std::vector<const DeviceBuffer*> buffers;
   for (const auto* group : {&sets_.at(set).inputs, &sets_.at(set).params}) {
     for (const DeviceBuffer& b : *group) buffers.push_back(&b);
   }
-  return hash_buffers(buffers);
+  return hash_buffers(buffers, salt);
 }
 
-Result<uint64_t> CudaDevice::output_hash(Slot slot) {
-  return hash_buffers({&outputs_[static_cast<int>(slot)]});
+Result<uint64_t> CudaDevice::output_hash(Slot slot, uint64_t salt) {
+  return hash_buffers({&outputs_[static_cast<int>(slot)]}, salt);
 }
 
-Result<uint64_t> CudaDevice::hash_buffers(const std::vector<const DeviceBuffer*>& buffers) {
+Result<uint64_t> CudaDevice::hash_buffers(const std::vector<const DeviceBuffer*>& buffers,
+                                          uint64_t salt) {
   KB_CUDA_TRY(cudaMemsetAsync(hash_, 0, sizeof *hash_, stream_));
-  uint64_t salt = 0;
   for (const DeviceBuffer* b : buffers) {
     KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(b->data), element_count(b->shape),
                            salt, hash_, stream_));

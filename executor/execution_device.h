@@ -128,11 +128,13 @@ class ExecutionDevice {
     return compare_outputs(ref->data(), custom->data(), static_cast<int64_t>(ref->size()),
                            tolerance);
   }
-  // A hash over every input and parameter of set `set`.
-  virtual Result<uint64_t> input_hash(int set) = 0;
-  // A hash over the slot's output buffer (the timing checks hash the reference output around
-  // every custom call: a custom that writes there is caught).
-  virtual Result<uint64_t> output_hash(Slot slot) = 0;
+  // A hash over every input and parameter of set `set`, keyed by `salt`. The executor draws a salt
+  // per check from the job's timing secret and hashes before and after the custom call with it: a
+  // custom cannot craft a change of its inputs that keeps a hash keyed by what it does not know.
+  virtual Result<uint64_t> input_hash(int set, uint64_t salt) = 0;
+  // A hash over the slot's output buffer, keyed like input_hash (the timing checks hash the
+  // reference output around every custom call: a custom that writes there is caught).
+  virtual Result<uint64_t> output_hash(Slot slot, uint64_t salt) = 0;
   // Copies the reference output into a private buffer no variant is ever given, then poisons the
   // reference slot: the custom call that follows can neither read the reference's answer nor
   // change the copy it is judged against.

@@ -33,6 +33,11 @@ uint64_t trace_seed(uint64_t timing_secret) {
   return timing_secret ^ 0x7472616365ull;
 }
 
+// The hash salts' draw (ExecutionDevice::input_hash), from the same secret.
+uint64_t hash_salt_seed(uint64_t timing_secret) {
+  return timing_secret ^ 0x68617368ull;
+}
+
 }  // namespace
 
 Job::Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstance& problem,
@@ -42,7 +47,8 @@ Job::Job(ExecutionDevice& device, const JobRequest& request, const ProblemInstan
       problem_(problem),
       result_(result),
       timing_secret_(timing_secret_of(request)),
-      trace_rng_(trace_seed(timing_secret_)) {}
+      trace_rng_(trace_seed(timing_secret_)),
+      hash_salts_(hash_salt_seed(timing_secret_)) {}
 
 bool Job::fail(JobStatus status, const std::string& message) {
   result_.status = status;
@@ -155,7 +161,8 @@ bool Job::check_correctness() {
     if (s.is_ok()) s = device_.run(Slot::kReference, 0);
     if (s.is_ok()) s = device_.poison_output(Slot::kCustom);
     if (!s.is_ok()) return fail_error(where, s);
-    Result<uint64_t> before = device_.input_hash(0);
+    const uint64_t salt = hash_salts_();
+    Result<uint64_t> before = device_.input_hash(0, salt);
     if (!before.is_ok()) return fail_error(where, before.status());
     const bool traced = !request_.config.no_launch_trace;
     if (traced && !(s = device_.begin_trace()).is_ok()) return fail_error(where, s);
@@ -168,7 +175,7 @@ bool Job::check_correctness() {
     } else if (!(s = device_.synchronize()).is_ok()) {
       return fail_error(where + "custom: ", s);
     }
-    Result<uint64_t> after = device_.input_hash(0);
+    Result<uint64_t> after = device_.input_hash(0, salt);
     if (!after.is_ok()) return fail_error(where, after.status());
     if (after.value() != before.value()) {
       return fail(JobStatus::kInputMutated,

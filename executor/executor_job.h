@@ -87,6 +87,7 @@ class Job {
   double void_seconds_ = 0;               // wall time of the void rounds (outside the time cap)
   uint64_t timing_secret_;  // JobRequest::timing_secret or a fresh draw: the timed inputs' seed
   std::mt19937_64 trace_rng_;
+  std::mt19937_64 hash_salts_;  // one salt per hash pair around a custom call (input_hash)
   std::vector<double> round_ratios_;
   TimingCosts costs_;
 };

@@ -130,7 +130,8 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   const std::string where = "timed round " + std::to_string(round) + ": ";
   const int set = round_set(round);
   if (Status s = fresh_contents(set); !s.is_ok()) return fail_error(where, s);
-  Result<uint64_t> inputs_before = device_.input_hash(set);
+  const uint64_t inputs_salt = hash_salts_(), reference_salt = hash_salts_();
+  Result<uint64_t> inputs_before = device_.input_hash(set, inputs_salt);
   if (!inputs_before.is_ok()) return fail_error(where, inputs_before.status());
   Status s = Status::ok();
   if (reference_first) {
@@ -143,7 +144,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   }
   if (s.is_ok()) s = device_.poison_output(Slot::kCustom);
   if (!s.is_ok()) return fail_error(where, s);
-  Result<uint64_t> reference_before = device_.output_hash(Slot::kReference);
+  Result<uint64_t> reference_before = device_.output_hash(Slot::kReference, reference_salt);
   if (!reference_before.is_ok()) return fail_error(where, reference_before.status());
 
   Result<double> ms = timed_call(Slot::kCustom, set);
@@ -156,13 +157,13 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
                     "timing events (launched from another host thread?)");
   }
 
-  Result<uint64_t> inputs_after = device_.input_hash(set);
+  Result<uint64_t> inputs_after = device_.input_hash(set, inputs_salt);
   if (!inputs_after.is_ok()) return fail_error(where, inputs_after.status());
   if (inputs_after.value() != inputs_before.value()) {
     return fail(JobStatus::kInputMutated,
                 where + "the custom call changed its inputs or parameters");
   }
-  Result<uint64_t> reference_after = device_.output_hash(Slot::kReference);
+  Result<uint64_t> reference_after = device_.output_hash(Slot::kReference, reference_salt);
   if (!reference_after.is_ok()) return fail_error(where, reference_after.status());
   if (reference_after.value() != reference_before.value()) {
     return fail(JobStatus::kInputMutated,

@@ -90,6 +90,37 @@ TEST_F(ExecutorTest, TheTimedInputsComeFromASecretOfTheJobNotTheRunSeed) {
   EXPECT_NE(timing_seeds[0], timing_seeds[1]);
 }
 
+// The hashes around each custom call are keyed by a salt of their own, drawn from the timing
+// secret: the same salt before and after the call, a new one for every check, none a custom can
+// know (the input hash is a sum over words, so a known salt admits crafted collisions).
+TEST_F(ExecutorTest, EachHashCheckHasASaltOfItsOwnFromTheTimingSecret) {
+  std::vector<std::vector<uint64_t>> jobs;
+  for (bool secret : {true, true, false}) {
+    if (!secret) request_.timing_secret.reset();
+    device_.hash_salts.clear();
+    JobResult r = run();
+    ASSERT_EQ(r.status, JobStatus::kOk) << r.message;
+    jobs.push_back(device_.hash_salts);
+  }
+  const std::vector<uint64_t>& salts = jobs[0];
+  ASSERT_GT(salts.size(), 10u + 4u);
+  std::set<uint64_t> distinct;
+  for (size_t t = 0; t < 10; t += 2) {  // the 5 correctness trials: inputs before, after
+    EXPECT_EQ(salts[t], salts[t + 1]) << t;
+    distinct.insert(salts[t]);
+  }
+  ASSERT_EQ((salts.size() - 10) % 4, 0u);
+  for (size_t p = 10; p < salts.size(); p += 4) {  // each timed pair: inputs, reference slot
+    EXPECT_EQ(salts[p], salts[p + 2]) << p;
+    EXPECT_EQ(salts[p + 1], salts[p + 3]) << p;
+    distinct.insert(salts[p]);
+    distinct.insert(salts[p + 1]);
+  }
+  EXPECT_EQ(distinct.size(), 5 + (salts.size() - 10) / 2);
+  EXPECT_EQ(jobs[1], jobs[0]) << "the same secret, the same salts";
+  EXPECT_NE(jobs[2], jobs[0]) << "the same run seed, another secret";
+}
+
 TEST_F(ExecutorTest, TrialsUseFreshInputsAndPoisonTheCustomOutput) {
   JobResult r = run();
   ASSERT_EQ(r.status, JobStatus::kOk) << r.message;

@@ -109,7 +109,8 @@ class Device final : public ExecutionDevice {
   // "time custom 2", "poison custom", "hash 0", "hash output reference", "stash", "begin_trace",
   // "end_trace", "synchronize".
   std::vector<std::string> log;
-  bool blind_input_hash = false;  // input_hash ignores the contents (a crafted collision)
+  bool blind_input_hash = false;     // input_hash ignores the contents (a crafted collision)
+  std::vector<uint64_t> hash_salts;  // of every input_hash and output_hash, in call order
   std::vector<GeneratorKey> generated;
   int clock_samples = 0;
 
@@ -188,10 +189,11 @@ class Device final : public ExecutionDevice {
   }
   Result<std::vector<float>> read_output(Slot slot) override { return slots_[index(slot)].output; }
 
-  Result<uint64_t> input_hash(int set) override {
+  Result<uint64_t> input_hash(int set, uint64_t salt) override {
     log.push_back("hash " + std::to_string(set));
+    hash_salts.push_back(salt);
     if (blind_input_hash) return uint64_t{0};  // a hash the custom's changes collide with
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = 14695981039346656037ull ^ salt;
     for (const auto* group :
          {&sets_.at(static_cast<size_t>(set)).inputs, &sets_.at(static_cast<size_t>(set)).params}) {
       for (const auto& t : *group) h = hash_floats(t.data, h);
@@ -199,9 +201,10 @@ class Device final : public ExecutionDevice {
     return h;
   }
 
-  Result<uint64_t> output_hash(Slot slot) override {
+  Result<uint64_t> output_hash(Slot slot, uint64_t salt) override {
     log.push_back("hash output " + name(slot));
-    return hash_floats(slots_[index(slot)].output);
+    hash_salts.push_back(salt);
+    return hash_floats(slots_[index(slot)].output, 14695981039346656037ull ^ salt);
   }
   Status stash_reference() override {
     log.push_back("stash");
