@@ -156,6 +156,8 @@ Status DbThread::run_one(Op& op) {
       up_ = !outage;
     }
     if (status.is_ok()) return status;
+    if (status.code() == StatusCode::kNotFound || status.code() == StatusCode::kInvalidArgument)
+      return status;  // about the request: the same again
     if (!outage) {  // not the database's state but this call's: a few more tries, then give up
       if (++failures > kRetries) return status;
       KB_LOGF_WARN("database call failed (%s); retry %d of %d",

@@ -4,8 +4,12 @@
 // An operation is a function of the store that may be called more than once: when it returns a
 // connection error (JobStore::is_connection_error), the thread marks the database down, waits
 // (backoff 100 ms doubling to 2 s), reconnects and calls it again with the same arguments, for as
-// long as it takes (an outage loses nothing; the loop keeps running and keeps queueing). Any other
-// error is retried kRetries times with the same backoff, then ends the operation. `finished` then
+// long as it takes (an outage loses nothing; the loop keeps running and keeps queueing). An answer
+// about the request itself is final at once: kNotFound (no such run or pack) and kInvalidArgument
+// (a value the database refused, pg_status.h) would come back the same, and retrying them held
+// the thread, every other write waiting, for 0.7 s a request (a CANCEL of a run that does not
+// exist, from any submitter key). Any other error is retried kRetries times with the same
+// backoff, then ends the operation. `finished` then
 // runs once, ON THIS THREAD, with the final Status; callers post their completion to their own
 // loop (asio::post).
 //

@@ -7,8 +7,10 @@
 // cancel (57014), a read-only node after a failover (25006), a lock timeout (55P03), a system or
 // I/O error (class 58) and a transient conflict (serialization failure 40001, deadlock 40P01)
 // become kIoError: nothing is wrong with the data, so the caller reconnects and retries until it
-// passes. Anything else (a bad value, a constraint) is kInternal: the data is at fault, and the
-// database thread isolates the row (db_thread.h).
+// passes. A value the database refuses (SQLSTATE class 22, data exception: a bad time, a NUL, a
+// number out of range; class 23, a constraint) is kInvalidArgument: the request is at fault, and
+// the same statement would fail again, so the database thread neither retries it nor waits
+// (db_thread.h; a batch isolates the row). Anything else is kInternal.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -28,6 +30,10 @@ inline bool is_retryable_sqlstate(const std::string& state) {
          state == "25006" || state == "55P03" || state == "40001" || state == "40P01";
 }
 
+inline bool is_refused_value_sqlstate(const std::string& state) {
+  return state.rfind("22", 0) == 0 || state.rfind("23", 0) == 0;
+}
+
 // Call inside a catch block: converts the exception in flight.
 inline Status current_pg_status(const std::string& what) {
   try {
@@ -39,6 +45,10 @@ inline Status current_pg_status(const std::string& what) {
   } catch (const pqxx::sql_error& e) {
     if (is_retryable_sqlstate(e.sqlstate())) {
       return Status::io_error(what + ": database unavailable (" + e.sqlstate() + "): " + e.what());
+    }
+    if (is_refused_value_sqlstate(e.sqlstate())) {
+      return Status::invalid_argument(what + ": the database refused a value (" + e.sqlstate() +
+                                      "): " + e.what());
     }
     return Status::internal(what + ": SQL error " + e.sqlstate() + ": " + e.what());
   } catch (const std::exception& e) {

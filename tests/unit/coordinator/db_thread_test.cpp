@@ -1,10 +1,13 @@
 #include "coordinator/db_thread.h"
 
+#include <pqxx/pqxx>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
 
+#include "coordinator/pg_status.h"
 #include "tests/support/assert_ok.h"
 #include "tests/unit/coordinator/fake_job_store.h"
 
@@ -58,6 +61,44 @@ TEST(DbThread, OtherErrorsAreRetriedThenEndTheOperationAndBatchesAreCounted) {
   db.submit_batch(batch, outcome, [&](const Status& s) { applied.set_value(s); });
   KB_EXPECT_OK(applied.get_future().get());
   EXPECT_EQ(db.stats().batches, 1u);
+}
+
+// An answer about the request (no such run; a value the database refuses) is final at once: no
+// retry, no backoff, the next operation runs.
+TEST(DbThread, AnswersAboutTheRequestAreFinalAtOnce) {
+  DbThread db(std::make_unique<testing::FakeJobStore>(),
+              DbThreadOptions{std::chrono::milliseconds(500), std::chrono::milliseconds(500)});
+  for (const Status& answer :
+       {Status::not_found("no run 7"), Status::invalid_argument("refused value (22007)")}) {
+    std::promise<Status> finished;
+    std::atomic<int> calls{0};
+    const auto start = std::chrono::steady_clock::now();
+    db.submit(
+        [&](JobStore&) {
+          ++calls;
+          return answer;
+        },
+        [&](const Status& s) { finished.set_value(s); });
+    EXPECT_EQ(finished.get_future().get().code(), answer.code());
+    EXPECT_EQ(calls.load(), 1);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
+  }
+}
+
+// A refused value (SQLSTATE class 22 or 23) is the request's fault; an outage class is not.
+TEST(PgStatus, RefusedValuesAreInvalidArgumentsAndOutagesIoErrors) {
+  auto status_of = [](const char* sqlstate) {
+    try {
+      throw pqxx::sql_error("boom", "INSERT ...", sqlstate);
+    } catch (...) {
+      return current_pg_status("store");
+    }
+  };
+  EXPECT_EQ(status_of("22007").code(), StatusCode::kInvalidArgument);  // invalid datetime
+  EXPECT_EQ(status_of("22P05").code(), StatusCode::kInvalidArgument);  // NUL in jsonb text
+  EXPECT_EQ(status_of("23505").code(), StatusCode::kInvalidArgument);  // unique violation
+  EXPECT_EQ(status_of("57014").code(), StatusCode::kIoError);          // statement cancelled
+  EXPECT_EQ(status_of("42P01").code(), StatusCode::kInternal);         // undefined table: a bug
 }
 
 // A batch with a row the database refuses: the rest is stored, the bad row is stored as a
