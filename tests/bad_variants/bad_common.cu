@@ -80,6 +80,18 @@ Status DeviceScratch::allocate(int64_t count) {
   return Status::ok();
 }
 
+PrivateStream::~PrivateStream() {
+  if (stream_) {
+    KB_CUDA_WARN(cudaStreamSynchronize(stream_));
+    KB_CUDA_WARN(cudaStreamDestroy(stream_));
+  }
+}
+
+Status PrivateStream::create() {
+  if (!stream_) KB_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  return Status::ok();
+}
+
 Status copy(const float* src, float* dst, int64_t n, cudaStream_t stream) {
   copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n);
   KB_CUDA_TRY(cudaGetLastError());

@@ -49,6 +49,21 @@ class DeviceScratch {
   int64_t count_ = 0;
 };
 
+// A non-blocking stream of the variant's own: synchronized and destroyed with it.
+class PrivateStream {
+ public:
+  PrivateStream() = default;
+  ~PrivateStream();
+  PrivateStream(const PrivateStream&) = delete;
+  PrivateStream& operator=(const PrivateStream&) = delete;
+
+  Status create();
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 // dst[i] = src[i] for i < n, by a kernel of our own on `stream` (not a cudaMemcpy, which the
 // tracer would not count as our kernel).
 Status copy(const float* src, float* dst, int64_t n, cudaStream_t stream);

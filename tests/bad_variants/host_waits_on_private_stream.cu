@@ -18,29 +18,22 @@ namespace kb::bad::host_waits_on_private_stream {
 
 class HostWaitsOnPrivateStream final : public Implementation {
  public:
-  ~HostWaitsOnPrivateStream() override {
-    if (private_) {
-      KB_CUDA_WARN(cudaStreamSynchronize(private_));
-      KB_CUDA_WARN(cudaStreamDestroy(private_));
-    }
-  }
-
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
-    KB_CUDA_TRY(cudaStreamCreateWithFlags(&private_, cudaStreamNonBlocking));
+    KB_TRY(private_.create());
     return work_.setup(p, stream);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     if (++calls_ <= kUntimedCalls) return work_.run(args, stream);
-    KB_TRY(work_.run(args, private_));
-    KB_CUDA_TRY(cudaStreamSynchronize(private_));
+    KB_TRY(work_.run(args, private_.get()));
+    KB_CUDA_TRY(cudaStreamSynchronize(private_.get()));
     return ballast(1000, stream);
   }
 
  private:
   HonestWork work_;
   int calls_ = 0;
-  cudaStream_t private_ = nullptr;
+  PrivateStream private_;
 };
 
 }  // namespace kb::bad::host_waits_on_private_stream

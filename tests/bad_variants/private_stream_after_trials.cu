@@ -16,26 +16,19 @@ namespace kb::bad::private_stream_after_trials {
 
 class PrivateStreamAfterTrials final : public Implementation {
  public:
-  ~PrivateStreamAfterTrials() override {
-    if (private_) {
-      KB_CUDA_WARN(cudaStreamSynchronize(private_));
-      KB_CUDA_WARN(cudaStreamDestroy(private_));
-    }
-  }
-
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
-    KB_CUDA_TRY(cudaStreamCreateWithFlags(&private_, cudaStreamNonBlocking));
+    KB_TRY(private_.create());
     return work_.setup(p, stream);
   }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
-    return work_.run(args, ++calls_ > kUntimedCalls ? private_ : stream);
+    return work_.run(args, ++calls_ > kUntimedCalls ? private_.get() : stream);
   }
 
  private:
   HonestWork work_;
   int calls_ = 0;
-  cudaStream_t private_ = nullptr;
+  PrivateStream private_;
 };
 
 }  // namespace kb::bad::private_stream_after_trials

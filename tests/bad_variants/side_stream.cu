@@ -18,11 +18,10 @@ class SideStream final : public Implementation {
   ~SideStream() override {
     if (ready_) KB_CUDA_WARN(cudaEventDestroy(ready_));
     if (done_) KB_CUDA_WARN(cudaEventDestroy(done_));
-    if (side_) KB_CUDA_WARN(cudaStreamDestroy(side_));
   }
 
   Status setup(const ProblemInstance& p, cudaStream_t stream) override {
-    KB_CUDA_TRY(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+    KB_TRY(side_.create());
     KB_CUDA_TRY(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     KB_CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
     KB_TRY(scratch_.allocate(element_count(p.output_shape())));
@@ -34,9 +33,9 @@ class SideStream final : public Implementation {
     into_scratch.output.data = scratch_.data();
     KB_TRY(reference_->run(into_scratch, stream));
     KB_CUDA_TRY(cudaEventRecord(ready_, stream));
-    KB_CUDA_TRY(cudaStreamWaitEvent(side_, ready_, 0));
-    KB_TRY(copy(scratch_.data(), args.output.data, scratch_.count(), side_));
-    KB_CUDA_TRY(cudaEventRecord(done_, side_));
+    KB_CUDA_TRY(cudaStreamWaitEvent(side_.get(), ready_, 0));
+    KB_TRY(copy(scratch_.data(), args.output.data, scratch_.count(), side_.get()));
+    KB_CUDA_TRY(cudaEventRecord(done_, side_.get()));
     KB_CUDA_TRY(cudaStreamWaitEvent(stream, done_, 0));
     return Status::ok();
   }
@@ -44,7 +43,7 @@ class SideStream final : public Implementation {
  private:
   std::unique_ptr<Implementation> reference_;
   DeviceScratch scratch_;
-  cudaStream_t side_ = nullptr;
+  PrivateStream side_;
   cudaEvent_t ready_ = nullptr, done_ = nullptr;
 };
 
