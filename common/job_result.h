@@ -17,14 +17,15 @@ namespace kb {
 
 enum class JobStatus {
   kOk,
-  kMismatch,        // custom differs from reference beyond atol + rtol*|ref|
-  kNonFinite,       // custom non-finite where the reference is finite
-  kInputMutated,    // custom wrote into an input or parameter
-  kNoCustomKernel,  // custom launched no kernel of its own (only cuDNN/cuBLAS or nothing)
-  kForeignStream,   // custom did work on a stream other than the job's, or after its call ended
-  kLibraryDominated,  // library kernels (cuDNN, cuBLAS, our eager ops) carry most of the custom's GPU time
-  kImplausible,     // custom median below the problem's hard physical floor
-  kFragile,         // robustness trial: custom error far above the reference's against the golden model
+  kMismatch,          // custom differs from reference beyond atol + rtol*|ref|
+  kNonFinite,         // custom non-finite where the reference is finite
+  kInputMutated,      // custom wrote into an input or parameter
+  kNoCustomKernel,    // custom launched no kernel of its own (only cuDNN/cuBLAS or nothing)
+  kForeignStream,     // custom did work on a stream other than the job's, or after its call ended
+  kLibraryDominated,  // library kernels (cuDNN, cuBLAS, our eager ops) carry most of the custom's
+                      // GPU time
+  kImplausible,       // custom median below the hard physical floor, or far below its traced work
+  kFragile,  // robustness trial: custom error far above the reference's against the golden model
   kRuntimeError,    // a CUDA/cuDNN/cuBLAS error, or the pack reported one
   kNotImplemented,  // the pack has no custom variant for this problem
   kUnsupported,     // the variant cannot handle these shapes

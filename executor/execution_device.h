@@ -51,6 +51,9 @@ struct CallTrace {
   int library_kernels = 0;  // everything else: cuDNN, cuBLAS, our eager ops, ...
   double own_gpu_ms = 0;    // GPU time of the own kernels
   double total_gpu_ms = 0;  // GPU time of every kernel, copy and memset of the call
+  // From the start of the call's first activity to the end of its last: what the call's events
+  // span at least (overlapping kernels, e.g. programmatic dependent launch, count once).
+  double span_ms = 0;
   // Activities of the call that ran on a stream other than the job stream (the legacy and
   // per-thread default streams included) or ended after the call's last job-stream work, each
   // named: "kernel kb::side_kernel on stream 13 (job stream 7)".

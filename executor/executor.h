@@ -18,7 +18,8 @@
 //     samples are discarded). The first failure ends the job, naming its round. Stop when the
 //     speedup's 95% CI is within ±1% after >= 10 rounds, or at the time cap.
 //  4. Derived figures: TFLOP/s, GB/s, the fp32 roofline ratio, the hard physical floor — a
-//     custom median below it is `implausible`.
+//     custom median below it is `implausible`, as is one below kMinShareOfTracedWork of the GPU
+//     time its work spanned in the traced timed calls (a custom that works less when untraced).
 //  5. The result is labelled unverified when the config is weaker than the fleet's policy
 //     (< 3 correctness trials, or the launch trace off).
 //
@@ -38,6 +39,12 @@
 #include "executor/execution_device.h"
 
 namespace kb {
+
+// The least share of the GPU time its work spanned in traced timed calls (CallTrace::span_ms,
+// median) that a custom's timed median may be; below it the job is `implausible`. An honest call's
+// events on one stream span at least its activities; a half leaves room for clock and data
+// variation, and bounds what a custom that behaves only when traced can gain to 2x.
+inline constexpr double kMinShareOfTracedWork = 0.5;
 
 struct ExecutorConfig {
   int correctness_trials = 5;

@@ -23,6 +23,7 @@ class Job {
   bool check_correctness();
   bool time_variants();
   bool check_floor();
+  bool check_traced_work();
   void derive_figures();
 
  private:
@@ -89,6 +90,7 @@ class Job {
   std::mt19937_64 trace_rng_;
   std::mt19937_64 hash_salts_;  // one salt per hash pair around a custom call (input_hash)
   std::vector<double> round_ratios_;
+  std::vector<double> traced_custom_spans_ms_;  // CallTrace::span_ms of the traced timed customs
   TimingCosts costs_;
 };
 

@@ -232,6 +232,9 @@ bool Job::timed_round_once(int round, bool traced, bool keep) {
     if (!trace.is_ok()) return fail_error(where, trace.status());
     if (!check_trace(trace.value(), where)) return false;
     if (trace.value().available) ++result_.traced_rounds;
+    for (const CallTrace& call : trace.value().calls) {
+      if (call.slot == Slot::kCustom) traced_custom_spans_ms_.push_back(call.span_ms);
+    }
     trace_unavailable_ = !trace.value().available;
   }
   if (!keep) return true;

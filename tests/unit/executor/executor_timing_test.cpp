@@ -423,9 +423,32 @@ TEST_F(ExecutorTest, BelowTheHardFloorIsImplausible) {
 TEST_F(ExecutorTest, NoHardFloorOnADeviceWithoutOne) {
   device_.floor = {};
   device_.variants[KB_VARIANT_CUSTOM].ms = 1e-6;
+  device_.trace_call = [](Slot slot, int index) {
+    CallTrace t = fake::honest_trace(slot, index);
+    t.own_gpu_ms = t.total_gpu_ms = t.span_ms = 1e-6;  // what it takes when traced, too
+    return t;
+  };
   JobResult r = run();
   EXPECT_EQ(r.status, JobStatus::kOk) << r.message;
   EXPECT_EQ(r.hard_floor_ms, 0);
+}
+
+// A custom that plays fair when traced (its work spans 1 ms on the GPU) and does a fraction of the
+// work when not (0.3 ms): its timed median is under half of its traced span. The traced rounds'
+// samples are discarded; their activity timestamps are what the trace's callbacks do not stretch.
+TEST_F(ExecutorTest, ACustomThatWorksLessWhenUntracedIsImplausible) {
+  request_.config.trace_fraction = 0.25;
+  device_.variants[KB_VARIANT_CUSTOM].ms = 0.3;
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kImplausible);
+  EXPECT_TRUE(starts_with(r.message, "the custom median 0.")) << r.message;
+  EXPECT_NE(
+      r.message.find("under 50% of the 1 ms its work spanned on the GPU in traced timed calls"),
+      std::string::npos)
+      << r.message;
+  // Honest at 0.6 ms (events span more than the kernels' own time): ok.
+  device_.variants[KB_VARIANT_CUSTOM].ms = 0.6;
+  EXPECT_EQ(run().status, JobStatus::kOk);
 }
 
 TEST_F(ExecutorTest, FewerThanThreeTrialsIsUnverified) {
