@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <random>
 
 #include "common/cuda/cuda_check.h"
 #include "common/cuda/tensor_generator.cuh"
@@ -124,10 +125,7 @@ class CudaDevice final : public ExecutionDevice {
   Status write_buffer(DeviceBuffer& b, const HostTensor<float>& host);
   Result<uint64_t> hash_buffers(const std::vector<const DeviceBuffer*>& buffers, uint64_t salt);
   // The custom output against `expected` (the reference slot or the stash), on the GPU.
-  Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance) {
-    return compare_on_device(expected.data, custom_output().data, element_count(expected.shape),
-                             tolerance.atol, tolerance.rtol, compare_scratch_, stream_);
-  }
+  Result<ErrorStats> compare_with(const DeviceBuffer& expected, const Tolerance& tolerance);
   // The custom output the checks judge: the copy taken at the stop event of its latest call when
   // that call was timed (execution_device.h, run_timed), else the slot's buffer.
   const DeviceBuffer& custom_output() const {
@@ -135,8 +133,11 @@ class CudaDevice final : public ExecutionDevice {
   }
   // Runs the slot's variant (run() without the bookkeeping of which output is judged).
   Status call(Slot slot, int set);
-  // Enqueues, on judge_stream_ behind the stop event, the copy of the custom output that is judged.
+  // Enqueues, on judge_stream_ behind the stop event, the copy of the custom output that is judged
+  // and its hash (judged_hashes_[0]).
   Status copy_custom_output_at_stop();
+  // Hashes the judged copy again (judged_hashes_[1]): unchanged since it was taken, or an error.
+  Status check_judged_copy_unchanged();
   void describe_device(const cudaDeviceProp& prop);
 
   // The reference slot runs the trusted reference pack, the custom slot the candidate pack.
@@ -147,6 +148,11 @@ class CudaDevice final : public ExecutionDevice {
   cudaStream_t judge_stream_ = nullptr;  // the device's own: copies the custom output at stop_
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cudaEvent_t judged_ = nullptr;  // recorded on judge_stream_ after that copy
+  // The judged copy's hash when taken and after the compare, under a salt drawn per copy: work
+  // left behind by the custom that finds the copy's buffer cannot rewrite it unseen.
+  unsigned long long* judged_hashes_ = nullptr;
+  uint64_t judged_salt_ = 0;
+  std::mt19937_64 salts_{std::random_device{}()};
   unsigned long long* hash_ = nullptr;
   DeviceCompareScratch compare_scratch_;
   L2Flusher flusher_;
@@ -169,7 +175,13 @@ class CudaDevice final : public ExecutionDevice {
 Status CudaDevice::init() {
   KB_CUDA_TRY(cudaSetDevice(ordinal_));
   KB_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  KB_CUDA_TRY(cudaStreamCreateWithFlags(&judge_stream_, cudaStreamNonBlocking));
+  // The highest priority: when SMs free up at the stop event, the copy's blocks (if the driver
+  // copies with a kernel) go before anything queued behind the call.
+  int least_priority = 0, greatest_priority = 0;
+  KB_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority));
+  KB_CUDA_TRY(
+      cudaStreamCreateWithPriority(&judge_stream_, cudaStreamNonBlocking, greatest_priority));
+  KB_CUDA_TRY(cudaMalloc(&judged_hashes_, 2 * sizeof *judged_hashes_));
   KB_CUDA_TRY(cudaEventCreate(&start_));
   KB_CUDA_TRY(cudaEventCreate(&stop_));
   KB_CUDA_TRY(cudaEventCreateWithFlags(&judged_, cudaEventDisableTiming));
@@ -243,6 +255,7 @@ CudaDevice::~CudaDevice() {
     for (DeviceBuffer& b : s.params) release(b);
   }
   if (hash_) KB_CUDA_WARN(cudaFree(hash_));
+  if (judged_hashes_) KB_CUDA_WARN(cudaFree(judged_hashes_));
   if (start_) KB_CUDA_WARN(cudaEventDestroy(start_));
   if (stop_) KB_CUDA_WARN(cudaEventDestroy(stop_));
   if (judged_) KB_CUDA_WARN(cudaEventDestroy(judged_));
@@ -281,8 +294,10 @@ CreateOutcome CudaDevice::create(Slot slot, int32_t variant, const ProblemInstan
   if (Status s = allocate(outputs_[static_cast<int>(slot)], output_shape_); !s.is_ok()) {
     return {KB_PACK_ERROR, s.message()};
   }
-  for (DeviceBuffer* b : {&stash_, &judged_output_}) {
-    if (Status s = allocate(*b, output_shape_); !s.is_ok()) return {KB_PACK_ERROR, s.message()};
+  if (Status s = allocate(stash_, output_shape_); !s.is_ok()) return {KB_PACK_ERROR, s.message()};
+  if (slot == Slot::kCustom) {
+    if (Status s = allocate(judged_output_, output_shape_); !s.is_ok())
+      return {KB_PACK_ERROR, s.message()};
   }
   std::vector<kb_dim_v1> dims;
   for (const auto& [name, value] : problem.dims()) dims.push_back({name.c_str(), value});
@@ -367,13 +382,18 @@ Status CudaDevice::call(Slot slot, int set) {
 // A custom call's output is judged as it stands when the stop event passes: the copy is enqueued
 // before the gate opens, on a stream of the device's own, so work that reaches the job stream
 // after run() returned (queued by a host thread the variant left behind, behind the stop event)
-// races a copy that starts the moment the call ends. Work found still queued on the job stream
-// once the copy is done is TimedCall::late_work.
+// races a copy that starts the moment the call ends (its hash, taken then, is checked again after
+// the compare). Work found still queued on the job stream after any timed call (once the copy is
+// done, for a custom) is TimedCall::late_work.
 Result<TimedCall> CudaDevice::run_timed(Slot slot, int set) {
+  if (slot == Slot::kCustom) judged_current_ = false;
   KB_TRY(flusher_.flush(stream_));
   const bool gated = gate_on_;
   if (gated) KB_TRY(gate_.close(stream_));
-  KB_CUDA_TRY(cudaEventRecord(start_, stream_));
+  if (const cudaError_t started = cudaEventRecord(start_, stream_); started != cudaSuccess) {
+    if (gated) gate_.open();  // the GPU must not stay held
+    KB_CUDA_TRY(started);
+  }
   const auto issue_start = std::chrono::steady_clock::now();
   const Status ran = call(slot, set);
   const double host_ms =
@@ -393,10 +413,11 @@ Result<TimedCall> CudaDevice::run_timed(Slot slot, int set) {
   if (judged) {
     KB_CUDA_TRY(cudaEventSynchronize(judged_));
     judged_current_ = true;
-    const cudaError_t queued = cudaStreamQuery(stream_);
-    if (queued != cudaErrorNotReady) KB_CUDA_TRY(queued);
-    timed.late_work = queued == cudaErrorNotReady;
   }
+  // Nothing of the executor's is queued behind the stop event.
+  const cudaError_t queued = cudaStreamQuery(stream_);
+  if (queued != cudaErrorNotReady) KB_CUDA_TRY(queued);
+  timed.late_work = queued == cudaErrorNotReady;
   if (gated && gate_.timed_out()) {
     gate_on_ = false;
     environment_["timing_gate"] =
@@ -414,8 +435,38 @@ Status CudaDevice::copy_custom_output_at_stop() {
   KB_CUDA_TRY(cudaMemcpyAsync(judged_output_.data, custom.data,
                               static_cast<size_t>(element_count(custom.shape)) * sizeof(float),
                               cudaMemcpyDeviceToDevice, judge_stream_));
+  judged_salt_ = salts_();
+  KB_CUDA_TRY(cudaMemsetAsync(judged_hashes_, 0, 2 * sizeof *judged_hashes_, judge_stream_));
+  KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(judged_output_.data),
+                         element_count(judged_output_.shape), judged_salt_, judged_hashes_,
+                         judge_stream_));
   KB_CUDA_TRY(cudaEventRecord(judged_, judge_stream_));
   return Status::ok();
+}
+
+Status CudaDevice::check_judged_copy_unchanged() {
+  KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(judged_output_.data),
+                         element_count(judged_output_.shape), judged_salt_, judged_hashes_ + 1,
+                         stream_));
+  unsigned long long hashes[2] = {0, 0};
+  KB_CUDA_TRY(
+      cudaMemcpyAsync(hashes, judged_hashes_, sizeof hashes, cudaMemcpyDeviceToHost, stream_));
+  KB_TRY(synchronize());
+  if (hashes[0] != hashes[1]) {
+    return Status::failed_precondition(
+        "the copy of the custom output taken when its call ended was written afterwards (work "
+        "left behind by the custom)");
+  }
+  return Status::ok();
+}
+
+Result<ErrorStats> CudaDevice::compare_with(const DeviceBuffer& expected,
+                                            const Tolerance& tolerance) {
+  Result<ErrorStats> errors =
+      compare_on_device(expected.data, custom_output().data, element_count(expected.shape),
+                        tolerance.atol, tolerance.rtol, compare_scratch_, stream_);
+  if (errors.is_ok() && judged_current_) KB_TRY(check_judged_copy_unchanged());
+  return errors;
 }
 
 Result<std::vector<float>> CudaDevice::read_output(Slot slot) {

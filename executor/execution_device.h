@@ -51,9 +51,10 @@ struct CallTrace {
   int library_kernels = 0;  // everything else: cuDNN, cuBLAS, our eager ops, ...
   double own_gpu_ms = 0;    // GPU time of the own kernels
   double total_gpu_ms = 0;  // GPU time of every kernel, copy and memset of the call
-  // From the start of the call's first activity to the end of its last: what the call's events
-  // span at least (overlapping kernels, e.g. programmatic dependent launch, count once).
-  double span_ms = 0;
+  // The time at least one of the call's activities ran (the union of their intervals): what the
+  // call's events span at least, with overlapping kernels (programmatic dependent launch) counted
+  // once and the gaps where the GPU waited for the host's launches left out.
+  double busy_ms = 0;
   // Activities of the call that ran on a stream other than the job stream (the legacy and
   // per-thread default streams included) or ended after the call's last job-stream work, each
   // named: "kernel kb::side_kernel on stream 13 (job stream 7)".
@@ -78,9 +79,10 @@ struct LaunchTrace {
 // host_ms: the host's time inside run() (the CPU device: the call itself). The gate hides it from
 // ms, so a call that issues slowly (many launches, host work before its launches) is reported
 // apart: the executor's environment.host_issue_ms.
-// late_work: a custom call after which work was still queued on the job stream once its output had
-// been taken (at the stop event, for the checks that follow): work queued from another host thread
-// after run() returned, which the events did not time. The executor fails the job (foreign_stream).
+// late_work: a call after which work was still queued on the job stream (for a custom, once its
+// output had been taken at the stop event for the checks that follow): work queued from another
+// host thread after run() returned, which the events did not time, or queued behind the
+// reference's call to slow the next one. The executor fails the job (foreign_stream).
 struct TimedCall {
   double ms = 0;
   bool void_sample = false;

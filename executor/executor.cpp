@@ -200,22 +200,23 @@ bool Job::check_floor() {
   return fail(JobStatus::kImplausible, text);
 }
 
-// The custom's timed median against the GPU time its work spanned in the traced timed calls
-// (CallTrace::span_ms, from CUPTI's activity timestamps, which the trace's callbacks do not
+// The custom's timed median against the GPU time its work kept the GPU busy in the traced timed
+// calls (CallTrace::busy_ms, from CUPTI's activity timestamps, which the trace's callbacks do not
 // stretch; the events of a call on one stream span at least that). A median under
 // kMinShareOfTracedWork of it means the untraced calls did less work than the traced ones: a
 // custom that tells when it is traced (docs/verification.md, trick 3d).
 bool Job::check_traced_work() {
   if (!has_custom_ || request_.config.aa || result_.status != JobStatus::kOk) return true;
-  if (traced_custom_spans_ms_.empty()) return true;
-  const double busy = summarize(traced_custom_spans_ms_).median;
+  if (traced_custom_busy_ms_.empty()) return true;
+  const double busy = summarize(traced_custom_busy_ms_).median;
   const double custom_ms = result_.custom.summary.median;
   if (busy <= 0 || custom_ms <= 0 || custom_ms >= kMinShareOfTracedWork * busy) return true;
   char text[320];
-  std::snprintf(text, sizeof text,
-                "the custom median %.4g ms is under %.0f%% of the %.4g ms its work spanned on the "
-                "GPU in traced timed calls (median of %zu): its calls do less work when not traced",
-                custom_ms, 100 * kMinShareOfTracedWork, busy, traced_custom_spans_ms_.size());
+  std::snprintf(
+      text, sizeof text,
+      "the custom median %.4g ms is under %.0f%% of the %.4g ms its work kept the GPU "
+      "busy in traced timed calls (median of %zu): its calls do less work when not traced",
+      custom_ms, 100 * kMinShareOfTracedWork, busy, traced_custom_busy_ms_.size());
   return fail(JobStatus::kImplausible, text);
 }
 

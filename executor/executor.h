@@ -19,7 +19,8 @@
 //     speedup's 95% CI is within ±1% after >= 10 rounds, or at the time cap.
 //  4. Derived figures: TFLOP/s, GB/s, the fp32 roofline ratio, the hard physical floor — a
 //     custom median below it is `implausible`, as is one below kMinShareOfTracedWork of the GPU
-//     time its work spanned in the traced timed calls (a custom that works less when untraced).
+//     time its work kept the GPU busy in the traced timed calls (a custom that works less when
+//     untraced).
 //  5. The result is labelled unverified when the config is weaker than the fleet's policy
 //     (< 3 correctness trials, or the launch trace off).
 //
@@ -40,7 +41,7 @@
 
 namespace kb {
 
-// The least share of the GPU time its work spanned in traced timed calls (CallTrace::span_ms,
+// The least share of the GPU time its work kept busy in traced timed calls (CallTrace::busy_ms,
 // median) that a custom's timed median may be; below it the job is `implausible`. An honest call's
 // events on one stream span at least its activities; a half leaves room for clock and data
 // variation, and bounds what a custom that behaves only when traced can gain to 2x.

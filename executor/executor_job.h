@@ -72,6 +72,8 @@ class Job {
   // One timed call of the slot's variant on input set `set`; a void sample marks the round void;
   // late_work_ holds what the call reported.
   Result<double> timed_call(Slot slot, int set);
+  // False (foreign_stream) when the latest timed call of `slot` reported late work.
+  bool no_late_work(Slot slot, const std::string& where);
 
   ExecutionDevice& device_;
   const JobRequest& request_;
@@ -90,7 +92,7 @@ class Job {
   std::mt19937_64 trace_rng_;
   std::mt19937_64 hash_salts_;  // one salt per hash pair around a custom call (input_hash)
   std::vector<double> round_ratios_;
-  std::vector<double> traced_custom_spans_ms_;  // CallTrace::span_ms of the traced timed customs
+  std::vector<double> traced_custom_busy_ms_;  // CallTrace::busy_ms of the traced timed customs
   TimingCosts costs_;
 };
 

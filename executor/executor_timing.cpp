@@ -69,6 +69,18 @@ Result<double> Job::timed_call(Slot slot, int set) {
   return call.value().ms;
 }
 
+// Work on the job stream behind a timed call's stop event is not the executor's: a host thread the
+// custom left behind queued it (behind the custom's own call, to finish its output untimed; behind
+// the reference's, to slow the calls that follow).
+bool Job::no_late_work(Slot slot, const std::string& where) {
+  if (!late_work_) return true;
+  const char* after = slot == Slot::kCustom ? "custom" : "reference";
+  return fail(JobStatus::kForeignStream,
+              where + "work reached the job stream after the " + after +
+                  " call returned, outside its timing events (launched from a host thread the "
+                  "custom left behind?)");
+}
+
 GeneratorKey Job::next_timing_key() {
   return GeneratorKey{timing_secret_, next_timing_trial_++};
 }
@@ -137,6 +149,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   if (reference_first) {
     Result<double> ms = timed_call(Slot::kReference, set);
     if (!ms.is_ok()) return fail_error(where + "reference: ", ms.status());
+    if (!no_late_work(Slot::kReference, where)) return false;
     times.reference_ms = ms.value();
     s = device_.stash_reference();
   } else {
@@ -150,12 +163,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   Result<double> ms = timed_call(Slot::kCustom, set);
   if (!ms.is_ok()) return fail_error(where + "custom: ", ms.status());
   times.custom_ms = ms.value();
-  if (late_work_) {
-    return fail(JobStatus::kForeignStream,
-                where +
-                    "work reached the job stream after the custom call returned, outside its "
-                    "timing events (launched from another host thread?)");
-  }
+  if (!no_late_work(Slot::kCustom, where)) return false;
 
   Result<uint64_t> inputs_after = device_.input_hash(set, inputs_salt);
   if (!inputs_after.is_ok()) return fail_error(where, inputs_after.status());
@@ -176,6 +184,7 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
     if (Status r = make_contents(set); !r.is_ok()) return fail_error(where, r);
     Result<double> ref_ms = timed_call(Slot::kReference, set);
     if (!ref_ms.is_ok()) return fail_error(where + "reference: ", ref_ms.status());
+    if (!no_late_work(Slot::kReference, where)) return false;
     times.reference_ms = ref_ms.value();
   }
   Result<ErrorStats> errors = reference_first ? device_.compare_with_stash(request_.spec->tolerance)
@@ -233,7 +242,7 @@ bool Job::timed_round_once(int round, bool traced, bool keep) {
     if (!check_trace(trace.value(), where)) return false;
     if (trace.value().available) ++result_.traced_rounds;
     for (const CallTrace& call : trace.value().calls) {
-      if (call.slot == Slot::kCustom) traced_custom_spans_ms_.push_back(call.span_ms);
+      if (call.slot == Slot::kCustom) traced_custom_busy_ms_.push_back(call.busy_ms);
     }
     trace_unavailable_ = !trace.value().available;
   }

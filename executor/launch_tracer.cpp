@@ -128,7 +128,7 @@ LaunchTrace summarize_trace(const State& s, uint32_t job_stream) {
     trace.calls.back().slot = slot;
   }
   std::vector<uint64_t> last_job_end(s.calls.size(), 0);
-  std::vector<uint64_t> first_start(s.calls.size(), UINT64_MAX), last_end(s.calls.size(), 0);
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> intervals(s.calls.size());
   std::vector<std::vector<const Record*>> off_stream(s.calls.size());
   for (const Record& r : s.records) {
     auto it = s.origins.find(r.correlation);
@@ -147,9 +147,7 @@ LaunchTrace summarize_trace(const State& s, uint32_t job_stream) {
     CallTrace& call = trace.calls[static_cast<size_t>(origin.call)];
     const double ms = static_cast<double>(r.end - r.start) * 1e-6;
     call.total_gpu_ms += ms;
-    const size_t at = static_cast<size_t>(origin.call);
-    first_start[at] = std::min(first_start[at], r.start);
-    last_end[at] = std::max(last_end[at], r.end);
+    intervals[static_cast<size_t>(origin.call)].emplace_back(r.start, r.end);
     if (std::strcmp(r.kind, "kernel") == 0) {
       const bool own = is_own_kernel_name(r.name.c_str());
       (own ? call.own_kernels : call.library_kernels) += 1;
@@ -164,8 +162,8 @@ LaunchTrace summarize_trace(const State& s, uint32_t job_stream) {
     }
   }
   for (size_t i = 0; i < trace.calls.size(); ++i) {
-    if (last_end[i] > first_start[i])
-      trace.calls[i].span_ms = static_cast<double>(last_end[i] - first_start[i]) * 1e-6;
+    trace.calls[i].busy_ms =
+        static_cast<double>(interval_union_length(std::move(intervals[i]))) * 1e-6;
     for (const Record* r : off_stream[i]) {
       std::string text = describe(*r, job_stream);
       if (r->end > last_job_end[i]) text += ", ending after the call's last job-stream work";
@@ -176,6 +174,17 @@ LaunchTrace summarize_trace(const State& s, uint32_t job_stream) {
 }
 
 }  // namespace
+
+uint64_t interval_union_length(std::vector<std::pair<uint64_t, uint64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  uint64_t total = 0, covered_to = 0;
+  for (const auto& [start, end] : intervals) {
+    const uint64_t from = std::max(start, covered_to);
+    if (end > from) total += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return total;
+}
 
 bool is_own_kernel_name(const char* name) {
   // The eager ops (kb::eager) are the references' building blocks: a custom variant that only

@@ -23,6 +23,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include "common/status.h"
 #include "executor/execution_device.h"
 
@@ -40,5 +44,8 @@ class LaunchTracer {
 };
 
 bool is_own_kernel_name(const char* mangled_name);
+
+// The length of the union of [start, end) intervals (CallTrace::busy_ms, in the timestamps' unit).
+uint64_t interval_union_length(std::vector<std::pair<uint64_t, uint64_t>> intervals);
 
 }  // namespace kb

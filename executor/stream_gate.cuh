@@ -15,16 +15,18 @@
 // `timeout` and marks it (timed_out()); the caller then drops the gate and voids the sample
 // (execution_device.h's TimedCall: the executor retakes the round on fresh contents).
 //
-// The gate holds the whole GPU, not only its stream: it fills every SM's thread slots (two blocks
-// of 1024 threads per SM on the H100 and H200), so no kernel of any stream runs while it is
-// closed. A one-thread gate held the job stream alone, and a call could run its real work on a
-// private stream and wait for it on the host inside run(): the events on the job stream then timed
-// nothing and the host's wait was outside them (the 2026-12-07 review; the launch trace sees the
-// private stream, but only in traced rounds). Against this gate that work cannot start until the
-// gate opens, which needs run() to return: the call waits out the timeout and its sample is void,
-// and the ungated samples from then on count the host's wait. The same holds for a kernel
-// left running from an earlier call: the gate cannot fill the SMs it holds, so the gate kernel
-// cannot finish, and the stream waits for that kernel too.
+// The gate holds the whole GPU's SMs, not only its stream: its blocks fill every SM's thread slots
+// (two blocks of 1024 threads per SM on the H100 and H200), and close() returns only once every
+// block is resident (armed), so no kernel of any stream runs from then until open(). A one-thread
+// gate held the job stream alone, and a call could run its real work on a private stream and wait
+// for it on the host inside run(): the events on the job stream then timed nothing and the host's
+// wait was outside them (the 2026-12-07 review; the launch trace sees the private stream, but only
+// in traced rounds). Against this gate that work cannot start until the gate opens, which needs
+// run() to return: the call waits out the timeout and its sample is void, and the ungated samples
+// from then on count the host's wait. A kernel left running from an earlier call keeps the gate
+// from arming: close() fails after the timeout. Copy engines are not held: a copy on another
+// stream runs under the gate (the launch trace names it in traced rounds, and the executor's
+// traced busy-time check bounds what it can hide).
 // Block 0 polls the host's flag; the other blocks poll a word in device memory that block 0 sets
 // (a host-memory poll from every block would be hundreds of PCIe reads per microsecond); every
 // block also gives up on its own at the timeout.
@@ -52,7 +54,9 @@ class StreamGate {
   // Allocates the flags (mapped pinned memory: the device reads the host's writes) and sizes the
   // gate for GPU `ordinal` (the current device).
   Status init(int ordinal, std::chrono::milliseconds timeout);
-  // Enqueues the gate on `stream`: work enqueued after it waits until open() or the timeout.
+  // Enqueues the gate on `stream` and waits on the host until it holds every SM (armed): work
+  // enqueued after it waits until open() or the timeout. Fails (the gate opened again) when work
+  // of another stream keeps SMs busy past the timeout.
   Status close(cudaStream_t stream);
   // Lets the stream go (host side; call it after the timed call's stop event is enqueued).
   void open();
@@ -63,13 +67,16 @@ class StreamGate {
   struct Flags {
     int open;       // host -> device: 1 releases the gate
     int timed_out;  // device -> host: 1 when the gate gave up
+    int armed;      // device -> host: 1 once every block is resident
   };
   Flags* host_ = nullptr;        // mapped pinned memory
   Flags* device_ = nullptr;      // the same memory, as the device addresses it
   unsigned* release_ = nullptr;  // device memory: block 0 writes the generation it released
+  unsigned* arrived_ = nullptr;  // device memory: blocks resident in the latest gate
   unsigned generation_ = 0;      // of the latest close()
   unsigned blocks_ = 1;          // blocks of block_threads_ that fill every SM's thread slots
   unsigned block_threads_ = 1;
+  std::chrono::milliseconds timeout_{0};
   uint64_t timeout_ns_ = 0;
 };
 

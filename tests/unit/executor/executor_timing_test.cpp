@@ -276,6 +276,19 @@ TEST_F(ExecutorTest, WorkQueuedAfterATimedCustomCallReturnedIsForeignStream) {
   EXPECT_EQ(device_.logged("time custom").size(), 6u);
 }
 
+// Work queued behind a reference's timed call (a left-behind thread slowing the calls that follow)
+// fails the job the same way.
+TEST_F(ExecutorTest, WorkQueuedAfterATimedReferenceCallReturnedIsForeignStream) {
+  device_.late_work_slot = Slot::kReference;
+  device_.late_work_from = 3;  // the second round's B A pair
+  JobResult r = run();
+  EXPECT_EQ(r.status, JobStatus::kForeignStream);
+  EXPECT_TRUE(starts_with(r.message,
+                          "timed round 1: work reached the job stream after the "
+                          "reference call returned"))
+      << r.message;
+}
+
 CallTrace mostly_library(Slot slot, int index) {
   CallTrace t = fake::honest_trace(slot, index);
   t.library_kernels = 3;
@@ -425,7 +438,7 @@ TEST_F(ExecutorTest, NoHardFloorOnADeviceWithoutOne) {
   device_.variants[KB_VARIANT_CUSTOM].ms = 1e-6;
   device_.trace_call = [](Slot slot, int index) {
     CallTrace t = fake::honest_trace(slot, index);
-    t.own_gpu_ms = t.total_gpu_ms = t.span_ms = 1e-6;  // what it takes when traced, too
+    t.own_gpu_ms = t.total_gpu_ms = t.busy_ms = 1e-6;  // what it takes when traced, too
     return t;
   };
   JobResult r = run();
@@ -433,9 +446,10 @@ TEST_F(ExecutorTest, NoHardFloorOnADeviceWithoutOne) {
   EXPECT_EQ(r.hard_floor_ms, 0);
 }
 
-// A custom that plays fair when traced (its work spans 1 ms on the GPU) and does a fraction of the
-// work when not (0.3 ms): its timed median is under half of its traced span. The traced rounds'
-// samples are discarded; their activity timestamps are what the trace's callbacks do not stretch.
+// A custom that plays fair when traced (its work keeps the GPU busy 1 ms) and does a fraction of
+// the work when not (0.3 ms): its timed median is under half of its traced busy time. The traced
+// rounds' samples are discarded; their activity timestamps are what the trace's callbacks do not
+// stretch.
 TEST_F(ExecutorTest, ACustomThatWorksLessWhenUntracedIsImplausible) {
   request_.config.trace_fraction = 0.25;
   device_.variants[KB_VARIANT_CUSTOM].ms = 0.3;
@@ -443,7 +457,7 @@ TEST_F(ExecutorTest, ACustomThatWorksLessWhenUntracedIsImplausible) {
   EXPECT_EQ(r.status, JobStatus::kImplausible);
   EXPECT_TRUE(starts_with(r.message, "the custom median 0.")) << r.message;
   EXPECT_NE(
-      r.message.find("under 50% of the 1 ms its work spanned on the GPU in traced timed calls"),
+      r.message.find("under 50% of the 1 ms its work kept the GPU busy in traced timed calls"),
       std::string::npos)
       << r.message;
   // Honest at 0.6 ms (events span more than the kernels' own time): ok.

@@ -73,7 +73,7 @@ inline CallTrace honest_trace(Slot slot, int) {
   (slot == Slot::kCustom ? t.own_kernels : t.library_kernels) = 1;
   t.own_gpu_ms = slot == Slot::kCustom ? 1.0 : 0.0;
   t.total_gpu_ms = 1.0;
-  t.span_ms = 1.0;
+  t.busy_ms = 1.0;
   t.kernel_names = {slot == Slot::kCustom ? "kb::bmm_kernel" : "sm90_xmma_gemm"};
   return t;
 }
@@ -99,9 +99,10 @@ class Device final : public ExecutionDevice {
   // How many timed calls, from the first, return a void sample (a gated call that waited on its
   // stream: cuda_device.cpp); INT_MAX: every one.
   int void_samples = 0;
-  // From which of the custom's timed calls (counted from 0) on each reports work queued on the
+  // From which of late_work_slot's timed calls (counted from 0) on each reports work queued on the
   // job stream after it (TimedCall::late_work: another host thread's launch); INT_MAX: none.
   int late_work_from = std::numeric_limits<int>::max();
+  Slot late_work_slot = Slot::kCustom;
   // Seeded, so timing tests are deterministic. A test that asserts its interval covers the truth
   // relies on this seed being one of the ~95% that do (executor_test checks the rate over seeds).
   std::mt19937_64 rng{1};
@@ -173,7 +174,7 @@ class Device final : public ExecutionDevice {
     const bool void_sample = void_samples > 0;
     void_samples -= void_sample;
     const Variant& v = variants.at(slots_[index(slot)].variant);
-    const bool late = slot == Slot::kCustom && timed_custom_calls_++ >= late_work_from;
+    const bool late = slot == late_work_slot && timed_calls_[index(slot)]++ >= late_work_from;
     return TimedCall{v.ms * std::exp(noise(rng)), void_sample, void_sample ? 1e3 : v.host_ms, late};
   }
 
@@ -284,7 +285,7 @@ class Device final : public ExecutionDevice {
   }
 
   SlotState slots_[2];
-  int timed_custom_calls_ = 0;
+  int timed_calls_[2] = {0, 0};  // per slot
   std::vector<float> stash_;
   std::vector<InputSet> sets_;
   bool tracing_ = false;
