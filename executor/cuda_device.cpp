@@ -445,6 +445,7 @@ Status CudaDevice::copy_custom_output_at_stop() {
 }
 
 Status CudaDevice::check_judged_copy_unchanged() {
+  KB_CUDA_TRY(cudaMemsetAsync(judged_hashes_ + 1, 0, sizeof *judged_hashes_, stream_));
   KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(judged_output_.data),
                          element_count(judged_output_.shape), judged_salt_, judged_hashes_ + 1,
                          stream_));

@@ -30,7 +30,8 @@ __global__ void __launch_bounds__(kMaxGateThreads, 2)
                 volatile unsigned* release, unsigned generation, uint64_t timeout_ns) {
   if (threadIdx.x == 0) {
     const uint64_t start = global_ns();
-    if (atomicAdd(arrived, 1u) == gridDim.x - 1) {
+    // Armed only while still closed: a block that arrives after block 0 gave up arms nothing.
+    if (atomicAdd(arrived, 1u) == gridDim.x - 1 && *release != generation) {
       __threadfence_system();
       *armed = 1;
     }
@@ -108,7 +109,7 @@ Status StreamGate::close(cudaStream_t stream) {
   // SMs past the timeout is a variant's, left running.
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (flags->armed == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (std::chrono::steady_clock::now() > deadline && flags->armed == 0) {
       open();
       return Status::failed_precondition(
           "the timing gate could not hold the GPU within " + std::to_string(timeout_.count()) +
