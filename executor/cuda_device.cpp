@@ -134,9 +134,9 @@ class CudaDevice final : public ExecutionDevice {
   // Runs the slot's variant (run() without the bookkeeping of which output is judged).
   Status call(Slot slot, int set);
   // Enqueues, on judge_stream_ behind the stop event, the copy of the custom output that is judged
-  // and its hash (judged_hashes_[0]).
+  // and its hash (judged_hash_).
   Status copy_custom_output_at_stop();
-  // Hashes the judged copy again (judged_hashes_[1]): unchanged since it was taken, or an error.
+  // Hashes the judged copy again: unchanged since it was taken, or an error.
   Status check_judged_copy_unchanged();
   void describe_device(const cudaDeviceProp& prop);
 
@@ -150,7 +150,7 @@ class CudaDevice final : public ExecutionDevice {
   cudaEvent_t judged_ = nullptr;  // recorded on judge_stream_ after that copy
   // The judged copy's hash when taken and after the compare, under a salt drawn per copy: work
   // left behind by the custom that finds the copy's buffer cannot rewrite it unseen.
-  unsigned long long* judged_hashes_ = nullptr;
+  unsigned long long* judged_hash_ = nullptr;
   uint64_t judged_salt_ = 0;
   std::mt19937_64 salts_{std::random_device{}()};
   unsigned long long* hash_ = nullptr;
@@ -181,7 +181,7 @@ Status CudaDevice::init() {
   KB_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority));
   KB_CUDA_TRY(
       cudaStreamCreateWithPriority(&judge_stream_, cudaStreamNonBlocking, greatest_priority));
-  KB_CUDA_TRY(cudaMalloc(&judged_hashes_, 2 * sizeof *judged_hashes_));
+  KB_CUDA_TRY(cudaMalloc(&judged_hash_, sizeof *judged_hash_));
   KB_CUDA_TRY(cudaEventCreate(&start_));
   KB_CUDA_TRY(cudaEventCreate(&stop_));
   KB_CUDA_TRY(cudaEventCreateWithFlags(&judged_, cudaEventDisableTiming));
@@ -255,7 +255,7 @@ CudaDevice::~CudaDevice() {
     for (DeviceBuffer& b : s.params) release(b);
   }
   if (hash_) KB_CUDA_WARN(cudaFree(hash_));
-  if (judged_hashes_) KB_CUDA_WARN(cudaFree(judged_hashes_));
+  if (judged_hash_) KB_CUDA_WARN(cudaFree(judged_hash_));
   if (start_) KB_CUDA_WARN(cudaEventDestroy(start_));
   if (stop_) KB_CUDA_WARN(cudaEventDestroy(stop_));
   if (judged_) KB_CUDA_WARN(cudaEventDestroy(judged_));
@@ -436,24 +436,20 @@ Status CudaDevice::copy_custom_output_at_stop() {
                               static_cast<size_t>(element_count(custom.shape)) * sizeof(float),
                               cudaMemcpyDeviceToDevice, judge_stream_));
   judged_salt_ = salts_();
-  KB_CUDA_TRY(cudaMemsetAsync(judged_hashes_, 0, 2 * sizeof *judged_hashes_, judge_stream_));
+  KB_CUDA_TRY(cudaMemsetAsync(judged_hash_, 0, sizeof *judged_hash_, judge_stream_));
   KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(judged_output_.data),
-                         element_count(judged_output_.shape), judged_salt_, judged_hashes_,
+                         element_count(judged_output_.shape), judged_salt_, judged_hash_,
                          judge_stream_));
   KB_CUDA_TRY(cudaEventRecord(judged_, judge_stream_));
   return Status::ok();
 }
 
 Status CudaDevice::check_judged_copy_unchanged() {
-  KB_CUDA_TRY(cudaMemsetAsync(judged_hashes_ + 1, 0, sizeof *judged_hashes_, stream_));
-  KB_TRY(hash_words_into(reinterpret_cast<const uint32_t*>(judged_output_.data),
-                         element_count(judged_output_.shape), judged_salt_, judged_hashes_ + 1,
-                         stream_));
-  unsigned long long hashes[2] = {0, 0};
-  KB_CUDA_TRY(
-      cudaMemcpyAsync(hashes, judged_hashes_, sizeof hashes, cudaMemcpyDeviceToHost, stream_));
-  KB_TRY(synchronize());
-  if (hashes[0] != hashes[1]) {
+  unsigned long long taken = 0;
+  KB_CUDA_TRY(cudaMemcpyAsync(&taken, judged_hash_, sizeof taken, cudaMemcpyDeviceToHost, stream_));
+  Result<uint64_t> now = hash_buffers({&judged_output_}, judged_salt_);  // synchronizes stream_
+  if (!now.is_ok()) return now.status();
+  if (static_cast<uint64_t>(taken) != now.value()) {
     return Status::failed_precondition(
         "the copy of the custom output taken when its call ended was written afterwards (work "
         "left behind by the custom)");
