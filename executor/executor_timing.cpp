@@ -179,8 +179,8 @@ bool Job::timed_custom_pair(int round, bool reference_first, PairTimes& times) {
   }
   if (!reference_first) {
     // The reference computes on the contents as generated, whatever the custom did to them: a
-    // change the additive hash missed (it admits crafted collisions) cannot put both variants on
-    // the same degenerate data.
+    // change the hash missed (additive; a pack that reads the executor's memory knows the salt)
+    // cannot put both variants on the same degenerate data.
     if (Status r = make_contents(set); !r.is_ok()) return fail_error(where, r);
     Result<double> ref_ms = timed_call(Slot::kReference, set);
     if (!ref_ms.is_ok()) return fail_error(where + "reference: ", ref_ms.status());
