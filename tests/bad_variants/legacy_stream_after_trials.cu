@@ -4,8 +4,9 @@
 // nothing orders the work against the job stream.
 // Why the old harness missed it: as for a private stream (private_stream_after_trials.cu): trial 0
 // alone was traced, and the timing events on the job stream bracketed none of the work.
-// What catches it: launch accounting over every timed call; the legacy stream is not the job
-// stream. Expected: foreign_stream.
+// What catches it: the output judged as it stood at the call's stop event, which the unjoined
+// work has not reached (the timing gate holds every SM until the judged copy is queued).
+// Expected: non_finite; a traced round that the work wins names the legacy stream (foreign_stream).
 #include <cuda_runtime.h>
 
 #include "kernels/implementation.h"

@@ -4,8 +4,10 @@
 // Why the old harness missed it: the launch trace covered trial 0 only, which was honest; the
 // timing events on the job stream bracketed nothing (the work ran beside them, so the custom was
 // timed at ~0), and the check after timing synchronized the device before reading.
-// What catches it: launch accounting over every timed call. The work runs on a stream other than
-// the job's and ends after the call's end event. Expected: foreign_stream.
+// What catches it: the output judged as it stood at the call's stop event, which the work on the
+// private stream has not reached (the timing gate holds every SM until the judged copy is
+// queued). Expected: non_finite; a traced round that the work wins names the private stream
+// (foreign_stream).
 #include <cuda_runtime.h>
 
 #include "common/cuda/cuda_check.h"
