@@ -8,7 +8,7 @@
 // docs/baselines.md), goal <= 4.47 ms (peer / 1.2). 3xTF32 does 3 TF32 MMAs per product:
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
-// Design: five paths, chosen in setup() by the shape (and by which code the driver loaded).
+// Design: six paths, chosen in setup() by the shape (and by which code the driver loaded).
 //  0. rows kernel (skinny_rows.cuh): M <= 16, a stream of B with M sums a lane (takes_skinny);
 //     thin-K kernel (thin_k.cuh): K <= 16 past that, a write of C with B's column in registers
 //     and A's rows in shared memory (takes_thin_k).
@@ -24,7 +24,11 @@
 //     (split_plan.h) for grids under two CTAs per SM, the splits summed in order by
 //     kernels/cores/split_sum.cuh (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
-//  3. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
+//  3. narrow tile (narrow_tile.cuh): products of at most 32 columns, more than 32 rows and
+//     4 M multiply-adds: CTA tile 64 x 32 (every column), 3xTF32 on mma.sync with the sums
+//     promoted every k8 step, A in 16-byte copies at any alignment (rows shifted into aligned
+//     chunks), 4 CTAs per SM, split-K toward them (takes_narrow).
+//  4. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, for products with K or N not a multiple of 4 under two, and in 32-row or
 //     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows or of at
@@ -79,6 +83,7 @@
 #include "common/cuda/device_query.h"
 #include "kernels/L1_003_batched_matmul/fma_tile.cuh"
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
+#include "kernels/L1_003_batched_matmul/narrow_tile.cuh"
 #include "kernels/L1_003_batched_matmul/skinny_rows.cuh"
 #include "kernels/L1_003_batched_matmul/split_plan.h"
 #include "kernels/L1_003_batched_matmul/thin_k.cuh"
@@ -235,6 +240,12 @@ class Tf32x3Bmm final : public Implementation {
       plan_split_k(sms, rule);
       return allocate_partials();
     }
+    narrow_ = takes_narrow();
+    if (narrow_) {
+      KB_CUDA_TRY(narrow::prepare_narrow_bmm());
+      plan_split_k(sms, narrow::kSplitRule);
+      return allocate_partials();
+    }
     bool wgmma_loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
     use_wgmma_ = wgmma_loaded && takes_wgmma(sms);
@@ -318,6 +329,9 @@ class Tf32x3Bmm final : public Implementation {
         chunk.tiles_n = static_cast<int>((n + skinny::kCols - 1) / skinny::kCols);
         KB_CUDA_TRY(
             skinny::launch_skinny_bmm(chunk, splits_, static_cast<int>(chunk_batch), stream));
+      } else if (narrow_) {
+        KB_CUDA_TRY(narrow::launch_narrow_bmm(chunk, splits_, static_cast<int>(chunk_batch),
+                                              k % 4 == 0 && aligned16(p.a), stream));
       } else if (small_grid_) {
         const int tile_cols = small::fma_tile_cols(n);
         chunk.tiles_n = static_cast<int>((n + tile_cols - 1) / tile_cols);
@@ -382,6 +396,22 @@ class Tf32x3Bmm final : public Implementation {
   // K <= 8 its rows now leave through shared memory by 16-byte stores (thin_k.cuh's stages_rows,
   // session 41: 97 x 431 x 5 x 1357 149 -> 120 us against the reference's 110).
   bool takes_thin_k() const { return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_); }
+
+  // The narrow tensor tile (narrow_tile.cuh) for products of at most 32 columns, more than 32
+  // rows and more than kSmallGridMaxMacs multiply-adds, past the rows and thin-K kernels. H100,
+  // session 47 (`kb bench L1_003 --dims D --time-cap 0.2 --trials 2 --seed 7`, main f218a92's
+  // pack (the FMA tile's 64-row and tall forms) / this tile / reference us, /work/.device/4 and 5):
+  // 84 x 401 x 661 x 27 (the mixed sweep's miss) 95 / 68 / 73, 84 x 401 x 661 x 13 91 / 66 / 73,
+  // 100 x 313 x 943 x 13 112 / 79 / 76, 128 x 512 x 1024 x 31 177 / 124 / 146, 1 x 4097 x 4097 x
+  // 9 69 / 52 / 54, 200 x 77 x 301 x 32 37 / 29 / 27, 64 x 999 x 255 x 3 56 / 45 / 51, 32 x 1000
+  // x 300 x 20 40 / 38 / 36, 129 x 255 x 37 x 27 14 / 11 / 11, 40 x 100 x 1101 x 5 30 / 25 / 49.
+  // Tiny products stay on the FMA tile (the tile with 4-byte copies of A, call 4: 3 x 33 x 17 x 1
+  // 1.00x -> 0.89x the reference, 2 x 40 x 30 x 20 1.31x -> 1.13x).
+  bool takes_narrow() const {
+    const auto [batch, m, k, n] = shape_;
+    return n <= narrow::kCols && m > small::kShort &&
+           double(batch) * double(m) * double(k) * double(n) > kSmallGridMaxMacs;
+  }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
@@ -452,6 +482,7 @@ class Tf32x3Bmm final : public Implementation {
   bool thin_ = false;            // thin K: thin_k.cuh
   int thin_rows_ = 0;            // its rows a CTA (thin::rows_for)
   bool use_wgmma_ = false;       // the sm_90a wgmma kernel
+  bool narrow_ = false;          // at most 32 columns: narrow_tile.cuh
   bool small_grid_ = false;      // the FMA tile instead of the tensor path
   bool cluster_sum_ = false;     // the FMA tile's splits sum in a cluster (no partials_)
   int fma_rows_ = small::kTile;  // the FMA tile's rows (small_grid_: fma_tile_rows)

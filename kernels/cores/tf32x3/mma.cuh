@@ -172,6 +172,11 @@ __device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src, boo
 __device__ __forceinline__ void cp_async_16(uint32_t smem, const float* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(src) : "memory");
 }
+// A 16-byte copy of which only the first src_bytes (0 .. 16) are read; the rest is zero-filled.
+__device__ __forceinline__ void cp_async_16_part(uint32_t smem, const float* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(src), "r"(src_bytes)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_4(uint32_t smem, const float* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem), "l"(src),
                "r"(valid ? 4 : 0)
