@@ -31,9 +31,8 @@
 //  4. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, for products with K or N not a multiple of 4 under two, and in 32-row or
-//     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows or of at
-//     most 32 columns (takes_small_grid); large products of at most 32 columns in 128 x 32 tiles
-//     of 8 x 4 outputs a thread (fma_tile.cuh's tall tile, session 43).
+//     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows and the
+//     tiny ones of at most 32 columns (takes_small_grid).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -232,7 +231,8 @@ class Tf32x3Bmm final : public Implementation {
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     skinny_ = takes_skinny();
     thin_rows_ = thin::rows_for(shape_.batch, shape_.m, shape_.k, shape_.n, sms);
-    thin_ = !skinny_ && takes_thin_k();
+    narrow_ = !skinny_ && takes_narrow();
+    thin_ = !skinny_ && !narrow_ && takes_thin_k();
     if (thin_) return Status::ok();
     if (skinny_) {
       const SplitRule rule{skinny::rows_for(shape_.m), skinny::kCols, skinny::kWarps,
@@ -240,7 +240,6 @@ class Tf32x3Bmm final : public Implementation {
       plan_split_k(sms, rule);
       return allocate_partials();
     }
-    narrow_ = takes_narrow();
     if (narrow_) {
       KB_CUDA_TRY(narrow::prepare_narrow_bmm());
       plan_split_k(sms, narrow::kSplitRule);
@@ -257,7 +256,7 @@ class Tf32x3Bmm final : public Implementation {
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) {
       // The tile's rows and its split-K rule (fma_tile.cuh: fma_tile_rows, fma_split_rule).
-      fma_rows_ = small::fma_tile_rows(shape_.batch, shape_.m, shape_.n);
+      fma_rows_ = small::fma_tile_rows(shape_.m);
       plan_split_k(sms, small::fma_split_rule(fma_rows_, small::fma_tile_cols(shape_.n)));
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
       cluster_sum_ =
@@ -407,10 +406,18 @@ class Tf32x3Bmm final : public Implementation {
   // x 300 x 20 40 / 38 / 36, 129 x 255 x 37 x 27 14 / 11 / 11, 40 x 100 x 1101 x 5 30 / 25 / 49.
   // Tiny products stay on the FMA tile (the tile with 4-byte copies of A, call 4: 3 x 33 x 17 x 1
   // 1.00x -> 0.89x the reference, 2 x 40 x 30 x 20 1.31x -> 1.13x).
+  // Thin K (K <= 16) at any size: the thin-K kernel's warps span 128 columns or more, and at N <=
+  // 32 most of them idle. H100, session 47 call 6 (thin-K kernel / this tile / reference us,
+  // /work/.device/6): 101 x 333 x 5 x 5 (seed 2026's miss) 15 / 8 / 7, 100 x 205 x 9 x 13 (seed
+  // 77's) 8 / 7 / 7, 64 x 999 x 16 x 32 14 / 12 / 11, 128 x 512 x 12 x 32 14 / 12 / 11, 200 x
+  // 130 x 9 x 7 0.87x -> 0.92x, 1 x 4096 x 16 x 16 1.39x -> 1.64x; a few us slower only at
+  // launch-bound sizes, still above the reference (2 x 449 x 3 x 5 1.22x -> 1.09x, 3 x 50 x 3 x
+  // 20 1.21x -> 1.09x, 5 x 97 x 5 x 20 1.21x -> 1.08x).
   bool takes_narrow() const {
     const auto [batch, m, k, n] = shape_;
     return n <= narrow::kCols && m > small::kShort &&
-           double(batch) * double(m) * double(k) * double(n) > kSmallGridMaxMacs;
+           (k <= thin::kMaxK ||
+            double(batch) * double(m) * double(k) * double(n) > kSmallGridMaxMacs);
   }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }

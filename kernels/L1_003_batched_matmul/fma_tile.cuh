@@ -6,11 +6,10 @@
 // the shape sweep measured 0.80x the reference at 11 x 5 x 47 x 201 and 0.75x at 3 x 379 x 459 x
 // 189. This kernel takes 64 x 64 tiles (4x the CTAs of 128 x 128), 16 x 16 threads of 4 x 4
 // outputs (32 x 64 tiles of 16 x 8 threads for products of at most 32 rows, where a 64-row tile
-// would leave half its rows idle; 128 x 32 tiles of 16 x 8 threads of 8 x 4 outputs, the tall
-// tile, for large products of at most 32 columns: takes_tall_tile), K in steps of 16 through a
-// kStages-deep cp.async pipeline (4-byte copies, any alignment; zero-filled past the tile and K),
-// and split-K (split_plan.h, fma_split_rule) toward four 64 x 64 tiles' threads per SM (one CTA an
-// SM for the tall tile). The splits are summed in split order in one of two ways:
+// would leave half its rows idle; 64 x 32 for the tiny products of at most 32 columns the narrow
+// tile leaves it), K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
+// alignment; zero-filled past the tile and K), and split-K (split_plan.h, fma_split_rule) toward
+// four 64 x 64 tiles' threads per SM. The splits are summed in split order in one of two ways:
 //  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
 //    splits of a tile are neighbours along x and form one thread-block cluster; each parks its
 //    64 x 64 sums in its shared memory, and after the cluster barrier each sums a 1/splits share
@@ -48,20 +47,13 @@ constexpr int kPer = 4;               // 4 x 4 outputs a thread
 constexpr int kPad = 4;               // a rows padded by 4 floats: float4-aligned, fewer conflicts
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
-// A tile of kRows (64, 32 for products of <= 32 rows: half the idle rows, or kTall) x kCols (64,
-// or 32 for products of <= 32 columns) columns, kCols / 4 x kRows / kRowsPerThread threads.
-// Rows of outputs a thread computes: 8 in the tall tile (kTall rows: 8 x 4 outputs a thread, 128
-// threads at 32 columns, the shape of cuBLAS's 128x32 FMA kernel), else kPer.
-constexpr int kTall = 128;
-template <int kRows>
-constexpr int kRowsPerThread = kRows == kTall ? 8 : kPer;
+// A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kCols (64, or 32
+// for products of <= 32 columns) columns, kCols / 4 x kRows / 4 threads of 4 x 4 outputs.
 template <int kRows, int kCols>
-constexpr int kThreadsOf = (kCols / kPer) * (kRows / kRowsPerThread<kRows>);
-// Resident CTAs an SM the registers are bounded for: 1,024 threads of 4 x 4 outputs (64
-// registers), 512 of 8 x 4 (128).
+constexpr int kThreadsOf = (kCols / kPer) * (kRows / kPer);
+// Resident CTAs an SM the registers are bounded for: 1,024 threads (64 registers).
 template <int kRows, int kCols>
-constexpr int kMinBlocksOf =
-    (kRowsPerThread<kRows> == kPer ? 1024 : 512) / kThreadsOf<kRows, kCols>;
+constexpr int kMinBlocksOf = 1024 / kThreadsOf<kRows, kCols>;
 
 template <int kRows, int kCols>
 struct Stage {
@@ -69,7 +61,6 @@ struct Stage {
   float b[kStep][kCols];         // b[k][col]
 };
 static_assert(kStages * sizeof(Stage<kTile, kTile>) <= 48 * 1024, "static shared memory");
-static_assert(kStages * sizeof(Stage<kTall, 32>) <= 48 * 1024, "static shared memory");
 // The kernel's shared memory: the pipeline's stages, then (cluster sum) the split's parked sums.
 template <int kRows, int kCols>
 union SharedTile {
@@ -193,7 +184,6 @@ template <int kRows, int kCols, bool kClusterSum, bool kVecB>
 __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, kCols>)
     fma_bmm_kernel(const GemmArgs p) {
   constexpr int kThreadCols = kCols / kPer;
-  constexpr int kRowsPer = kRowsPerThread<kRows>;
   __shared__ __align__(16) SharedTile<kRows, kCols> shared;
   Stage<kRows, kCols>* st = shared.stages;
   const int splits = static_cast<int>(gridDim.x) / p.tiles_n;
@@ -216,7 +206,7 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
     if (s < steps) loader.load(p, st[s]);
     cp_async_commit();
   }
-  float acc[kRowsPer][kPer] = {};
+  float acc[kPer][kPer] = {};
   for (int step = 0; step < steps; ++step) {
     cp_async_wait<kStages - 2>();  // this step's stage has landed (for this thread's copies)
     __syncthreads();               // ... for every thread's; and step - 1's stage is free
@@ -226,16 +216,12 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
     const Stage<kRows, kCols>& cur = st[step % kStages];
 #pragma unroll
     for (int k = 0; k < kStep; ++k) {
-      float ar[kRowsPer];
-#pragma unroll
-      for (int q = 0; q < kRowsPer / 4; ++q) {
-        const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kRowsPer + 4 * q]);
-        ar[4 * q] = av.x, ar[4 * q + 1] = av.y, ar[4 * q + 2] = av.z, ar[4 * q + 3] = av.w;
-      }
+      const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kPer]);
+      const float ar[kPer] = {av.x, av.y, av.z, av.w};
       const float4 bv = *reinterpret_cast<const float4*>(&cur.b[k][tx * kPer]);
       const float br[kPer] = {bv.x, bv.y, bv.z, bv.w};
 #pragma unroll
-      for (int i = 0; i < kRowsPer; ++i)
+      for (int i = 0; i < kPer; ++i)
 #pragma unroll
         for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
@@ -245,8 +231,8 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
     __syncthreads();  // every thread is done with the stages: they hold the parked tile now
     float* parked = shared.parked;
 #pragma unroll
-    for (int i = 0; i < kRowsPer; ++i)
-      reinterpret_cast<float4*>(parked + (ty * kRowsPer + i) * kCols)[tx] =
+    for (int i = 0; i < kPer; ++i)
+      reinterpret_cast<float4*>(parked + (ty * kPer + i) * kCols)[tx] =
           make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     cooperative_groups::this_cluster().sync();  // every split's tile is parked
     cluster_sum_store<kRows, kCols>(parked, split, splits, p.c + (bi * p.m + m0) * p.n + n0, p.n,
@@ -258,8 +244,8 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
   float* out = one_split ? p.c : p.partials + int64_t{split} * gridDim.z * p.m * p.n;
   float* c = out + (bi * p.m + m0) * p.n + n0;
 #pragma unroll
-  for (int i = 0; i < kRowsPer; ++i) {
-    const int row = ty * kRowsPer + i;
+  for (int i = 0; i < kPer; ++i) {
+    const int row = ty * kPer + i;
     if (row >= rows) continue;
 #pragma unroll
     for (int j = 0; j < kPer; ++j)
@@ -297,43 +283,22 @@ cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool clust
 }
 
 // The tile for p: 32 rows for products of at most kShort rows, else 64; 32 columns for products
-// of at most kShort columns (a 64-column tile would leave half its columns idle, the 128-column
-// tensor tiles 3/4: the mixed-regime sweep's 84 x 401 x 661 x 27 ran mma.sync at 0.42x the
-// reference), else 64. vec_b: N is a multiple of 4 and B 16-byte aligned.
-// Products of at most kShort columns in kTallMinTiles tall tiles or more take the tall tile (kTall
-// rows, 8 x 4 outputs a thread, unsplit: custom.cu plans toward one CTA an SM) where its rows pad
-// M by at most kTallMaxPadding over the 64-row tile's. Session 43 (H100, `kb bench L1_003 --dims
-// D`, one lease, custom ms 64 rows / tall unsplit / tall at the 64-row rule's splits, reference
-// in brackets): 84 x 401 x 661 x 27 (the mixed sweep's miss) 0.105 / 0.094 / 0.095 [0.074]; 84 x
-// 401 x 661 x 13 0.098 / 0.092 / 0.090 [0.073]; 128 x 512 x 1024 x 32 0.192 / 0.176 / 0.184
-// [0.145]; 16 x 2048 x 512 x 17 0.064 / 0.055 / 0.063 [0.047]; 32 x 1000 x 300 x 20 0.051 / 0.040
-// / 0.050 [0.036]. Not taken, slower on the tall tile: M 313 (padding 1.2; 100 x 313 x 943 x 27
-// 0.121 / 0.131 / 0.124), M 130 (1.33), M 301; grids under 256 tiles (50 x 401 x 661 x 27 0.068
-// / 0.070 / 0.071; 64 x 200 x 2000 x 24 0.100 / 0.097 / 0.102), where 2-8 forced splits ran 0.057
-// to 0.081 ms at 10 x 777 x 1500 x 31 without a pattern (0.063 on the 64-row tile).
+// of at most kShort columns (a 64-column tile would leave half its columns idle), else 64.
+// (Session 43's tall tile, 128 x 32 of 8 x 4 outputs a thread, ran large products of at most 32
+// columns until the narrow tensor tile took them: docs/kernels.md, session 47.)
 constexpr int kShort = 32;
-constexpr int64_t kTallMinTiles = 256;
-constexpr double kTallMaxPadding = 1.15;
-inline bool takes_tall_tile(int64_t batch, int64_t m, int64_t n) {
-  const auto tiles = [m](int64_t rows) { return (m + rows - 1) / rows; };
-  return n <= kShort && m > kTile && batch * tiles(kTall) >= kTallMinTiles &&
-         static_cast<double>(tiles(kTall) * kTall) <=
-             kTallMaxPadding * static_cast<double>(tiles(kTile) * kTile);
-}
-inline int fma_tile_rows(int64_t batch, int64_t m, int64_t n) {
-  if (m <= kShort) return kShort;
-  return takes_tall_tile(batch, m, n) ? kTall : kTile;
+inline int fma_tile_rows(int64_t m) {
+  return m <= kShort ? kShort : kTile;
 }
 inline int fma_tile_cols(int64_t n) {
   return n <= kShort ? kShort : kTile;
 }
 // The split-K rule (split_plan.h) of the tile of rows x cols: toward four 64 x 64 tiles' threads
-// an SM (more CTAs of the short and narrow tiles, which have fewer threads), one CTA an SM for
-// the tall tile (so unsplit where takes_tall_tile takes it), at least 4 k-steps a split.
+// an SM (more CTAs of the short and narrow tiles, which have fewer threads), at least 4 k-steps a
+// split.
 inline SplitRule fma_split_rule(int rows, int cols) {
   constexpr int64_t kCtasPerSm = 4, kMinKSteps = 4;
-  const int64_t ctas_per_sm = rows == kTall ? 1 : kCtasPerSm * kTile * kTile / (rows * cols);
-  return SplitRule{rows, cols, kStep, ctas_per_sm, kMinKSteps};
+  return SplitRule{rows, cols, kStep, kCtasPerSm * kTile * kTile / (rows * cols), kMinKSteps};
 }
 template <int kRows, int kCols>
 cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool cluster_sum, bool vec_b,
@@ -348,20 +313,11 @@ cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool clust
              ? launch_fma_shape<kRows, kShort>(p, splits, batch, cluster_sum, vec_b, stream)
              : launch_fma_shape<kRows, kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
-// rows: fma_tile_rows of the whole product (p may be a chunk of its batch). The tall tile has
-// kShort columns only: rows kTall with p.n > kShort is refused (cudaErrorInvalidValue), not run
-// over columns it would not cover.
+// rows: fma_tile_rows of the whole product (p may be a chunk of its batch).
 inline cudaError_t launch_fma_bmm(const GemmArgs& p, int rows, int splits, int batch,
                                   bool cluster_sum, bool vec_b, cudaStream_t stream) {
-  switch (rows) {
-    case kShort:
-      return launch_fma_rows<kShort>(p, splits, batch, cluster_sum, vec_b, stream);
-    case kTall:
-      if (p.n > kShort) return cudaErrorInvalidValue;
-      return launch_fma_shape<kTall, kShort>(p, splits, batch, cluster_sum, vec_b, stream);
-    default:
-      return launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
-  }
+  return rows == kShort ? launch_fma_rows<kShort>(p, splits, batch, cluster_sum, vec_b, stream)
+                        : launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
 
 }  // namespace kb::custom::L1_003::small
