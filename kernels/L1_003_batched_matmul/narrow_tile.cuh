@@ -329,26 +329,15 @@ __device__ __forceinline__ void mma_half_stage(const float* stage, const A& a_si
     uint32_t b_big[kNTiles][2], b_small[kNTiles][2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
-      const float comp[kNTiles] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        const tf32x3::SplitTf32 x = tf32x3::split_tf32(comp[nt]);
-        b_big[nt][i] = x.big;
-        b_small[nt][i] = x.small;
-      }
+      tf32x3::split_tf32_b_quad(*reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i)),
+                                i, b_big, b_small);
     }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
       uint32_t a_big[4], a_small[4];
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const float2 v = a_side.frag(stage, s, mt, half);
-        const tf32x3::SplitTf32 x = tf32x3::split_tf32(v.x), y = tf32x3::split_tf32(v.y);
-        a_big[half] = x.big;  // a0 / a1: logical k = t
-        a_small[half] = x.small;
-        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
-        a_small[half + 2] = y.small;
+        tf32x3::split_tf32_a_pair(a_side.frag(stage, s, mt, half), half, a_big, a_small);
       }
       tf32x3::mma3_k8_promoted<kNTiles>(acc[mt], a_big, a_small, b_big, b_small);
     }

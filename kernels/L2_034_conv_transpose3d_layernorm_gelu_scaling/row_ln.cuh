@@ -385,13 +385,8 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
     uint32_t b_big[4][2], b_small[4][2];
 #pragma unroll
     for (int sw = 0; sw < 2; ++sw) {
-      const float4 v = *reinterpret_cast<const float4*>(stage + b_base + (8 * s + sw) * kN);
-      const float comp[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const SplitTf32 x = split_tf32(comp[nt]);
-        b_big[nt][sw] = x.big, b_small[nt][sw] = x.small;
-      }
+      tf32x3::split_tf32_b_quad(
+          *reinterpret_cast<const float4*>(stage + b_base + (8 * s + sw) * kN), sw, b_big, b_small);
     }
     const float* a = stage + a_base + s * G::kSlabCiStride;
 #pragma unroll

@@ -173,9 +173,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
       const float2 v =
           row < a.len ? *reinterpret_cast<const float2*>(a.q + (head + row) * kHd + ks * 8 + 2 * t)
                       : make_float2(0.f, 0.f);
-      const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
-      qb[r] = x.big, qs[r] = x.small;
-      qb[r + 2] = y.big, qs[r + 2] = y.small;
+      tf32x3::split_tf32_a_pair(v, r, qb, qs);
     }
     qf[2 * ks * 32] = make_uint4(qb[0], qb[1], qb[2], qb[3]);
     qf[(2 * ks + 1) * 32] = make_uint4(qs[0], qs[1], qs[2], qs[3]);

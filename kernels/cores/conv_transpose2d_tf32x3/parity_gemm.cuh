@@ -217,13 +217,8 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
     uint32_t b_big[4][2], b_small[4][2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
-      const float comp[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const SplitTf32 x = split_tf32(comp[nt]);
-        b_big[nt][i] = x.big, b_small[nt][i] = x.small;
-      }
+      tf32x3::split_tf32_b_quad(*reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i)),
+                                i, b_big, b_small);
     }
 #pragma unroll
     for (int v = 0; v < 2; ++v) {

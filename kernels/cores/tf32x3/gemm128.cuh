@@ -222,26 +222,17 @@ __device__ __forceinline__ void mma_stage(const float* stage, int a_base, int b_
     uint32_t b_big[kMmaTilesN][2], b_small[kMmaTilesN][2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const float4 v = *reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i));
-      const float comp[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int nt = 0; nt < kMmaTilesN; ++nt) {
-        const SplitTf32 x = split_tf32(comp[nt]);
-        b_big[nt][i] = x.big;
-        b_small[nt][i] = x.small;
-      }
+      tf32x3::split_tf32_b_quad(*reinterpret_cast<const float4*>(stage + b_frag_fast(b_base, s, i)),
+                                i, b_big, b_small);
     }
 #pragma unroll
     for (int mt = 0; mt < kMmaTilesM; ++mt) {
       uint32_t a_big[4], a_small[4];
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const float2 v = *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half));
-        const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
-        a_big[half] = x.big;  // a0 / a1: logical k = t
-        a_small[half] = x.small;
-        a_big[half + 2] = y.big;  // a2 / a3: logical k = t + 4
-        a_small[half + 2] = y.small;
+        tf32x3::split_tf32_a_pair(
+            *reinterpret_cast<const float2*>(stage + a_frag_fast(a_base, s, mt, half)), half, a_big,
+            a_small);
       }
       mma3_k8(acc[mt], a_big, a_small, b_big, b_small);  // small terms first
     }

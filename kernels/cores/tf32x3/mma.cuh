@@ -61,6 +61,27 @@ __device__ __forceinline__ void split_tf32_quad(const float* src, float4& big, f
   small = make_float4(s[0], s[1], s[2], s[3]);
 }
 
+// b_i (i = 0: b0, 1: b1) of four n8 tiles, held as one float4 (component nt: n-tile nt), split
+// into their big and small parts.
+__device__ __forceinline__ void split_tf32_b_quad(const float4& v, int i, uint32_t (&big)[4][2],
+                                                  uint32_t (&small)[4][2]) {
+  const float comp[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const SplitTf32 x = split_tf32(comp[nt]);
+    big[nt][i] = x.big, small[nt][i] = x.small;
+  }
+}
+
+// (a_half, a_{half + 2}) of an A fragment (one row at logical k = t and t + 4, held as one float2)
+// split into their big and small parts.
+__device__ __forceinline__ void split_tf32_a_pair(const float2& v, int half, uint32_t (&big)[4],
+                                                  uint32_t (&small)[4]) {
+  const SplitTf32 x = split_tf32(v.x), y = split_tf32(v.y);
+  big[half] = x.big, small[half] = x.small;
+  big[half + 2] = y.big, small[half + 2] = y.small;
+}
+
 // d += a * b on one m16n8k8 tile; a: 4 tf32 (a0..a3), b: 2 tf32 (b0, b1), d: 4 fp32.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
