@@ -10,8 +10,8 @@
 //
 // Design: six paths, chosen in setup() by the shape (and by which code the driver loaded).
 //  0. rows kernel (skinny_rows.cuh): M <= 16, a stream of B with M sums a lane (takes_skinny);
-//     thin-K kernel (thin_k.cuh): K <= 16 past that, a write of C with B's column in registers
-//     and A's rows in shared memory (takes_thin_k).
+//     thin-K kernel (thin_k.cuh): K <= 16 past that and the narrow tile, a write of C with B's
+//     column in registers and A's rows in shared memory (takes_thin_k).
 //  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
 //     warpgroups of 64 x 256 (m64n256k8 TF32 wgmma, 128 accumulators per thread), both operands'
 //     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
@@ -24,10 +24,11 @@
 //     (split_plan.h) for grids under two CTAs per SM, the splits summed in order by
 //     kernels/cores/split_sum.cuh (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
-//  3. narrow tile (narrow_tile.cuh): products of at most 32 columns, more than 32 rows and
-//     4 M multiply-adds: CTA tile 64 x 32 (every column), 3xTF32 on mma.sync with the sums
-//     promoted every k8 step, A in 16-byte copies at any alignment (rows shifted into aligned
-//     chunks), 4 CTAs per SM, split-K toward them (takes_narrow).
+//  3. narrow tile (narrow_tile.cuh): products of at most 32 columns and more than 32 rows, at
+//     K <= 16 or past 4 M multiply-adds, taken before the thin-K kernel: CTA tile 64 x 32 (every
+//     column), 3xTF32 on mma.sync with the sums promoted every k8 step, A in 16-byte copies at
+//     any alignment (rows shifted into aligned chunks), 4 CTAs per SM, split-K toward them
+//     (takes_narrow).
 //  4. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, for products with K or N not a multiple of 4 under two, and in 32-row or
@@ -396,8 +397,8 @@ class Tf32x3Bmm final : public Implementation {
   // session 41: 97 x 431 x 5 x 1357 149 -> 120 us against the reference's 110).
   bool takes_thin_k() const { return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_); }
 
-  // The narrow tensor tile (narrow_tile.cuh) for products of at most 32 columns, more than 32
-  // rows and more than kSmallGridMaxMacs multiply-adds, past the rows and thin-K kernels. H100,
+  // The narrow tensor tile (narrow_tile.cuh) for products of at most 32 columns and more than 32
+  // rows, at K <= 16 or past kSmallGridMaxMacs multiply-adds (past the rows kernel). H100,
   // session 47 (`kb bench L1_003 --dims D --time-cap 0.2 --trials 2 --seed 7`, main f218a92's
   // pack (the FMA tile's 64-row and tall forms) / this tile / reference us, /work/.device/4 and 5):
   // 84 x 401 x 661 x 27 (the mixed sweep's miss) 95 / 68 / 73, 84 x 401 x 661 x 13 91 / 66 / 73,

@@ -272,9 +272,17 @@ struct AlignedA {
 // A(row, k) sits at position k + shift. The shift is the same at every k-tile (32 k = 8 chunks)
 // and for rows 8 apart (8 K floats, a multiple of 4), so each lane's four fragment rows share one.
 // A chunk's bytes past the row's K (k >= k_left) are zero-filled (src-size); the floats before
-// the shift (the previous k-tile's) and past position shift + 31 are never read. The source
-// chunks are the 16-byte blocks holding A's floats, inside the allocation.
+// the shift (the previous k-tile's) and past position shift + 31 are never read. A source chunk
+// is a 16-byte block holding one of A's floats (a block's other bytes, before A's first float
+// or past a row's last, lie in the same allocation, which starts 256-byte aligned, and past K
+// are not read); a zero-filled copy names the block holding A's first float, not A itself,
+// which may be misaligned (an unaligned tensor, or a batch chunk of custom.cu's run()).
 struct ShiftedA {
+  // The 16-byte block holding *a: a valid 16-byte-aligned source for a copy that reads nothing.
+  static __device__ __forceinline__ const float* first_block(const float* a) {
+    return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(a) & ~uintptr_t{15});
+  }
+
   const float* a[kACopiesShifted];  // the copy's 16-byte source chunk at the current k-tile
   int dst[kACopiesShifted];         // its stage index
   int first_k[kACopiesShifted];     // the k of its first float: 4 chunk - shift (-3 .. 32)
@@ -305,7 +313,8 @@ struct ShiftedA {
       const int floats = chunk_floats(k_left, first_k[j]);
       const bool copy = ((ok >> j) & 1u) && floats > 0;
       if (j < kACopiesShifted - 1 || ((ok >> j) & 1u))  // the last copy: half the threads
-        tf32x3::cp_async_16_part(stage + 4 * dst[j], copy ? a[j] : p.a, copy ? 4 * floats : 0);
+        tf32x3::cp_async_16_part(stage + 4 * dst[j], copy ? a[j] : first_block(p.a),
+                                 copy ? 4 * floats : 0);
       a[j] += kBK;
     }
   }
