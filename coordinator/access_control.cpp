@@ -107,9 +107,6 @@ std::string refused_job_option(const Peer& peer, const wire::SubmitMessage& subm
     return "time_cap_s above " + std::to_string(static_cast<int>(kMaxSubmitterTimeCapS)) +
            " s needs an admin key";
   }
-  if (submit.trials && *submit.trials < kMinSubmitterTrials) {
-    return "trials below " + std::to_string(kMinSubmitterTrials) + " needs an admin key";
-  }
   return "";
 }
 

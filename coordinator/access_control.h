@@ -61,7 +61,8 @@ inline constexpr double kMaxSubmitterJobTimeoutS = 600;
 // The timing cap sets the lease budget (common/job_deadline.h: 2 x the cap + 30 s beside the
 // prediction): above 120 s a submitter could hold a GPU past kMaxSubmitterJobTimeoutS.
 inline constexpr double kMaxSubmitterTimeCapS = 120;
-inline constexpr int kMinSubmitterTrials = 1;  // worker-side verification trials (0 = skip)
+// (Correctness trials are not among them: the fleet's floor, kMinVerifiedTrials, holds for
+// every key, admins' too: wire::submit_rules.)
 // "" when allowed; otherwise why not, naming the option (answered as ERROR code "forbidden").
 std::string refused_job_option(const Peer& peer, const wire::SubmitMessage& submit);
 // Whether `peer` may cancel a run submitted by `owner`.

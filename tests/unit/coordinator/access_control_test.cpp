@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/curve_keys.h"
+#include "common/job_result.h"
 #include "tests/support/assert_ok.h"
 #include "tests/support/temp_dir.h"
 
@@ -84,17 +85,34 @@ TEST(AccessControl, UnsafeJobOptionsNeedAnAdmin) {
   wire::SubmitMessage safe;
   safe.max_attempts = 3;
   safe.job_timeout_s = 600;
-  safe.trials = 1;
+  safe.trials = kMinVerifiedTrials;
   safe.time_cap_s = 120;
   EXPECT_EQ(refused_job_option(alice, safe), "");
-  wire::SubmitMessage attempts, timeout, trials, time_cap;
+  wire::SubmitMessage attempts, timeout, time_cap;
   attempts.max_attempts = 4;
   timeout.job_timeout_s = 601;
-  trials.trials = 0;
   time_cap.time_cap_s = 86400;  // a lease budget of two days
-  for (const wire::SubmitMessage& unsafe : {attempts, timeout, trials, time_cap}) {
+  for (const wire::SubmitMessage& unsafe : {attempts, timeout, time_cap}) {
     EXPECT_NE(refused_job_option(alice, unsafe), "") << unsafe.to_body().dump();
     EXPECT_EQ(refused_job_option(ops, unsafe), "") << unsafe.to_body().dump();
+  }
+}
+
+// Fewer correctness trials than the fleet's floor is no admin's privilege either: the SUBMIT is
+// invalid for every key (wire::submit_rules), not "forbidden" with a promise an admin key cannot
+// keep.
+TEST(AccessControl, TrialsBelowTheFleetsFloorAreInvalidForEveryKey) {
+  const Peer alice{Role::kSubmitter, "alice", true};
+  wire::SubmitMessage submit;
+  submit.pack = std::string(64, 'a');  // a real run's pack
+  submit.trials = kMinVerifiedTrials;
+  KB_EXPECT_OK(wire::submit_rules(submit));
+  for (const int64_t trials : {int64_t{0}, int64_t{kMinVerifiedTrials - 1}}) {
+    submit.trials = trials;
+    EXPECT_EQ(refused_job_option(alice, submit), "") << trials;
+    const Status s = wire::submit_rules(submit);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << trials;
+    EXPECT_NE(s.message().find("trials"), std::string::npos) << s.message();
   }
 }
 
