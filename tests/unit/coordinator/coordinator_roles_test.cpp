@@ -113,14 +113,18 @@ TEST_F(CoordinatorRolesTest, SubmittedByIsTheKeysNameAndOnlyAdminsSetUnsafeOptio
   const int64_t run = submit_sim(alice, {{"submitted_by", "root"}});
   ASSERT_GT(run, 0);
   EXPECT_EQ(store_->submitted_by(run), "alice");
-  for (const Json& unsafe : {Json{{"max_attempts", 10}}, Json{{"job_timeout_s", 86400}},
-                             Json{{"trials", 0}}}) {
+  for (const Json& unsafe : {Json{{"max_attempts", 10}}, Json{{"job_timeout_s", 86400}}}) {
     Json body = {{"problems", "sim"}, {"sim_jobs", {1}}};
     body.update(unsafe);
     send(alice, MessageType::kSubmit, body);
     EXPECT_EQ(expect(alice, MessageType::kError).body["code"], "forbidden") << unsafe.dump();
   }
   zmq::socket_t root = client_as(admin_);
+  // Fewer trials than the fleet's floor: no key's privilege, the same answer for both.
+  for (zmq::socket_t* who : {&alice, &root}) {
+    send(*who, MessageType::kSubmit, {{"problems", "sim"}, {"sim_jobs", {1}}, {"trials", 0}});
+    EXPECT_EQ(expect(*who, MessageType::kError).body["code"], "bad_request");
+  }
   const int64_t admin_run = submit_sim(root, {{"max_attempts", 10}});
   EXPECT_EQ(store_->submitted_by(admin_run), "root");
   EXPECT_EQ(store_->run_count(), 2u);
