@@ -25,13 +25,15 @@
 //     kernels/cores/split_sum.cuh (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
 //  3. narrow tile (narrow_tile.cuh): products of at most 32 columns and more than 32 rows, at
-//     K <= 16 or past 4 M multiply-adds, taken before the thin-K kernel: CTA tile 64 x 32 (every
-//     column), 3xTF32 on mma.sync with the sums promoted every k8 step, A in 16-byte copies at
-//     any alignment (rows shifted into aligned chunks), 4 CTAs per SM, split-K toward them
-//     (takes_narrow).
+//     K <= 16 or past 4 M multiply-adds, taken before the thin-K kernel, and unaligned products
+//     (K or N % 4 != 0) past 32 rows and 4 M multiply-adds with K >= 128 under two waves of 128 x
+//     128 tiles: CTA tile 64 x 32 (a column tile), 3xTF32 on mma.sync with the sums promoted
+//     every k8 step, A in 16-byte copies at any alignment (rows shifted into aligned chunks), 4
+//     CTAs per SM, split-K toward them (takes_narrow).
 //  4. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
-//     128 tiles, for products with K or N not a multiple of 4 under two, and in 32-row or
+//     128 tiles, for products with K or N not a multiple of 4 at K < 128 or under two waves where
+//     the narrow tile does not take them, and in 32-row or
 //     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows and the
 //     tiny ones of at most 32 columns (takes_small_grid).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
@@ -232,7 +234,7 @@ class Tf32x3Bmm final : public Implementation {
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
     skinny_ = takes_skinny();
     thin_rows_ = thin::rows_for(shape_.batch, shape_.m, shape_.k, shape_.n, sms);
-    narrow_ = !skinny_ && takes_narrow();
+    narrow_ = !skinny_ && takes_narrow(sms);
     thin_ = !skinny_ && !narrow_ && takes_thin_k();
     if (thin_) return Status::ok();
     if (skinny_) {
@@ -330,6 +332,7 @@ class Tf32x3Bmm final : public Implementation {
         KB_CUDA_TRY(
             skinny::launch_skinny_bmm(chunk, splits_, static_cast<int>(chunk_batch), stream));
       } else if (narrow_) {
+        chunk.tiles_n = static_cast<int>((n + narrow::kCols - 1) / narrow::kCols);
         KB_CUDA_TRY(narrow::launch_narrow_bmm(chunk, splits_, static_cast<int>(chunk_batch),
                                               k % 4 == 0 && aligned16(p.a), stream));
       } else if (small_grid_) {
@@ -414,11 +417,27 @@ class Tf32x3Bmm final : public Implementation {
   // 130 x 9 x 7 0.87x -> 0.92x, 1 x 4096 x 16 x 16 1.39x -> 1.64x; a few us slower only at
   // launch-bound sizes, still above the reference (2 x 449 x 3 x 5 1.22x -> 1.09x, 3 x 50 x 3 x
   // 20 1.21x -> 1.09x, 5 x 97 x 5 x 20 1.21x -> 1.08x).
-  bool takes_narrow() const {
+  // Unaligned products past 32 columns (session 48): the tile over 32-column tiles, forced at M >
+  // 32, K > 16 against the shipped paths (H100, call 2, `kb bench L1_003 --dims D --time-cap 0.2
+  // --trials 2 --seed 7`, shipped / forced / reference us; /work/.device/2 of session 48). Faster
+  // on the FMA tile's small grids at K >= 128: 69 x 83 x 299 x 149 (seed 2026's miss) 49 / 34 /
+  // 30, 9 x 309 x 779 x 331 80 / 60 / 51, 16 x 301 x 303 x 299 50 / 40 / 35, 1 x 1023^3 86 / 72
+  // / 64, 71 x 43 x 419 x 255 50 / 40 / 41, 2 x 511 x 333 x 257 22 / 19 / 18, 64 x 129 x 257 x
+  // 131 42 / 38 / 42, and at 99 x 67 x 2100 x 131 (wgmma, 99 CTAs) 271 / 210 / 228; slower at
+  // K < 128 on any grid (12 x 501 x 39 x 1813 49 / 101 / 49, 95 x 231 x 31 x 1215 88 / 208 / 97,
+  // 103 x 385 x 89 x 1399 432 / 514 / 361) and past two waves (8 x 451 x 743 x 1943 on wgmma 198
+  // / 310 / 278, 13 x 257 x 519 x 1577 180 / 188 / 175).
+  bool takes_narrow(int sms) const {
     const auto [batch, m, k, n] = shape_;
-    return n <= narrow::kCols && m > small::kShort &&
-           (k <= thin::kMaxK ||
-            double(batch) * double(m) * double(k) * double(n) > kSmallGridMaxMacs);
+    const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
+    if (n <= narrow::kCols) return m > small::kShort && (k <= thin::kMaxK || !tiny);
+    return m > small::kShort && !tiny && (k % 4 != 0 || n % 4 != 0) && k >= kMinWgmmaK &&
+           mma_sync_tiles() < 2 * int64_t{sms};
+  }
+
+  // The grid of the mma.sync tile (128 x 128), the measure of the small-grid rules.
+  int64_t mma_sync_tiles() const {
+    return ((shape_.m + kBM - 1) / kBM) * ((shape_.n + kBN - 1) / kBN) * shape_.batch;
   }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -456,7 +475,7 @@ class Tf32x3Bmm final : public Implementation {
   // 10.
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
-    const int64_t tiles = ((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN) * batch;
+    const int64_t tiles = mma_sync_tiles();
     const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
     const bool unaligned = k % 4 != 0 || n % 4 != 0;
     return m <= small::kShort || n <= small::kShort || (tiny && tiles < sms) ||

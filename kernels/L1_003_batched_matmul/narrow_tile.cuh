@@ -1,5 +1,7 @@
-// L1_003's narrow path (namespace narrow): 3xTF32 on the tensor cores for products of at most 32
-// columns and more than 32 rows, taken by custom.cu's takes_narrow.
+// L1_003's narrow path (namespace narrow): 3xTF32 on the tensor cores in CTA tiles of 64 rows x
+// 32 columns, taken by custom.cu's takes_narrow: products of at most 32 columns and more than 32
+// rows, and unaligned products of any width on small grids (session 48: the tile over column
+// tiles of 32, in place of the FMA tile's 4-byte copies).
 //
 // Why: at N <= 32 the work per A element is at most 32 multiply-adds, so the product is a stream
 // of A (84 x 401 x 661 x 27, the mixed sweep's miss: A 89 MB, 27 us at 3.3 TB/s; 1.2 GFLOP). The
@@ -7,7 +9,8 @@
 // reference's 0.073), issue-bound on FFMAs; the 128-column tensor tiles leave 3/4 of their MMAs
 // on padding. Here the CTA tile is every column (32, zero-filled past N) of 64 rows, and the
 // tensor cores do 3 MMAs a product: 2.2 M m16n8k8 MMAs at that shape, ~10 us of tensor time, so
-// A's stream sets the time.
+// A's stream sets the time. Past 32 columns a CTA takes one column tile (blockIdx.x = row tile x
+// tiles_n + column tile, so CTAs in launch order share A's rows in L2).
 //
 // Tile: 64 rows x 32 columns x 32 k per stage, kStages = 4 cp.async stages (13 KB each, 52 KB:
 // four CTAs an SM). 4 warps: warp w takes rows 32 (w % 2) .. + 31 (two m16 tiles) over every
@@ -206,14 +209,15 @@ struct BCopier {
   int b_k;            // k row of copy 0 within a k-tile
   bool b_col_ok;      // its column < N
 
-  __device__ __forceinline__ BCopier(const GemmArgs& p, const float* b_tile) {
+  // b_tile: B(k0, n0) of the CTA's k range and column tile; cols: N - n0.
+  __device__ __forceinline__ BCopier(const GemmArgs& p, const float* b_tile, int cols) {
     const int tid = static_cast<int>(threadIdx.x);
     const Slot s0 = b_copy(tid, 0), s1 = b_copy(tid, 1);
     b = b_tile + int64_t{s0.row} * p.n + s0.col;
     b_even = b_index(s0.row, s0.col);
     b_odd = b_index(s1.row, s1.col);
     b_k = s0.row;
-    b_col_ok = s0.col < p.n;
+    b_col_ok = s0.col < cols;
   }
   __device__ __forceinline__ void load(const GemmArgs& p, uint32_t stage, int k_left) {
     const int64_t step = int64_t{kThreads / 32} * p.n;
@@ -353,21 +357,23 @@ __device__ __forceinline__ void mma_half_stage(const float* stage, const A& a_si
   }
 }
 
-// One CTA: C[b][m0 : m0 + 64, 0 : N) over k in [z k_split, z k_split + k_count), into C (one
-// split) or partials[z]. ASide: AlignedA or ShiftedA.
+// One CTA: C[b][m0 : m0 + 64, n0 : n0 + 32) over k in [z k_split, z k_split + k_count), into C
+// (one split) or partials[z]; blockIdx.x = row tile x p.tiles_n + column tile, so CTAs in
+// launch order share A's rows. ASide: AlignedA or ShiftedA.
 template <class ASide>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) narrow_bmm_kernel(const GemmArgs p) {
   extern __shared__ __align__(128) float smem[];
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int warp_row = kWarpRows * (warp & 1), k_half = warp >> 1;
-  const int m0 = static_cast<int>(blockIdx.x) * kRows;
+  const int tile = static_cast<int>(blockIdx.x);
+  const int m0 = tile / p.tiles_n * kRows, n0 = tile % p.tiles_n * kCols;
   const int64_t bi = blockIdx.y;
   const int k0 = static_cast<int>(blockIdx.z) * p.k_split;
   const int k_count = min(p.k_split, p.k - k0);
-  const int rows = p.m - m0;
+  const int rows = p.m - m0, cols = p.n - n0;
 
   ASide a_side(p, p.a + (bi * p.m + m0) * p.k + k0, rows, warp_row, lane);
-  BCopier b_side(p, p.b + (bi * p.k + k0) * p.n);
+  BCopier b_side(p, p.b + (bi * p.k + k0) * p.n + n0, cols);
   const int b_base = b_frag(lane, 0, 0);
   int load_k_left = k_count, mma_k_left = k_count;
   Acc acc;
@@ -401,7 +407,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) narrow_bmm_kernel(const 
   if (k_half == 1) return;
 
   float* out = gridDim.z == 1 ? p.c : p.partials + int64_t{blockIdx.z} * gridDim.y * p.m * p.n;
-  float* c_tile = out + (bi * p.m + m0) * p.n;
+  float* c_tile = out + (bi * p.m + m0) * p.n + n0;
   const bool vec_c = p.n % 4 == 0 && reinterpret_cast<uintptr_t>(c_tile) % 16 == 0;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
@@ -417,12 +423,12 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) narrow_bmm_kernel(const 
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt)
           v[nt] = acc[mt][nt][e] + exchange[((mt * kNTiles + nt) * 4 + e) * kElementStride];
-        if (vec_c && col < p.n) {  // N % 4 == 0: the whole float4 is in range
+        if (vec_c && col < cols) {  // N % 4 == 0: the whole float4 is in range
           *reinterpret_cast<float4*>(c_row + col) = make_float4(v[0], v[1], v[2], v[3]);
         } else {
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt)
-            if (col + nt < p.n) c_row[col + nt] = v[nt];
+            if (col + nt < cols) c_row[col + nt] = v[nt];
         }
       }
     }
@@ -441,12 +447,13 @@ inline cudaError_t prepare_narrow_bmm() {
   return cudaSuccess;
 }
 
-// p: a chunk of at most 65,535 batch entries (batch of them), N <= kCols; splits ranges of
-// p.k_split (split_plan.h). vec_a: K % 4 == 0 and A 16-byte aligned.
+// p: a chunk of at most 65,535 batch entries (batch of them), p.tiles_n = ceil(N / kCols);
+// splits ranges of p.k_split (split_plan.h). vec_a: K % 4 == 0 and A 16-byte aligned.
 inline cudaError_t launch_narrow_bmm(const GemmArgs& p, int splits, int batch, bool vec_a,
                                      cudaStream_t stream) {
-  if (p.n > kCols) return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>((p.m + kRows - 1) / kRows), static_cast<unsigned>(batch),
+  const int64_t tiles = (int64_t{p.m} + kRows - 1) / kRows * p.tiles_n;
+  if (p.tiles_n != (p.n + kCols - 1) / kCols || tiles > 0x7fffffff) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(batch),
                   static_cast<unsigned>(splits));
   if (vec_a)
     narrow_bmm_kernel<AlignedA><<<grid, kThreads, kSmemBytes, stream>>>(p);
