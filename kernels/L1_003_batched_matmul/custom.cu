@@ -232,9 +232,11 @@ class Tf32x3Bmm final : public Implementation {
       return Status::failed_precondition("L1_003 custom: a dimension exceeds the int range");
     shape_ = {a[0], a[1], a[2], b[2]};
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    bool wgmma_loaded = false;
+    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
     skinny_ = takes_skinny();
     thin_rows_ = thin::rows_for(shape_.batch, shape_.m, shape_.k, shape_.n, sms);
-    narrow_ = !skinny_ && takes_narrow(sms);
+    narrow_ = !skinny_ && takes_narrow(sms, wgmma_loaded);
     thin_ = !skinny_ && !narrow_ && takes_thin_k();
     if (thin_) return Status::ok();
     if (skinny_) {
@@ -248,8 +250,6 @@ class Tf32x3Bmm final : public Implementation {
       plan_split_k(sms, narrow::kSplitRule);
       return allocate_partials();
     }
-    bool wgmma_loaded = false;
-    KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
     use_wgmma_ = wgmma_loaded && takes_wgmma(sms);
     if (use_wgmma_) {
       KB_CUDA_TRY(cudaFuncSetAttribute(
@@ -417,22 +417,43 @@ class Tf32x3Bmm final : public Implementation {
   // 130 x 9 x 7 0.87x -> 0.92x, 1 x 4096 x 16 x 16 1.39x -> 1.64x; a few us slower only at
   // launch-bound sizes, still above the reference (2 x 449 x 3 x 5 1.22x -> 1.09x, 3 x 50 x 3 x
   // 20 1.21x -> 1.09x, 5 x 97 x 5 x 20 1.21x -> 1.08x).
-  // Unaligned products past 32 columns (session 48): the tile over 32-column tiles, forced at M >
-  // 32, K > 16 against the shipped paths (H100, call 2, `kb bench L1_003 --dims D --time-cap 0.2
-  // --trials 2 --seed 7`, shipped / forced / reference us; /work/.device/2 of session 48). Faster
-  // on the FMA tile's small grids at K >= 128: 69 x 83 x 299 x 149 (seed 2026's miss) 49 / 34 /
-  // 30, 9 x 309 x 779 x 331 80 / 60 / 51, 16 x 301 x 303 x 299 50 / 40 / 35, 1 x 1023^3 86 / 72
-  // / 64, 71 x 43 x 419 x 255 50 / 40 / 41, 2 x 511 x 333 x 257 22 / 19 / 18, 64 x 129 x 257 x
-  // 131 42 / 38 / 42, and at 99 x 67 x 2100 x 131 (wgmma, 99 CTAs) 271 / 210 / 228; slower at
-  // K < 128 on any grid (12 x 501 x 39 x 1813 49 / 101 / 49, 95 x 231 x 31 x 1215 88 / 208 / 97,
-  // 103 x 385 x 89 x 1399 432 / 514 / 361) and past two waves (8 x 451 x 743 x 1943 on wgmma 198
-  // / 310 / 278, 13 x 257 x 519 x 1577 180 / 188 / 175).
-  bool takes_narrow(int sms) const {
+  // Unaligned products past 32 columns (session 48): the tile over 32-column tiles where the
+  // wgmma kernel would run it at less than 1 / kNarrowOverWgmmaFill of the narrow tile's fill
+  // (tile_fill), else on the FMA tile's small grids (under two waves of 128 x 128 tiles), K >=
+  // 128 either way. H100, session 48 call 2 (/work/.device/2; `kb bench L1_003 --dims D
+  // --time-cap 0.2 --trials 2 --seed 7`, the shipped paths / this tile forced by a temporary
+  // switch / reference us; call 3 (/work/.device/12, 3 trials, against main b4c0829's pack)
+  // agrees within 2 us). From the FMA tile: 69 x 83 x 299 x 149 (seed 2026's miss) 49 / 34 / 30,
+  // 9 x 309 x 779 x 331 80 / 60 / 51, 16 x 301 x 303 x 299 50 / 40 / 35, 1 x 1023^3 86 / 72 / 64,
+  // 71 x 43 x 419 x 255 50 / 40 / 41, 2 x 511 x 333 x 257 22 / 19 / 18, 3 x 379 x 459 x 189 20 /
+  // 20 / 23. From wgmma, at fill ratios (narrow / wgmma) of 2.1-2.2: 64 x 129 x 257 x 131 42 / 38
+  // / 42, 106 x 63 x 723 x 1363 (seed 5's) 406 / 380 / 345, and 1.6: 99 x 67 x 2100 x 131 271 /
+  // 210 / 228. Left to wgmma, where the tile was slower: ratios 1.0-1.34 (15 x 69 x 839 x 2015 104
+  // / 171 / 142, 13 x 257 x 519 x 1577 180 / 188 / 175, 22 x 429 x 701 x 1425 349 / 517 / 471, 8 x
+  // 451 x 743 x 1943 198 / 310 / 278, 90 x 477 x 729 x 199 271 / 390 / 379). Left to the FMA tile,
+  // K < 128: 12 x 501 x 39 x 1813 49 / 101 / 49, 95 x 231 x 31 x 1215 88 / 208 / 97, 38 x 265 x
+  // 77 x 1307 98 / 125 / 84, 103 x 385 x 89 x 1399 432 / 514 / 361. With C staged in shared
+  // memory and stored in row order (call 3, not kept) the tile ran those four at 58, 126, 105 and
+  // 418 us, the others within 2 us, and products of N <= 32 at thin K ~1 us slower (101 x 333 x
+  // 5 x 5 8 -> 9 us, 200 x 77 x 301 x 32 30 -> 32).
+  static constexpr double kNarrowOverWgmmaFill = 1.5;
+  bool takes_narrow(int sms, bool wgmma_loaded) const {
     const auto [batch, m, k, n] = shape_;
     const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
     if (n <= narrow::kCols) return m > small::kShort && (k <= thin::kMaxK || !tiny);
-    return m > small::kShort && !tiny && (k % 4 != 0 || n % 4 != 0) && k >= kMinWgmmaK &&
-           mma_sync_tiles() < 2 * int64_t{sms};
+    const bool unaligned = k % 4 != 0 || n % 4 != 0;
+    if (m <= small::kShort || tiny || !unaligned || k < kMinWgmmaK) return false;
+    if (wgmma_loaded && takes_wgmma(sms))
+      return tile_fill(narrow::kRows, narrow::kCols) >=
+             kNarrowOverWgmmaFill * tile_fill(wg::kBM, wg::kBN);
+    return mma_sync_tiles() < 2 * int64_t{sms};
+  }
+
+  // The share of a grid of tile_m x tile_n tiles that the product fills.
+  double tile_fill(int64_t tile_m, int64_t tile_n) const {
+    const int64_t rows = (shape_.m + tile_m - 1) / tile_m * tile_m;
+    const int64_t cols = (shape_.n + tile_n - 1) / tile_n * tile_n;
+    return double(shape_.m) * double(shape_.n) / (double(rows) * double(cols));
   }
 
   // The grid of the mma.sync tile (128 x 128), the measure of the small-grid rules.
