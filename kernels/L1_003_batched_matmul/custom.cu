@@ -17,7 +17,8 @@
 //     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
 //     in), register-staged loads (4-byte, any alignment), two stages (192 KB, one CTA per SM),
 //     244 registers. K in launches of <= 1,024 (kMaxChainK: the tensor core's truncating sums).
-//     Taken from 3/4 of a wave of CTAs whose tiles are at least 1/4 full, K >= 128 (takes_wgmma).
+//     Taken from 3/4 of a wave of CTAs whose tiles are at least 1/4 full, K >= 128 (takes_wgmma),
+//     but for the unaligned products the narrow tile fills 1.5x as well (path 3).
 //  2. mma.sync (kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): the Ampere-style
 //     GEMM, CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB, 2 CTAs per SM), 8 warps
 //     of 64 x 32, m16n8k8 TF32 MMAs, operands split in registers after the shared load; split-K
@@ -26,8 +27,9 @@
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
 //  3. narrow tile (narrow_tile.cuh): products of at most 32 columns and more than 32 rows, at
 //     K <= 16 or past 4 M multiply-adds, taken before the thin-K kernel, and unaligned products
-//     (K or N % 4 != 0) past 32 rows and 4 M multiply-adds with K >= 128 under two waves of 128 x
-//     128 tiles: CTA tile 64 x 32 (a column tile), 3xTF32 on mma.sync with the sums promoted
+//     (K or N % 4 != 0) past 32 rows and 4 M multiply-adds with K >= 128, where its tiles fill at
+//     least 1.5x as well as wgmma's would, or (where wgmma would not run) under two waves of 128
+//     x 128 tiles: CTA tile 64 x 32 (a column tile), 3xTF32 on mma.sync with the sums promoted
 //     every k8 step, A in 16-byte copies at any alignment (rows shifted into aligned chunks), 4
 //     CTAs per SM, split-K toward them (takes_narrow).
 //  4. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
@@ -371,7 +373,8 @@ class Tf32x3Bmm final : public Implementation {
   //         at 120 x 100 x 1024 x 150, 0.163 / 0.223 at 200 x 60 x 700 x 250);
   //   K: 40 mma.sync (0.022 / 0.014 at 99 x 100 x 40 x 200); 4 k-tiles is a guess between that
   //         and K 512. (At 99 x 67 x 2100 x 131, three launches of 99 CTAs, mma.sync is ahead,
-  //         0.274 / 0.253: both under 0.93x the reference, a shape class left open.)
+  //         0.274 / 0.253: both under 0.93x the reference; the narrow tile takes it since session
+  //         48, takes_narrow.)
   static constexpr int64_t kMinWgmmaK = 4 * wg::kBK;  // the wgmma path's K: 4 k-tiles (128)
   bool takes_wgmma(int sms) const {
     const auto [batch, m, k, n] = shape_;
@@ -418,9 +421,10 @@ class Tf32x3Bmm final : public Implementation {
   // launch-bound sizes, still above the reference (2 x 449 x 3 x 5 1.22x -> 1.09x, 3 x 50 x 3 x
   // 20 1.21x -> 1.09x, 5 x 97 x 5 x 20 1.21x -> 1.08x).
   // Unaligned products past 32 columns (session 48): the tile over 32-column tiles where the
-  // wgmma kernel would run it at less than 1 / kNarrowOverWgmmaFill of the narrow tile's fill
-  // (tile_fill), else on the FMA tile's small grids (under two waves of 128 x 128 tiles), K >=
-  // 128 either way. H100, session 48 call 2 (/work/.device/2; `kb bench L1_003 --dims D
+  // wgmma kernel would run the product with tiles filled at most 1 / kNarrowOverWgmmaFill as
+  // well as the narrow tile's (tile_fill), else (wgmma would not run it) on the FMA tile's small
+  // grids, under two waves of 128 x 128 tiles; K >= 128 and past 4 M multiply-adds either way.
+  // H100, session 48 call 2 (/work/.device/2; `kb bench L1_003 --dims D
   // --time-cap 0.2 --trials 2 --seed 7`, the shipped paths / this tile forced by a temporary
   // switch / reference us; call 3 (/work/.device/12, 3 trials, against main b4c0829's pack)
   // agrees within 2 us). From the FMA tile: 69 x 83 x 299 x 149 (seed 2026's miss) 49 / 34 / 30,
@@ -465,7 +469,8 @@ class Tf32x3Bmm final : public Implementation {
 
   // The FMA tile (fma_tile.cuh): products of 17-32 rows, tiny products under one wave of 128 x
   // 128 tiles, and any product whose K or N is not a multiple of 4 (the tensor path's 4-byte
-  // copies) under two waves.
+  // copies) under two waves or at K < 128, where the narrow tile (takes_narrow, asked first) has
+  // not taken it.
   // H200, `kb bench L1_003 --dims ...`, both paths forced in one call (FMA / tensor / reference
   // us): session 11 (unsplit FMA tile): 7 / 9 / 7 at 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100;
   // session 21 (the pipelined, split FMA tile; calls 5-6): 20 / 31 / 23 at 3 x 379 x 459 x 189,
@@ -530,7 +535,7 @@ class Tf32x3Bmm final : public Implementation {
   bool thin_ = false;            // thin K: thin_k.cuh
   int thin_rows_ = 0;            // its rows a CTA (thin::rows_for)
   bool use_wgmma_ = false;       // the sm_90a wgmma kernel
-  bool narrow_ = false;          // at most 32 columns: narrow_tile.cuh
+  bool narrow_ = false;          // the narrow tile: narrow_tile.cuh
   bool small_grid_ = false;      // the FMA tile instead of the tensor path
   bool cluster_sum_ = false;     // the FMA tile's splits sum in a cluster (no partials_)
   int fma_rows_ = small::kTile;  // the FMA tile's rows (small_grid_: fma_tile_rows)

@@ -1,7 +1,8 @@
 // L1_003's narrow path (namespace narrow): 3xTF32 on the tensor cores in CTA tiles of 64 rows x
 // 32 columns, taken by custom.cu's takes_narrow: products of at most 32 columns and more than 32
-// rows, and unaligned products of any width on small grids (session 48: the tile over column
-// tiles of 32, in place of the FMA tile's 4-byte copies).
+// rows, and unaligned products of any width at K >= 128 on small grids or where wgmma's tiles
+// would be much emptier (session 48: the tile over column tiles of 32, in place of the FMA
+// tile's 4-byte copies and of half-empty wgmma tiles).
 //
 // Why: at N <= 32 the work per A element is at most 32 multiply-adds, so the product is a stream
 // of A (84 x 401 x 661 x 27, the mixed sweep's miss: A 89 MB, 27 us at 3.3 TB/s; 1.2 GFLOP). The
@@ -50,7 +51,7 @@
 namespace kb::custom::L1_003::narrow {
 
 constexpr int kRows = 64;      // CTA tile rows
-constexpr int kCols = 32;      // CTA tile columns: the products this path takes (N <= kCols)
+constexpr int kCols = 32;      // CTA tile columns (a column tile; products of N <= kCols: one)
 constexpr int kBK = 32;        // K per stage (gemm128's: its A layout)
 constexpr int kStages = 4;     // cp.async stages
 constexpr int kThreads = 128;  // 4 warps: 2 row halves x 2 k halves
