@@ -18,7 +18,7 @@
 //     in), register-staged loads (4-byte, any alignment), two stages (192 KB, one CTA per SM),
 //     244 registers. K in launches of <= 1,024 (kMaxChainK: the tensor core's truncating sums).
 //     Taken from 3/4 of a wave of CTAs whose tiles are at least 1/4 full, K >= 128 (takes_wgmma),
-//     but for the unaligned products the narrow tile fills 1.5x as well (path 3).
+//     but not by unaligned products that the narrow tile fills 1.5x as well (path 3).
 //  2. mma.sync (kernels/cores/tf32x3/{gemm128,dense_loader,mainloop}.cuh): the Ampere-style
 //     GEMM, CTA tile 128 x 128 x 32, 3-stage cp.async pipeline (96 KB, 2 CTAs per SM), 8 warps
 //     of 64 x 32, m16n8k8 TF32 MMAs, operands split in registers after the shared load; split-K
