@@ -443,10 +443,8 @@ class Tf32x3Bmm final : public Implementation {
   static constexpr double kNarrowOverWgmmaFill = 1.5;
   bool takes_narrow(int sms, bool wgmma_loaded) const {
     const auto [batch, m, k, n] = shape_;
-    const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
-    if (n <= narrow::kCols) return m > small::kShort && (k <= thin::kMaxK || !tiny);
-    const bool unaligned = k % 4 != 0 || n % 4 != 0;
-    if (m <= small::kShort || tiny || !unaligned || k < kMinWgmmaK) return false;
+    if (n <= narrow::kCols) return m > small::kShort && (k <= thin::kMaxK || !tiny());
+    if (m <= small::kShort || tiny() || !unaligned() || k < kMinWgmmaK) return false;
     if (wgmma_loaded && takes_wgmma(sms))
       return tile_fill(narrow::kRows, narrow::kCols) >=
              kNarrowOverWgmmaFill * tile_fill(wg::kBM, wg::kBN);
@@ -464,6 +462,13 @@ class Tf32x3Bmm final : public Implementation {
   int64_t mma_sync_tiles() const {
     return ((shape_.m + kBM - 1) / kBM) * ((shape_.n + kBN - 1) / kBN) * shape_.batch;
   }
+  // At most kSmallGridMaxMacs multiply-adds.
+  bool tiny() const {
+    return double(shape_.batch) * double(shape_.m) * double(shape_.k) * double(shape_.n) <=
+           kSmallGridMaxMacs;
+  }
+  // K or N not a multiple of 4: the tensor tiles' rows of A or B are not 16-byte aligned.
+  bool unaligned() const { return shape_.k % 4 != 0 || shape_.n % 4 != 0; }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
@@ -502,10 +507,8 @@ class Tf32x3Bmm final : public Implementation {
   bool takes_small_grid(int sms) const {
     const auto [batch, m, k, n] = shape_;
     const int64_t tiles = mma_sync_tiles();
-    const bool tiny = double(batch) * double(m) * double(k) * double(n) <= kSmallGridMaxMacs;
-    const bool unaligned = k % 4 != 0 || n % 4 != 0;
-    return m <= small::kShort || n <= small::kShort || (tiny && tiles < sms) ||
-           (unaligned && (tiles < 2 * int64_t{sms} || k < kMinWgmmaK));
+    return m <= small::kShort || n <= small::kShort || (tiny() && tiles < sms) ||
+           (unaligned() && (tiles < 2 * int64_t{sms} || k < kMinWgmmaK));
   }
 
   // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:
