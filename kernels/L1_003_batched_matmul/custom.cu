@@ -35,9 +35,10 @@
 //  4. fp32 FMA tile (fma_tile.cuh): 64 x 64 tiles on a 4-stage cp.async pipeline with split-K
 //     (toward four CTAs per SM) for tiny products (<= 4 M multiply-adds) under one wave of 128 x
 //     128 tiles, for products with K or N not a multiple of 4 at K < 128 or under two waves where
-//     the narrow tile does not take them, and in 32-row or
-//     32-column tiles (fewer threads, more CTAs per SM) for every product of 17-32 rows and the
-//     tiny ones of at most 32 columns (takes_small_grid).
+//     the narrow tile does not take them (at K < 128 from two waves, 64 x 128 tiles of 8 x 8
+//     outputs a thread: takes_wide_fma), and in 32-row or 32-column tiles (fewer threads, more
+//     CTAs per SM) for every product of 17-32 rows and the tiny ones of at most 32 columns
+//     (takes_small_grid).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -262,7 +263,9 @@ class Tf32x3Bmm final : public Implementation {
     if (small_grid_) {
       // The tile's rows and its split-K rule (fma_tile.cuh: fma_tile_rows, fma_split_rule).
       fma_rows_ = small::fma_tile_rows(shape_.m);
-      plan_split_k(sms, small::fma_split_rule(fma_rows_, small::fma_tile_cols(shape_.n)));
+      fma_cols_ = small::fma_tile_cols(shape_.n);
+      if (takes_wide_fma(sms)) fma_rows_ = small::kTile, fma_cols_ = small::kWide;
+      plan_split_k(sms, small::fma_split_rule(fma_rows_, fma_cols_));
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
       cluster_sum_ =
           kRouteClusterSum && wgmma_loaded && splits_ >= 2 && splits_ <= small::kMaxClusterSplits;
@@ -338,10 +341,10 @@ class Tf32x3Bmm final : public Implementation {
         KB_CUDA_TRY(narrow::launch_narrow_bmm(chunk, splits_, static_cast<int>(chunk_batch),
                                               k % 4 == 0 && aligned16(p.a), stream));
       } else if (small_grid_) {
-        const int tile_cols = small::fma_tile_cols(n);
-        chunk.tiles_n = static_cast<int>((n + tile_cols - 1) / tile_cols);
-        KB_CUDA_TRY(small::launch_fma_bmm(chunk, fma_rows_, splits_, static_cast<int>(chunk_batch),
-                                          cluster_sum_, n % 4 == 0 && aligned16(p.b), stream));
+        chunk.tiles_n = static_cast<int>((n + fma_cols_ - 1) / fma_cols_);
+        KB_CUDA_TRY(small::launch_fma_bmm(chunk, fma_rows_, fma_cols_, splits_,
+                                          static_cast<int>(chunk_batch), cluster_sum_,
+                                          n % 4 == 0 && aligned16(p.b), stream));
       } else {
         const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunk_batch),
                         static_cast<unsigned>(splits_));
@@ -469,6 +472,7 @@ class Tf32x3Bmm final : public Implementation {
   }
   // K or N not a multiple of 4: the tensor tiles' rows of A or B are not 16-byte aligned.
   bool unaligned() const { return shape_.k % 4 != 0 || shape_.n % 4 != 0; }
+  bool k_short() const { return shape_.k < kMinWgmmaK; }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
@@ -516,6 +520,26 @@ class Tf32x3Bmm final : public Implementation {
   // shapes, no gain at the sweep's miss 71 x 43 x 419 x 255 (docs/kernels.md, session 34).
   static constexpr bool kRouteClusterSum = false;
 
+  // The FMA tile's wide form (64 x 128, 8 x 8 outputs a thread: 4 shared loads per 64 FMAs, not
+  // 2 per 16) for unaligned products of K < kMinWgmmaK past 32 rows and columns on two waves of
+  // 128 x 128 tiles or more, where the 64 x 64 tile was issue-bound at 0.75-0.87x the reference.
+  // H100, session 49 call 1 (/work/.device/1; `kb bench L1_003 --dims D --time-cap 0.2 --trials
+  // 2 --seed 7`, 64 x 64 / 64 x 128 / 128 x 128 of 8 x 8 (256 threads) / reference us): 95 x 231
+  // x 31 x 1215 86 / 76 / 96 / 97, 12 x 501 x 39 x 1813 48 / 39 / 49 / 50, 109 x 449 x 35 x 1417
+  // 297 / 224 / 275 / 262, 38 x 265 x 77 x 1307 96 / 85 / 106 / 84, 99 x 373 x 97 x 1377 414 /
+  // 318 / 340 / 313, 103 x 385 x 89 x 1399 426 / 353 / 414 / 358, 64 x 512 x 100 x 1023 266 / 205
+  // / 219 / 199. Under two waves the tiles are too few for 64 x 128 (20 x 129 x 65 x 301, 120
+  // tiles: 15 / 15 us, the reference 12; 6 x 300 x 101 x 203 10 / 10). The rule (call 2,
+  // /work/.device/6, 3 trials): 0.97-1.28x the reference at those seven. Not taken (call 2, the
+  // wide tile forced): the narrow tile's unaligned products at K >= 128 (slower at 7 of 9, e.g.
+  // 69 x 83 x 299 x 149 34 -> 56 us; 1 x 1023^3 72 -> 71, 106 x 63 x 723 x 1363 384 -> 358), and
+  // aligned short K, where mma.sync's 16-byte copies win (64 x 512 x 100 x 1024 142 -> 184 us; 12
+  // x 500 x 40 x 1812 44 -> 40 the one exception).
+  bool takes_wide_fma(int sms) const {
+    return shape_.m > small::kShort && shape_.n > small::kShort && unaligned() && k_short() &&
+           mma_sync_tiles() >= 2 * int64_t{sms};
+  }
+
   // The mma.sync tile's split-K rule (split_plan.h; the FMA tile's: small::fma_split_rule).
   static constexpr SplitRule kMmaSyncSplits{kBM, kBN, kBK, 2, 2};
   void plan_split_k(int sms, const SplitRule& rule) {
@@ -541,7 +565,8 @@ class Tf32x3Bmm final : public Implementation {
   bool narrow_ = false;          // the narrow tile: narrow_tile.cuh
   bool small_grid_ = false;      // the FMA tile instead of the tensor path
   bool cluster_sum_ = false;     // the FMA tile's splits sum in a cluster (no partials_)
-  int fma_rows_ = small::kTile;  // the FMA tile's rows (small_grid_: fma_tile_rows)
+  int fma_rows_ = small::kTile;  // the FMA tile's rows and columns (small_grid_: fma_tile_rows,
+  int fma_cols_ = small::kTile;  // fma_tile_cols)
   int splits_ = 1;
   int64_t k_split_ = 0;        // K per split (a multiple of kBK when splits_ > 1)
   float* partials_ = nullptr;  // owned: (splits_, batch, M, N) when splits_ > 1 and no cluster sum

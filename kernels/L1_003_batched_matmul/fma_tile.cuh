@@ -9,7 +9,10 @@
 // would leave half its rows idle; 64 x 32 for the tiny products of at most 32 columns the narrow
 // tile leaves it), K in steps of 16 through a kStages-deep cp.async pipeline (4-byte copies, any
 // alignment; zero-filled past the tile and K), and split-K (split_plan.h, fma_split_rule) toward
-// four 64 x 64 tiles' threads per SM. The splits are summed in split order in one of two ways:
+// four 64 x 64 tiles' threads per SM. Large grids of short, unaligned K take the wide form, 64 x
+// 128 tiles of 16 x 8 threads with 8 x 8 outputs each and K in steps of 8 (custom.cu's
+// takes_wide_fma): half the shared loads per FMA of the 4 x 4 form, which is issue-bound there. The
+// splits are summed in split order in one of two ways:
 //  - cluster sum (launch_fma_bmm's cluster_sum, 2 to kMaxClusterSplits splits, sm_90): the
 //    splits of a tile are neighbours along x and form one thread-block cluster; each parks its
 //    64 x 64 sums in its shared memory, and after the cluster barrier each sums a 1/splits share
@@ -41,31 +44,60 @@ using ::kb::tf32x3::cp_async_commit;
 using ::kb::tf32x3::cp_async_wait;
 
 constexpr int kTile = 64;             // the full tile's rows and columns
-constexpr int kStep = 16;             // K per pipeline stage
+constexpr int kWide = 128;            // the wide tile's columns (custom.cu's takes_wide_fma)
+constexpr int kStep = 16;             // K per pipeline stage (the wide tile: kStepOf)
 constexpr int kStages = 4;            // stages in flight
-constexpr int kPer = 4;               // 4 x 4 outputs a thread
+constexpr int kPer = 4;               // 4 x 4 outputs a thread (the wide tile: kPerOf)
 constexpr int kPad = 4;               // a rows padded by 4 floats: float4-aligned, fewer conflicts
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 // A tile of kRows (64, or 32 for products of <= 32 rows: half the idle rows) x kCols (64, or 32
-// for products of <= 32 columns) columns, kCols / 4 x kRows / 4 threads of 4 x 4 outputs.
+// for products of <= 32 columns) columns, kCols / 4 x kRows / 4 threads of 4 x 4 outputs; the
+// wide tile (64 x kWide) 16 x 8 threads of 8 x 8, as 2 x 2 quads of 4 x 4 half a tile apart
+// (out_index): a warp's float4 reads of B are then 16 consecutive ones, and each k step reads 4
+// float4s for 64 FMAs, not 2 for 16.
 template <int kRows, int kCols>
-constexpr int kThreadsOf = (kCols / kPer) * (kRows / kPer);
-// Resident CTAs an SM the registers are bounded for: 1,024 threads (64 registers).
+constexpr int kPerOf = kCols == kWide ? 8 : kPer;
 template <int kRows, int kCols>
-constexpr int kMinBlocksOf = 1024 / kThreadsOf<kRows, kCols>;
+constexpr int kQuadsOf = kPerOf<kRows, kCols> / 4;  // quads a thread along rows and columns
+// K per stage: 8 for the wide tile (four stages in 48 KB of static shared memory), else 16.
+template <int kRows, int kCols>
+constexpr int kStepOf = kPerOf<kRows, kCols> == 8 ? 8 : kStep;
+template <int kRows, int kCols>
+constexpr int threads_of() {
+  constexpr int kP = kPerOf<kRows, kCols>;
+  return (kRows / kP) * (kCols / kP);
+}
+template <int kRows, int kCols>
+constexpr int kThreadsOf = threads_of<kRows, kCols>();
+// The tile row (column) of a thread's output i along rows (columns) of a tile kSpan long: quad i
+// / 4 of the thread's kQuads, kSpan / kQuads apart, at 4 t + i % 4 (t: the thread's ty or tx).
+template <int kSpan, int kQuads>
+__host__ __device__ constexpr int out_index(int t, int i) {
+  return i / 4 * (kSpan / kQuads) + 4 * t + i % 4;
+}
+// Resident CTAs an SM the registers are bounded for: 1,024 threads (64 registers), the wide tile
+// 512 (128 registers: 64 sums a thread).
+template <int kRows, int kCols>
+constexpr int kMinBlocksOf = (kPerOf<kRows, kCols> == 8 ? 512 : 1024) / kThreadsOf<kRows, kCols>;
 
 template <int kRows, int kCols>
 struct Stage {
-  float a[kStep][kRows + kPad];  // A transposed: a[k][row]
-  float b[kStep][kCols];         // b[k][col]
+  static constexpr int kK = kStepOf<kRows, kCols>;
+  float a[kK][kRows + kPad];  // A transposed: a[k][row]
+  float b[kK][kCols];         // b[k][col]
 };
 static_assert(kStages * sizeof(Stage<kTile, kTile>) <= 48 * 1024, "static shared memory");
+static_assert(kStages * sizeof(Stage<kTile, kWide>) <= 48 * 1024, "static shared memory");
 // The kernel's shared memory: the pipeline's stages, then (cluster sum) the split's parked sums.
-template <int kRows, int kCols>
+template <int kRows, int kCols, bool kParked>
 union SharedTile {
   Stage<kRows, kCols> stages[kStages];
   float parked[kRows * kCols];  // [row][col]
+};
+template <int kRows, int kCols>
+union SharedTile<kRows, kCols, false> {
+  Stage<kRows, kCols> stages[kStages];
 };
 
 __device__ __forceinline__ uint32_t smem_address(const float* p) {
@@ -85,13 +117,14 @@ __device__ __forceinline__ uint32_t smem_address(const float* p) {
 template <int kRows, int kCols, bool kVecB>
 struct StageLoader {
   static constexpr int kThreads = kThreadsOf<kRows, kCols>;
-  static constexpr int kLoadsA = kRows * kStep / kThreads;
-  static constexpr int kRowStride = kThreads / kStep;  // A rows between a thread's copies
-  static constexpr int kColsPerCopy = kVecB ? 4 : 1;   // of B
+  static constexpr int kK = kStepOf<kRows, kCols>;  // K per stage
+  static constexpr int kLoadsA = kRows * kK / kThreads;
+  static constexpr int kRowStride = kThreads / kK;    // A rows between a thread's copies
+  static constexpr int kColsPerCopy = kVecB ? 4 : 1;  // of B
   static constexpr int kCopiesPerRow = kCols / kColsPerCopy;
   static constexpr int kKStride = kThreads / kCopiesPerRow;  // B k between a thread's copies
-  static constexpr int kLoadsB = kStep / kKStride;
-  static_assert(kLoadsA <= 32 && kKStride >= 1 && kStep % kKStride == 0,
+  static constexpr int kLoadsB = kK / kKStride;
+  static_assert(kLoadsA <= 32 && kKStride >= 1 && kK % kKStride == 0,
                 "row mask bits; whole stages of B");
 
   const float* a;                // A(t / 16, ka): this thread's first A copy of the next stage
@@ -106,21 +139,21 @@ struct StageLoader {
                                          int k_end_)
       : a_row_step(int64_t{kRowStride} * p.k), b_k_step(int64_t{kKStride} * p.n), k_end(k_end_) {
     const int t = static_cast<int>(threadIdx.x);
-    ka = k_begin + t % kStep;
+    ka = k_begin + t % kK;
     kb = k_begin + t / kCopiesPerRow;
     const int col = t % kCopiesPerRow * kColsPerCopy;
-    a = a_tile + int64_t{t / kStep} * p.k + ka;
+    a = a_tile + int64_t{t / kK} * p.k + ka;
     b = b_tile + int64_t{kb} * p.n + col;
     row_ok = 0;
 #pragma unroll
-    for (int i = 0; i < kLoadsA; ++i) row_ok |= (t / kStep + kRowStride * i < rows ? 1u : 0u) << i;
+    for (int i = 0; i < kLoadsA; ++i) row_ok |= (t / kK + kRowStride * i < rows ? 1u : 0u) << i;
     col_ok = col < cols;
   }
 
   // p: the kernel's arguments (their pointers stand in for the source of a zero-filled copy).
   __device__ __forceinline__ void load(const GemmArgs& p, Stage<kRows, kCols>& st) {
     const int t = static_cast<int>(threadIdx.x);
-    const uint32_t sa = smem_address(&st.a[t % kStep][t / kStep]);
+    const uint32_t sa = smem_address(&st.a[t % kK][t / kK]);
     const bool k_ok = ka < k_end;
 #pragma unroll
     for (int i = 0; i < kLoadsA; ++i) {
@@ -136,10 +169,10 @@ struct StageLoader {
       else
         cp_async_4(sb + 4 * kCols * kKStride * i, ok ? b + i * b_k_step : p.b, ok);
     }
-    a += kStep;
-    ka += kStep;
-    b += b_k_step * (kStep / kKStride);
-    kb += kStep;
+    a += kK;
+    ka += kK;
+    b += b_k_step * (kK / kKStride);
+    kb += kK;
   }
 };
 
@@ -183,8 +216,11 @@ __device__ __forceinline__ void cluster_sum_store(const float* parked, int rank,
 template <int kRows, int kCols, bool kClusterSum, bool kVecB>
 __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, kCols>)
     fma_bmm_kernel(const GemmArgs p) {
-  constexpr int kThreadCols = kCols / kPer;
-  __shared__ __align__(16) SharedTile<kRows, kCols> shared;
+  constexpr int kP = kPerOf<kRows, kCols>, kQuads = kQuadsOf<kRows, kCols>;
+  constexpr int kK = kStepOf<kRows, kCols>;
+  constexpr int kThreadCols = kCols / kP;
+  static_assert(!kClusterSum || kP == kPer, "the cluster sum parks 4 x 4 outputs a thread");
+  __shared__ __align__(16) SharedTile<kRows, kCols, kClusterSum> shared;
   Stage<kRows, kCols>* st = shared.stages;
   const int splits = static_cast<int>(gridDim.x) / p.tiles_n;
   const int x = static_cast<int>(blockIdx.x);
@@ -199,14 +235,14 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
   const int tx = static_cast<int>(threadIdx.x) % kThreadCols;
   const int ty = static_cast<int>(threadIdx.x) / kThreadCols;
 
-  const int steps = (k_end - k_begin + kStep - 1) / kStep;
+  const int steps = (k_end - k_begin + kK - 1) / kK;
   StageLoader<kRows, kCols, kVecB> loader(p, a, b, rows, cols, k_begin, k_end);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < steps) loader.load(p, st[s]);
     cp_async_commit();
   }
-  float acc[kPer][kPer] = {};
+  float acc[kP][kP] = {};
   for (int step = 0; step < steps; ++step) {
     cp_async_wait<kStages - 2>();  // this step's stage has landed (for this thread's copies)
     __syncthreads();               // ... for every thread's; and step - 1's stage is free
@@ -215,15 +251,21 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
     cp_async_commit();
     const Stage<kRows, kCols>& cur = st[step % kStages];
 #pragma unroll
-    for (int k = 0; k < kStep; ++k) {
-      const float4 av = *reinterpret_cast<const float4*>(&cur.a[k][ty * kPer]);
-      const float ar[kPer] = {av.x, av.y, av.z, av.w};
-      const float4 bv = *reinterpret_cast<const float4*>(&cur.b[k][tx * kPer]);
-      const float br[kPer] = {bv.x, bv.y, bv.z, bv.w};
+    for (int k = 0; k < kK; ++k) {
+      float ar[kP], br[kP];
 #pragma unroll
-      for (int i = 0; i < kPer; ++i)
+      for (int q = 0; q < kQuads; ++q) {
+        const float4 av =
+            *reinterpret_cast<const float4*>(&cur.a[k][out_index<kRows, kQuads>(ty, 4 * q)]);
+        ar[4 * q] = av.x, ar[4 * q + 1] = av.y, ar[4 * q + 2] = av.z, ar[4 * q + 3] = av.w;
+        const float4 bv =
+            *reinterpret_cast<const float4*>(&cur.b[k][out_index<kCols, kQuads>(tx, 4 * q)]);
+        br[4 * q] = bv.x, br[4 * q + 1] = bv.y, br[4 * q + 2] = bv.z, br[4 * q + 3] = bv.w;
+      }
 #pragma unroll
-        for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+      for (int i = 0; i < kP; ++i)
+#pragma unroll
+        for (int j = 0; j < kP; ++j) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
     }
   }
   if constexpr (kClusterSum) {
@@ -244,12 +286,14 @@ __global__ void __launch_bounds__(kThreadsOf<kRows, kCols>, kMinBlocksOf<kRows, 
   float* out = one_split ? p.c : p.partials + int64_t{split} * gridDim.z * p.m * p.n;
   float* c = out + (bi * p.m + m0) * p.n + n0;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int row = ty * kPer + i;
+  for (int i = 0; i < kP; ++i) {
+    const int row = out_index<kRows, kQuads>(ty, i);
     if (row >= rows) continue;
 #pragma unroll
-    for (int j = 0; j < kPer; ++j)
-      if (tx * kPer + j < cols) c[int64_t{row} * p.n + tx * kPer + j] = acc[i][j];
+    for (int j = 0; j < kP; ++j) {
+      const int col = out_index<kCols, kQuads>(tx, j);
+      if (col < cols) c[int64_t{row} * p.n + col] = acc[i][j];
+    }
   }
 }
 
@@ -268,18 +312,22 @@ cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool clust
     fma_bmm_kernel<kRows, kCols, false, kVecB><<<grid, kThreads, 0, stream>>>(p);
     return cudaGetLastError();
   }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = dim3(kThreads);
-  config.stream = stream;
-  cudaLaunchAttribute cluster = {};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(splits);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, kCols, true, kVecB>, p);
+  if constexpr (kPerOf<kRows, kCols> != kPer) {
+    return cudaErrorInvalidValue;  // the wide tile sums its splits through split_sum
+  } else {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    cudaLaunchAttribute cluster = {};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = static_cast<unsigned>(splits);
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, fma_bmm_kernel<kRows, kCols, true, kVecB>, p);
+  }
 }
 
 // The tile for p: 32 rows for products of at most kShort rows, else 64; 32 columns for products
@@ -306,18 +354,19 @@ cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool clus
   return vec_b ? launch_fma_tile<kRows, kCols, true>(p, splits, batch, cluster_sum, stream)
                : launch_fma_tile<kRows, kCols, false>(p, splits, batch, cluster_sum, stream);
 }
-template <int kRows>
-cudaError_t launch_fma_rows(const GemmArgs& p, int splits, int batch, bool cluster_sum, bool vec_b,
-                            cudaStream_t stream) {
-  return p.n <= kShort
-             ? launch_fma_shape<kRows, kShort>(p, splits, batch, cluster_sum, vec_b, stream)
-             : launch_fma_shape<kRows, kTile>(p, splits, batch, cluster_sum, vec_b, stream);
-}
-// rows: fma_tile_rows of the whole product (p may be a chunk of its batch).
-inline cudaError_t launch_fma_bmm(const GemmArgs& p, int rows, int splits, int batch,
+// rows x cols: the tile of the whole product (p may be a chunk of its batch): fma_tile_rows x
+// fma_tile_cols, or the wide tile (kTile x kWide).
+inline cudaError_t launch_fma_bmm(const GemmArgs& p, int rows, int cols, int splits, int batch,
                                   bool cluster_sum, bool vec_b, cudaStream_t stream) {
-  return rows == kShort ? launch_fma_rows<kShort>(p, splits, batch, cluster_sum, vec_b, stream)
-                        : launch_fma_rows<kTile>(p, splits, batch, cluster_sum, vec_b, stream);
+  if (cols == kWide)
+    return launch_fma_shape<kTile, kWide>(p, splits, batch, cluster_sum, vec_b, stream);
+  if (rows == kShort)
+    return cols == kShort
+               ? launch_fma_shape<kShort, kShort>(p, splits, batch, cluster_sum, vec_b, stream)
+               : launch_fma_shape<kShort, kTile>(p, splits, batch, cluster_sum, vec_b, stream);
+  return cols == kShort
+             ? launch_fma_shape<kTile, kShort>(p, splits, batch, cluster_sum, vec_b, stream)
+             : launch_fma_shape<kTile, kTile>(p, splits, batch, cluster_sum, vec_b, stream);
 }
 
 }  // namespace kb::custom::L1_003::small
