@@ -104,16 +104,16 @@ __device__ __forceinline__ uint32_t smem_address(const float* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// The tile's copies, stage after stage: load() copies A(row, k) and B(k, col) for the next 16 k
-// into a stage, zeros past k_end and outside the tile, and moves on. Thread t of T copies A rows
-// t / 16 + (T / 16) i at k = k0 + t % 16 (64 bytes per row), 4 bytes each (A is stored
-// transposed). B: kVecB (N a multiple of 4 and B 16-byte aligned; then a float4 of B is all inside
-// the tile or all outside) in 16-byte copies, columns 4 (t % (kCols / 4)) .. + 3 at k = k0 +
-// t / (kCols / 4) + (4 T / kCols) i; else 4-byte copies of column t % kCols at k = k0 +
-// t / kCols + (T / kCols) i. The pointers,
-// the tile-edge masks and the shared addresses are set once here: each copy then costs an address
-// add, two selects and the cp.async (computing them per copy, and copying B 4 bytes at a time,
-// made the kernel issue 2.0 instructions per FMA against cuBLAS's 1.5: session 38's ncu).
+// The tile's copies, stage after stage: load() copies A(row, k) and B(k, col) for the next kK k
+// (16; the wide tile 8) into a stage, zeros past k_end and outside the tile, and moves on. Thread
+// t of T copies A rows t / kK + (T / kK) i at k = k0 + t % kK (4 kK bytes per row), 4 bytes each
+// (A is stored transposed). B: kVecB (N a multiple of 4 and B 16-byte aligned; then a float4 of B
+// is all inside the tile or all outside) in 16-byte copies, columns 4 (t % (kCols / 4)) .. + 3 at k
+// = k0 + t / (kCols / 4) + (4 T / kCols) i; else 4-byte copies of column t % kCols at k = k0 + t /
+// kCols + (T / kCols) i. The pointers, the tile-edge masks and the shared addresses are set once
+// here: each copy then costs an address add, two selects and the cp.async (computing them per copy,
+// and copying B 4 bytes at a time, made the kernel issue 2.0 instructions per FMA against
+// cuBLAS's 1.5: session 38's ncu).
 template <int kRows, int kCols, bool kVecB>
 struct StageLoader {
   static constexpr int kThreads = kThreadsOf<kRows, kCols>;
