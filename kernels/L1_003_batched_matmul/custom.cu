@@ -61,7 +61,8 @@
 // 545 M (cuBLAS 397 M) and runs 509 us against 645 (cuBLAS 479).
 // Measured and not taken: one launch for split-K (the last CTA of a tile sums the splits: its
 // serial sum made 1 x 128 x 4096 x 128 9x slower, session 21), 8 x 8 outputs per thread in the
-// FMA tile (64 threads: 0.74x against 1.2x at the tiny shapes, session 21), operands
+// FMA tile's 64 x 64 form (64 threads: 0.74x against 1.2x at the tiny shapes, session 21; the 64
+// x 128 form of 128 threads is the wide tile of session 49, for large grids only), operands
 // zero-padded to multiples of 4 in a copy (slower at every shape: 1.88 against 1.86 ms at 84 x
 // 459 x 655 x 1637), one CTA per SM for mma.sync grids under one wave (no change, session 19),
 // the FMA tile at 128 rows (256 threads of 4 x 4) or 1-4 forced splits at <= 32 columns (session
@@ -261,14 +262,15 @@ class Tf32x3Bmm final : public Implementation {
     }
     small_grid_ = takes_small_grid(sms);
     if (small_grid_) {
-      // The tile's rows and its split-K rule (fma_tile.cuh: fma_tile_rows, fma_split_rule).
+      // The tile's rows and columns (fma_tile.cuh: fma_tile_rows, fma_tile_cols; the wide tile,
+      // takes_wide_fma) and its split-K rule (fma_split_rule).
       fma_rows_ = small::fma_tile_rows(shape_.m);
       fma_cols_ = small::fma_tile_cols(shape_.n);
       if (takes_wide_fma(sms)) fma_rows_ = small::kTile, fma_cols_ = small::kWide;
       plan_split_k(sms, small::fma_split_rule(fma_rows_, fma_cols_));
       // The cluster sum needs sm_90 code: the loaded wgmma build (sm_90a) is that.
-      cluster_sum_ =
-          kRouteClusterSum && wgmma_loaded && splits_ >= 2 && splits_ <= small::kMaxClusterSplits;
+      cluster_sum_ = kRouteClusterSum && wgmma_loaded && fma_cols_ != small::kWide &&
+                     splits_ >= 2 && splits_ <= small::kMaxClusterSplits;  // 4 x 4 forms only
       return cluster_sum_ ? Status::ok() : allocate_partials();
     }
     plan_split_k(sms, kMmaSyncSplits);
@@ -521,8 +523,9 @@ class Tf32x3Bmm final : public Implementation {
   static constexpr bool kRouteClusterSum = false;
 
   // The FMA tile's wide form (64 x 128, 8 x 8 outputs a thread: 4 shared loads per 64 FMAs, not
-  // 2 per 16) for unaligned products of K < kMinWgmmaK past 32 rows and columns on two waves of
-  // 128 x 128 tiles or more, where the 64 x 64 tile was issue-bound at 0.75-0.87x the reference.
+  // 2 per 16) for unaligned products of K < kMinWgmmaK (and > 16: the thin-K kernel's before)
+  // past 32 rows and columns on two waves of 128 x 128 tiles or more, where the 64 x 64 tile was
+  // issue-bound at 0.75-0.87x the reference.
   // H100, session 49 call 1 (/work/.device/1; `kb bench L1_003 --dims D --time-cap 0.2 --trials
   // 2 --seed 7`, 64 x 64 / 64 x 128 / 128 x 128 of 8 x 8 (256 threads) / reference us): 95 x 231
   // x 31 x 1215 86 / 76 / 96 / 97, 12 x 501 x 39 x 1813 48 / 39 / 49 / 50, 109 x 449 x 35 x 1417

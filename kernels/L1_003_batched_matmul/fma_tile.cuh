@@ -127,11 +127,11 @@ struct StageLoader {
   static_assert(kLoadsA <= 32 && kKStride >= 1 && kK % kKStride == 0,
                 "row mask bits; whole stages of B");
 
-  const float* a;                // A(t / 16, ka): this thread's first A copy of the next stage
+  const float* a;                // A(t / kK, ka): this thread's first A copy of the next stage
   const float* b;                // B(kb, col): its first B copy
   int64_t a_row_step, b_k_step;  // kRowStride rows of A, kKStride rows of B
   int ka, kb, k_end;
-  uint32_t row_ok;  // bit i: A row t / 16 + kRowStride i is inside the tile
+  uint32_t row_ok;  // bit i: A row t / kK + kRowStride i is inside the tile
   bool col_ok;      // B's columns col .. col + kColsPerCopy - 1 are inside the tile
 
   __device__ __forceinline__ StageLoader(const GemmArgs& p, const float* a_tile,
@@ -330,7 +330,8 @@ cudaError_t launch_fma_tile(const GemmArgs& p, int splits, int batch, bool clust
   }
 }
 
-// The tile for p: 32 rows for products of at most kShort rows, else 64; 32 columns for products
+// The 4 x 4 tile for p (the wide tile is custom.cu's choice, takes_wide_fma): 32 rows for
+// products of at most kShort rows, else 64; 32 columns for products
 // of at most kShort columns (a 64-column tile would leave half its columns idle), else 64.
 // (Session 43's tall tile, 128 x 32 of 8 x 4 outputs a thread, ran large products of at most 32
 // columns until the narrow tensor tile took them: docs/kernels.md, session 47.)
@@ -342,8 +343,9 @@ inline int fma_tile_cols(int64_t n) {
   return n <= kShort ? kShort : kTile;
 }
 // The split-K rule (split_plan.h) of the tile of rows x cols: toward four 64 x 64 tiles' threads
-// an SM (more CTAs of the short and narrow tiles, which have fewer threads), at least 4 k-steps a
-// split.
+// an SM (more CTAs of the short and narrow tiles, which have fewer threads; two of the wide tile,
+// whose grids never split: custom.cu takes it on two waves of 128 x 128 tiles, as many CTAs as
+// the rule's slots), at least 4 k-steps a split.
 inline SplitRule fma_split_rule(int rows, int cols) {
   constexpr int64_t kCtasPerSm = 4, kMinKSteps = 4;
   return SplitRule{rows, cols, kStep, kCtasPerSm * kTile * kTile / (rows * cols), kMinKSteps};
@@ -355,7 +357,7 @@ cudaError_t launch_fma_shape(const GemmArgs& p, int splits, int batch, bool clus
                : launch_fma_tile<kRows, kCols, false>(p, splits, batch, cluster_sum, stream);
 }
 // rows x cols: the tile of the whole product (p may be a chunk of its batch): fma_tile_rows x
-// fma_tile_cols, or the wide tile (kTile x kWide).
+// fma_tile_cols, or the wide tile (cols == kWide: kTile rows, whatever rows says).
 inline cudaError_t launch_fma_bmm(const GemmArgs& p, int rows, int cols, int splits, int batch,
                                   bool cluster_sum, bool vec_b, cudaStream_t stream) {
   if (cols == kWide)

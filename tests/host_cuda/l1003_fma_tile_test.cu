@@ -23,6 +23,7 @@ TEST(L1003FmaTile, SplitsTowardFourFullTilesThreadsAnSm) {
   EXPECT_EQ(fma_split_rule(kShort, kTile).ctas_per_sm, 8);
   EXPECT_EQ(fma_split_rule(kTile, kShort).ctas_per_sm, 8);
   EXPECT_EQ(fma_split_rule(kShort, kShort).ctas_per_sm, 16);
+  EXPECT_EQ(fma_split_rule(kTile, kWide).ctas_per_sm, 2);  // the wide tile's (it never splits)
   for (const int rows : {kShort, kTile}) {
     EXPECT_EQ(fma_split_rule(rows, kShort).min_k_tiles, 4);
     EXPECT_EQ(fma_split_rule(rows, kShort).k_tile, kStep);
@@ -78,6 +79,8 @@ void expect_outputs_once() {
 TEST(L1003FmaTile, ThreadsOwnEachOutputOnce) {
   expect_outputs_once<kTile, kTile>();
   expect_outputs_once<kShort, kTile>();
+  expect_outputs_once<kTile, kShort>();
+  expect_outputs_once<kShort, kShort>();
   expect_outputs_once<kTile, kWide>();
 }
 
