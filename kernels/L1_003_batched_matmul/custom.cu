@@ -449,11 +449,11 @@ class Tf32x3Bmm final : public Implementation {
   bool takes_narrow(int sms, bool wgmma_loaded) const {
     const auto [batch, m, k, n] = shape_;
     if (n <= narrow::kCols) return m > small::kShort && (k <= thin::kMaxK || !tiny());
-    if (m <= small::kShort || tiny() || !unaligned() || k < kMinWgmmaK) return false;
+    if (m <= small::kShort || tiny() || !unaligned() || k_short()) return false;
     if (wgmma_loaded && takes_wgmma(sms))
       return tile_fill(narrow::kRows, narrow::kCols) >=
              kNarrowOverWgmmaFill * tile_fill(wg::kBM, wg::kBN);
-    return mma_sync_tiles() < 2 * int64_t{sms};
+    return under_two_waves(sms);
   }
 
   // The share of a grid of tile_m x tile_n tiles that the product fills.
@@ -467,6 +467,8 @@ class Tf32x3Bmm final : public Implementation {
   int64_t mma_sync_tiles() const {
     return ((shape_.m + kBM - 1) / kBM) * ((shape_.n + kBN - 1) / kBN) * shape_.batch;
   }
+  // Under two waves of those tiles (two CTAs an SM): the narrow, FMA and wide-FMA rules' bound.
+  bool under_two_waves(int sms) const { return mma_sync_tiles() < 2 * int64_t{sms}; }
   // At most kSmallGridMaxMacs multiply-adds.
   bool tiny() const {
     return double(shape_.batch) * double(shape_.m) * double(shape_.k) * double(shape_.n) <=
@@ -474,6 +476,7 @@ class Tf32x3Bmm final : public Implementation {
   }
   // K or N not a multiple of 4: the tensor tiles' rows of A or B are not 16-byte aligned.
   bool unaligned() const { return shape_.k % 4 != 0 || shape_.n % 4 != 0; }
+  // K under the wgmma path's minimum (the tensor tiles' pipeline is not filled).
   bool k_short() const { return shape_.k < kMinWgmmaK; }
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -511,10 +514,9 @@ class Tf32x3Bmm final : public Implementation {
   // 97 x 1377 577 / 419 / 316, 103 x 385 x 89 x 1399 609 / 430 / 360, 6 x 300 x 101 x 203 10 / 10 /
   // 10.
   bool takes_small_grid(int sms) const {
-    const auto [batch, m, k, n] = shape_;
-    const int64_t tiles = mma_sync_tiles();
-    return m <= small::kShort || n <= small::kShort || (tiny() && tiles < sms) ||
-           (unaligned() && (tiles < 2 * int64_t{sms} || k < kMinWgmmaK));
+    return shape_.m <= small::kShort || shape_.n <= small::kShort ||
+           (tiny() && mma_sync_tiles() < sms) ||
+           (unaligned() && (under_two_waves(sms) || k_short()));
   }
 
   // The FMA tile's splits summed in a cluster (fma_tile.cuh) instead of split_sum's launch. Off:
@@ -540,7 +542,7 @@ class Tf32x3Bmm final : public Implementation {
   // x 500 x 40 x 1812 44 -> 40 the one exception).
   bool takes_wide_fma(int sms) const {
     return shape_.m > small::kShort && shape_.n > small::kShort && unaligned() && k_short() &&
-           mma_sync_tiles() >= 2 * int64_t{sms};
+           !under_two_waves(sms);
   }
 
   // The mma.sync tile's split-K rule (split_plan.h; the FMA tile's: small::fma_split_rule).
