@@ -17,13 +17,10 @@
 // output. Grid: 128 images x 125 pixel tiles = 16,000 CTAs (60.6 waves of 2 per SM; the last
 // tile of an image has 4 pixels: 0.8% idle work). The core takes any groups-1 conv2d (stride,
 // padding, dilation, sizes); groups != 1 fails setup.
-// Small layers, and long-K layers whose GEMM tiles would be too few to fill the machine, take the
-// core's narrow fp32 kernel, a thread or a warp per pixel (conv2d_core.cuh, narrow_is_faster has
-// the rule and its measurements; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x,
-// L2_031 0.78x -> 1.24x the reference at their worst shapes; session 36: 12-tile layers).
-// Few output channels (C_out <= 16 over 8,192 pixels or more, and thin planes of up to 64) take
-// the core's few-channel kernel first: a thread a pixel and 2, 4 or 8 channels, each x loaded
-// once for them (few_channels_group has the rule and its measurements; session 40).
+// Layers other than the large ones take the core's fp32 kernels (conv2d_core.cuh's "Choice" has
+// the order and the rules with their measurements): small planes over all images the flat tile,
+// few output channels over many pixels the few-channel kernel, small and long-K layers the
+// narrow kernel.
 //
 // Predicted on the H200: the L1_003 GEMM with the same tiles ran 69 TFLOP/s; the gather issues
 // ~16 extra instructions per copy group (~12% of the issue slots) -> ~4.6 ms (2.0x over the peer).

@@ -21,17 +21,18 @@
 //     double, which costs 2 log10(mean/std) of double's 16 digits (the tile statistics carry no
 //     such loss), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
 //     Planes of up to kWarpPlaneMaxPixels take a warp each (normalize_small_planes_kernel).
-// Small layers, and long-K layers whose GEMM tiles would be too few to fill the machine, take the
-// core's narrow fp32 kernel, a thread or a warp per pixel (conv2d_core.cuh, narrow_is_faster has
-// the rule and its measurements; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x,
-// L2_031 0.78x -> 1.24x the reference at their worst shapes; session 36: 12-tile layers).
-// Few output channels (C_out <= 16 over 8,192 pixels or more, and thin planes of up to 64) take
-// the core's few-channel kernel first: a thread a pixel and 2, 4 or 8 channels, each x loaded
-// once for them (few_channels_group has the rule and its measurements; session 40).
+//     After the core's flat tile, which keeps no tile statistics, a warp a plane forms them from
+//     y in two passes (mean, then sum (y - mean)^2, in double; normalize_planes_from_y_kernel).
+// Layers other than the large ones take the core's fp32 kernels (conv2d_core.cuh's "Choice" has
+// the order and the rules with their measurements): small planes over all images the flat tile,
+// few output channels over many pixels the few-channel kernel, small and long-K layers the
+// narrow kernel.
 //
 // Thin planes (ncu, H100, session 42, N 53, C_in 62, C_out 63, 77 x 3: 0.80x the reference): the
 // few-channel conv 40.0 us against cuDNN's 24.7 (its GEMM tiles span the pixels of several
-// images) and the CTA-a-plane normalize 9.6 us for 75 values a plane (docs/kernels.md).
+// images) and the CTA-a-plane normalize 9.6 us for 75 values a plane (docs/kernels.md). Session
+// 50 (H100): the core's flat tile, whose tiles span images too, and the warp-a-plane normalize
+// from y: 0.048 -> 0.032 ms (reference 0.040).
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
 // -> ~5.2 ms (1.9x over the peer); measured 5.90 ms on mma.sync. Session 20, on the wgmma
 // kernel (as L2_031: 5.15 -> 3.19 ms): **3.88 ms** (kb bench L2_017 --time-cap 2 --seed 7, A/B
@@ -153,6 +154,35 @@ __global__ void __launch_bounds__(kNormThreads)
   normalize_row(y + plane * hw, hw, plane_coefficients(s, q, hw, eps, inv_divisor), vec, lane, 32);
 }
 
+// Planes whose conv kept no tile statistics (the core's flat tile: stats_tiles() has no slots),
+// a warp each, kNormWarps planes a CTA: the plane's mean and M2 = sum (y - mean)^2 in two passes
+// over y (double sums over the warp by a fixed shuffle tree), then the normalized plane written.
+// Correct at any hw; fast on the small planes the flat tile takes, whose passes hit L1.
+__global__ void __launch_bounds__(kNormThreads)
+    normalize_planes_from_y_kernel(float* y, int64_t planes, int hw, float eps, float inv_divisor,
+                                   bool vec) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t plane = int64_t{blockIdx.x} * kNormWarps + threadIdx.x / 32;
+  if (plane >= planes) return;  // whole warps
+  float* row = y + plane * hw;
+  const auto warp_sum = [](double v) {
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+  };
+  double s = 0.0;
+  for (int i = lane; i < hw; i += 32) s += row[i];
+  const double mean = warp_sum(s) / hw;
+  double q = 0.0;
+  for (int i = lane; i < hw; i += 32) {
+    const double d = row[i] - mean;
+    q += d * d;
+  }
+  const double var = warp_sum(q) / hw;
+  const float2 coef = make_float2(static_cast<float>(mean),
+                                  static_cast<float>(1.0 / sqrt(var + eps)) * inv_divisor);
+  normalize_row(row, hw, coef, vec, lane, 32);
+}
+
 class ConvInstanceNorm final : public Implementation {
  public:
   ~ConvInstanceNorm() override { KB_CUDA_WARN(cudaFree(stats_)); }
@@ -166,7 +196,8 @@ class ConvInstanceNorm final : public Implementation {
     const conv2d_tf32x3::ConvGeometry& g = conv_.geometry();
     planes_ = int64_t{g.n} * g.c_out;
     if (planes_ > 0x7fffffff) return Status::failed_precondition("L2_017 custom: too many planes");
-    KB_CUDA_TRY(cudaMalloc(&stats_, planes_ * conv_.stats_tiles().slots * sizeof(float2)));
+    const int slots = conv_.stats_tiles().slots;
+    if (slots > 0) KB_CUDA_TRY(cudaMalloc(&stats_, planes_ * slots * sizeof(float2)));
     return Status::ok();
   }
 
@@ -176,10 +207,14 @@ class ConvInstanceNorm final : public Implementation {
     KB_TRY(conv_.run(args.inputs[x_].data, args.params[weight_].data, y, stats_, PlaneStats{},
                      stream));
     const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-    if (g.hw_out() <= kWarpPlaneMaxPixels) {
-      const int64_t blocks = (planes_ + kNormWarps - 1) / kNormWarps;
-      normalize_small_planes_kernel<<<static_cast<unsigned>(blocks), kNormThreads, 0, stream>>>(
-          y, stats_, conv_.stats_tiles(), planes_, g.hw_out(), eps_, inv_divisor_, vec);
+    const int64_t warp_blocks = (planes_ + kNormWarps - 1) / kNormWarps;
+    if (conv_.stats_tiles().slots == 0) {
+      normalize_planes_from_y_kernel<<<static_cast<unsigned>(warp_blocks), kNormThreads, 0,
+                                       stream>>>(y, planes_, g.hw_out(), eps_, inv_divisor_, vec);
+    } else if (g.hw_out() <= kWarpPlaneMaxPixels) {
+      normalize_small_planes_kernel<<<static_cast<unsigned>(warp_blocks), kNormThreads, 0,
+                                      stream>>>(y, stats_, conv_.stats_tiles(), planes_, g.hw_out(),
+                                                eps_, inv_divisor_, vec);
     } else {
       normalize_planes_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0, stream>>>(
           y, stats_, conv_.stats_tiles(), g.hw_out(), eps_, inv_divisor_, vec);

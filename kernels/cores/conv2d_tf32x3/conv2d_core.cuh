@@ -12,7 +12,18 @@
 // Owns: the im2col gather (its index map, checked by static_assert), the weight loader, the
 // epilogues' contract and statistics, the kernel, the narrow fp32 kernel for small layers and the
 // few-channel fp32 kernel for C_out <= 16 (same epilogues and statistics layout), and
-// Conv2dTf32x3 (geometry, tap table, the choice, launch).
+// Conv2dTf32x3 (geometry, tap table, the choice, launch). The flat fp32 tile over the pixels of
+// all images: flat_fma.cuh; the arguments and gather it shares with the kernel here:
+// conv_args.cuh.
+// Choice (Conv2dTf32x3::setup), first that applies:
+//  1. the flat tile: planes of <= 512 pixels, <= 64 channels, a grid of >= 1/4 the SMs
+//     (flat_tile_of; no tile statistics: stats_tiles() has no slots, the caller forms them);
+//  2. the few-channel kernel: <= 16 channels over >= 8,192 pixels (few_channels_group);
+//  3. the narrow kernel: small layers, and long K over grids too small for the tile
+//     (narrow_is_faster; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x, L2_031
+//     0.78x -> 1.24x the reference at their worst shapes; session 36: 12-tile layers);
+//  4. the wgmma kernel: 3x3, stride 1, from 80 output columns (takes_wgmma, sm_90a loaded);
+//  5. the 3xTF32 tile below.
 // Tile, index maps, mma_stage and precision: the gemm128 tile of L1_003
 // (kernels/cores/tf32x3/gemm128.cuh), pipelined by kernels/cores/tf32x3/mainloop.cuh: CTA tile
 // 128 (C_out) x 128 (pixels of ONE image) x 32 (k), 3-stage cp.async pipeline, 8 warps of
@@ -36,6 +47,8 @@
 #include "common/cuda/device_query.h"
 #include "common/problem_spec.h"
 #include "common/status.h"
+#include "kernels/cores/conv2d_tf32x3/conv_args.cuh"
+#include "kernels/cores/conv2d_tf32x3/flat_fma.cuh"
 #include "kernels/cores/conv3x3_wgmma/conv3x3_wgmma.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
 #include "kernels/cores/tf32x3/mainloop.cuh"
@@ -71,65 +84,6 @@ constexpr bool gather_map_matches() {
   return true;
 }
 static_assert(gather_map_matches(), "per-thread base + constant offsets must equal the index map");
-
-// ---- the gather: which x element feeds B(k, pixel) ----
-
-// Per thread and tile: where its pixel's receptive field starts.
-struct PixelOrigin {
-  int64_t x_off;  // x index of (n, 0, ih0, iw0); only used when the tap is in range
-  int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0 with padding)
-  bool ok;        // the pixel exists (pixel < Ho*Wo)
-};
-__host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int pixel, int hw_out,
-                                                    int wo, int w_in, int sh, int sw, int ph,
-                                                    int pw) {
-  const bool ok = pixel < hw_out;
-  const int q = ok ? pixel : 0;
-  const int oh = q / wo, ow = q - (q / wo) * wo;
-  const int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
-  return {image_off + int64_t{ih0} * w_in + iw0, ih0, iw0, ok};
-}
-// Where the gather reads B(k, pixel): x index o.x_off + rel, inside x even when the copy reads
-// nothing (a missing pixel uses pixel 0, k >= K table entry 0 = offset 0, a padded tap the
-// image's first element), and whether it is real (`ok`; else the copy zero-fills).
-// tap_off = ci*H*W + kh*dh*W + kw*dw, (tap_dh, tap_dw) = (kh*dh, kw*dw).
-struct GatherSource {
-  int rel;
-  bool ok;
-};
-template <bool kPadded>
-__host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int k, int k_total,
-                                                      int tap_off, int tap_dh, int tap_dw, int h,
-                                                      int w_in) {
-  bool ok = o.ok && k < k_total;
-  if constexpr (kPadded) {
-    ok = ok && static_cast<unsigned>(o.ih0 + tap_dh) < static_cast<unsigned>(h) &&
-         static_cast<unsigned>(o.iw0 + tap_dw) < static_cast<unsigned>(w_in);
-    return {ok ? tap_off : -(o.ih0 * w_in + o.iw0), ok};
-  }
-  return {tap_off, ok};  // unpadded: every tap of pixel 0 .. Ho*Wo - 1 is inside x
-}
-
-// ---- kernel arguments ----
-
-// Sizes validated to fit int by Conv2dTf32x3::setup(). Grid: one CTA per (n, pixel tile, channel
-// tile), blockIdx.x = (n * pix_tiles + pixel tile) * co_tiles + channel tile.
-struct ConvArgs {
-  const float* x;      // (N, C_in, H, W)
-  const float* w;      // (C_out, K)
-  const int* tap_off;  // (K_pad): ci*H*W + kh*dh*W + kw*dw, 0 past K; K_pad = ceil(K / kBK) * kBK
-  const int2* tap_hw;  // (K_pad): (kh*dh, kw*dw); follows tap_off in one allocation
-  int k_pad;
-  int table_ints;      // ints of the table the gather reads (K_pad, or 3 K_pad with padding)
-  bool table_in_smem;  // copy them to shared memory first (table_ints * 4 <= kMaxSmemTableBytes)
-  float* y;            // (N, C_out, Ho*Wo)
-  float2* stats;       // (N, C_out, pix_tiles): (mean, M2) of each tile's pixels; kStats only
-  int64_t x_image;     // C_in*H*W
-  int c_out, k, h, w_in, wo, hw_out;
-  int sh, sw, ph, pw;
-  int co_tiles, pix_tiles;
-  bool vec_y;  // Ho*Wo % 4 == 0 and y 16-byte aligned: float4 stores
-};
 
 struct TileCoord {
   int n, pt, ct;  // image, pixel tile, channel tile
@@ -836,6 +790,29 @@ inline Status read_conv_geometry(const ProblemInstance& p, const std::string& no
   return Status::ok();
 }
 
+// The layer's sizes, tap table (taps: build_tap_table's, on the device) and tile counts as the
+// kernels read them (the flat tile's when flat is not kNone); the tensors' pointers and vec_y are
+// the caller's.
+inline ConvArgs conv_args(const ConvGeometry& g, const int* taps, flat::FlatTile flat) {
+  ConvArgs a{};
+  const int k_pad = g.k_pad();
+  const bool padded = g.ph > 0 || g.pw > 0;  // unpadded: every tap of a pixel is in range
+  a.tap_off = taps, a.tap_hw = reinterpret_cast<const int2*>(taps + k_pad);
+  a.k_pad = k_pad, a.table_ints = padded ? 3 * k_pad : k_pad;
+  a.table_in_smem = a.table_ints * 4 <= kMaxSmemTableBytes;
+  a.x_image = int64_t{g.c_in} * g.h * g.w;
+  a.n = g.n, a.c_out = g.c_out, a.k = g.k(), a.h = g.h, a.w_in = g.w, a.wo = g.wo;
+  a.hw_out = g.hw_out();
+  a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw;
+  a.co_tiles = g.co_tiles(), a.pix_tiles = g.pix_tiles();
+  if (flat != flat::FlatTile::kNone) {
+    const int pix = flat::flat_tile_pixels(flat), co = flat::flat_tile_channels(flat);
+    a.pix_tiles = (g.n * g.hw_out() + pix - 1) / pix;
+    a.co_tiles = (g.c_out + co - 1) / co;
+  }
+  return a;
+}
+
 // Where a kStats epilogue's statistics go: stats[n][co][slot] = (mean, M2) of tile `slot`'s
 // pixels, the tiles a grid of tile_rows x tile_cols pixels over the ho x wo plane, row-major
 // (tiles_w per row). The mma.sync and narrow kernels: one row of Ho*Wo pixels in kBN-pixel tiles;
@@ -859,23 +836,59 @@ struct StatsTiles {
 //    N 16, C_in 51, C_out 13, 31 x 93 0.061 -> 0.048; L2_017 N 115, C_in 54, C_out 12, 125 x 3
 //    0.063 -> 0.048, N 8, C_in 30, C_out 16, 90 x 70 0.087 -> 0.041; L2_031 N 125, C_in 59,
 //    C_out 2, 101 x 103 1.103 -> 0.329.
-//  - C_out up to kFewMaxPlaneChannels on planes of one pixel tile (Ho Wo <= kBN; thin images,
-//    where the tile's grid is one CTA an image), groups of 8 channels while the threads
-//    (pixels x groups) number at least 2 kFewMinPixels. The same A/B: L2_017 N 53, C_in 62,
-//    C_out 63, 77 x 3 (75 pixels an image: 53 CTAs of the tile) 0.074 -> 0.050 (reference
-//    0.041), N 30, C_in 20, C_out 63, 77 x 3 0.029 -> 0.025, N 128, C_in 8, C_out 24, 9 x 9
-//    0.023 -> 0.021; L2_001 N 64, C_in 64, C_out 64, 10 x 10 0.056 -> 0.039; L2_031 N 40,
-//    C_in 16, C_out 40, 12 x 12 0.019 -> 0.013.
+//  Thin planes of more channels (session 40: up to 64 channels on planes of one pixel tile) went
+//  to the flat tile in session 50 (flat_fma.cuh: 0.050 -> 0.032 ms at L2_017 N 53, C_in 62,
+//  C_out 63, 77 x 3).
 constexpr int kFewMinPixels = 8192;
-constexpr int kFewMaxPlaneChannels = 64;
 inline int few_channels_group(const ConvGeometry& g) {
   const int co = g.c_out <= 2 ? 2 : g.c_out <= 4 ? 4 : 8;
-  if (int64_t{4} * g.k() * co > kFewWeightsMaxBytes) return 0;
-  const int64_t pixels = int64_t{g.n} * g.hw_out();
-  if (g.c_out <= kFewMaxChannels) return pixels >= kFewMinPixels ? co : 0;
-  const int64_t threads = pixels * ((g.c_out + co - 1) / co);
-  const bool thin = g.c_out <= kFewMaxPlaneChannels && g.hw_out() <= kBN;
-  return thin && threads >= 2 * kFewMinPixels ? co : 0;
+  if (int64_t{4} * g.k() * co > kFewWeightsMaxBytes || g.c_out > kFewMaxChannels) return 0;
+  return int64_t{g.n} * g.hw_out() >= kFewMinPixels ? co : 0;
+}
+
+// The flat tile (flat_fma.cuh): layers of planes up to kFlatMaxPlane pixels, up to
+// kFlatMaxChannels output channels and up to kFlatMaxMacs multiply-adds, whose grid holds at
+// least a quarter as many CTAs as the GPU has SMs (fewer walk a long K alone: the narrow kernel's
+// warps split it) and whose N Ho Wo pixels fit int, except the layers of up to 4 channels that
+// the few-channel kernel takes (2 or 4 channels a thread: the tile's rows would be mostly
+// padding); 64 x 32 tiles past 32 channels, else 32 x 64.
+// Session 50 (H100, `kb bench --dims D --time-cap 0.2 --trials 2 --seed 7`, custom ms, before ->
+// flat, the reference in brackets; .device/s50/c2.sh, c3.sh):
+//  - thin and small planes: L2_017 N 53, C_in 62, C_out 63, 77 x 3 0.048 -> 0.032 [0.040]; N 6,
+//    C_in 30, C_out 46, 83 x 5 0.042 -> 0.021 [0.027]; N 24, C_in 27, C_out 14, 13 x 11 0.036 ->
+//    0.019 [0.024]; N 70, C_in 54, C_out 12, 125 x 3 0.044 -> 0.036 [0.038]; L2_001 N 64, C_in
+//    64, C_out 64, 10 x 10 0.039 -> 0.027 [0.036]; N 100, C_in 32, C_out 48, 15 x 15 0.055 ->
+//    0.038 [0.052]; N 8, C_in 30, C_out 16, 22 x 22 0.033 -> 0.015 [0.024]; L2_031 N 40, C_in
+//    16, C_out 40, 12 x 12 0.013 -> 0.011 [0.024]; N 8, C_in 16, C_out 64, 24 x 24 0.021 ->
+//    0.012 [0.024];
+//  - 65-128 channels: L2_017 N 53, C_in 62, C_out 100, 77 x 3 0.075 -> 0.042 [0.044]; L2_001 N
+//    16, C_in 32, C_out 96, 12 x 12 0.032 -> 0.017 [0.025]; N 40, C_in 20, C_out 80, 7 x 7 0.023
+//    -> 0.013 [0.021]; L2_031 N 64, C_in 64, C_out 128, 9 x 9 0.057 -> 0.038 [0.046];
+//  - few channels: L2_017 N 90, C_in 30, C_out 8, 12 x 12 0.030 -> 0.024 [0.028] (the
+//    few-channel kernel's 8 a thread), but L2_001 N 200, C_in 14, C_out 2, 12 x 12 0.012 -> 0.014
+//    and L2_031 N 100, C_in 20, C_out 4, 15 x 15 0.016 -> 0.019 (its 2 and 4 a thread);
+//  - large layers, where the tensor tile is as fast or faster: L2_017 N 20, C_in 100, C_out 60,
+//    20 x 25 (447 M multiply-adds) 0.092 -> 0.061; N 128, C_in 64, C_out 48, 13 x 13 (428 M)
+//    0.064 both; L2_001 N 32, C_in 64, C_out 64, 24 x 24 (571 M) 0.056 -> 0.060; N 128, C_in 64,
+//    C_out 64, 18 x 18 (1.2 G) 0.094 -> 0.108; L2_031 N 17, C_in 64, C_out 128, 22 x 22 (501 M)
+//    0.056 -> 0.059; hence kFlatMaxMacs between 447 and 501 M. (L2_031 N 64, C_in 128, C_out 64, 16
+//    x 16, 925 M: 0.103
+//    -> 0.091, reference 0.073: both paths miss there.)
+constexpr int kFlatMaxPlane = 512;
+constexpr int kFlatMaxChannels = 128;
+constexpr int64_t kFlatMaxMacs = int64_t{448} << 20;
+inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
+  if (int64_t{g.n} * g.hw_out() > 0x7fffffff - 64) return flat::FlatTile::kNone;
+  const int64_t macs = int64_t{g.n} * g.hw_out() * g.c_out * g.k();
+  if (g.hw_out() > kFlatMaxPlane || g.c_out > kFlatMaxChannels || macs > kFlatMaxMacs)
+    return flat::FlatTile::kNone;
+  const int few = few_channels_group(g);
+  if (few == 2 || few == 4) return flat::FlatTile::kNone;
+  const flat::FlatTile s = g.c_out > 32 ? flat::FlatTile::k64x32 : flat::FlatTile::k32x64;
+  const int64_t ctas = (int64_t{g.n} * g.hw_out() + flat::flat_tile_pixels(s) - 1) /
+                       flat::flat_tile_pixels(s) *
+                       ((g.c_out + flat::flat_tile_channels(s) - 1) / flat::flat_tile_channels(s));
+  return 4 * ctas >= sms ? s : flat::FlatTile::kNone;
 }
 
 // The conv of one graph node: geometry and tap table (setup), launches (run).
@@ -895,6 +908,11 @@ class Conv2dTf32x3 {
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
+    flat_ = flat_tile_of(g_, sms);
+    if (flat_ != flat::FlatTile::kNone) {
+      few_co_ = 0, narrow_ = wgmma_ = false;
+      return upload_taps();
+    }
     few_co_ = few_channels_group(g_);
     if (few_co_ > 0) {
       narrow_ = wgmma_ = false;
@@ -918,7 +936,9 @@ class Conv2dTf32x3 {
   }
 
   // The statistics layout of the kernel setup() chose (kStats epilogues).
+  // None (0 slots) on the flat tile: the caller forms its statistics from y.
   StatsTiles stats_tiles() const {
+    if (flat_ != flat::FlatTile::kNone) return {};
     if (wgmma_)
       return {wgmma_plan_.args().tiles_h * wgmma_plan_.args().tiles_w,
               wgmma_plan_.args().tiles_w,
@@ -939,23 +959,16 @@ class Conv2dTf32x3 {
       return wgmma_plan_.run<WgmmaStore<Epi, kPromoted>, kPromoted>(
           x, w, {epi, y, stats, g_.ho, g_.wo, stats_tiles().slots}, stream);
     }
-    const int k_pad = g_.k_pad();
-    const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
-    const int table_ints = padded ? 3 * k_pad : k_pad;
-    const bool table_in_smem = table_ints * 4 <= kMaxSmemTableBytes;
-    const int smem_bytes = kSmemBytes + (table_in_smem ? table_ints * 4 : 0);
-    ConvArgs a{};
-    a.x = x, a.w = w, a.tap_off = taps_, a.tap_hw = reinterpret_cast<const int2*>(taps_ + k_pad);
-    a.k_pad = k_pad, a.table_ints = table_ints, a.table_in_smem = table_in_smem;
-    a.y = y;
-    a.stats = stats;
-    a.x_image = int64_t{g_.c_in} * g_.h * g_.w;
-    a.c_out = g_.c_out, a.k = g_.k(), a.h = g_.h, a.w_in = g_.w, a.wo = g_.wo,
-    a.hw_out = g_.hw_out();
-    a.sh = g_.sh, a.sw = g_.sw, a.ph = g_.ph, a.pw = g_.pw;
-    a.co_tiles = g_.co_tiles(), a.pix_tiles = g_.pix_tiles();
+    ConvArgs a = conv_args(g_, taps_, flat_);
+    a.x = x, a.w = w, a.y = y, a.stats = stats;
     a.vec_y = g_.hw_out() % 4 == 0 && aligned16(y);
+    const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
+    const int smem_bytes = kSmemBytes + (a.table_in_smem ? a.table_ints * 4 : 0);
     const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
+    if (flat_ != flat::FlatTile::kNone) {
+      KB_CUDA_TRY(flat::launch_flat(a, flat_, padded, epi, stream));
+      return Status::ok();
+    }
     if (few_co_ > 0) {
       const dim3 grid(static_cast<unsigned>(g_.n * a.pix_tiles),
                       static_cast<unsigned>((g_.c_out + few_co_ - 1) / few_co_));
@@ -1072,6 +1085,7 @@ class Conv2dTf32x3 {
   }
 
   ConvGeometry g_;
+  flat::FlatTile flat_ = flat::FlatTile::kNone;  // the flat tile runs (flat_tile_of)
   int few_co_ = 0;       // conv2d_few_channels_kernel runs with this kCo (few_channels_group)
   bool narrow_ = false;  // conv2d_narrow_kernel runs
   int* taps_ = nullptr;  // tap_off (K_pad ints), then tap_hw (K_pad int2)
