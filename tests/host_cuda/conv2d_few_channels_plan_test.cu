@@ -11,16 +11,10 @@
 #include <random>
 
 #include "kernels/cores/conv2d_tf32x3/conv2d_core.cuh"
+#include "tests/host_cuda/conv2d_geometry.h"
 
 namespace kb::custom::conv2d_tf32x3 {
 namespace {
-
-ConvGeometry conv3x3(int n, int c_in, int c_out, int h, int w) {
-  ConvGeometry g;
-  g.n = n, g.c_in = c_in, g.c_out = c_out, g.h = h, g.w = w, g.kh = 3, g.kw = 3;
-  g.ho = h - 2, g.wo = w - 2;
-  return g;
-}
 
 TEST(Conv2dFewChannelsPlan, GroupsCoverTheChannelsWithinSharedMemory) {
   std::mt19937_64 rng(40);

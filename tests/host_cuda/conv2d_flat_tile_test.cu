@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cores/conv2d_tf32x3/conv2d_core.cuh"
+#include "tests/host_cuda/conv2d_geometry.h"
 
 namespace kb::custom::conv2d_tf32x3::flat {
 namespace {
@@ -172,13 +173,6 @@ void check_grid() {
 TEST(Conv2dFlatTile, CopyGridsTileTheStages) {
   check_grid<64, 32>();
   check_grid<32, 64>();
-}
-
-ConvGeometry conv3x3(int n, int c_in, int c_out, int h, int w) {
-  ConvGeometry g;
-  g.n = n, g.c_in = c_in, g.c_out = c_out, g.h = h, g.w = w, g.kh = 3, g.kw = 3;
-  g.ho = h - 2, g.wo = w - 2;
-  return g;
 }
 
 // The rule (flat_tile_of) at an H100's 132 SMs: the layers measured in session 50 and the presets
