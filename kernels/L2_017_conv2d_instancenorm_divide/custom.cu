@@ -85,12 +85,23 @@ __device__ __forceinline__ void plane_sums(const float2* stats, conv2d_tf32x3::S
   }
 }
 
-// The plane's (mean, scale) from its sums: mean and E[y^2] - mean^2 (biased) in double.
-__device__ __forceinline__ float2 plane_coefficients(double s, double q, int hw, float eps,
-                                                     float inv_divisor) {
-  const double mean = s / hw, var = q / hw - mean * mean;
+// The plane's (mean, scale) from its mean and biased variance.
+__device__ __forceinline__ float2 coefficients(double mean, double var, float eps,
+                                               float inv_divisor) {
   return make_float2(static_cast<float>(mean),
                      static_cast<float>(1.0 / sqrt((var > 0.0 ? var : 0.0) + eps)) * inv_divisor);
+}
+// ... from its sums: mean and E[y^2] - mean^2 in double.
+__device__ __forceinline__ float2 plane_coefficients(double s, double q, int hw, float eps,
+                                                     float inv_divisor) {
+  const double mean = s / hw;
+  return coefficients(mean, q / hw - mean * mean, eps, inv_divisor);
+}
+
+// v summed over the warp by a fixed shuffle tree (every lane gets the sum).
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
 }
 
 // row[i] = (row[i] - mean) * scale for the plane's elements first, first + step, ... (vec: in
@@ -133,7 +144,9 @@ __global__ void __launch_bounds__(kNormThreads)
 // Small planes (hw <= kWarpPlaneMaxPixels), a warp each: kNormWarps planes a CTA, the sums
 // over the warp by a fixed shuffle tree. The CTA a plane left ~3/4 of its threads idle on the
 // 75-pixel planes of N 53, C_in 62, C_out 63, 77 x 3: 9.6 of the custom's 49.6 us (ncu, H100,
-// session 42), where PyTorch's row kernel normalizes in 5.3. Session 43 (H100, `kb bench L2_017
+// session 42), where PyTorch's row kernel normalizes in 5.3 (since session 50 that layer's
+// conv is the flat tile's, normalized by normalize_planes_from_y_kernel). Session 43 (H100, `kb
+// bench L2_017
 // --dims D`, one lease, custom ms, CTA a plane -> warp a plane, reference in brackets): that
 // layer 0.050 -> 0.047 [0.040]; N 30, C_in 20, C_out 63, 77 x 3 0.025 -> 0.024 [0.025]; N 16,
 // C_in 32, C_out 64, 22 x 22 (484 pixels) 0.037 -> 0.038 [0.035]; N 1, C_in 3, C_out 5, 7 x 5
@@ -147,11 +160,8 @@ __global__ void __launch_bounds__(kNormThreads)
   if (plane >= planes) return;  // whole warps
   double s, q;
   plane_sums(stats, tiles, plane, lane, 32, s, q);
-  for (int off = 16; off > 0; off /= 2) {
-    s += __shfl_xor_sync(0xffffffffu, s, off);
-    q += __shfl_xor_sync(0xffffffffu, q, off);
-  }
-  normalize_row(y + plane * hw, hw, plane_coefficients(s, q, hw, eps, inv_divisor), vec, lane, 32);
+  normalize_row(y + plane * hw, hw,
+                plane_coefficients(warp_sum(s), warp_sum(q), hw, eps, inv_divisor), vec, lane, 32);
 }
 
 // Planes whose conv kept no tile statistics (the core's flat tile: stats_tiles() has no slots),
@@ -165,10 +175,6 @@ __global__ void __launch_bounds__(kNormThreads)
   const int64_t plane = int64_t{blockIdx.x} * kNormWarps + threadIdx.x / 32;
   if (plane >= planes) return;  // whole warps
   float* row = y + plane * hw;
-  const auto warp_sum = [](double v) {
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-  };
   double s = 0.0;
   for (int i = lane; i < hw; i += 32) s += row[i];
   const double mean = warp_sum(s) / hw;
@@ -177,10 +183,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const double d = row[i] - mean;
     q += d * d;
   }
-  const double var = warp_sum(q) / hw;
-  const float2 coef = make_float2(static_cast<float>(mean),
-                                  static_cast<float>(1.0 / sqrt(var + eps)) * inv_divisor);
-  normalize_row(row, hw, coef, vec, lane, 32);
+  normalize_row(row, hw, coefficients(mean, warp_sum(q) / hw, eps, inv_divisor), vec, lane, 32);
 }
 
 class ConvInstanceNorm final : public Implementation {

@@ -26,7 +26,7 @@ std::vector<float> emulate(const ConvGeometry& g, const std::vector<float>& x,
   static_assert((kCo == 64 && kPix == 32) || (kCo == 32 && kPix == 64), "launch_flat's shapes");
   const std::vector<int> table = build_tap_table(g);
   ConvArgs p = conv_args(g, table.data(), shape);
-  const bool padded = g.ph > 0 || g.pw > 0;
+  const bool padded = g.padded();
   const int2* taps_hw = reinterpret_cast<const int2*>(table.data() + p.k_pad);
   std::vector<float> y(static_cast<size_t>(g.n) * g.c_out * g.hw_out(), NAN);
   coverage.assign(y.size(), 0);
@@ -184,7 +184,7 @@ TEST(Conv2dFlatTile, TheRuleTakesSmallPlanesOnFullGrids) {
   EXPECT_EQ(flat_tile_of(conv3x3(70, 54, 12, 125, 3), kSms), FlatTile::k32x64);
   EXPECT_EQ(flat_tile_of(conv3x3(40, 13, 37, 11, 14), kSms), FlatTile::k64x32);  // presets `flat`
   EXPECT_EQ(flat_tile_of(conv3x3(30, 9, 19, 14, 9), kSms), FlatTile::k32x64);
-  EXPECT_EQ(flat_tile_of(conv3x3(30, 20, 63, 77, 3), kSms), FlatTile::k64x32);  // few_thin
+  EXPECT_EQ(flat_tile_of(conv3x3(30, 20, 63, 77, 3), kSms), FlatTile::k64x32);  // flat_thin
   // Up to 128 channels (two channel tiles), the sweeps' misses of seeds 5 and 2026.
   EXPECT_EQ(flat_tile_of(conv3x3(53, 62, 100, 77, 3), kSms), FlatTile::k64x32);
   EXPECT_EQ(flat_tile_of(conv3x3(82, 61, 119, 5, 5), kSms), FlatTile::k64x32);
@@ -192,7 +192,8 @@ TEST(Conv2dFlatTile, TheRuleTakesSmallPlanesOnFullGrids) {
   EXPECT_EQ(flat_tile_of(conv3x3(84, 53, 97, 9, 9), kSms), FlatTile::k64x32);
   EXPECT_EQ(flat_tile_of(conv3x3(98, 51, 6, 15, 9), kSms), FlatTile::k32x64);  // not few's 8
   EXPECT_EQ(flat_tile_of(conv3x3(90, 30, 8, 12, 12), kSms), FlatTile::k32x64);
-  // The few-channel kernel keeps 2 and 4 channels a thread.
+  // The few-channel kernel keeps 2 and 4 channels a thread; below its 8,192 pixels the tile.
+  EXPECT_EQ(flat_tile_of(conv3x3(12, 47, 2, 87, 5), kSms), FlatTile::k32x64);
   EXPECT_EQ(flat_tile_of(conv3x3(200, 14, 2, 12, 12), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(100, 20, 4, 15, 15), kSms), FlatTile::kNone);
   // Past 448 M multiply-adds the tensor tile (L2_031 N 17, C_in 64, C_out 128, 22 x 22: 501 M;
@@ -201,7 +202,7 @@ TEST(Conv2dFlatTile, TheRuleTakesSmallPlanesOnFullGrids) {
   EXPECT_EQ(flat_tile_of(conv3x3(17, 64, 128, 22, 22), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(128, 64, 64, 18, 18), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(20, 100, 60, 20, 25), kSms), FlatTile::k64x32);
-  EXPECT_EQ(flat_tile_of(conv3x3(7, 40, 12, 125, 13), kSms), FlatTile::kNone);  // few_stats8
+  EXPECT_EQ(flat_tile_of(conv3x3(7, 40, 12, 125, 13), kSms), FlatTile::kNone);  // few_stats_wide
   EXPECT_EQ(flat_tile_of(conv3x3(64, 16, 129, 9, 9), kSms), FlatTile::kNone);
   // Grids under a quarter of the SMs (long K walked by few CTAs): the narrow kernel's.
   EXPECT_EQ(flat_tile_of(conv3x3(1, 400, 4, 7, 7), kSms), FlatTile::kNone);    // deep_taps

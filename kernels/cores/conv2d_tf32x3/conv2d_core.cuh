@@ -9,16 +9,18 @@
 // and copied to shared memory by each CTA (2.3 KB for K = 576): per copy one broadcast load, one
 // IMAD.WIDE, a predicate and the cp.async.
 //
-// Owns: the im2col gather (its index map, checked by static_assert), the weight loader, the
+// Owns: the 3xTF32 tile's gather index map (checked by static_assert), the weight loader, the
 // epilogues' contract and statistics, the kernel, the narrow fp32 kernel for small layers and the
 // few-channel fp32 kernel for C_out <= 16 (same epilogues and statistics layout), and
 // Conv2dTf32x3 (geometry, tap table, the choice, launch). The flat fp32 tile over the pixels of
 // all images: flat_fma.cuh; the arguments and gather it shares with the kernel here:
 // conv_args.cuh.
 // Choice (Conv2dTf32x3::setup), first that applies:
-//  1. the flat tile: planes of <= 512 pixels, <= 64 channels, a grid of >= 1/4 the SMs
-//     (flat_tile_of; no tile statistics: stats_tiles() has no slots, the caller forms them);
-//  2. the few-channel kernel: <= 16 channels over >= 8,192 pixels (few_channels_group);
+//  1. the flat tile: planes of <= 512 pixels, <= 128 channels, <= 448 M multiply-adds, a grid of
+//     >= 1/4 the SMs, not the few-channel kernel's 2 or 4 channels a thread (flat_tile_of; no
+//     tile statistics: stats_tiles() has no slots, the caller forms them from y);
+//  2. the few-channel kernel: <= 16 channels over >= 8,192 pixels, or thin planes of up to 64
+//     channels (few_channels_group);
 //  3. the narrow kernel: small layers, and long K over grids too small for the tile
 //     (narrow_is_faster; session 9 sweep: L2_001 0.63x -> 1.38x, L2_017 0.84x -> 1.17x, L2_031
 //     0.78x -> 1.24x the reference at their worst shapes; session 36: 12-tile layers);
@@ -29,7 +31,8 @@
 // 128 (C_out) x 128 (pixels of ONE image) x 32 (k), 3-stage cp.async pipeline, 8 warps of
 // 64 x 32, operands split into big + small TF32 after the shared-memory load, product =
 // a_small*b_big + a_big*b_small + a_big*b_big.
-// Tiles never straddle two images, so an epilogue may reduce per (n, co) plane (kStats).
+// Its tiles (and the narrow, few-channel and wgmma kernels') never straddle two images, so an
+// epilogue may reduce per (n, co) plane (kStats); the flat tile's do.
 // 3x3 / stride-1 convs from 80 output columns take the wgmma kernel instead
 // (conv3x3_wgmma/conv3x3_wgmma.cuh; where the user's unit carries sm_90a code and the driver loaded
 // it) through WgmmaStore, statistics included (StatsTiles says where each kernel puts them), in
@@ -740,8 +743,16 @@ struct ConvGeometry {
   int k() const { return c_in * kh * kw; }
   int k_pad() const { return (k() + kBK - 1) / kBK * kBK; }
   int hw_out() const { return ho * wo; }
+  bool padded() const { return ph > 0 || pw > 0; }  // else every tap of a pixel is in range
   int pix_tiles() const { return (hw_out() + kBN - 1) / kBN; }
   int co_tiles() const { return (c_out + kBM - 1) / kBM; }
+  // The flat tile's grid (flat_fma.cuh): tiles over all n * Ho Wo pixels, and channel tiles.
+  int64_t flat_pix_tiles(flat::FlatTile s) const {
+    return (int64_t{n} * hw_out() + flat::flat_tile_pixels(s) - 1) / flat::flat_tile_pixels(s);
+  }
+  int flat_co_tiles(flat::FlatTile s) const {
+    return (c_out + flat::flat_tile_channels(s) - 1) / flat::flat_tile_channels(s);
+  }
 };
 
 // (tap_off, then (dh, dw) pairs) for k < K_pad, as ConvArgs describes.
@@ -796,20 +807,16 @@ inline Status read_conv_geometry(const ProblemInstance& p, const std::string& no
 inline ConvArgs conv_args(const ConvGeometry& g, const int* taps, flat::FlatTile flat) {
   ConvArgs a{};
   const int k_pad = g.k_pad();
-  const bool padded = g.ph > 0 || g.pw > 0;  // unpadded: every tap of a pixel is in range
   a.tap_off = taps, a.tap_hw = reinterpret_cast<const int2*>(taps + k_pad);
-  a.k_pad = k_pad, a.table_ints = padded ? 3 * k_pad : k_pad;
+  a.k_pad = k_pad, a.table_ints = g.padded() ? 3 * k_pad : k_pad;
   a.table_in_smem = a.table_ints * 4 <= kMaxSmemTableBytes;
   a.x_image = int64_t{g.c_in} * g.h * g.w;
   a.n = g.n, a.c_out = g.c_out, a.k = g.k(), a.h = g.h, a.w_in = g.w, a.wo = g.wo;
   a.hw_out = g.hw_out();
   a.sh = g.sh, a.sw = g.sw, a.ph = g.ph, a.pw = g.pw;
   a.co_tiles = g.co_tiles(), a.pix_tiles = g.pix_tiles();
-  if (flat != flat::FlatTile::kNone) {
-    const int pix = flat::flat_tile_pixels(flat), co = flat::flat_tile_channels(flat);
-    a.pix_tiles = (g.n * g.hw_out() + pix - 1) / pix;
-    a.co_tiles = (g.c_out + co - 1) / co;
-  }
+  if (flat != flat::FlatTile::kNone)  // flat_tile_of keeps the pixel count in int range
+    a.pix_tiles = static_cast<int>(g.flat_pix_tiles(flat)), a.co_tiles = g.flat_co_tiles(flat);
   return a;
 }
 
@@ -836,22 +843,34 @@ struct StatsTiles {
 //    N 16, C_in 51, C_out 13, 31 x 93 0.061 -> 0.048; L2_017 N 115, C_in 54, C_out 12, 125 x 3
 //    0.063 -> 0.048, N 8, C_in 30, C_out 16, 90 x 70 0.087 -> 0.041; L2_031 N 125, C_in 59,
 //    C_out 2, 101 x 103 1.103 -> 0.329.
-//  Thin planes of more channels (session 40: up to 64 channels on planes of one pixel tile) went
-//  to the flat tile in session 50 (flat_fma.cuh: 0.050 -> 0.032 ms at L2_017 N 53, C_in 62,
-//  C_out 63, 77 x 3).
+//  - C_out up to kFewMaxPlaneChannels on planes of one pixel tile (Ho Wo <= kBN; thin images,
+//    where the tile's grid is one CTA an image), groups of 8 channels while the threads
+//    (pixels x groups) number at least 2 kFewMinPixels. The same A/B: L2_017 N 53, C_in 62,
+//    C_out 63, 77 x 3 (75 pixels an image: 53 CTAs of the tile) 0.074 -> 0.050 (reference
+//    0.041), N 30, C_in 20, C_out 63, 77 x 3 0.029 -> 0.025, N 128, C_in 8, C_out 24, 9 x 9
+//    0.023 -> 0.021; L2_001 N 64, C_in 64, C_out 64, 10 x 10 0.056 -> 0.039; L2_031 N 40,
+//    C_in 16, C_out 40, 12 x 12 0.019 -> 0.013. Since session 50 the flat tile takes these
+//    layers first, up to its multiply-add bound (flat_tile_of).
 constexpr int kFewMinPixels = 8192;
+constexpr int kFewMaxPlaneChannels = 64;
 inline int few_channels_group(const ConvGeometry& g) {
   const int co = g.c_out <= 2 ? 2 : g.c_out <= 4 ? 4 : 8;
-  if (int64_t{4} * g.k() * co > kFewWeightsMaxBytes || g.c_out > kFewMaxChannels) return 0;
-  return int64_t{g.n} * g.hw_out() >= kFewMinPixels ? co : 0;
+  if (int64_t{4} * g.k() * co > kFewWeightsMaxBytes) return 0;
+  const int64_t pixels = int64_t{g.n} * g.hw_out();
+  if (g.c_out <= kFewMaxChannels) return pixels >= kFewMinPixels ? co : 0;
+  const int64_t threads = pixels * ((g.c_out + co - 1) / co);
+  const bool thin = g.c_out <= kFewMaxPlaneChannels && g.hw_out() <= kBN;
+  return thin && threads >= 2 * kFewMinPixels ? co : 0;
 }
 
 // The flat tile (flat_fma.cuh): layers of planes up to kFlatMaxPlane pixels, up to
 // kFlatMaxChannels output channels and up to kFlatMaxMacs multiply-adds, whose grid holds at
 // least a quarter as many CTAs as the GPU has SMs (fewer walk a long K alone: the narrow kernel's
-// warps split it) and whose N Ho Wo pixels fit int, except the layers of up to 4 channels that
-// the few-channel kernel takes (2 or 4 channels a thread: the tile's rows would be mostly
-// padding); 64 x 32 tiles past 32 channels, else 32 x 64.
+// warps split it), but not the layers the few-channel kernel takes at 2 or 4 channels a thread
+// (measured faster there; elsewhere 4 or fewer channels run on the tile with most rows padding,
+// L2_031 N 12, C_in 47, C_out 2, 87 x 5 at 1.48x the reference, call 4's seed-11 sweep); 64 x 32
+// tiles past 32 channels, else 32 x 64. The bound on multiply-adds keeps N Ho Wo (at most that
+// many) in the kernel's int range.
 // Session 50 (H100, `kb bench --dims D --time-cap 0.2 --trials 2 --seed 7`, custom ms, before ->
 // flat, the reference in brackets; .device/s50/c2.sh, c3.sh):
 //  - thin and small planes: L2_017 N 53, C_in 62, C_out 63, 77 x 3 0.048 -> 0.032 [0.040]; N 6,
@@ -877,18 +896,15 @@ inline int few_channels_group(const ConvGeometry& g) {
 constexpr int kFlatMaxPlane = 512;
 constexpr int kFlatMaxChannels = 128;
 constexpr int64_t kFlatMaxMacs = int64_t{448} << 20;
+static_assert(kFlatMaxMacs <= 0x7fffffff - 64, "N Ho Wo <= the multiply-adds fits int");
 inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
-  if (int64_t{g.n} * g.hw_out() > 0x7fffffff - 64) return flat::FlatTile::kNone;
   const int64_t macs = int64_t{g.n} * g.hw_out() * g.c_out * g.k();
   if (g.hw_out() > kFlatMaxPlane || g.c_out > kFlatMaxChannels || macs > kFlatMaxMacs)
     return flat::FlatTile::kNone;
-  const int few = few_channels_group(g);
-  if (few == 2 || few == 4) return flat::FlatTile::kNone;
-  const flat::FlatTile s = g.c_out > 32 ? flat::FlatTile::k64x32 : flat::FlatTile::k32x64;
-  const int64_t ctas = (int64_t{g.n} * g.hw_out() + flat::flat_tile_pixels(s) - 1) /
-                       flat::flat_tile_pixels(s) *
-                       ((g.c_out + flat::flat_tile_channels(s) - 1) / flat::flat_tile_channels(s));
-  return 4 * ctas >= sms ? s : flat::FlatTile::kNone;
+  const int few_co = few_channels_group(g);
+  if (few_co == 2 || few_co == 4) return flat::FlatTile::kNone;
+  const flat::FlatTile tile = g.c_out > 32 ? flat::FlatTile::k64x32 : flat::FlatTile::k32x64;
+  return 4 * g.flat_pix_tiles(tile) * g.flat_co_tiles(tile) >= sms ? tile : flat::FlatTile::kNone;
 }
 
 // The conv of one graph node: geometry and tap table (setup), launches (run).
@@ -962,7 +978,7 @@ class Conv2dTf32x3 {
     ConvArgs a = conv_args(g_, taps_, flat_);
     a.x = x, a.w = w, a.y = y, a.stats = stats;
     a.vec_y = g_.hw_out() % 4 == 0 && aligned16(y);
-    const bool padded = g_.ph > 0 || g_.pw > 0;  // unpadded: every tap of a pixel is in range
+    const bool padded = g_.padded();
     const int smem_bytes = kSmemBytes + (a.table_in_smem ? a.table_ints * 4 : 0);
     const bool vec_w = g_.k() % 4 == 0 && aligned16(w);
     if (flat_ != flat::FlatTile::kNone) {

@@ -22,7 +22,7 @@ using gemm128::kBK;
 struct PixelOrigin {
   int64_t x_off;  // x index of (n, 0, ih0, iw0); only used when the tap is in range
   int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0 with padding)
-  bool ok;        // the pixel exists (pixel < Ho*Wo)
+  bool ok;        // the pixel exists (pixel < Ho*Wo; on the flat tile q < N*Ho*Wo)
 };
 __host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int pixel, int hw_out,
                                                     int wo, int w_in, int sh, int sw, int ph,
@@ -69,7 +69,7 @@ struct ConvArgs {
   int table_ints;      // ints of the table the gather reads (K_pad, or 3 K_pad with padding)
   bool table_in_smem;  // copy them to shared memory first (table_ints * 4 <= kMaxSmemTableBytes)
   float* y;            // (N, C_out, Ho*Wo)
-  float2* stats;       // (N, C_out, pix_tiles): (mean, M2) of each tile's pixels; kStats only
+  float2* stats;       // (N, C_out, StatsTiles::slots): tile (mean, M2); kStats only, not flat
   int64_t x_image;     // C_in*H*W
   int n, c_out, k, h, w_in, wo, hw_out;
   int sh, sw, ph, pw;

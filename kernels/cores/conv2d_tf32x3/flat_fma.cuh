@@ -38,10 +38,12 @@
 
 namespace kb::custom::conv2d_tf32x3::flat {
 
-constexpr int kPer = 4;     // 4 x 4 outputs a thread
+constexpr int kPer = 4;     // 4 x 4 outputs a thread (a float4 of each operand)
 constexpr int kK = 16;      // K per stage
 constexpr int kStages = 3;  // cp.async stages
 constexpr int kPadA = 4;    // a[k] rows padded: float4-aligned, rows 4 banks apart
+static_assert(kPer == 4, "the operands are float4s; Acc is the mainloop's [M][N][4]");
+static_assert(kBK % kK == 0, "the tap table's K_pad (a multiple of kBK) covers every k-tile");
 
 template <int kCo, int kPix>
 struct Tile {
