@@ -62,7 +62,7 @@ namespace kb::custom::L2_001 {
 // relu(conv + b_conv[c]) + bias[c], in the reference's rounding order.
 struct BiasReluBias {
   static constexpr bool kStats = false;
-  // ReLU keeps outputs near 0 of large sums: promote them (conv2d_core.cuh)
+  // ReLU keeps outputs near 0 of large sums: promote them (epilogue.cuh)
   static constexpr bool kPromotedSums = true;
   const float* conv_bias;  // (C_out)
   const float* bias;       // (C_out, 1, 1)

@@ -80,7 +80,8 @@ __device__ __forceinline__ void gather_column(const PoolConvArgs& p, const Pixel
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = 4 * j4 + e;
-      const GatherSource src = gather_source(o, k0 + j, p.k, offs[e], dh[e], dw[e], p.h, p.w_in);
+      const GatherSource src =
+          gather_source<true>(o, k0 + j, p.k, offs[e], dh[e], dw[e], p.h, p.w_in);
       cp_async_4(stage_b + b_copy_fast(s0, j) * 4, x_pix + src.rel, src.ok);
     }
   }

@@ -15,7 +15,7 @@
 //     preset) the core's wgmma kernel (sm_90a; tiles of 64 channels x 4 rows x 128 columns, 32
 //     slots per plane at 126 x 126), else its mma.sync implicit GEMM (128 channels x 128
 //     pixels). The tile statistics are formed about a pilot value and merged with Chan's
-//     update (conv2d_core.cuh), never as raw sums of y and y^2.
+//     update (epilogue.cuh), never as raw sums of y and y^2.
 //  2. normalize_planes_kernel: one CTA per (n, c) plane combines the plane's tile (mean, M2)
 //     in double: sum n_t mean_t and sum (M2_t + n_t mean_t^2), then mean and E[y^2] - mean^2 in
 //     double, which costs 2 log10(mean/std) of double's 16 digits (the tile statistics carry no

@@ -9,7 +9,7 @@
 // ideal. Best strict-fp32 peer 8.96 ms (torch.compile); goal <= 7.18 ms.
 //
 // Design: one launch of the implicit-GEMM 3xTF32 conv core
-// (kernels/cores/conv2d_tf32x3/conv2d_core.cuh: CTA tile 128 channels x 128 pixels of one image x
+// (kernels/cores/conv2d_tf32x3/tensor_tile.cuh: CTA tile 128 channels x 128 pixels of one image x
 // 32 k, im2col gathered with 4-byte cp.async, 3 stages, mma.sync m16n8k8) with the epilogue
 // applied in registers before the single (float4) store. The x2 is not folded into the weights:
 // in the epilogue it costs one multiply per output and gives the same bits (the reference's op

@@ -5,7 +5,7 @@
 //   (stride 1); x: (N, C_in, H, W) fp32 NCHW; w: (C_out, K) with K = C_in*KH*KW, k =
 //   (ci*KH+kh)*KW+kw. partial[n][co][pt] = sum over the pooling windows of tile pt of clamp(max4(y)
 //   + bias[co], lo, hi)
-// The gather of kernels/cores/conv2d_tf32x3/conv2d_core.cuh with a 64-channel CTA tile (C_out = 64
+// The gather of kernels/cores/conv2d_tf32x3/tensor_tile.cuh with a 64-channel CTA tile (C_out = 64
 // in L2_010: a 128-row tile would idle half the MMAs): CTA tile 64 (C_out) x 128 (columns) x 32
 // (k), 4 warps of 64 x 32, 3 stages, 3 CTAs per SM. The stage layout (swizzles), fragment maps and
 // mma_stage are gemm128's (kernels/cores/tf32x3/gemm128.cuh: the same 64 x 32 warp tile over
@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <vector>
+#include "kernels/cores/conv2d_tf32x3/conv_args.cuh"
 #include "kernels/cores/tf32x3/gemm128.cuh"
 
 namespace kb::custom::conv2d_pool_tf32x3 {
@@ -128,12 +129,12 @@ static_assert(copies_cover_stage(), "the copies must tile the stages exactly");
 
 // ---- the gather: which x element feeds B(k, column) ----
 
-// Per thread and tile: where its column's receptive field starts.
-struct PixelOrigin {
-  int64_t x_off;  // x index of (n, 0, ih0, iw0); only used when the tap is in range
-  int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0: padding)
-  bool ok;        // the column exists (column < 4 * Hp * Wp)
-};
+// Per thread and tile: where its column's receptive field starts (the conv2d core's PixelOrigin;
+// ok: the column exists, column < 4 * Hp * Wp), and where the gather reads B(k, column)
+// (gather_source<true>: the layer is padded).
+using conv2d_tf32x3::gather_source;
+using conv2d_tf32x3::GatherSource;
+using conv2d_tf32x3::PixelOrigin;
 // Column c of image n (pool-window major, see the header comment); stride 1.
 __host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int col, int cols_total,
                                                     int wp, int w_in, int ph, int pw) {
@@ -144,22 +145,6 @@ __host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int col, 
   const int ih0 = oh - ph, iw0 = ow - pw;
   return {image_off + int64_t{ih0} * w_in + iw0, ih0, iw0, ok};
 }
-// x index relative to o.x_off of B(k, column) and whether it is real (else the copy zero-fills
-// and reads the image's first element, which is inside x).
-// tap_off = ci*H*W + kh*dh*W + kw*dw, (tap_dh, tap_dw) = (kh*dh, kw*dw).
-struct GatherSource {
-  int rel;
-  bool ok;
-};
-__host__ __device__ inline GatherSource gather_source(const PixelOrigin& o, int k, int k_total,
-                                                      int tap_off, int tap_dh, int tap_dw, int h,
-                                                      int w_in) {
-  const bool ok = o.ok && k < k_total &&
-                  static_cast<unsigned>(o.ih0 + tap_dh) < static_cast<unsigned>(h) &&
-                  static_cast<unsigned>(o.iw0 + tap_dw) < static_cast<unsigned>(w_in);
-  return {ok ? tap_off : -(o.ih0 * w_in + o.iw0), ok};
-}
-
 // (tap_off for k < K_pad, then (dh, dw) pairs), 0 past K; K_pad = ceil(K / kBK) * kBK.
 inline std::vector<int> build_tap_table(int c_in, int h, int w, int kh_n, int kw_n, int dil) {
   const int k_total = c_in * kh_n * kw_n, k_pad = (k_total + kBK - 1) / kBK * kBK;

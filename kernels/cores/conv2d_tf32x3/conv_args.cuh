@@ -1,5 +1,5 @@
 // The conv2d core's kernel arguments and its im2col gather (which x element feeds B(k, pixel)),
-// shared by the 3xTF32 tile (conv2d_core.cuh) and the flat FMA tile (flat_fma.cuh).
+// shared by the core's kernels (tensor_tile.cuh, flat_fma.cuh, narrow_fma.cuh, few_channels.cuh).
 //   x: (N, C_in, H, W) fp32 NCHW; w: (C_out, C_in, KH, KW) OIHW; y: (N, C_out, Ho, Wo); groups 1.
 //   k = (ci*KH + kh)*KW + kw; the tap table maps k to the offset of x[n][ci][kh*dh][kw*dw] from
 //   x[n][0][0][0] (and, for padded layers, to (kh*dh, kw*dw)).
@@ -22,7 +22,7 @@ using gemm128::kBK;
 struct PixelOrigin {
   int64_t x_off;  // x index of (n, 0, ih0, iw0); only used when the tap is in range
   int ih0, iw0;   // top-left input row / column of the receptive field (may be < 0 with padding)
-  bool ok;        // the pixel exists (pixel < Ho*Wo; on the flat tile q < N*Ho*Wo)
+  bool ok;        // the pixel exists (pixel < Ho*Wo; flat tile: q < N*Ho*Wo; pooled: see there)
 };
 __host__ __device__ inline PixelOrigin pixel_origin(int64_t image_off, int pixel, int hw_out,
                                                     int wo, int w_in, int sh, int sw, int ph,
