@@ -77,4 +77,16 @@ struct ConvArgs {
   bool vec_y;  // Ho*Wo % 4 == 0 and y 16-byte aligned: float4 stores
 };
 
+// The tap table a kernel's gather reads: copied by its kThreads threads to `behind` (shared memory
+// past the kernel's stages) when p.table_in_smem (broadcast loads, no competition with the
+// gathered x lines for L1; a barrier follows), else the global one.
+template <int kThreads>
+__device__ __forceinline__ const int* staged_tap_table(const ConvArgs& p, float* behind) {
+  if (!p.table_in_smem) return p.tap_off;
+  int* table = reinterpret_cast<int*>(behind);
+  for (int i = threadIdx.x; i < p.table_ints; i += kThreads) table[i] = __ldg(p.tap_off + i);
+  __syncthreads();
+  return table;
+}
+
 }  // namespace kb::custom::conv2d_tf32x3

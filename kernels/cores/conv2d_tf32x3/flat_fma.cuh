@@ -103,17 +103,6 @@ __host__ __device__ inline PixelOrigin flat_origin(const ConvArgs& p, int q) {
   return o;
 }
 
-// The table the gather reads: copied behind the stages (p.table_in_smem) or the global one.
-template <int kCo, int kPix>
-__device__ __forceinline__ const int* stage_flat_table(const ConvArgs& p, float* smem) {
-  if (!p.table_in_smem) return p.tap_off;
-  int* table = reinterpret_cast<int*>(smem + kStages * Tile<kCo, kPix>::kStageFloats);
-  for (int i = threadIdx.x; i < p.table_ints; i += Tile<kCo, kPix>::kThreads)
-    table[i] = __ldg(p.tap_off + i);
-  __syncthreads();
-  return table;
-}
-
 // acc[i][0][j]: channel 4 ty + i, pixel 4 tx + j of the tile (tf32x3::mainloop's [M][N][4]
 // accumulator shape).
 using Acc = float[kPer][1][kPer];
@@ -128,7 +117,7 @@ __global__ void __launch_bounds__(Tile<kCo, kPix>::kThreads)
   const int co0 = static_cast<int>(blockIdx.x) % p.co_tiles * kCo;
   const int q0 = static_cast<int>(blockIdx.x) / p.co_tiles * kPix;
   const int pixels = p.n * p.hw_out;  // fits int: Conv2dTf32x3 routes nothing larger here
-  const int* table = stage_flat_table<kCo, kPix>(p, smem);
+  const int* table = staged_tap_table<T::kThreads>(p, smem + kStages * T::kStageFloats);
 
   const Slot a0 = a_copy<kCo, kPix>(t, 0);
   const float* a_src = p.w + int64_t{co0 + a0.col} * p.k + a0.k;

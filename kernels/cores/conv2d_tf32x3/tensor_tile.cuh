@@ -226,16 +226,6 @@ __device__ __forceinline__ void reduce_stats(const ConvArgs& p, float* red, cons
 
 // ---- the kernel ----
 
-// The tap table the gather reads: copied behind the stages when it fits (broadcast loads, no
-// competition with the gathered x lines for L1), else the global one.
-__device__ __forceinline__ const int* stage_tap_table(const ConvArgs& p, float* smem) {
-  if (!p.table_in_smem) return p.tap_off;
-  int* table = reinterpret_cast<int*>(smem + kStages * (kStageFloatsA + kStageFloatsB));
-  for (int i = threadIdx.x; i < p.table_ints; i += kThreads) table[i] = __ldg(p.tap_off + i);
-  __syncthreads();
-  return table;
-}
-
 template <bool kVecW, bool kPadded, class Epi>
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_tf32x3_kernel(const ConvArgs p, const Epi epi) {
@@ -247,7 +237,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             cols = min(kBN, p.hw_out - p0);  // in range: row < rows, col < cols
 
   WeightLoader<kVecW> weights = make_weight_loader<kVecW>(p, co0);
-  const int* table = stage_tap_table(p, smem);
+  const int* table =
+      staged_tap_table<kThreads>(p, smem + kStages * (kStageFloatsA + kStageFloatsB));
   const PixelOrigin origin = pixel_origin(tc.n * p.x_image, p0 + b_copy_scalar(threadIdx.x, 0).col,
                                           p.hw_out, p.wo, p.w_in, p.sh, p.sw, p.ph, p.pw);
   const int a_base = a_frag_index(warp_m, lane, 0, 0, 0);
