@@ -9,7 +9,8 @@
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
 // Design: six paths, chosen in setup() by the shape (and by which code the driver loaded).
-//  0. rows kernel (skinny_rows.cuh): M <= 16, a stream of B with M sums a lane (takes_skinny);
+//  0. rows kernel (skinny_rows.cuh): M <= 16 (but thin K at N >= 256), a stream of B with M sums
+//     a lane (takes_skinny);
 //     thin-K kernel (thin_k.cuh): K <= 16 past that and the narrow tile, a write of C with B's
 //     column in registers and A's rows in shared memory (takes_thin_k).
 //  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
@@ -239,7 +240,7 @@ class Tf32x3Bmm final : public Implementation {
     bool wgmma_loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&wgmma_loaded));
     skinny_ = takes_skinny();
-    thin_rows_ = thin::rows_for(shape_.batch, shape_.m, shape_.k, shape_.n, sms);
+    thin_plan_ = thin::plan_thin_k(shape_.batch, shape_.m, shape_.k, shape_.n, sms);
     narrow_ = !skinny_ && takes_narrow(sms, wgmma_loaded);
     thin_ = !skinny_ && !narrow_ && takes_thin_k();
     if (thin_) return Status::ok();
@@ -277,8 +278,8 @@ class Tf32x3Bmm final : public Implementation {
     KB_TRY(allocate_partials());
     // Dynamic shared memory above 48 KB, and the carveout that fits two CTAs per SM.
     for (auto kernel : {&tf32x3_bmm_kernel<true>, &tf32x3_bmm_kernel<false>}) {
-      KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       kSmemBytes));
+      KB_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
       KB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                        cudaSharedmemCarveoutMaxShared));
     }
@@ -306,8 +307,7 @@ class Tf32x3Bmm final : public Implementation {
                false};
     const int64_t tiles = ((m + kBM - 1) / kBM) * p.tiles_n;  // per batch entry
     if (tiles > 0x7fffffff) return Status::failed_precondition("L1_003 custom: too many tiles");
-    const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) &&
-                     aligned16(p.c);
+    const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(p.a) && aligned16(p.b) && aligned16(p.c);
     // A grid dimension is the batch entry: more than 65,535 entries take several launches.
     constexpr int64_t kMaxGridBatch = 65535;
     for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridBatch) {
@@ -333,7 +333,7 @@ class Tf32x3Bmm final : public Implementation {
         continue;
       }
       if (thin_) {
-        KB_CUDA_TRY(thin::launch_thin_k(chunk, static_cast<int>(chunk_batch), thin_rows_, stream));
+        KB_CUDA_TRY(thin::launch_thin_k(chunk, static_cast<int>(chunk_batch), thin_plan_, stream));
       } else if (skinny_) {
         chunk.tiles_n = static_cast<int>((n + skinny::kCols - 1) / skinny::kCols);
         KB_CUDA_TRY(
@@ -396,7 +396,15 @@ class Tf32x3Bmm final : public Implementation {
   // (split-K), 14 / 11 / 21 at 6 x 7 x 399 x 397, 8 / 7 / 8 at 29 x 11 x 93 x 105. Past 16 rows it
   // lost (calls 4 and 6): 52 -> 62 us at 71 x 43 x 419 x 255 with 16-row chunks, 52 -> 74 with one
   // 48-row CTA, 73 -> 101 at 64 x 48 x 256 x 1024.
-  bool takes_skinny() const { return shape_.m <= skinny::kMaxRows; }
+  // Thin K (K <= 16) of at least kThinOverRowsMinN columns takes the thin-K kernel instead (its
+  // passes of 4 rows: thin::lanes_for). H100, session 51 (rows kernel / thin-K kernel / reference
+  // us, /work/.device/6): 65 x 7 x 9 x 1,399 (seed 99's miss) 16 / 8 / 12, 50 x 12 x 5 x 777 10 / 8
+  // / 7.5.
+  static constexpr int64_t kThinOverRowsMinN = 256;
+  bool takes_skinny() const {
+    return shape_.m <= skinny::kMaxRows &&
+           !(shape_.k <= thin::kMaxK && shape_.n >= kThinOverRowsMinN);
+  }
 
   // The thin-K kernel (thin_k.cuh) for K <= 16 past the rows kernel: the product is a write of C.
   // (K == 0 writes zeros there too.) H100, session 39 (main / thin / reference us,
@@ -406,7 +414,9 @@ class Tf32x3Bmm final : public Implementation {
   // / 5 / 6. Odd N (rows not 16-byte aligned) wrote C at ~1.5 TB/s against ~2.6 at N 2048; at
   // K <= 8 its rows now leave through shared memory by 16-byte stores (thin_k.cuh's stages_rows,
   // session 41: 97 x 431 x 5 x 1357 149 -> 120 us against the reference's 110).
-  bool takes_thin_k() const { return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_rows_); }
+  bool takes_thin_k() const {
+    return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_plan_.rows);
+  }
 
   // The narrow tensor tile (narrow_tile.cuh) for products of at most 32 columns and more than 32
   // rows, at K <= 16 or past kSmallGridMaxMacs multiply-adds (past the rows kernel). H100,
@@ -565,7 +575,7 @@ class Tf32x3Bmm final : public Implementation {
   Dims shape_;
   bool skinny_ = false;          // few rows: skinny_rows.cuh
   bool thin_ = false;            // thin K: thin_k.cuh
-  int thin_rows_ = 0;            // its rows a CTA (thin::rows_for)
+  thin::ThinPlan thin_plan_;     // its lanes and rows a CTA (thin::plan_thin_k)
   bool use_wgmma_ = false;       // the sm_90a wgmma kernel
   bool narrow_ = false;          // the narrow tile: narrow_tile.cuh
   bool small_grid_ = false;      // the FMA tile instead of the tensor path

@@ -197,8 +197,12 @@ constexpr bool shifted_fast_maps_match() {
 static_assert(fast_maps_match() && shifted_fast_maps_match(),
               "per-thread base + constant offsets must equal the index maps");
 
-// The split-K rule: toward kCtasPerSm CTAs an SM, at least 4 k-tiles a split.
-constexpr SplitRule kSplitRule{kRows, kCols, kBK, kCtasPerSm, 4};
+// The split-K rule: at most kCtasPerSm CTAs an SM (within one wave), at least 4 k-tiles a split.
+// Rounded up toward a full wave, grids of half a wave to a wave split in two and ran a second,
+// partial wave: H100, session 51 (`kb bench L1_003 --dims D --time-cap 0.2 --trials 2 --seed 7`,
+// 2 splits / unsplit / reference us, /work/.device/6): 1 x 399 x 291 x 1,475 (329 tiles; seed 99's
+// miss) 30 / 21 / 21, 1 x 1,023^3 (512 tiles) 73 / 64 / 63.
+constexpr SplitRule kSplitRule{kRows, kCols, kBK, kCtasPerSm, 4, /*within_wave=*/true};
 
 // ---- the kernel ----
 

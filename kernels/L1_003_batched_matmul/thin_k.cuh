@@ -6,9 +6,9 @@
 // pipeline fill and a strided epilogue. The mixed-regime sweep (seed 77, H100) measured the
 // mma.sync tile at 0.18x the reference at 97 x 431 x 5 x 1357 (620 against 112 us), where writing
 // C's 227 MB takes ~70 us. Here a CTA of kThreads threads owns `rows` rows of A (64, fewer where
-// the grid would be under kMinCtasPerSm CTAs an SM) and cols x `lanes` columns of C (cols =
-// cols_per_thread(K), 4 or 2 so that B's registers stay under ~64; lanes 32 .. kThreads: N / cols
-// rounded up to a power of two): thread t keeps B(k, col) for its cols columns col = n0 + t %
+// the grid would be under kMinCtasPerSm CTAs an SM: plan_thin_k) and cols x `lanes` columns of C
+// (cols = cols_per_thread(K), 4 or 2 so that B's registers stay under ~64; lanes 32 .. kThreads:
+// lanes_for): thread t keeps B(k, col) for its cols columns col = n0 + t %
 // lanes + lanes j and every k in registers (K a template argument: the loops unroll whole), the
 // CTA's A rows (one contiguous run of rows x K floats) sit in shared memory, and the threads walk
 // the rows kThreads / lanes at a time: per row, K broadcast loads of A serve `cols` outputs, each
@@ -25,6 +25,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/L1_003_batched_matmul/gemm_args.h"
@@ -42,25 +43,59 @@ constexpr int cols_per_thread(int64_t k) {
   return k <= 8 ? 4 : 2;
 }
 
-// The CTA's lanes across columns: N / cols_per_thread(K) rounded up to a power of two, from one
-// warp to kThreads.
-constexpr int lanes_for(int64_t k, int64_t n) {
+constexpr int kWideTileCols = 512;  // a column tile's width where N is wider
+constexpr int kFewRows = 16;        // products of at most this many rows: passes of kFewRowLanes
+constexpr int kFewRowLanes = 64;    // (4 rows a pass)
+
+// The CTA's lanes across columns (a power of two from one warp to kThreads): the narrowest whose
+// column tile (lanes x cols_per_thread(K)) covers N, up to kWideTileCols; past that, of the tiles
+// at least kWideTileCols wide, the one whose last tile leaves the fewest columns idle (ties to
+// the wider). Products of at most kFewRows rows take at most kFewRowLanes, so that a pass of the
+// CTA's threads covers several rows (one pass of 256 lanes is one row).
+// H100, session 51 (`kb bench L1_003 --dims D --time-cap 0.2 --trials 2 --seed 7`, lanes 256 /
+// 128 / 64 / 32, custom us; reference in brackets; /work/.device/6): 79 x 397 x 5 x 1,291 107 /
+// 92 / 96 / 103 [81], 97 x 431 x 5 x 1,357 138 / 117 / 124 / 133 [110]: two tiles of 1,024
+// columns left 37% of the CTAs' columns idle, three of 512 16%, and narrower tiles' CTAs cost
+// more than their fill gained. Few rows (the rows kernel's shapes, lanes 256 / 64): 65 x 7 x 9 x
+// 1,399 9 / 8 [12], 50 x 12 x 5 x 777 8.3 / 7.9 [7.5].
+inline int lanes_for(int64_t m, int64_t k, int64_t n) {
+  const int cols = cols_per_thread(k);
+  const int max_lanes = m <= kFewRows ? kFewRowLanes : kThreads;
   int lanes = 32;
-  while (lanes < kThreads && int64_t{lanes} * cols_per_thread(k) < n) lanes *= 2;
-  return lanes;
+  while (lanes < max_lanes && int64_t{lanes} * cols < std::min<int64_t>(n, kWideTileCols))
+    lanes *= 2;
+  int64_t best_idle = -1;
+  int best = lanes;
+  for (int l = lanes; l <= max_lanes; l *= 2) {
+    const int64_t tile = int64_t{l} * cols;
+    const int64_t idle = (n + tile - 1) / tile * tile - n;
+    if (best_idle < 0 || idle <= best_idle) best = l, best_idle = idle;
+  }
+  return best;
 }
 
-// The rows a CTA owns: kMaxRows, halved (down to one pass of the CTA's threads) while the grid
-// would be under kMinCtasPerSm CTAs an SM.
-inline int rows_for(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
-  const int lanes = lanes_for(k, n);
-  const int64_t tile_cols = int64_t{lanes} * cols_per_thread(k);
-  const int64_t col_tiles = (n + tile_cols - 1) / tile_cols;
+// The thin-K kernel's launch shape: lanes across columns (lanes_for) and rows of A a CTA owns.
+struct ThinPlan {
+  int lanes = 32;
   int rows = kMaxRows;
-  while (rows > kThreads / lanes &&
-         (m + rows - 1) / rows * col_tiles * batch < int64_t{kMinCtasPerSm} * sms)
-    rows /= 2;
-  return rows;
+};
+
+// The rows a CTA owns: kMaxRows, halved (down to one pass of the CTA's threads) while the grid
+// would be under kMinCtasPerSm CTAs an SM, but not below K / 2: each CTA loads K x its columns
+// of B, so at fewer rows B's loads (from L2) outnumber the CTA's outputs more than twice. H100,
+// session 51 (rows 2 / 8 / 16, /work/.device/6): 1 x 509 x 15 x 1,881 (seed 123's miss; 1,020 CTAs
+// of 2 rows loaded 31 MB of B for 3.8 MB of C) 11 / 8 / 8 us [9]; 120 x 323 x 7 x 249, 720 CTAs of
+// 64 rows: 29 us against 31 / 35 at 32 / 16 rows [23].
+inline ThinPlan plan_thin_k(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
+  ThinPlan plan;
+  plan.lanes = lanes_for(m, k, n);
+  const int64_t tile_cols = int64_t{plan.lanes} * cols_per_thread(k);
+  const int64_t col_tiles = (n + tile_cols - 1) / tile_cols;
+  const int min_rows = std::max<int>(kThreads / plan.lanes, static_cast<int>((k + 1) / 2));
+  while (plan.rows / 2 >= min_rows &&
+         (m + plan.rows - 1) / plan.rows * col_tiles * batch < int64_t{kMinCtasPerSm} * sms)
+    plan.rows /= 2;
+  return plan;
 }
 
 // Whether the thin-K kernel stages C's rows in shared memory and writes them with 16-byte stores
@@ -168,17 +203,20 @@ cudaError_t launch_for_k(const GemmArgs& p, dim3 grid, int lanes_log2, int rows,
   }
 }
 
-// Launches the thin-K kernel over `batch` entries (p.k <= kMaxK, batch <= 65,535) with `rows`
-// rows a CTA (rows_for; fits(p.m, rows)).
-inline cudaError_t launch_thin_k(const GemmArgs& p, int batch, int rows, cudaStream_t stream) {
-  if (p.k > kMaxK || !fits(p.m, rows) || rows > kMaxRows) return cudaErrorInvalidValue;
-  const int lanes = lanes_for(p.k, p.n);
+// Launches the thin-K kernel over `batch` entries (p.k <= kMaxK, batch <= 65,535) as `plan` says
+// (plan_thin_k; fits(p.m, plan.rows)).
+inline cudaError_t launch_thin_k(const GemmArgs& p, int batch, const ThinPlan& plan,
+                                 cudaStream_t stream) {
+  if (p.k > kMaxK || !fits(p.m, plan.rows) || plan.rows > kMaxRows || plan.lanes < 32 ||
+      plan.lanes > kThreads || (plan.lanes & (plan.lanes - 1)) != 0)
+    return cudaErrorInvalidValue;
   int lanes_log2 = 0;
-  while ((1 << lanes_log2) < lanes) ++lanes_log2;
-  const int tile_cols = lanes * cols_per_thread(p.k);
+  while ((1 << lanes_log2) < plan.lanes) ++lanes_log2;
+  const int tile_cols = plan.lanes * cols_per_thread(p.k);
   const dim3 grid(static_cast<unsigned>((p.n + tile_cols - 1) / tile_cols),
-                  static_cast<unsigned>((p.m + rows - 1) / rows), static_cast<unsigned>(batch));
-  return launch_for_k(p, grid, lanes_log2, rows, stream);
+                  static_cast<unsigned>((p.m + plan.rows - 1) / plan.rows),
+                  static_cast<unsigned>(batch));
+  return launch_for_k(p, grid, lanes_log2, plan.rows, stream);
 }
 
 }  // namespace kb::custom::L1_003::thin

@@ -149,14 +149,16 @@ TEST(L1003NarrowTile, ShiftedRowsGiveEveryFragmentItsValue) {
   }
 }
 
-TEST(L1003NarrowTile, SplitsAreWholeKTilesTowardFourCtasAnSm) {
-  // 40 x 100 x 1101 x 5 (the preset mma_odd): 80 CTAs on 132 SMs, split in 7 of 160 k.
+TEST(L1003NarrowTile, SplitsAreWholeKTilesWithinAWaveOfFourCtasAnSm) {
+  // 40 x 100 x 1101 x 5 (the preset mma_odd): 80 CTAs on 132 SMs, split in 6 of 192 k (480).
   const SplitPlan plan = plan_split_k(40, 100, 1101, 5, 132, kSplitRule);
-  EXPECT_EQ(plan.splits, 7);
-  EXPECT_EQ(plan.k_split, 160);
+  EXPECT_EQ(plan.splits, 6);
+  EXPECT_EQ(plan.k_split, 192);
   EXPECT_EQ(plan.k_split % kBK, 0);
   // 84 x 401 x 661 x 27: 588 CTAs, past four an SM: unsplit.
   EXPECT_EQ(plan_split_k(84, 401, 661, 27, 132, kSplitRule).splits, 1);
+  // 1 x 399 x 291 x 1475: 329 CTAs, past half a wave: unsplit.
+  EXPECT_EQ(plan_split_k(1, 399, 291, 1475, 132, kSplitRule).splits, 1);
 }
 
 }  // namespace

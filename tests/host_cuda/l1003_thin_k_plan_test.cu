@@ -1,13 +1,15 @@
 // kernels/L1_003_batched_matmul/thin_k.cuh's launch plan, run on the host: what the thin-K
 // kernel assumes of its columns, lanes and rows a CTA, over random thin-K products.
 //   - a thread's B registers (cols_per_thread(K) x K) stay at most 32 floats;
-//   - the lanes are a power of two from one warp to kThreads, and a CTA's columns (lanes x cols)
-//     reach N unless the lanes are at kThreads;
-//   - rows_for: a power of two from one pass of the CTA's threads (kThreads / lanes) to
-//     kMaxRows, at kMaxRows or at that pass whenever the grid would have fewer than
+//   - the lanes are a power of two from one warp to kThreads (kFewRowLanes at M <= kFewRows), a
+//     CTA's columns (lanes x cols) reach min(N, kWideTileCols) unless the lanes are at that
+//     bound, and no other lanes of those reaching it leave fewer columns idle in the last tile;
+//   - plan_thin_k's rows: a power of two from max(one pass of the CTA's threads, K / 2) to
+//     kMaxRows, at kMaxRows or at that floor whenever the grid would have fewer than
 //     kMinCtasPerSm CTAs an SM, and fits() for the grid's y dimension.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 
@@ -19,33 +21,46 @@ namespace {
 constexpr int kSms = 132;
 
 int64_t ctas(int64_t batch, int64_t m, int64_t k, int64_t n, int rows) {
-  const int64_t tile_cols = int64_t{lanes_for(k, n)} * cols_per_thread(k);
+  const int64_t tile_cols = int64_t{lanes_for(m, k, n)} * cols_per_thread(k);
   return (n + tile_cols - 1) / tile_cols * ((m + rows - 1) / rows) * batch;
+}
+
+int64_t idle_columns(int lanes, int64_t k, int64_t n) {
+  const int64_t tile = int64_t{lanes} * cols_per_thread(k);
+  return (n + tile - 1) / tile * tile - n;
 }
 
 TEST(L1003ThinKPlan, ColumnsLanesAndRowsFitTheKernel) {
   std::mt19937_64 rng(39);
   for (int trial = 0; trial < 20000; ++trial) {
     const int64_t batch = 1 + static_cast<int64_t>(rng() % 200);
-    const int64_t m = 17 + static_cast<int64_t>(rng() % 5000);
+    const int64_t m = 1 + static_cast<int64_t>(rng() % 5000);
     const int64_t k = static_cast<int64_t>(rng() % (kMaxK + 1));
     const int64_t n = 1 + static_cast<int64_t>(rng() % 5000);
     SCOPED_TRACE(testing::Message() << batch << " x " << m << " x " << k << " x " << n);
     EXPECT_LE(cols_per_thread(k) * k, 32);
-    const int lanes = lanes_for(k, n);
+    const int lanes = lanes_for(m, k, n);
+    const int max_lanes = m <= kFewRows ? kFewRowLanes : kThreads;
     EXPECT_GE(lanes, 32);
-    EXPECT_LE(lanes, kThreads);
+    EXPECT_LE(lanes, max_lanes);
     EXPECT_EQ(lanes & (lanes - 1), 0);
-    if (lanes < kThreads) EXPECT_GE(int64_t{lanes} * cols_per_thread(k), n);
-    if (lanes > 32) EXPECT_LT(int64_t{lanes / 2} * cols_per_thread(k), n);  // the smallest
-    const int rows = rows_for(batch, m, k, n, kSms);
+    const int64_t wide = std::min<int64_t>(n, kWideTileCols);
+    if (lanes < max_lanes) EXPECT_GE(int64_t{lanes} * cols_per_thread(k), wide);
+    for (int other = 32; other <= max_lanes; other *= 2) {
+      if (other != lanes && int64_t{other} * cols_per_thread(k) >= wide)
+        EXPECT_GE(idle_columns(other, k, n), idle_columns(lanes, k, n)) << other << " lanes";
+    }
+    const ThinPlan plan = plan_thin_k(batch, m, k, n, kSms);
+    EXPECT_EQ(plan.lanes, lanes);
+    const int rows = plan.rows;
+    const int floor_rows = std::max<int>(kThreads / lanes, static_cast<int>((k + 1) / 2));
     EXPECT_EQ(rows & (rows - 1), 0);
-    EXPECT_GE(rows, kThreads / lanes);
+    EXPECT_GE(rows, std::min(floor_rows, kMaxRows));
     EXPECT_LE(rows, kMaxRows);
     if (rows < kMaxRows) {  // halved only while the grid was short of CTAs
       EXPECT_LT(ctas(batch, m, k, n, 2 * rows), int64_t{kMinCtasPerSm} * kSms);
     }
-    if (rows > kThreads / lanes && rows < kMaxRows) {
+    if (rows / 2 >= floor_rows && rows < kMaxRows) {  // ... and down to the floor at most
       EXPECT_GE(ctas(batch, m, k, n, rows), int64_t{kMinCtasPerSm} * kSms);
     }
     EXPECT_EQ(fits(m, rows), (m + rows - 1) / rows <= 65535);
@@ -53,16 +68,29 @@ TEST(L1003ThinKPlan, ColumnsLanesAndRowsFitTheKernel) {
 }
 
 TEST(L1003ThinKPlan, TheMixedSweepsShapes) {
-  // 97 x 431 x 5 x 1357: 4 columns a thread, 256 lanes (two column tiles), 64 rows.
+  // 97 x 431 x 5 x 1357 (seed 77's): 4 columns a thread; three tiles of 512 columns (128 lanes)
+  // leave 179 idle, two of 1,024 691; 64 rows.
   EXPECT_EQ(cols_per_thread(5), 4);
-  EXPECT_EQ(lanes_for(5, 1357), 256);
-  EXPECT_EQ(rows_for(97, 431, 5, 1357, kSms), kMaxRows);
-  // 5 x 97 x 5 x 301: 128 lanes, one column tile; 10 CTAs of 64 rows: down to one pass of 2 rows.
-  EXPECT_EQ(lanes_for(5, 301), 128);
-  EXPECT_EQ(rows_for(5, 97, 5, 301, kSms), 2);
-  // K 16: two columns a thread.
+  EXPECT_EQ(lanes_for(431, 5, 1357), 128);
+  EXPECT_EQ(plan_thin_k(97, 431, 5, 1357, kSms).rows, kMaxRows);
+  // 79 x 397 x 5 x 1291 (seed 2027's): the same, 128 lanes. At N 2,048 both fill: the wider.
+  EXPECT_EQ(lanes_for(397, 5, 1291), 128);
+  EXPECT_EQ(lanes_for(512, 5, 2048), 256);
+  EXPECT_EQ(lanes_for(512, 5, 1000), 256);  // one tile of 1,024 or two of 512: the wider
+  // 5 x 97 x 5 x 301: 128 lanes, one column tile; 10 CTAs of 64 rows: down to 4 rows (K / 2
+  // rounded up is 3), not one pass of 2.
+  EXPECT_EQ(lanes_for(97, 5, 301), 128);
+  EXPECT_EQ(plan_thin_k(5, 97, 5, 301, kSms).rows, 4);
+  // 1 x 509 x 15 x 1881 (seed 123's): 256 lanes of 2 columns, 8 rows (not 2: K / 2).
   EXPECT_EQ(cols_per_thread(16), 2);
-  EXPECT_EQ(lanes_for(16, 4096), 256);
+  EXPECT_EQ(lanes_for(509, 15, 1881), 256);
+  EXPECT_EQ(plan_thin_k(1, 509, 15, 1881, kSms).rows, 8);
+  EXPECT_EQ(lanes_for(4096, 16, 4096), 256);
+  // 120 x 323 x 7 x 249: 64 lanes (one tile of 256 columns), 720 CTAs of 64 rows.
+  EXPECT_EQ(lanes_for(323, 7, 249), 64);
+  EXPECT_EQ(plan_thin_k(120, 323, 7, 249, kSms).rows, kMaxRows);
+  // 65 x 7 x 9 x 1399 (seed 99's, few rows): 64 lanes of 2 columns, passes of 4 rows.
+  EXPECT_EQ(lanes_for(7, 9, 1399), kFewRowLanes);
 }
 
 }  // namespace
