@@ -196,18 +196,42 @@ TEST(Conv2dFlatTile, TheRuleTakesSmallPlanesOnFullGrids) {
   EXPECT_EQ(flat_tile_of(conv3x3(12, 47, 2, 87, 5), kSms), FlatTile::k32x64);
   EXPECT_EQ(flat_tile_of(conv3x3(200, 14, 2, 12, 12), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(100, 20, 4, 15, 15), kSms), FlatTile::kNone);
-  // Past 448 M multiply-adds the tensor tile (L2_031 N 17, C_in 64, C_out 128, 22 x 22: 501 M;
-  // L2_017 N 20, C_in 100, C_out 60, 20 x 25: 447 M is the flat tile's);
-  // planes past 512 pixels; past 128 channels.
+  // Past 448 M multiply-adds the tensor tile at 33-128 channels on grids of one CTA an SM or more
+  // (L2_031 N 17, C_in 64, C_out 128, 22 x 22: 501 M, 68 CTAs at full channel tiles; L2_001 N
+  // 128, C_in 64, C_out 64, 18 x 18; L2_017 N 20, C_in 100, C_out 60, 20 x 25: 447 M is the flat
+  // tile's); past 128 channels.
   EXPECT_EQ(flat_tile_of(conv3x3(17, 64, 128, 22, 22), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(128, 64, 64, 18, 18), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(20, 100, 60, 20, 25), kSms), FlatTile::k64x32);
-  EXPECT_EQ(flat_tile_of(conv3x3(7, 40, 12, 125, 13), kSms), FlatTile::kNone);  // few_stats_wide
   EXPECT_EQ(flat_tile_of(conv3x3(64, 16, 129, 9, 9), kSms), FlatTile::kNone);
   // Grids under a quarter of the SMs (long K walked by few CTAs): the narrow kernel's.
   EXPECT_EQ(flat_tile_of(conv3x3(1, 400, 4, 7, 7), kSms), FlatTile::kNone);    // deep_taps
   EXPECT_EQ(flat_tile_of(conv3x3(2, 32, 48, 17, 15), kSms), FlatTile::kNone);  // small: 13 CTAs
   EXPECT_EQ(flat_tile_of(conv3x3(3, 31, 4, 35, 15), kSms), FlatTile::kNone);   // 21 CTAs
+}
+
+// Past those bounds (session 51's layers; kTileOverFlatRate's model): 17-32 channels, where the
+// tensor tile's 128-channel rows are a quarter full, and grids of a fraction of the SMs; not the
+// few-channel kernel's 8 a thread, 33-128 channels on full grids, the wgmma kernel's layers, or
+// pixel counts past int.
+TEST(Conv2dFlatTile, PastSmallPlanesTheRuleWeighsTheTensorTilesFill) {
+  constexpr int kSms = 132;
+  EXPECT_EQ(flat_tile_of(conv3x3(88, 49, 18, 83, 49), kSms), FlatTile::k32x64);  // seed 11's miss
+  EXPECT_EQ(flat_tile_of(conv3x3(1, 64, 64, 60, 60), kSms), FlatTile::k64x32);   // 27 tile CTAs
+  EXPECT_EQ(flat_tile_of(conv3x3(2, 32, 40, 40, 60), kSms), FlatTile::k64x32);
+  EXPECT_EQ(flat_tile_of(conv3x3(12, 24, 30, 50, 50), kSms), FlatTile::k32x64);
+  EXPECT_EQ(flat_tile_of(conv3x3(64, 43, 59, 93, 67), kSms), FlatTile::kNone);  // half full
+  EXPECT_EQ(flat_tile_of(conv3x3(126, 63, 60, 101, 13), kSms), FlatTile::kNone);
+  EXPECT_EQ(flat_tile_of(conv3x3(16, 60, 46, 127, 77), kSms), FlatTile::kNone);
+  EXPECT_EQ(flat_tile_of(conv3x3(32, 64, 100, 40, 40), kSms), FlatTile::kNone);  // equal fill
+  EXPECT_EQ(flat_tile_of(conv3x3(16, 51, 13, 31, 93), kSms), FlatTile::kNone);   // few's 8
+  EXPECT_EQ(flat_tile_of(conv3x3(8, 30, 16, 90, 70), kSms), FlatTile::kNone);
+  EXPECT_EQ(flat_tile_of(conv3x3(7, 40, 12, 125, 13), kSms), FlatTile::kNone);   // few_stats_wide
+  EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 100), kSms), FlatTile::kNone);  // wgmma's
+  EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 70), kSms), FlatTile::k32x64);
+  EXPECT_EQ(flat_tile_of(conv3x3(60000, 3, 20, 200, 200), kSms), FlatTile::kNone);  // > int
+  EXPECT_EQ(flat_tile_of(conv3x3(6, 21, 19, 47, 61), kSms), FlatTile::k32x64);  // flat_wide_plane
+  EXPECT_EQ(flat_tile_of(conv3x3(1, 33, 50, 40, 45), kSms), FlatTile::k64x32);  // flat_small_grid
 }
 
 }  // namespace

@@ -7,9 +7,10 @@
 // (WgmmaStore). The kernels: tensor_tile.cuh (3xTF32 on mma.sync), flat_fma.cuh, narrow_fma.cuh,
 // few_channels.cuh; their shared arguments and gather: conv_args.cuh.
 // Choice (Conv2dTf32x3::setup), first that applies:
-//  1. the flat tile: planes of <= 512 pixels, <= 128 channels, <= 448 M multiply-adds, a grid of
-//     >= 1/4 the SMs, not the few-channel kernel's 2 or 4 channels a thread (flat_tile_of; no
-//     tile statistics: stats_tiles() has no slots, the caller forms them from y);
+//  1. the flat tile: <= 128 channels on a grid of >= 1/4 the SMs, not the few-channel kernel's 2
+//     or 4 channels a thread; planes of <= 512 pixels up to 448 M multiply-adds, past that where
+//     the 3xTF32 tile's tiles would be far emptier (flat_tile_of; no tile statistics:
+//     stats_tiles() has no slots, the caller forms them from y);
 //  2. the few-channel kernel: <= 16 channels over >= 8,192 pixels, or thin planes of up to 64
 //     channels (few_channels_group);
 //  3. the narrow kernel: small layers, and long K over grids too small for the tile
@@ -27,6 +28,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -301,15 +303,55 @@ inline int few_channels_group(const ConvGeometry& g) {
 constexpr int kFlatMaxPlane = 512;
 constexpr int kFlatMaxChannels = 128;
 constexpr int64_t kFlatMaxMacs = int64_t{448} << 20;
-static_assert(kFlatMaxMacs <= 0x7fffffff - 64, "N Ho Wo <= the multiply-adds fits int");
+// Past those bounds the flat tile where it would outrun the 3xTF32 tile by a model of both: at
+// equal channel fill the tile runs kTileOverFlatRate times the flat tile's rate, its rate scaled
+// by how full its channel tiles (128 rows) are and, on grids under one CTA an SM, by the share of
+// SMs they occupy; the flat tile's by how full its channel tiles (64 or 32) are. So 17-32
+// channels take the flat tile (their tensor tiles a quarter full), 33-128 the tensor tile unless
+// its grid is small. Up to 128 channels, N Ho Wo in int range, and not where the few-channel
+// kernel (any group) or the wgmma kernel runs. Session 51 (H100, `kb bench --dims D --time-cap
+// 0.2 --trials 2 --seed 7`, custom ms, the tile's path -> the flat tile forced, the reference in
+// brackets; /work/.device/6 c5.log):
+//  - 17-32 channels: L2_017 N 88, C_in 49, C_out 18, 83 x 49 (seed 11's miss,
+//    2.7 G multiply-adds) 0.786 -> 0.424 [0.548];
+//  - 33-64 channels (the tile's rows half full), the tile kept: L2_017 N 64, C_in 43, C_out 59, 93
+//  x 67 0.953 ->
+//    0.909 [0.935]; L2_031 N 126, C_in 63, C_out 60, 101 x 13 0.453 -> 0.406 [0.456]; L2_017 N 16,
+//    C_in 60, C_out 46, 127 x 77 0.402 -> 0.445 [0.436];
+//  - equal fill: L2_031 N 32, C_in 64, C_out 100, 40 x 40 0.139 -> 0.275 [0.283];
+//  - small grids: L2_001 N 1, C_in 64, C_out 64, 60 x 60 (27 CTAs of the tile) 0.056 -> 0.027
+//    [0.035]; N 2, C_in 32, C_out 40, 40 x 60 (36) 0.030 -> 0.021 [0.026]; L2_031 N 12, C_in
+//    24, C_out 30, 50 x 50 0.040 -> 0.028 [0.041]; but (session 50) L2_031 N 17, C_in 64, C_out
+//    128, 22 x 22 (68 CTAs, full channel tiles) 0.056 -> 0.059 and L2_001 N 128, C_in 64,
+//    C_out 64, 18 x 18 (half full) 0.094 -> 0.108;
+//  - the few-channel kernel's 8 a thread kept: L2_001 N 16, C_in 51, C_out 13, 31 x 93 0.048 ->
+//    0.059 [0.385]; L2_017 N 8, C_in 30, C_out 16, 90 x 70 0.041 -> 0.058 [0.062].
+constexpr double kTileOverFlatRate = 2.2;
+
+// The wgmma kernel's layers (conv3x3_wgmma.cuh): 3x3, stride 1, dilation 1, the same padding on
+// both axes, from Conv3x3Wgmma::kMinWidth output columns (the crossover measured on L2_010).
+inline bool wgmma_geometry(const ConvGeometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+         g.ph == g.pw && g.wo >= cw::Conv3x3Wgmma::kMinWidth;
+}
+
 inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
-  const int64_t macs = int64_t{g.n} * g.hw_out() * g.c_out * g.k();
-  if (g.hw_out() > kFlatMaxPlane || g.c_out > kFlatMaxChannels || macs > kFlatMaxMacs)
-    return flat::FlatTile::kNone;
+  const int64_t pixels = int64_t{g.n} * g.hw_out();
+  const int64_t macs = pixels * g.c_out * g.k();
+  if (g.c_out > kFlatMaxChannels || pixels > 0x7fffffff - 64) return flat::FlatTile::kNone;
   const int few_co = few_channels_group(g);
   if (few_co == 2 || few_co == 4) return flat::FlatTile::kNone;
   const flat::FlatTile tile = g.c_out > 32 ? flat::FlatTile::k64x32 : flat::FlatTile::k32x64;
-  return 4 * g.flat_pix_tiles(tile) * g.flat_co_tiles(tile) >= sms ? tile : flat::FlatTile::kNone;
+  const int64_t ctas = g.flat_pix_tiles(tile) * g.flat_co_tiles(tile);
+  if (4 * ctas < sms) return flat::FlatTile::kNone;
+  if (g.hw_out() <= kFlatMaxPlane && macs <= kFlatMaxMacs) return tile;
+  if (few_co > 0 || wgmma_geometry(g)) return flat::FlatTile::kNone;
+  const double flat_rate =
+      double(g.c_out) / (double(g.flat_co_tiles(tile)) * flat::flat_tile_channels(tile));
+  const int64_t tile_ctas = int64_t{g.n} * g.pix_tiles() * g.co_tiles();
+  const double tile_rate = kTileOverFlatRate * g.c_out / (double(g.co_tiles()) * kBM) *
+                           std::min(1.0, double(tile_ctas) / sms);
+  return flat_rate >= tile_rate ? tile : flat::FlatTile::kNone;
 }
 
 // The conv of one graph node: geometry and tap table (setup), launches (run).
@@ -342,7 +384,7 @@ class Conv2dTf32x3 {
     narrow_ = narrow_is_faster(g_, sms);
     bool loaded = false;
     KB_CUDA_TRY(tf32x3::wgmma::loaded_here(&loaded));
-    wgmma_ = loaded && !narrow_ && takes_wgmma(g_);
+    wgmma_ = loaded && !narrow_ && wgmma_geometry(g_);
     if (wgmma_) return setup_wgmma<Epi>();
     KB_TRY(upload_taps());
     for (auto kernel :
@@ -492,12 +534,6 @@ class Conv2dTf32x3 {
            (g.k() >= kNarrowSplitK && lone_tiles);
   }
 
-  // The wgmma kernel (conv3x3_wgmma.cuh): 3x3, stride 1, dilation 1, the same padding on both
-  // axes, from Conv3x3Wgmma::kMinWidth output columns (the crossover measured on L2_010).
-  static bool takes_wgmma(const ConvGeometry& g) {
-    return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-           g.ph == g.pw && g.wo >= cw::Conv3x3Wgmma::kMinWidth;
-  }
   template <class Epi>
   Status setup_wgmma() {
     constexpr bool kPromoted = Epi::kPromotedSums;
