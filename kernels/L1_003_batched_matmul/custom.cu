@@ -9,8 +9,8 @@
 // 824.6 GFLOP of tensor work / ~490 TFLOP/s dense TF32 = 1.68 ms floor, compute-bound.
 //
 // Design: six paths, chosen in setup() by the shape (and by which code the driver loaded).
-//  0. rows kernel (skinny_rows.cuh): M <= 16 (but thin K at N >= 256), a stream of B with M sums
-//     a lane (takes_skinny);
+//  0. rows kernel (skinny_rows.cuh): M <= 16 (but thin K at N >= 256, and K of 17-127 past 8
+//     rows), a stream of B with M sums a lane (takes_skinny);
 //     thin-K kernel (thin_k.cuh): K <= 16 past that and the narrow tile, a write of C with B's
 //     column in registers and A's rows in shared memory (takes_thin_k).
 //  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
@@ -26,8 +26,8 @@
 //     (split_plan.h) for grids under two CTAs per SM, the splits summed in order by
 //     kernels/cores/split_sum.cuh (deterministic); 16-byte copies when K % 4 == 0, N % 4 == 0 and
 //     the pointers are aligned, else 4-byte copies. Smaller grids, and any GPU without sm_90a code.
-//  3. narrow tile (narrow_tile.cuh): products of at most 32 columns and more than 32 rows, at
-//     K <= 16 or past 4 M multiply-adds, taken before the thin-K kernel, and unaligned products
+//  3. narrow tile (narrow_tile.cuh): products of at most 32 columns and more than 32 rows, past
+//     4 M multiply-adds and K 16, and unaligned products
 //     (K or N % 4 != 0) past 32 rows and 4 M multiply-adds with K >= 128, where its tiles fill at
 //     least 1.5x as well as wgmma's would, or (where wgmma would not run) under two waves of 128
 //     x 128 tiles: CTA tile 64 x 32 (a column tile), 3xTF32 on mma.sync with the sums promoted
@@ -38,8 +38,8 @@
 //     128 tiles, for products with K or N not a multiple of 4 at K < 128 or under two waves where
 //     the narrow tile does not take them (at K < 128 from two waves, 64 x 128 tiles of 8 x 8
 //     outputs a thread: takes_wide_fma), and in 32-row or 32-column tiles (fewer threads, more
-//     CTAs per SM) for every product of 17-32 rows and the tiny ones of at most 32 columns
-//     (takes_small_grid).
+//     CTAs per SM) for every product of 9-32 rows the rows kernel leaves, the tiny ones of at most
+//     32 columns and those of thin K (takes_small_grid).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -401,9 +401,18 @@ class Tf32x3Bmm final : public Implementation {
   // us, /work/.device/6): 65 x 7 x 9 x 1,399 (seed 99's miss) 16 / 8 / 12, 50 x 12 x 5 x 777 10 / 8
   // / 7.5.
   static constexpr int64_t kThinOverRowsMinN = 256;
+  // Past kRowsMaxShortK rows, K of 17-127 takes the FMA tile's 32-row form (takes_small_grid):
+  // H100, session 51 (rows kernel / FMA tile / reference us, /work/.device/10 and 11): 80 x 9 x
+  // 55 x 957 (seed 31's miss) 22 / 18 / 19, 70 x 9 x 67 x 2,039 43 / 35 / 42; the rows kernel
+  // kept at fewer rows or long K: 83 x 3 x 215 x 201 15 / 22 / 18, 40 x 4 x 999 x 1,001 77 / 105
+  // / 78, 6 x 7 x 399 x 397 12 / 12 / 21, 29 x 11 x 93 x 105 6.6 / 6.8 / 7.3 (within 3%), 128 x
+  // 16 x 1,024 x 2,048 540 / 506 / 725.
+  static constexpr int64_t kRowsMaxShortK = 8;
   bool takes_skinny() const {
-    return shape_.m <= skinny::kMaxRows &&
-           !(shape_.k <= thin::kMaxK && shape_.n >= kThinOverRowsMinN);
+    const auto [batch, m, k, n] = shape_;
+    if (m > skinny::kMaxRows) return false;
+    if (k <= thin::kMaxK) return n < kThinOverRowsMinN;
+    return m <= kRowsMaxShortK || k >= kMinWgmmaK;
   }
 
   // The thin-K kernel (thin_k.cuh) for K <= 16 past the rows kernel: the product is a write of C.
@@ -419,7 +428,7 @@ class Tf32x3Bmm final : public Implementation {
   }
 
   // The narrow tensor tile (narrow_tile.cuh) for products of at most 32 columns and more than 32
-  // rows, at K <= 16 or past kSmallGridMaxMacs multiply-adds (past the rows kernel). H100,
+  // rows past kSmallGridMaxMacs multiply-adds and K 16 (past the rows kernel). H100,
   // session 47 (`kb bench L1_003 --dims D --time-cap 0.2 --trials 2 --seed 7`, main f218a92's
   // pack (the FMA tile's 64-row and tall forms) / this tile / reference us, /work/.device/4 and 5):
   // 84 x 401 x 661 x 27 (the mixed sweep's miss) 95 / 68 / 73, 84 x 401 x 661 x 13 91 / 66 / 73,
@@ -428,13 +437,13 @@ class Tf32x3Bmm final : public Implementation {
   // x 300 x 20 40 / 38 / 36, 129 x 255 x 37 x 27 14 / 11 / 11, 40 x 100 x 1101 x 5 30 / 25 / 49.
   // Tiny products stay on the FMA tile (the tile with 4-byte copies of A, call 4: 3 x 33 x 17 x 1
   // 1.00x -> 0.89x the reference, 2 x 40 x 30 x 20 1.31x -> 1.13x).
-  // Thin K (K <= 16) at any size: the thin-K kernel's warps span 128 columns or more, and at N <=
-  // 32 most of them idle. H100, session 47 call 6 (thin-K kernel / this tile / reference us,
-  // /work/.device/6): 101 x 333 x 5 x 5 (seed 2026's miss) 15 / 8 / 7, 100 x 205 x 9 x 13 (seed
-  // 77's) 8 / 7 / 7, 64 x 999 x 16 x 32 14 / 12 / 11, 128 x 512 x 12 x 32 14 / 12 / 11, 200 x
-  // 130 x 9 x 7 0.87x -> 0.92x, 1 x 4096 x 16 x 16 1.39x -> 1.64x; a few us slower only at
-  // launch-bound sizes, still above the reference (2 x 449 x 3 x 5 1.22x -> 1.09x, 3 x 50 x 3 x
-  // 20 1.21x -> 1.09x, 5 x 97 x 5 x 20 1.21x -> 1.08x).
+  // Thin K (K <= 16) at N <= 32 ran here from session 47 to 51 (now on the FMA tile, above): the
+  // thin-K kernel's warps span 128 columns or more, and at N <= 32 most of them idle. H100, session
+  // 47 call 6 (thin-K kernel / this tile / reference us, /work/.device/6): 101 x 333 x 5 x 5 (seed
+  // 2026's miss) 15 / 8 / 7, 100 x 205 x 9 x 13 (seed 77's) 8 / 7 / 7, 64 x 999 x 16 x 32 14 / 12 /
+  // 11, 128 x 512 x 12 x 32 14 / 12 / 11, 200 x 130 x 9 x 7 0.87x -> 0.92x, 1 x 4096 x 16 x
+  // 16 1.39x -> 1.64x; a few us slower only at launch-bound sizes, still above the reference (2 x
+  // 449 x 3 x 5 1.22x -> 1.09x, 3 x 50 x 3 x 20 1.21x -> 1.09x, 5 x 97 x 5 x 20 1.21x -> 1.08x).
   // Unaligned products past 32 columns (session 48): the tile over 32-column tiles where the
   // wgmma kernel would run the product with tiles filled at most 1 / kNarrowOverWgmmaFill as
   // well as the narrow tile's (tile_fill), else (wgmma would not run it) on the FMA tile's small
@@ -456,9 +465,13 @@ class Tf32x3Bmm final : public Implementation {
   // 418 us, the others within 2 us, and products of N <= 32 at thin K ~1 us slower (101 x 333 x
   // 5 x 5 8 -> 9 us, 200 x 77 x 301 x 32 30 -> 32).
   static constexpr double kNarrowOverWgmmaFill = 1.5;
+  // Thin K at N <= 32 (session 51: FMA tile / this tile / reference us, /work/.device/10-11):
+  // 101 x 333 x 5 x 5 (seed 2026's miss) 6.1 / 8.4 / 7.3, 64 x 999 x 16 x 32 10 / 13 / 11, 128 x
+  // 512 x 12 x 32 10 / 13 / 11, 200 x 130 x 9 x 7 6.3 / 8.6 / 8.0, 100 x 205 x 9 x 13 6.1 / 6.8 /
+  // 6.9, 1 x 4,096 x 16 x 16 4.9 / 5.4 / 9.0: the FMA tile's 32-column forms (takes_small_grid).
   bool takes_narrow(int sms, bool wgmma_loaded) const {
     const auto [batch, m, k, n] = shape_;
-    if (n <= narrow::kCols) return m > small::kShort && (k <= thin::kMaxK || !tiny());
+    if (n <= narrow::kCols) return m > small::kShort && k > thin::kMaxK && !tiny();
     if (m <= small::kShort || tiny() || !unaligned() || k_short()) return false;
     if (wgmma_loaded && takes_wgmma(sms))
       return tile_fill(narrow::kRows, narrow::kCols) >=
