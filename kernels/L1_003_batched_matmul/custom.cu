@@ -402,11 +402,11 @@ class Tf32x3Bmm final : public Implementation {
   // / 7.5.
   static constexpr int64_t kThinOverRowsMinN = 256;
   // Past kRowsMaxShortK rows, K of 17-127 takes the FMA tile's 32-row form (takes_small_grid):
-  // H100, session 51 (rows kernel / FMA tile / reference us, /work/.device/10 and 11): 80 x 9 x
-  // 55 x 957 (seed 31's miss) 22 / 18 / 19, 70 x 9 x 67 x 2,039 43 / 35 / 42; the rows kernel
-  // kept at fewer rows or long K: 83 x 3 x 215 x 201 15 / 22 / 18, 40 x 4 x 999 x 1,001 77 / 105
-  // / 78, 6 x 7 x 399 x 397 12 / 12 / 21, 29 x 11 x 93 x 105 6.6 / 6.8 / 7.3 (within 3%), 128 x
-  // 16 x 1,024 x 2,048 540 / 506 / 725.
+  // H100, session 51 (rows kernel / FMA tile / reference us, forced runs on call 2's lease,
+  // docs/kernels.md): 80 x 9 x 55 x 957 (seed 31's miss) 22 / 18 / 19, 70 x 9 x 67 x 2,039 43 / 35
+  // / 42; the rows kernel kept at fewer rows or long K: 83 x 3 x 215 x 201 15 / 22 / 18, 40 x 4 x
+  // 999 x 1,001 77 / 105 / 78, 6 x 7 x 399 x 397 12 / 12 / 21, 29 x 11 x 93 x 105 6.6 / 6.8 / 7.3
+  // (within 3%), 128 x 16 x 1,024 x 2,048 540 / 506 / 725.
   static constexpr int64_t kRowsMaxShortK = 8;
   bool takes_skinny() const {
     const auto [batch, m, k, n] = shape_;
@@ -467,10 +467,11 @@ class Tf32x3Bmm final : public Implementation {
   // 418 us, the others within 2 us, and products of N <= 32 at thin K ~1 us slower (101 x 333 x
   // 5 x 5 8 -> 9 us, 200 x 77 x 301 x 32 30 -> 32).
   static constexpr double kNarrowOverWgmmaFill = 1.5;
-  // Thin K at N <= 32 (session 51: FMA tile / this tile / reference us, /work/.device/10-11):
-  // 101 x 333 x 5 x 5 (seed 2026's miss) 6.1 / 8.4 / 7.3, 64 x 999 x 16 x 32 10 / 13 / 11, 128 x
-  // 512 x 12 x 32 10 / 13 / 11, 200 x 130 x 9 x 7 6.3 / 8.6 / 8.0, 100 x 205 x 9 x 13 6.1 / 6.8 /
-  // 6.9, 1 x 4,096 x 16 x 16 4.9 / 5.4 / 9.0: the FMA tile's 32-column forms (takes_small_grid).
+  // Thin K at N <= 32 (session 51: FMA tile / this tile / reference us, forced runs,
+  // docs/kernels.md): 101 x 333 x 5 x 5 (seed 2026's miss) 6.1 / 8.4 / 7.3, 64 x 999 x 16 x 32 10 /
+  // 13 / 11, 128 x 512 x 12 x 32 10 / 13 / 11, 200 x 130 x 9 x 7 6.3 / 8.6 / 8.0, 100 x 205 x 9 x
+  // 13 6.1 / 6.8 / 6.9, 1 x 4,096 x 16 x 16 4.9 / 5.4 / 9.0: the FMA tile's 32-column forms
+  // (takes_small_grid).
   bool takes_narrow(int sms, bool wgmma_loaded) const {
     const auto [batch, m, k, n] = shape_;
     if (n <= narrow::kCols) return m > small::kShort && k > thin::kMaxK && !tiny();
