@@ -11,8 +11,9 @@
 // Design: six paths, chosen in setup() by the shape (and by which code the driver loaded).
 //  0. rows kernel (skinny_rows.cuh): M <= 16 (but thin K at N >= 256, and K of 17-127 past 8
 //     rows), a stream of B with M sums a lane (takes_skinny);
-//     thin-K kernel (thin_k.cuh): K <= 16 past that and the narrow tile, a write of C with B's
-//     column in registers and A's rows in shared memory (takes_thin_k).
+//     thin-K kernel (thin_k.cuh): K <= 16 past that, but not products of N <= 32 past 32 rows
+//     (column_product: the FMA tile's), a write of C with B's column in registers and A's rows in
+//     shared memory (takes_thin_k).
 //  1. wgmma (sm_90a; kernels/cores/tf32x3/wgmma_gemm.cuh): CTA tile 128 x 256 x 32, two
 //     warpgroups of 64 x 256 (m64n256k8 TF32 wgmma, 128 accumulators per thread), both operands'
 //     big and small parts in shared memory (K-major, 128-byte swizzle; B transposed on its way
@@ -38,8 +39,9 @@
 //     128 tiles, for products with K or N not a multiple of 4 at K < 128 or under two waves where
 //     the narrow tile does not take them (at K < 128 from two waves, 64 x 128 tiles of 8 x 8
 //     outputs a thread: takes_wide_fma), and in 32-row or 32-column tiles (fewer threads, more
-//     CTAs per SM) for every product of 9-32 rows the rows kernel leaves, the tiny ones of at most
-//     32 columns and those of thin K (takes_small_grid).
+//     CTAs per SM) for 9-16 rows at 16 < K < 128, 17-32 rows at K > 16, the tiny products of at
+//     most 32 columns and thin K at N <= 32 past 32 rows (takes_small_grid); where its grid of
+//     row tiles fits (small::row_tiles_fit; else mma.sync, or the narrow tile at N <= 32).
 //     Up to 8 splits sum in order inside a thread-block cluster where the sm_90 code is loaded
 //     (cluster_sum_); more, or other code, through split_sum's second launch.
 //
@@ -261,7 +263,7 @@ class Tf32x3Bmm final : public Implementation {
           &wgmma_bmm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, wg::kSmemBytes));
       return Status::ok();
     }
-    small_grid_ = takes_small_grid(sms);
+    small_grid_ = takes_small_grid(sms) && small::row_tiles_fit(shape_.m);
     if (small_grid_) {
       // The tile's rows and columns (fma_tile.cuh: fma_tile_rows, fma_tile_cols; the wide tile,
       // takes_wide_fma) and its split-K rule (fma_split_rule).
@@ -408,11 +410,13 @@ class Tf32x3Bmm final : public Implementation {
   // 999 x 1,001 77 / 105 / 78, 6 x 7 x 399 x 397 12 / 12 / 21, 29 x 11 x 93 x 105 6.6 / 6.8 / 7.3
   // (within 3%), 128 x 16 x 1,024 x 2,048 540 / 506 / 725.
   static constexpr int64_t kRowsMaxShortK = 8;
+  static constexpr int64_t kRowsMinLongK = 128;  // K the rows kernel keeps at 9-16 rows
+  static_assert(thin::kFewRows == skinny::kMaxRows, "the thin kernel's few rows are these");
   bool takes_skinny() const {
     const auto [batch, m, k, n] = shape_;
     if (m > skinny::kMaxRows) return false;
     if (k <= thin::kMaxK) return n < kThinOverRowsMinN;
-    return m <= kRowsMaxShortK || k >= kMinWgmmaK;
+    return m <= kRowsMaxShortK || k >= kRowsMinLongK;
   }
 
   // The thin-K kernel (thin_k.cuh) for K <= 16 past the rows kernel: the product is a write of C.
@@ -425,7 +429,7 @@ class Tf32x3Bmm final : public Implementation {
   // session 41: 97 x 431 x 5 x 1357 149 -> 120 us against the reference's 110).
   // (Thin K at N <= 32 past 32 rows takes the FMA tile: takes_narrow's measurements.)
   bool takes_thin_k() const {
-    if (shape_.n <= narrow::kCols && shape_.m > small::kShort) return false;
+    if (column_product()) return false;
     return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_plan_.rows);
   }
 
@@ -439,7 +443,7 @@ class Tf32x3Bmm final : public Implementation {
   // x 300 x 20 40 / 38 / 36, 129 x 255 x 37 x 27 14 / 11 / 11, 40 x 100 x 1101 x 5 30 / 25 / 49.
   // Tiny products stay on the FMA tile (the tile with 4-byte copies of A, call 4: 3 x 33 x 17 x 1
   // 1.00x -> 0.89x the reference, 2 x 40 x 30 x 20 1.31x -> 1.13x).
-  // Thin K (K <= 16) at N <= 32 ran here from session 47 to 51 (now on the FMA tile, above): the
+  // Thin K (K <= 16) at N <= 32 ran here from session 47 to 51 (now on the FMA tile, below): the
   // thin-K kernel's warps span 128 columns or more, and at N <= 32 most of them idle. H100, session
   // 47 call 6 (thin-K kernel / this tile / reference us, /work/.device/6): 101 x 333 x 5 x 5 (seed
   // 2026's miss) 15 / 8 / 7, 100 x 205 x 9 x 13 (seed 77's) 8 / 7 / 7, 64 x 999 x 16 x 32 14 / 12 /
@@ -474,13 +478,20 @@ class Tf32x3Bmm final : public Implementation {
   // (takes_small_grid).
   bool takes_narrow(int sms, bool wgmma_loaded) const {
     const auto [batch, m, k, n] = shape_;
-    if (n <= narrow::kCols) return m > small::kShort && k > thin::kMaxK && !tiny();
+    if (column_product()) {
+      // Thin K there runs on the FMA tile, unless its grid of row tiles would not fit.
+      return k > thin::kMaxK ? !tiny() : !small::row_tiles_fit(m);
+    }
+    if (n <= narrow::kCols) return false;
     if (m <= small::kShort || tiny() || !unaligned() || k_short()) return false;
     if (wgmma_loaded && takes_wgmma(sms))
       return tile_fill(narrow::kRows, narrow::kCols) >=
              kNarrowOverWgmmaFill * tile_fill(wg::kBM, wg::kBN);
     return under_two_waves(sms);
   }
+
+  // At most 32 columns past 32 rows: the narrow tile's and the FMA tile's 32-column forms.
+  bool column_product() const { return shape_.n <= narrow::kCols && shape_.m > small::kShort; }
 
   // The share of a grid of tile_m x tile_n tiles that the product fills.
   double tile_fill(int64_t tile_m, int64_t tile_n) const {
@@ -507,21 +518,20 @@ class Tf32x3Bmm final : public Implementation {
 
   static bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-  // The FMA tile (fma_tile.cuh): products of 17-32 rows, tiny products under one wave of 128 x
-  // 128 tiles, and any product whose K or N is not a multiple of 4 (the tensor path's 4-byte
-  // copies) under two waves or at K < 128, where the narrow tile (takes_narrow, asked first) has
-  // not taken it.
-  // H200, `kb bench L1_003 --dims ...`, both paths forced in one call (FMA / tensor / reference
-  // us): session 11 (unsplit FMA tile): 7 / 9 / 7 at 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100;
-  // session 21 (the pipelined, split FMA tile; calls 5-6): 20 / 31 / 23 at 3 x 379 x 459 x 189,
-  // 22 / 43 / 18 at 4 x 301 x 303 x 299, 34 / 58 / 36 at 2 x 511^3, 91 / 101 / 65 at 1 x 1023^3,
-  // 51 / 65 / 41 at 71 x 43 x 419 x 255 (142 tiles), 42 / 42 / 43 at 64 x 129 x 257 x 131 (256
-  // tiles), 1,406 / 1,405 / 2,040 at 84 x 459 x 655 x 1637 (past the rule: equal). Where K and N
-  // are multiples of 4 the tensor path's 16-byte copies win (the unpipelined FMA tile: 43 / 29 /
-  // 36 at 6 x 300 x 700 x 200, 24 / 19 / 17 at 1 x 500 x 2000 x 100).
-  // Every product of 17-32 rows takes the FMA tile's 32-row form (session 38, H100, cuBLAS's
-  // choice there too: an SIMT 32 x 64 tile): the tensor tiles of 128 rows leave 3/4 idle, and
-  // where B is large its stream sets the time. main / 32-row tile / reference us
+  // The FMA tile (fma_tile.cuh): products of 9-32 rows (takes_skinny, takes_thin_k), tiny products
+  // under one wave of 128 x 128 tiles, and any product whose K or N is not a multiple of 4 (the
+  // tensor path's 4-byte copies) under two waves or at K < 128, where the narrow tile
+  // (takes_narrow, asked first) has not taken it. H200, `kb bench L1_003 --dims ...`, both paths
+  // forced in one call (FMA / tensor / reference us): session 11 (unsplit FMA tile): 7 / 9 / 7 at
+  // 11 x 5 x 47 x 201 and 20 x 17 x 33 x 100; session 21 (the pipelined, split FMA tile; calls
+  // 5-6): 20 / 31 / 23 at 3 x 379 x 459 x 189, 22 / 43 / 18 at 4 x 301 x 303 x 299, 34 / 58 / 36 at
+  // 2 x 511^3, 91 / 101 / 65 at 1 x 1023^3, 51 / 65 / 41 at 71 x 43 x 419 x 255 (142 tiles), 42 /
+  // 42 / 43 at 64 x 129 x 257 x 131 (256 tiles), 1,406 / 1,405 / 2,040 at 84 x 459 x 655 x 1637
+  // (past the rule: equal). Where K and N are multiples of 4 the tensor path's 16-byte copies win
+  // (the unpipelined FMA tile: 43 / 29 / 36 at 6 x 300 x 700 x 200, 24 / 19 / 17 at 1 x 500 x 2000
+  // x 100). Every product of 17-32 rows takes the FMA tile's 32-row form (session 38, H100,
+  // cuBLAS's choice there too: an SIMT 32 x 64 tile): the tensor tiles of 128 rows leave 3/4 idle,
+  // and where B is large its stream sets the time. main / 32-row tile / reference us
   // (/work/.device/2 and 4): 128 x 17 x 1024 x 2048 995 / 511 / 480, 16 x 25 x 2048 x 2048 258 /
   // 150 / 141, 64 x 24 x 1024 x 1024 255 / 150 / 156, 200 x 31 x 257 x 333 111 / 65 / 60, 120 x
   // 20 x 160 x 96 20 / 15 / 14, 50 x 24 x 512 x 64 23 / 15 / 26.

@@ -342,6 +342,11 @@ inline int fma_tile_rows(int64_t m) {
 inline int fma_tile_cols(int64_t n) {
   return n <= kShort ? kShort : kTile;
 }
+// Whether the grid's y dimension (launch_fma_tile: row tiles, at most 65,535) holds M's row tiles
+// of fma_tile_rows(M) rows (the wide tile's are as many: kTile rows past kShort).
+inline bool row_tiles_fit(int64_t m) {
+  return (m + fma_tile_rows(m) - 1) / fma_tile_rows(m) <= 65535;
+}
 // The split-K rule (split_plan.h) of the tile of rows x cols: toward four 64 x 64 tiles' threads
 // an SM (more CTAs of the short and narrow tiles, which have fewer threads; two of the wide tile,
 // whose grids never split: custom.cu takes it on two waves of 128 x 128 tiles, as many CTAs as

@@ -36,7 +36,7 @@ namespace kb::custom::L1_003::thin {
 constexpr int kThreads = 256;
 constexpr int kMaxRows = 64;      // rows of A (and C) a CTA owns at most
 constexpr int kMaxK = 16;         // the path's K
-constexpr int kMinCtasPerSm = 4;  // the grid rows_for aims at
+constexpr int kMinCtasPerSm = 4;  // the grid plan_thin_k aims at
 
 // Columns of C a thread owns, `lanes` apart: 4 x K registers of B up to K = 8, then 2 x K.
 constexpr int cols_per_thread(int64_t k) {

@@ -229,7 +229,8 @@ TEST(Conv2dFlatTile, PastSmallPlanesTheRuleWeighsTheTensorTilesFill) {
   EXPECT_EQ(flat_tile_of(conv3x3(7, 40, 12, 125, 13), kSms), FlatTile::kNone);   // few_stats_wide
   EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 100), kSms), FlatTile::kNone);  // wgmma's
   EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 70), kSms), FlatTile::k32x64);
-  EXPECT_EQ(flat_tile_of(conv3x3(60000, 3, 20, 200, 200), kSms), FlatTile::kNone);  // > int
+  EXPECT_EQ(flat_tile_of(conv3x3(600000, 3, 20, 66, 66), kSms), FlatTile::kNone);   // > int
+  EXPECT_EQ(flat_tile_of(conv3x3(500000, 3, 20, 66, 66), kSms), FlatTile::k32x64);  // in int
   EXPECT_EQ(flat_tile_of(conv3x3(6, 21, 19, 47, 61), kSms), FlatTile::k32x64);  // flat_wide_plane
   EXPECT_EQ(flat_tile_of(conv3x3(1, 33, 50, 40, 45), kSms), FlatTile::k64x32);  // flat_small_grid
 }

@@ -17,6 +17,14 @@ TEST(L1003FmaTile, ShortProductsTakeTheShortTiles) {
   EXPECT_EQ(fma_tile_cols(kShort + 1), kTile);
 }
 
+// The grid's y dimension holds at most 65,535 row tiles (custom.cu routes larger M elsewhere).
+TEST(L1003FmaTile, RowTilesFitTheGridsYDimension) {
+  EXPECT_TRUE(row_tiles_fit(1));
+  EXPECT_TRUE(row_tiles_fit(int64_t{kTile} * 65535));
+  EXPECT_FALSE(row_tiles_fit(int64_t{kTile} * 65535 + 1));  // 1 x 4,194,241 x 5 x 5
+  EXPECT_FALSE(row_tiles_fit(5000000));
+}
+
 // Toward four 64 x 64 tiles' threads an SM, at least 4 k-steps a split.
 TEST(L1003FmaTile, SplitsTowardFourFullTilesThreadsAnSm) {
   EXPECT_EQ(fma_split_rule(kTile, kTile).ctas_per_sm, 4);

@@ -150,7 +150,7 @@ TEST(L1003NarrowTile, ShiftedRowsGiveEveryFragmentItsValue) {
 }
 
 TEST(L1003NarrowTile, SplitsAreWholeKTilesWithinAWaveOfFourCtasAnSm) {
-  // 40 x 100 x 1101 x 5 (the preset mma_odd): 80 CTAs on 132 SMs, split in 6 of 192 k (480).
+  // 40 x 100 x 1101 x 5 (the preset mma_odd): 80 CTAs on 132 SMs, split in 6 of 192 k (480 CTAs).
   const SplitPlan plan = plan_split_k(40, 100, 1101, 5, 132, kSplitRule);
   EXPECT_EQ(plan.splits, 6);
   EXPECT_EQ(plan.k_split, 192);

@@ -276,8 +276,8 @@ inline int few_channels_group(const ConvGeometry& g) {
 // warps split it), but not the layers the few-channel kernel takes at 2 or 4 channels a thread
 // (measured faster there; elsewhere 4 or fewer channels run on the tile with most rows padding,
 // L2_031 N 12, C_in 47, C_out 2, 87 x 5 at 1.48x the reference, call 4's seed-11 sweep); 64 x 32
-// tiles past 32 channels, else 32 x 64. The bound on multiply-adds keeps N Ho Wo (at most that
-// many) in the kernel's int range.
+// tiles past 32 channels, else 32 x 64. (N Ho Wo must fit the kernel's int: flat_tile_of checks
+// it.)
 // Session 50 (H100, `kb bench --dims D --time-cap 0.2 --trials 2 --seed 7`, custom ms, before ->
 // flat, the reference in brackets; .device/s50/c2.sh, c3.sh):
 //  - thin and small planes: L2_017 N 53, C_in 62, C_out 63, 77 x 3 0.048 -> 0.032 [0.040]; N 6,
@@ -308,8 +308,10 @@ constexpr int64_t kFlatMaxMacs = int64_t{448} << 20;
 // by how full its channel tiles (128 rows) are and, on grids under one CTA an SM, by the share of
 // SMs they occupy; the flat tile's by how full its channel tiles (64 or 32) are. So 17-32
 // channels take the flat tile (their tensor tiles a quarter full), 33-128 the tensor tile unless
-// its grid is small. Up to 128 channels, N Ho Wo in int range, and not where the few-channel
-// kernel (any group) or the wgmma kernel runs. Session 51 (H100, `kb bench --dims D --time-cap
+// its grid is small. Up to 128 channels, N Ho Wo in int range, and not the few-channel kernel's
+// layers (any group) or the wgmma kernel's (wgmma_geometry, loaded or not). Not compared with the
+// narrow kernel, which small layers past 512 pixels could otherwise take (narrow_is_faster):
+// unmeasured. Session 51 (H100, `kb bench --dims D --time-cap
 // 0.2 --trials 2 --seed 7`, custom ms, the tile's path -> the flat tile forced, the reference in
 // brackets; /work/.device/6 c5.log):
 //  - 17-32 channels: L2_017 N 88, C_in 49, C_out 18, 83 x 49 (seed 11's miss,
@@ -337,8 +339,8 @@ inline bool wgmma_geometry(const ConvGeometry& g) {
 
 inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
   const int64_t pixels = int64_t{g.n} * g.hw_out();
-  const int64_t macs = pixels * g.c_out * g.k();
   if (g.c_out > kFlatMaxChannels || pixels > 0x7fffffff - 64) return flat::FlatTile::kNone;
+  const int64_t macs = pixels * g.c_out * g.k();
   const int few_co = few_channels_group(g);
   if (few_co == 2 || few_co == 4) return flat::FlatTile::kNone;
   const flat::FlatTile tile = g.c_out > 32 ? flat::FlatTile::k64x32 : flat::FlatTile::k32x64;

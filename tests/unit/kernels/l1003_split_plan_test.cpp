@@ -19,8 +19,10 @@ constexpr SplitRule kFmaNarrow{64, 32, 16, 8, 4};     // 32 columns (N <= 32): 8
 constexpr SplitRule kFma32Narrow{32, 32, 16, 16, 4};  // both: 16
 constexpr SplitRule kMmaSync{128, 128, 32, 2, 2};     // custom.cu's mma.sync rule
 constexpr SplitRule kRows4{4, 32, 8, 4, 16};          // skinny_rows.cuh's rule at M <= 4
-constexpr SplitRule kNarrow{64, 32, 32, 4, 4, true};  // narrow_tile.cuh's: within one wave
-constexpr int kSms = 132;                             // H100 SXM and H200
+// narrow_tile.cuh's kSplitRule (its tile, kBK 32, within one wave; the .cu test there checks the
+// rule itself, this file the plan's arithmetic on the host without CUDA headers)
+constexpr SplitRule kNarrow{64, 32, 32, 4, 4, true};
+constexpr int kSms = 132;  // H100 SXM and H200
 
 TEST(L1003SplitPlan, PresetsGetTheSplitCountsTheirCommentsName) {
   EXPECT_EQ(plan_split_k(140, 17, 129, 65, kSms, kFma32).splits, 2);    // cluster_2
