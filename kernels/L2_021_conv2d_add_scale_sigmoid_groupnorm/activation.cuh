@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cores/group_norm_pipeline/pipeline.cuh"
+
 namespace kb::custom::L2_021 {
 
 // 1 / d for d >= 1 (or NaN), rounded as the IEEE division rounds it: the hardware reciprocal and
@@ -26,6 +28,16 @@ __device__ __forceinline__ float reciprocal_from_one(float d) {
 __device__ __forceinline__ float activation(float y, float bias, float scale) {
   const float t = (y + bias) * scale;
   return reciprocal_from_one(1.0f + expf(-t));
+}
+
+// sigmoid((y + bias) * scale) for the statistics only: t rounded as activation() rounds it, then
+// 2^(-log2(e) t) and 1 / (1 + that) by one MUFU instruction each (ex2.approx, rcp.approx; each
+// relative error ~2^-22, against activation()'s ~16 instructions a value). Used where a group
+// holds many values (the wgmma path's statistics pass: C_out > 16, W' >= 96), whose mean and
+// variance average the per-value differences; the stored values stay activation()'s.
+__device__ __forceinline__ float statistics_activation(float y, float bias, float scale) {
+  const float t = (y + bias) * scale;
+  return gn_pipeline::rcp_approx(1.0f + gn_pipeline::ex2_approx(gn_pipeline::kNegLog2e * t));
 }
 
 }  // namespace kb::custom::L2_021

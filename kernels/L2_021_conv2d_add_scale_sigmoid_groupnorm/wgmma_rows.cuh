@@ -199,13 +199,15 @@ __device__ __forceinline__ void row_sums(const Args& a, const Tile& t, int oh, c
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float pilot = __shfl_sync(
-        0xffffffffu, activation(acc[2 * h] + ch.b_conv[h], ch.bias[h], ch.scale[h]), lane & ~3);
+        0xffffffffu, statistics_activation(acc[2 * h] + ch.b_conv[h], ch.bias[h], ch.scale[h]),
+        lane & ~3);
     float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
     for (int j = 0; j < kTileCols / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float v = activation(acc[4 * j + 2 * h + e] + ch.b_conv[h], ch.bias[h], ch.scale[h]);
+        const float v =
+            statistics_activation(acc[4 * j + 2 * h + e] + ch.b_conv[h], ch.bias[h], ch.scale[h]);
         const float d = kFull || 8 * j + col0 + e < cols ? v - pilot : 0.0f;
         s1 += d;
         s2 = fmaf(d, d, s2);
