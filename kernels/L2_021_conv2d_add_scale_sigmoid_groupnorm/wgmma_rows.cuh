@@ -34,9 +34,15 @@
 //    tile's columns, to partials[((n H' + oh) tiles_w + tw) C_out + co]: each of the channel's 4
 //    lanes sums its 32 values about the pilot (lane 4 (l / 4)'s first value) in fp32, the lanes
 //    combine by shuffles, and the raw sums are formed in double (sum g = s1 + n p, sum g^2 = s2 +
-//    2 p s1 + n p^2), as the mma.sync path's TensorEpilogue does;
-//  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), the values
-//    bit-identical to the statistics pass's (same code), staged in the warpgroup's patch buffer
+//    2 p s1 + n p^2), as the mma.sync path's TensorEpilogue does. Here g is
+//    `statistics_activation` (ex2.approx and rcp.approx, ~2 ulp a value; `activation`'s expf and
+//    rounded division cost ~15 more instructions a value, ~45% of this pass's): a group of this
+//    path holds at least 96 values (W' >= 96), whose mean and variance average the per-value
+//    differences (at 96 values and the preset's group spread of ~2e-3, even errors all of one
+//    sign would move an output by < 40% of the tolerance), while an output carries its own
+//    value's error and keeps the reference's rounding;
+//  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g rounded as
+//    the reference rounds it (`activation`), staged in the warpgroup's patch buffer
 //    and stored a (channel, row) at a time (stage_index): from the fragment directly, each warp
 //    store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu; staged: 0.91 ms). The
 //    copy-out walks the staging with each thread's column fixed and one add per channel step
