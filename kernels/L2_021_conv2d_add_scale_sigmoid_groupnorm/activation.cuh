@@ -30,14 +30,25 @@ __device__ __forceinline__ float activation(float y, float bias, float scale) {
   return reciprocal_from_one(1.0f + expf(-t));
 }
 
-// sigmoid((y + bias) * scale) for the statistics only: t rounded as activation() rounds it, then
-// 2^(-log2(e) t) and 1 / (1 + that) by one MUFU instruction each (ex2.approx, rcp.approx; each
-// relative error ~2^-22, against activation()'s ~16 instructions a value). Used where a group
-// holds many values (the wgmma path's statistics pass: C_out > 16, W' >= 96), whose mean and
-// variance average the per-value differences; the stored values stay activation()'s.
-__device__ __forceinline__ float statistics_activation(float y, float bias, float scale) {
-  const float t = (y + bias) * scale;
-  return gn_pipeline::rcp_approx(1.0f + gn_pipeline::ex2_approx(gn_pipeline::kNegLog2e * t));
+// The statistics' sigmoid argument -log2(e) ((y + conv_bias) + bias) scale as one FMA of the
+// conv's raw sum y: fmaf(y, slope, offset).
+struct SigmoidExponent {
+  float slope, offset;
+};
+__host__ __device__ inline SigmoidExponent sigmoid_exponent(float conv_bias, float bias,
+                                                            float scale) {
+  const float slope = scale * gn_pipeline::kNegLog2e;
+  return {slope, (conv_bias + bias) * slope};
+}
+
+// sigmoid(((y + conv_bias) + bias) * scale) for the statistics only: the argument as one FMA
+// (sigmoid_exponent), then 2^x and 1 / (1 + 2^x) by one MUFU instruction each (ex2.approx,
+// rcp.approx; relative error ~2^-22 each): 4 instructions against activation()'s ~19. Its
+// values differ from activation()'s by a few ulp; used where a group holds many values (the
+// wgmma path's statistics pass: W' >= 96), whose mean and variance average the differences, while
+// the stored values stay activation()'s.
+__device__ __forceinline__ float statistics_activation(float y, SigmoidExponent x) {
+  return gn_pipeline::rcp_approx(1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset)));
 }
 
 }  // namespace kb::custom::L2_021

@@ -193,6 +193,7 @@ __device__ __forceinline__ void mma_tile(const float* weights, const float* patc
 struct Channels {
   int co0;
   float b_conv[2], bias[2], scale[2];
+  SigmoidExponent exponent[2];  // the statistics pass's (statistics_activation)
 };
 
 // The statistics pass's epilogue for output row oh of tile t (see the header); kFull: all 128
@@ -204,16 +205,14 @@ __device__ __forceinline__ void row_sums(const Args& a, const Tile& t, int oh, c
   const int cols = kFull ? kTileCols : min(kTileCols, a.wo - t.c0), col0 = 2 * (lane % 4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float pilot = __shfl_sync(
-        0xffffffffu, statistics_activation(acc[2 * h] + ch.b_conv[h], ch.bias[h], ch.scale[h]),
-        lane & ~3);
+    const float pilot =
+        __shfl_sync(0xffffffffu, statistics_activation(acc[2 * h], ch.exponent[h]), lane & ~3);
     float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
     for (int j = 0; j < kTileCols / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float v =
-            statistics_activation(acc[4 * j + 2 * h + e] + ch.b_conv[h], ch.bias[h], ch.scale[h]);
+        const float v = statistics_activation(acc[4 * j + 2 * h + e], ch.exponent[h]);
         const float d = kFull || 8 * j + col0 + e < cols ? v - pilot : 0.0f;
         s1 += d;
         s2 = fmaf(d, d, s2);
@@ -275,6 +274,7 @@ __global__ void __launch_bounds__(kThreads, 1) rows_kernel(const Args a) {
   for (int h = 0; h < 2; ++h) {
     const int co = ch.co0 + 8 * h, c = co < a.c_out ? co : 0;
     ch.b_conv[h] = a.b_conv[c], ch.bias[h] = a.bias[c], ch.scale[h] = a.scale[c];
+    ch.exponent[h] = sigmoid_exponent(ch.b_conv[h], ch.bias[h], ch.scale[h]);
   }
   ItemWalk item =
       ItemWalk::at(static_cast<int>(blockIdx.x) * kGroups + group, a.tiles_h, a.tiles_w);
