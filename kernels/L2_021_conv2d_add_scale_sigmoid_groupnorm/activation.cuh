@@ -43,7 +43,7 @@ __host__ __device__ inline SigmoidExponent sigmoid_exponent(float conv_bias, flo
 
 // sigmoid(((y + conv_bias) + bias) * scale) for the statistics only: the argument as one FMA
 // (sigmoid_exponent), then 2^x and 1 / (1 + 2^x) by one MUFU instruction each (ex2.approx,
-// rcp.approx; relative error ~2^-22 each): 4 instructions against activation()'s ~19. Its
+// rcp.approx; relative error ~2^-22 each): 4 instructions against activation()'s ~20. Its
 // values differ from activation()'s by a few ulp; used where a group holds many values (the
 // wgmma path's statistics pass: W' >= 96), whose mean and variance average the differences, while
 // the stored values stay activation()'s.

@@ -35,12 +35,14 @@
 //    lanes sums its 32 values about the pilot (lane 4 (l / 4)'s first value) in fp32, the lanes
 //    combine by shuffles, and the raw sums are formed in double (sum g = s1 + n p, sum g^2 = s2 +
 //    2 p s1 + n p^2), as the mma.sync path's TensorEpilogue does. Here g is
-//    `statistics_activation` (ex2.approx and rcp.approx, ~2 ulp a value; `activation`'s expf and
-//    rounded division cost ~15 more instructions a value, ~45% of this pass's): a group of this
-//    path holds at least 96 values (W' >= 96), whose mean and variance average the per-value
-//    differences (at 96 values and the preset's group spread of ~2e-3, even errors all of one
-//    sign would move an output by < 40% of the tolerance), while an output carries its own
-//    value's error and keeps the reference's rounding;
+//    `statistics_activation` (one FMA and two MUFU instructions, a few ulp from `activation`,
+//    whose expf and rounded division cost ~20 instructions a value: with them the sigmoid was
+//    ~60% of this pass's instructions, by the sm_90a code's size 6,496 -> 3,744). A group of
+//    this path holds at least 3 channels x 96 columns, and its mean and variance average the
+//    per-value differences: by tools/sigmoid_stats_error.py, random-signed errors of 2^-21 move
+//    an output by <= 0.09x the tolerance at every group size and robustness distribution;
+//    errors all of one sign as much as a stored value's own error would (<= 0.75x at 2^-22, in
+//    the shift trial's groups of tiny spread). Stored values keep `activation`;
 //  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g rounded as
 //    the reference rounds it (`activation`), staged in the warpgroup's patch buffer
 //    and stored a (channel, row) at a time (stage_index): from the fragment directly, each warp
