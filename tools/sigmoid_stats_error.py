@@ -6,11 +6,15 @@ L2_021's wgmma statistics pass may take g = sigmoid(t) by ex2.approx and rcp.app
 from the reference's rounding (kernels/L2_021_.../activation.cuh, statistics_activation). Two
 cases, per group of `values` sigmoid outputs drawn as the spec draws them (a 3x3 conv of 8
 channels of U[0,1) inputs, kaiming-uniform weights, normal bias and scale; the robustness trials'
-shift x + 100 and scale x * 1000):
+shift x + 100 and scale x * 1000; the centered and random_affine trials are not modelled):
   - statistics only: the group's mean and std from g (1 + eps), the outputs from the exact g;
     eps random in +-r, or +r for every value (an approximation biased all one way);
   - stored values: each output from its own g (1 + eps), the exact statistics.
-The figure is the worst over 20 groups; r = 2^-22 and 2^-21 (~2 and ~4 ulp of g).
+The figure is the worst over 200 groups (a sample: the worst groups are rare, the shift trial's
+nearly saturated ones, whose divisor the eps floors at sqrt(1e-5) = 3.2e-3, so that the
+one-signed excess approaches r / (3.2e-3 x 1e-4)); r = 2^-22 and 2^-21. The error is modelled as
+relative to g, which overstates it near g = 1 (measured on an H100: ~2^-23 there, ~2^-21.7 for
+0.01 <= g < 0.5, unbiased).
 
 usage: tools/sigmoid_stats_error.py  (needs numpy: Debian's python3-numpy, /usr/bin/python3)
 """
@@ -18,12 +22,13 @@ import numpy as np
 
 RNG = np.random.default_rng(7)
 TAPS = 72  # 8 input channels x 3 x 3
+GROUPS = 200
 
 
 def group(values, channels, shift, xscale):
     w = RNG.uniform(-1 / np.sqrt(TAPS), 1 / np.sqrt(TAPS), size=(channels, TAPS))
     x = (RNG.random((values // channels, TAPS)) + shift) * xscale
-    y = x @ w.T + RNG.uniform(-0.1, 0.1, channels)
+    y = x @ w.T + RNG.uniform(-1 / np.sqrt(TAPS), 1 / np.sqrt(TAPS), channels)  # conv.bias
     t = (y + RNG.normal(size=channels)) * RNG.normal(size=channels)
     with np.errstate(over="ignore"):
         return (1 / (1 + np.exp(-t))).ravel()
@@ -35,7 +40,7 @@ def excess(out, exact):
 
 def worst(values, channels, r, shift=0.0, xscale=1.0):
     stats_random = stats_biased = stored = 0.0
-    for _ in range(20):
+    for _ in range(GROUPS):
         g = group(values, channels, shift, xscale)
         mean, std = g.mean(), np.sqrt(g.var() + 1e-5)
         exact = (g - mean) / std
