@@ -51,4 +51,17 @@ __device__ __forceinline__ float statistics_activation(float y, SigmoidExponent 
   return gn_pipeline::rcp_approx(1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset)));
 }
 
+// sigmoid(((y + conv_bias) + bias) * scale) for the stored values of the wgmma path: the
+// statistics' argument (one FMA, sigmoid_exponent) and 2^x by ex2.approx, then the rounded
+// division 1 / (1 + 2^x) (reciprocal_from_one). Against activation(): ~2^-21 relatively where
+// 2^x is near 1, more where the argument is large (its rounding is relative to |t| log2(e)),
+// which GroupNorm divides by the group's standard deviation. So it is used only where a group
+// holds many values (custom.cu's kMinGroupChannels gate). Session 52's H100 test against a
+// double golden (3 x 96 groups, nominal): worst error 0.128x -> 0.165x the tolerance; the
+// robust preset's robustness verdicts as activation()'s (H100, session 53). The store pass's
+// sm_90a code: 3,152 -> 2,648 instructions, spills 68 -> 8 bytes.
+__device__ __forceinline__ float store_activation(float y, SigmoidExponent x) {
+  return reciprocal_from_one(1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset)));
+}
+
 }  // namespace kb::custom::L2_021

@@ -286,8 +286,9 @@ class ConvSigmoidGroupNorm final : public Implementation {
     fast_ =
         unit && smem_ <= 100 * 1024 && (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
-    // The wgmma path's statistics take approximate sigmoids (wgmma_rows.cuh), averaged over
-    // groups of at least kMinGroupChannels channels of >= 96 columns each.
+    // The wgmma path's sigmoids are approximate (statistics_activation, store_activation:
+    // wgmma_rows.cuh), and GroupNorm divides their errors by a group's standard deviation: the
+    // path takes groups of at least kMinGroupChannels channels of >= 96 columns each.
     if (unit && g_.cpg >= rows::kMinGroupChannels)
       KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
     if (!rows_taken_) KB_TRY(setup_tensor(unit));

@@ -42,14 +42,14 @@
 //    64-value epilogue twice, shrank from 6,496 to 3,744 instructions). A group here holds at
 //    least kMinGroupChannels channels of >= 96 columns (custom.cu's gate), whose mean and
 //    variance average the per-value differences (tools/sigmoid_stats_error.py bounds them);
-//    stored values keep `activation`;
-//  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g rounded as
-//    the reference rounds it (`activation`), staged in the warpgroup's patch buffer
-//    and stored a (channel, row) at a time (stage_index): from the fragment directly, each warp
-//    store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu; staged: 0.91 ms). The
-//    copy-out walks the staging with each thread's column fixed and one add per channel step
-//    (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M -> 297 M warp
-//    instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms (session 27).
+//  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g by
+//    `store_activation` (2^x by ex2.approx, the rounded division kept), staged in the
+//    warpgroup's patch buffer and stored a (channel, row) at a time (stage_index): from the
+//    fragment directly, each warp store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu;
+//    staged: 0.91 ms). The copy-out walks the staging with each thread's column fixed and one add
+//    per channel step (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M
+//    -> 297 M warp instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms
+//    (session 27).
 //
 // Accuracy: 3xTF32 (~fp32 per product, tf32x3/mma.cuh); each output's chain of 36 wgmmas is
 // summed in the tensor core, which truncates per k8 step (tf32x3_tile.cuh's note): a chain as
@@ -250,8 +250,7 @@ __device__ __forceinline__ void stage_row(float* stage, int r, const Channels& c
       float v[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e)
-        v[e] = fmaf(activation(acc[4 * j + 2 * h + e] + ch.b_conv[h], ch.bias[h], ch.scale[h]),
-                    coef[h].x, coef[h].y);
+        v[e] = fmaf(store_activation(acc[4 * j + 2 * h + e], ch.exponent[h]), coef[h].x, coef[h].y);
       *reinterpret_cast<float2*>(stage + stage_index(r, co, 8 * j + col0)) =
           make_float2(v[0], v[1]);
     }
