@@ -58,8 +58,8 @@ __device__ __forceinline__ float statistics_activation(float y, SigmoidExponent 
 // which GroupNorm divides by the group's standard deviation. So it is used only where a group
 // holds many values (custom.cu's kMinGroupChannels gate). Session 52's H100 test against a
 // double golden (3 x 96 groups, nominal): worst error 0.128x -> 0.165x the tolerance; the
-// robust preset's robustness verdicts as activation()'s (H100, session 53). The store pass's
-// sm_90a code: 3,152 -> 2,648 instructions, spills 68 -> 8 bytes.
+// robustness verdicts at the robust and wgmma presets as activation()'s (H100, session 53). The
+// store pass's sm_90a code: 3,152 -> 2,648 instructions, spills 68 -> 8 bytes.
 __device__ __forceinline__ float store_activation(float y, SigmoidExponent x) {
   return reciprocal_from_one(1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset)));
 }

@@ -4,7 +4,8 @@
 // coefficient fold (group_norm_pipeline/pipeline.cuh), then the store pass, which recomputes the
 // conv and writes the normalized output once. Recomputing costs a second conv on the tensor
 // cores (~0.3 ms of tensor time at the full preset; the statistics pass measured 0.63 ms,
-// latency-bound); storing the pre-norm tensor and reading it back cost a 2.1 GB DRAM round trip
+// latency-bound; 0.53 with the fast sigmoid); storing the pre-norm tensor and reading it back cost
+// a 2.1 GB DRAM round trip
 // (~0.5 ms) on top of the stores (session 17's normalize pass).
 //
 // GEMM view. C_out is 32 at most, so one m64 of output channels would leave half of M idle.
@@ -49,7 +50,9 @@
 //    staged: 0.91 ms). The copy-out walks the staging with each thread's column fixed and one add
 //    per channel step (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M
 //    -> 297 M warp instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms
-//    (session 27).
+//    (session 27). Session 53 (H100, ncu and `kb bench L2_021 --time-cap 1.5 --seed 7`,
+//    /work/.device/3 and 6): the fast sigmoids took the statistics pass from 623 to 528 us (289 M
+//    -> 198 M warp instructions) and the store pass from 799 to 724 us; the whole 1.44 -> 1.27 ms.
 //
 // Accuracy: 3xTF32 (~fp32 per product, tf32x3/mma.cuh); each output's chain of 36 wgmmas is
 // summed in the tensor core, which truncates per k8 step (tf32x3_tile.cuh's note): a chain as
