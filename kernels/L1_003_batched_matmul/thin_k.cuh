@@ -5,19 +5,20 @@
 // write of C (batch x M x N floats), and the tiles built for reuse along K spend their time on
 // pipeline fill and a strided epilogue. The mixed-regime sweep (seed 77, H100) measured the
 // mma.sync tile at 0.18x the reference at 97 x 431 x 5 x 1357 (620 against 112 us), where writing
-// C's 227 MB takes ~70 us. Here a CTA of kThreads threads owns `rows` rows of A (64, fewer where
-// the grid would be under kMinCtasPerSm CTAs an SM: plan_thin_k) and cols x `lanes` columns of C
+// C's 227 MB takes ~70 us. Here a CTA of kThreads threads owns `rows` rows of A (at most 64, as
+// plan_thin_k shares M among the CTAs) and cols x `lanes` columns of C
 // (cols = cols_per_thread(K), 4 or 2 so that B's registers stay under ~64; lanes 32 .. kThreads:
 // lanes_for): thread t keeps B(k, col) for its cols columns col = n0 + t %
 // lanes + lanes j and every k in registers (K a template argument: the loops unroll whole), the
 // CTA's A rows (one contiguous run of rows x K floats) sit in shared memory, and the threads walk
 // the rows kThreads / lanes at a time: per row, K broadcast loads of A serve `cols` outputs, each
 // one chain of K FMAs (k ascending) and one store, consecutive threads on consecutive columns
-// (coalesced at any alignment of N). Where N is not a multiple of 4 at K <= 8 (stages_rows) each
-// warp owns 32 x cols consecutive columns instead and writes each row of them from shared memory by
-// 16-byte stores (store_run): no store straddles a sector. Measured (H100, session 39, first form:
-// one column a thread, K unrolled to 4, 8 or 16 with predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155
-// ms (reference 0.106-0.117), 8 x 1000 x 9 x 999 0.098 -> 0.025 (0.021), but 5 x 97 x 5 x 301 0.006
+// (coalesced at any alignment of N). Where N is not a multiple of 4 at K <= 8 and spans several
+// column tiles (stages_rows) each warp owns 32 x cols consecutive columns instead and writes
+// each row of them from shared memory by 16-byte stores (store_run): no store straddles a sector.
+// Measured (H100, session 39, first form: one column a thread, K unrolled to 4, 8 or 16 with
+// predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155 ms (reference 0.106-0.117), 8 x 1000 x 9 x 999
+// 0.098 -> 0.025 (0.021), but 5 x 97 x 5 x 301 0.006
 // -> 0.011 (20 CTAs). Strict fp32 (one chain per output): no accuracy caveat.
 //
 // Thread safety: device code without state; launch_thin_k is stateless.
@@ -74,10 +75,31 @@ inline int lanes_for(int64_t m, int64_t k, int64_t n) {
   return best;
 }
 
-// The thin-K kernel's launch shape: lanes across columns (lanes_for) and rows of A a CTA owns.
+// Whether the thin-K kernel stages C's rows in shared memory and writes them with 16-byte stores
+// (kStaged): for N not a multiple of 4, whose rows start at every alignment, at K <= 8 (4 columns
+// a thread), where N spans more than one column tile. Written in place, each warp's 32
+// consecutive 4-byte stores straddle a sector they share with the next warp's: N 1357 ran 147 us
+// against 95 at N 1360 (97 x 431 x 5 x N). Session 41, H100, main's pack -> this one (us,
+// reference in brackets): 97 x 431 x 5 x 1357 149 -> 120 [110], 79 x 397 x 5 x 1291 108 -> 93
+// [82]; staged at 2 columns a thread it lost (8 x 1000 x 9 x 999 19 -> 32 [22], 64 x 512 x 16 x
+// 1023 73 -> 112 [82]), as did a first form staging a whole CTA's row between block barriers at
+// K 9 and 16. Where one column tile spans N, a CTA's rows are one contiguous run of C and the
+// sectors its warps share are its own. H100, session 53 (`kb bench L1_003 --dims D --time-cap 0.2
+// --trials 3 --seed 7`, exp53's pack: in place / staged us, reference in brackets,
+// /work/.device/6): one tile, 120 x 323 x 7 x 249 23 / 27 [23], 64 x 70 x 5 x 999 13 / 15 [15],
+// 5 x 97 x 5 x 301 1.17x / 1.11x the reference, 8 x 1000 x 5 x 999 19 / 20 [18], but 200 x 77 x 3 x
+// 1001 38 / 35 [40]; several tiles, 97 x 431 x 5 x 1357 137 / 101 [108], 64 x 512 x 6 x 1537 135 /
+// 106 [95], 50 x 700 x 3 x 2050 201 / 122 [130], 30 x 1000 x 8 x 3001 224 / 172 [185].
+inline bool stages_rows(int64_t k, int64_t n, int64_t col_tiles) {
+  return n % 4 != 0 && cols_per_thread(k) == 4 && col_tiles > 1;
+}
+
+// The thin-K kernel's launch shape: lanes across columns (lanes_for), rows of A a CTA owns, and
+// whether it stages C's rows (stages_rows).
 struct ThinPlan {
   int lanes = 32;
   int rows = kMaxRows;
+  bool staged = false;
 };
 
 // The rows a CTA owns: kMaxRows, halved (down to one pass of the CTA's threads) while the grid
@@ -85,29 +107,30 @@ struct ThinPlan {
 // of B, so at fewer rows B's loads (from L2) outnumber the CTA's outputs more than twice. H100,
 // session 51 (rows 2 / 8 / 16, /work/.device/6): 1 x 509 x 15 x 1,881 (seed 123's miss; 1,020 CTAs
 // of 2 rows loaded 31 MB of B for 3.8 MB of C) 11 / 8 / 8 us [9]; 120 x 323 x 7 x 249, 720 CTAs of
-// 64 rows: 29 us against 31 / 35 at 32 / 16 rows [23].
+// 64 rows: 29 us against 31 / 35 at 32 / 16 rows [23]. Then the CTAs of a column tile share M's
+// rows evenly, in whole passes: at 323 rows, 6 CTAs of 56 rather than 5 of 64 and one of 3 (the
+// grid's last wave ran on the CTAs of 64 rows; H100, session 53, /work/.device/4: 29 -> 27 us).
+// M shared evenly among the CTAs that CTAs of `rows` rows would take, in whole passes of `pass`
+// rows: the same count of row tiles, none more than a pass over M / row tiles.
+inline int even_rows(int64_t m, int rows, int pass) {
+  const int64_t row_tiles = std::max<int64_t>(1, (m + rows - 1) / rows);
+  const int64_t share = (m + row_tiles - 1) / row_tiles;
+  return static_cast<int>(std::max<int64_t>(1, (share + pass - 1) / pass) * pass);
+}
+
 inline ThinPlan plan_thin_k(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
   ThinPlan plan;
   plan.lanes = lanes_for(m, k, n);
   const int64_t tile_cols = int64_t{plan.lanes} * cols_per_thread(k);
   const int64_t col_tiles = (n + tile_cols - 1) / tile_cols;
-  const int min_rows = std::max<int>(kThreads / plan.lanes, static_cast<int>((k + 1) / 2));
+  const int pass = kThreads / plan.lanes;
+  const int min_rows = std::max<int>(pass, static_cast<int>((k + 1) / 2));
   while (plan.rows / 2 >= min_rows &&
          (m + plan.rows - 1) / plan.rows * col_tiles * batch < int64_t{kMinCtasPerSm} * sms)
     plan.rows /= 2;
+  plan.rows = even_rows(m, plan.rows, pass);
+  plan.staged = stages_rows(k, n, col_tiles);
   return plan;
-}
-
-// Whether the thin-K kernel stages C's rows in shared memory and writes them with 16-byte stores
-// (kStaged): for N not a multiple of 4, whose rows start at every alignment, at K <= 8 (4 columns
-// a thread). Written in place, each warp's 32 consecutive 4-byte stores straddle a sector they
-// share with the next warp's: N 1357 ran 147 us against 95 at N 1360 (97 x 431 x 5 x N). Session
-// 41, H100, main's pack -> this one (us, reference in brackets): 97 x 431 x 5 x 1357 149 -> 120
-// [110], 79 x 397 x 5 x 1291 108 -> 93 [82]; staged at 2 columns a thread it lost (8 x 1000 x 9 x
-// 999 19 -> 32 [22], 64 x 512 x 16 x 1023 73 -> 112 [82]), as did a first form staging a whole
-// CTA's row between block barriers at K 9 and 16.
-inline bool stages_rows(int64_t k, int64_t n) {
-  return n % 4 != 0 && cols_per_thread(k) == 4;
 }
 
 // grid: (column tiles, ceil(M / rows), batch entries); p.tiles_n unused. K == p.k.
@@ -188,11 +211,11 @@ inline bool fits(int64_t m, int rows) {
 
 // K in 0 .. kMaxK as a template argument.
 template <int K = 0>
-cudaError_t launch_for_k(const GemmArgs& p, dim3 grid, int lanes_log2, int rows,
+cudaError_t launch_for_k(const GemmArgs& p, dim3 grid, int lanes_log2, int rows, bool staged,
                          cudaStream_t stream) {
   if constexpr (K <= kMaxK) {
-    if (p.k != K) return launch_for_k<K + 1>(p, grid, lanes_log2, rows, stream);
-    if (stages_rows(p.k, p.n)) {
+    if (p.k != K) return launch_for_k<K + 1>(p, grid, lanes_log2, rows, staged, stream);
+    if (staged) {
       thin_k_kernel<K, true><<<grid, kThreads, 0, stream>>>(p, lanes_log2, rows);
     } else {
       thin_k_kernel<K, false><<<grid, kThreads, 0, stream>>>(p, lanes_log2, rows);
@@ -216,7 +239,7 @@ inline cudaError_t launch_thin_k(const GemmArgs& p, int batch, const ThinPlan& p
   const dim3 grid(static_cast<unsigned>((p.n + tile_cols - 1) / tile_cols),
                   static_cast<unsigned>((p.m + plan.rows - 1) / plan.rows),
                   static_cast<unsigned>(batch));
-  return launch_for_k(p, grid, lanes_log2, plan.rows, stream);
+  return launch_for_k(p, grid, lanes_log2, plan.rows, plan.staged, stream);
 }
 
 }  // namespace kb::custom::L1_003::thin

@@ -67,9 +67,10 @@
 // Accuracy. Error sources: the fp32 FMA conv (no TF32: it fails 7.5x here), the sigmoid rounded
 // as the reference rounds it (fp32 add, mul, accurate expf, IEEE division; the ex2/rcp pair with
 // -log2(e) folded into the scale cost 4x the tolerance on the odd fixture's one-channel groups,
-// v1), the group statistics, and the normalize (v * scale + shift in fp32, coefficients from
-// double). GroupNorm divides the upstream error by the group std, as small as 0.067 here (~15x,
-// docs/problems.md#l2_021). The pilot (__expf, __fdividef) is only the shift point: the sums
+// v1; only the wgmma path's statistics take that pair, over groups of >= 3 x 96 values:
+// wgmma_rows.cuh), the group statistics, and the normalize (v * scale + shift in fp32, coefficients
+// from double). GroupNorm divides the upstream error by the group std, as small as 0.067 here
+// (~15x, docs/problems.md#l2_021). The pilot (__expf, __fdividef) is only the shift point: the sums
 // about it are exact in form.
 // Accuracy of the statistics: fp32 sums of g and g^2 (before) lose 2 log10(mean/std) digits, all
 // of them when the sigmoid saturates (inputs in [100, 101): g ~ 1, std << 1). About a pilot
@@ -285,7 +286,11 @@ class ConvSigmoidGroupNorm final : public Implementation {
     fast_ =
         unit && smem_ <= 100 * 1024 && (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
-    if (unit) KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
+    // The wgmma path's sigmoids are approximate (statistics_activation, store_activation:
+    // wgmma_rows.cuh), and GroupNorm divides their errors by a group's standard deviation: the
+    // path takes groups of at least kMinGroupChannels channels of >= 96 columns each.
+    if (unit && g_.cpg >= rows::kMinGroupChannels)
+      KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
     if (!rows_taken_) KB_TRY(setup_tensor(unit));
     int64_t parts = g_.s_tasks;
     if (rows_taken_) parts = std::max(parts, rows_.parts() * g_.cpg);
@@ -379,7 +384,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
       return Status::ok();
     }
     const int64_t total = g_.batch * g_.c_out * g_.plane();
-    const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65536));
+    const auto blocks =
+        static_cast<unsigned>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65536));
     if (narrow_) {
       narrow_conv_kernel<<<dim3(narrow_->blocks, static_cast<unsigned>(narrow_->plan.chunks)),
                            kThreads, narrow_->plan.smem, stream>>>(b, g_, narrow_->plan);

@@ -4,7 +4,8 @@
 // coefficient fold (group_norm_pipeline/pipeline.cuh), then the store pass, which recomputes the
 // conv and writes the normalized output once. Recomputing costs a second conv on the tensor
 // cores (~0.3 ms of tensor time at the full preset; the statistics pass measured 0.63 ms,
-// latency-bound); storing the pre-norm tensor and reading it back cost a 2.1 GB DRAM round trip
+// latency-bound; 0.53 with the fast sigmoid); storing the pre-norm tensor and reading it back cost
+// a 2.1 GB DRAM round trip
 // (~0.5 ms) on top of the stores (session 17's normalize pass).
 //
 // GEMM view. C_out is 32 at most, so one m64 of output channels would leave half of M idle.
@@ -29,19 +30,29 @@
 // hoisted into it by the compiler and spilled), barrier, split and store it, barrier, issue the
 // wgmmas, wait, epilogue.
 //
-// Epilogues (g = sigmoid((conv + conv.bias + bias) * scale), `activation`):
+// Epilogues (g = sigmoid((conv + conv.bias + bias) * scale)):
 //  - statistics: per (sample, output row, column tile, channel) the sums of g and g^2 over the
 //    tile's columns, to partials[((n H' + oh) tiles_w + tw) C_out + co]: each of the channel's 4
 //    lanes sums its 32 values about the pilot (lane 4 (l / 4)'s first value) in fp32, the lanes
 //    combine by shuffles, and the raw sums are formed in double (sum g = s1 + n p, sum g^2 = s2 +
-//    2 p s1 + n p^2), as the mma.sync path's TensorEpilogue does;
-//  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), the values
-//    bit-identical to the statistics pass's (same code), staged in the warpgroup's patch buffer
-//    and stored a (channel, row) at a time (stage_index): from the fragment directly, each warp
-//    store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu; staged: 0.91 ms). The
-//    copy-out walks the staging with each thread's column fixed and one add per channel step
-//    (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M -> 297 M warp
-//    instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms (session 27).
+//    2 p s1 + n p^2), as the mma.sync path's TensorEpilogue does. Here g is
+//    `statistics_activation` (one FMA and two MUFU instructions, within ~2^-21.7 of the true
+//    sigmoid relatively for g >= 0.01 and ~2e-8 absolutely below, without bias: a dense sweep of
+//    t on an H100, session 52) rather than `activation` (the reference's rounding: expf and the
+//    rounded division, ~20 instructions a value; the kernel's sm_90a code, which holds the
+//    64-value epilogue twice, shrank from 6,496 to 3,744 instructions). A group here holds at
+//    least kMinGroupChannels channels of >= 96 columns (custom.cu's gate), whose mean and
+//    variance average the per-value differences (tools/sigmoid_stats_error.py bounds them);
+//  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g by
+//    `store_activation` (2^x by ex2.approx, the rounded division kept), staged in the
+//    warpgroup's patch buffer and stored a (channel, row) at a time (stage_index): from the
+//    fragment directly, each warp store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu;
+//    staged: 0.91 ms). The copy-out walks the staging with each thread's column fixed and one add
+//    per channel step (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M
+//    -> 297 M warp instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms
+//    (session 27). Session 53 (H100, ncu and `kb bench L2_021 --time-cap 1.5 --seed 7`,
+//    /work/.device/3 and 6): the fast sigmoids took the statistics pass from 623 to 528 us (289 M
+//    -> 198 M warp instructions) and the store pass from 799 to 724 us; the whole 1.44 -> 1.27 ms.
 //
 // Accuracy: 3xTF32 (~fp32 per product, tf32x3/mma.cuh); each output's chain of 36 wgmmas is
 // summed in the tensor core, which truncates per k8 step (tf32x3_tile.cuh's note): a chain as
@@ -89,6 +100,9 @@ constexpr int kWFloats = kTaps * kWTapFloats;               // 12,288 (48 KB)
 constexpr int kPatchFloats = 2 * kQuads * kPatchPitch * 4;  // 8,320 per warpgroup (32.5 KB)
 constexpr int kSmemBytes = (kWFloats + kGroups * kPatchFloats) * 4;
 constexpr int kAccs = 64;  // one m64n128 fragment
+// Channels a GroupNorm group must hold for this path (the statistics' approximate sigmoids
+// average over >= 3 x 96 values; the spec's 8 groups of 16 < C_out <= 32 channels hold 3 or 4).
+constexpr int64_t kMinGroupChannels = 3;
 static_assert(kSmemBytes <= 227 * 1024, "one CTA per SM");
 
 // Float index of weight (tap, part, ci, m) in shared memory: [tap][part][ci / 4][m][ci % 4].
@@ -187,6 +201,7 @@ __device__ __forceinline__ void mma_tile(const float* weights, const float* patc
 struct Channels {
   int co0;
   float b_conv[2], bias[2], scale[2];
+  SigmoidExponent exponent[2];  // the statistics pass's (statistics_activation)
 };
 
 // The statistics pass's epilogue for output row oh of tile t (see the header); kFull: all 128
@@ -198,14 +213,14 @@ __device__ __forceinline__ void row_sums(const Args& a, const Tile& t, int oh, c
   const int cols = kFull ? kTileCols : min(kTileCols, a.wo - t.c0), col0 = 2 * (lane % 4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float pilot = __shfl_sync(
-        0xffffffffu, activation(acc[2 * h] + ch.b_conv[h], ch.bias[h], ch.scale[h]), lane & ~3);
+    const float pilot =
+        __shfl_sync(0xffffffffu, statistics_activation(acc[2 * h], ch.exponent[h]), lane & ~3);
     float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
     for (int j = 0; j < kTileCols / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float v = activation(acc[4 * j + 2 * h + e] + ch.b_conv[h], ch.bias[h], ch.scale[h]);
+        const float v = statistics_activation(acc[4 * j + 2 * h + e], ch.exponent[h]);
         const float d = kFull || 8 * j + col0 + e < cols ? v - pilot : 0.0f;
         s1 += d;
         s2 = fmaf(d, d, s2);
@@ -238,8 +253,7 @@ __device__ __forceinline__ void stage_row(float* stage, int r, const Channels& c
       float v[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e)
-        v[e] = fmaf(activation(acc[4 * j + 2 * h + e] + ch.b_conv[h], ch.bias[h], ch.scale[h]),
-                    coef[h].x, coef[h].y);
+        v[e] = fmaf(store_activation(acc[4 * j + 2 * h + e], ch.exponent[h]), coef[h].x, coef[h].y);
       *reinterpret_cast<float2*>(stage + stage_index(r, co, 8 * j + col0)) =
           make_float2(v[0], v[1]);
     }
@@ -267,6 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1) rows_kernel(const Args a) {
   for (int h = 0; h < 2; ++h) {
     const int co = ch.co0 + 8 * h, c = co < a.c_out ? co : 0;
     ch.b_conv[h] = a.b_conv[c], ch.bias[h] = a.bias[c], ch.scale[h] = a.scale[c];
+    ch.exponent[h] = sigmoid_exponent(ch.b_conv[h], ch.bias[h], ch.scale[h]);
   }
   ItemWalk item =
       ItemWalk::at(static_cast<int>(blockIdx.x) * kGroups + group, a.tiles_h, a.tiles_w);

@@ -4,9 +4,11 @@
 //   - the lanes are a power of two from one warp to kThreads (kFewRowLanes at M <= kFewRows), a
 //     CTA's columns (lanes x cols) reach min(N, kWideTileCols) unless the lanes are at that
 //     bound, and no other lanes of those reaching it leave fewer columns idle in the last tile;
-//   - plan_thin_k's rows: a power of two from max(one pass of the CTA's threads, K / 2) to
+//   - plan_thin_k's rows: first a power of two from max(one pass of the CTA's threads, K / 2) to
 //     kMaxRows, at kMaxRows or at that floor whenever the grid would have fewer than
-//     kMinCtasPerSm CTAs an SM, and fits() for the grid's y dimension.
+//     kMinCtasPerSm CTAs an SM; then M shared evenly among as many CTAs, in whole passes (no
+//     CTA more than one pass over another's share), and fits() for the grid's y dimension;
+//   - staging only at N not a multiple of 4, 4 columns a thread, and more than one column tile.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,10 @@ namespace kb::custom::L1_003::thin {
 namespace {
 
 constexpr int kSms = 132;
+
+int64_t row_tiles(int64_t m, int rows) {
+  return (m + rows - 1) / rows;
+}
 
 int64_t ctas(int64_t batch, int64_t m, int64_t k, int64_t n, int rows) {
   const int64_t tile_cols = int64_t{lanes_for(m, k, n)} * cols_per_thread(k);
@@ -52,27 +58,47 @@ TEST(L1003ThinKPlan, ColumnsLanesAndRowsFitTheKernel) {
     }
     const ThinPlan plan = plan_thin_k(batch, m, k, n, kSms);
     EXPECT_EQ(plan.lanes, lanes);
-    const int rows = plan.rows;
-    const int floor_rows = std::max<int>(kThreads / lanes, static_cast<int>((k + 1) / 2));
-    EXPECT_EQ(rows & (rows - 1), 0);
-    EXPECT_GE(rows, std::min(floor_rows, kMaxRows));
-    EXPECT_LE(rows, kMaxRows);
-    if (rows < kMaxRows) {  // halved only while the grid was short of CTAs
-      EXPECT_LT(ctas(batch, m, k, n, 2 * rows), int64_t{kMinCtasPerSm} * kSms);
+    // Some power of two P from the floor to kMaxRows, kMaxRows or the floor whenever the grid
+    // of P rows a CTA would be short of CTAs, whose row tiles plan.rows shares evenly.
+    const int pass = kThreads / lanes;
+    const int floor_rows = std::min(kMaxRows, std::max<int>(pass, static_cast<int>((k + 1) / 2)));
+    const int64_t target = int64_t{kMinCtasPerSm} * kSms;
+    bool found = false;
+    for (int p = 1; p <= kMaxRows; p *= 2) {
+      if (p < floor_rows || even_rows(m, p, pass) != plan.rows) continue;
+      const bool halved_while_short = p == kMaxRows || ctas(batch, m, k, n, 2 * p) < target;
+      const bool stopped = p / 2 < floor_rows || ctas(batch, m, k, n, p) >= target;
+      found = found || (halved_while_short && stopped);
     }
-    if (rows / 2 >= floor_rows && rows < kMaxRows) {  // ... and down to the floor at most
-      EXPECT_GE(ctas(batch, m, k, n, rows), int64_t{kMinCtasPerSm} * kSms);
+    EXPECT_TRUE(found) << plan.rows << " rows";
+    const int64_t tile_cols = int64_t{lanes} * cols_per_thread(k);
+    EXPECT_EQ(plan.staged, n % 4 != 0 && cols_per_thread(k) == 4 && n > tile_cols);
+    EXPECT_EQ(fits(m, plan.rows), row_tiles(m, plan.rows) <= 65535);
+  }
+}
+
+TEST(L1003ThinKPlan, EvenRowsShareTheRowTiles) {
+  for (int64_t m = 1; m <= 3000; ++m) {
+    for (int rows = 1; rows <= kMaxRows; rows *= 2) {
+      for (int pass = 1; pass <= rows; pass *= 2) {
+        SCOPED_TRACE(testing::Message() << m << " rows, " << rows << " a CTA, passes of " << pass);
+        const int even = even_rows(m, rows, pass);
+        EXPECT_EQ(even % pass, 0);
+        EXPECT_LE(even, rows);
+        EXPECT_EQ(row_tiles(m, even), row_tiles(m, rows));
+        EXPECT_LT(even - pass, (m + row_tiles(m, rows) - 1) / row_tiles(m, rows));
+      }
     }
-    EXPECT_EQ(fits(m, rows), (m + rows - 1) / rows <= 65535);
   }
 }
 
 TEST(L1003ThinKPlan, TheMixedSweepsShapes) {
   // 97 x 431 x 5 x 1357 (seed 77's): 4 columns a thread; three tiles of 512 columns (128 lanes)
-  // leave 179 idle, two of 1,024 691; 64 rows.
+  // leave 179 idle, two of 1,024 691; 7 row tiles of 64 shared as 62 (passes of 2); staged.
   EXPECT_EQ(cols_per_thread(5), 4);
   EXPECT_EQ(lanes_for(431, 5, 1357), 128);
-  EXPECT_EQ(plan_thin_k(97, 431, 5, 1357, kSms).rows, kMaxRows);
+  EXPECT_EQ(plan_thin_k(97, 431, 5, 1357, kSms).rows, 62);
+  EXPECT_TRUE(plan_thin_k(97, 431, 5, 1357, kSms).staged);
   // 79 x 397 x 5 x 1291 (seed 2027's): the same, 128 lanes. At N 2,048 both fill: the wider.
   EXPECT_EQ(lanes_for(397, 5, 1291), 128);
   EXPECT_EQ(lanes_for(512, 5, 2048), 256);
@@ -86,9 +112,13 @@ TEST(L1003ThinKPlan, TheMixedSweepsShapes) {
   EXPECT_EQ(lanes_for(509, 15, 1881), 256);
   EXPECT_EQ(plan_thin_k(1, 509, 15, 1881, kSms).rows, 8);
   EXPECT_EQ(lanes_for(4096, 16, 4096), 256);
-  // 120 x 323 x 7 x 249: 64 lanes (one tile of 256 columns), 720 CTAs of 64 rows.
+  // 120 x 323 x 7 x 249: 64 lanes (one tile of 256 columns), 720 CTAs of 56 rows (6 of 64
+  // would leave one of 3); in place (one tile spans N).
   EXPECT_EQ(lanes_for(323, 7, 249), 64);
-  EXPECT_EQ(plan_thin_k(120, 323, 7, 249, kSms).rows, kMaxRows);
+  EXPECT_EQ(plan_thin_k(120, 323, 7, 249, kSms).rows, 56);
+  EXPECT_FALSE(plan_thin_k(120, 323, 7, 249, kSms).staged);
+  // 64 x 70 x 5 x 999: one tile of 1,024 columns, in place.
+  EXPECT_FALSE(plan_thin_k(64, 70, 5, 999, kSms).staged);
   // 65 x 7 x 9 x 1399 (seed 99's, few rows): 64 lanes of 2 columns, passes of 4 rows.
   EXPECT_EQ(lanes_for(7, 9, 1399), kFewRowLanes);
 }
