@@ -602,7 +602,7 @@ class Tf32x3Bmm final : public Implementation {
   Dims shape_;
   bool skinny_ = false;          // few rows: skinny_rows.cuh
   bool thin_ = false;            // thin K: thin_k.cuh
-  thin::ThinPlan thin_plan_;     // its lanes and rows a CTA (thin::plan_thin_k)
+  thin::ThinPlan thin_plan_;     // its lanes, rows a CTA and staging (thin::plan_thin_k)
   bool use_wgmma_ = false;       // the sm_90a wgmma kernel
   bool narrow_ = false;          // the narrow tile: narrow_tile.cuh
   bool small_grid_ = false;      // the FMA tile instead of the tensor path

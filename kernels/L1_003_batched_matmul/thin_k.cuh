@@ -6,19 +6,18 @@
 // pipeline fill and a strided epilogue. The mixed-regime sweep (seed 77, H100) measured the
 // mma.sync tile at 0.18x the reference at 97 x 431 x 5 x 1357 (620 against 112 us), where writing
 // C's 227 MB takes ~70 us. Here a CTA of kThreads threads owns `rows` rows of A (at most 64, as
-// plan_thin_k shares M among the CTAs) and cols x `lanes` columns of C
-// (cols = cols_per_thread(K), 4 or 2 so that B's registers stay under ~64; lanes 32 .. kThreads:
-// lanes_for): thread t keeps B(k, col) for its cols columns col = n0 + t %
-// lanes + lanes j and every k in registers (K a template argument: the loops unroll whole), the
-// CTA's A rows (one contiguous run of rows x K floats) sit in shared memory, and the threads walk
-// the rows kThreads / lanes at a time: per row, K broadcast loads of A serve `cols` outputs, each
-// one chain of K FMAs (k ascending) and one store, consecutive threads on consecutive columns
-// (coalesced at any alignment of N). Where N is not a multiple of 4 at K <= 8 and spans several
-// column tiles (stages_rows) each warp owns 32 x cols consecutive columns instead and writes
-// each row of them from shared memory by 16-byte stores (store_run): no store straddles a sector.
-// Measured (H100, session 39, first form: one column a thread, K unrolled to 4, 8 or 16 with
-// predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155 ms (reference 0.106-0.117), 8 x 1000 x 9 x 999
-// 0.098 -> 0.025 (0.021), but 5 x 97 x 5 x 301 0.006
+// plan_thin_k shares M among the CTAs) and cols x `lanes` columns of C (cols = cols_per_thread(K),
+// 4 or 2 so that B's registers stay under ~64; lanes 32 .. kThreads: lanes_for): thread t keeps
+// B(k, col) for its cols columns col = n0 + t % lanes + lanes j and every k in registers (K a
+// template argument: the loops unroll whole), the CTA's A rows (one contiguous run of rows x K
+// floats) sit in shared memory, and the threads walk the rows kThreads / lanes at a time: per row,
+// K broadcast loads of A serve `cols` outputs, each one chain of K FMAs (k ascending) and one
+// store, consecutive threads on consecutive columns (coalesced at any alignment of N). Where N is
+// not a multiple of 4 at K <= 8 and spans several column tiles (stages_rows) each warp owns 32 x
+// cols consecutive columns instead and writes each row of them from shared memory by 16-byte stores
+// (store_run): no store straddles a sector. Measured (H100, session 39, first form: one column a
+// thread, K unrolled to 4, 8 or 16 with predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155 ms
+// (reference 0.106-0.117), 8 x 1000 x 9 x 999 0.098 -> 0.025 (0.021), but 5 x 97 x 5 x 301 0.006
 // -> 0.011 (20 CTAs). Strict fp32 (one chain per output): no accuracy caveat.
 //
 // Thread safety: device code without state; launch_thin_k is stateless.
@@ -102,14 +101,6 @@ struct ThinPlan {
   bool staged = false;
 };
 
-// The rows a CTA owns: kMaxRows, halved (down to one pass of the CTA's threads) while the grid
-// would be under kMinCtasPerSm CTAs an SM, but not below K / 2: each CTA loads K x its columns
-// of B, so at fewer rows B's loads (from L2) outnumber the CTA's outputs more than twice. H100,
-// session 51 (rows 2 / 8 / 16, /work/.device/6): 1 x 509 x 15 x 1,881 (seed 123's miss; 1,020 CTAs
-// of 2 rows loaded 31 MB of B for 3.8 MB of C) 11 / 8 / 8 us [9]; 120 x 323 x 7 x 249, 720 CTAs of
-// 64 rows: 29 us against 31 / 35 at 32 / 16 rows [23]. Then the CTAs of a column tile share M's
-// rows evenly, in whole passes: at 323 rows, 6 CTAs of 56 rather than 5 of 64 and one of 3 (the
-// grid's last wave ran on the CTAs of 64 rows; H100, session 53, /work/.device/4: 29 -> 27 us).
 // M shared evenly among the CTAs that CTAs of `rows` rows would take, in whole passes of `pass`
 // rows: the same count of row tiles, none more than a pass over M / row tiles.
 inline int even_rows(int64_t m, int rows, int pass) {
@@ -118,11 +109,24 @@ inline int even_rows(int64_t m, int rows, int pass) {
   return static_cast<int>(std::max<int64_t>(1, (share + pass - 1) / pass) * pass);
 }
 
+// The column tiles of `lanes` lanes over N.
+inline int64_t column_tiles(int64_t k, int64_t n, int lanes) {
+  const int64_t tile_cols = int64_t{lanes} * cols_per_thread(k);
+  return (n + tile_cols - 1) / tile_cols;
+}
+
+// The rows a CTA owns: kMaxRows, halved (down to one pass of the CTA's threads) while the grid
+// would be under kMinCtasPerSm CTAs an SM, but not below K / 2: each CTA loads K x its columns
+// of B, so at fewer rows B's loads (from L2) outnumber the CTA's outputs more than twice. H100,
+// session 51 (rows 2 / 8 / 16, /work/.device/6): 1 x 509 x 15 x 1,881 (seed 123's miss; 1,020 CTAs
+// of 2 rows loaded 31 MB of B for 3.8 MB of C) 11 / 8 / 8 us [9]; 120 x 323 x 7 x 249, 720 CTAs of
+// 64 rows: 29 us against 31 / 35 at 32 / 16 rows [23]. Then the CTAs of a column tile share M's
+// rows evenly (even_rows): at 323 rows, 6 CTAs of 56 rather than 5 of 64 and one of 3 (H100,
+// session 53, /work/.device/4: 29 -> 27 us; why it gains, not measured).
 inline ThinPlan plan_thin_k(int64_t batch, int64_t m, int64_t k, int64_t n, int sms) {
   ThinPlan plan;
   plan.lanes = lanes_for(m, k, n);
-  const int64_t tile_cols = int64_t{plan.lanes} * cols_per_thread(k);
-  const int64_t col_tiles = (n + tile_cols - 1) / tile_cols;
+  const int64_t col_tiles = column_tiles(k, n, plan.lanes);
   const int pass = kThreads / plan.lanes;
   const int min_rows = std::max<int>(pass, static_cast<int>((k + 1) / 2));
   while (plan.rows / 2 >= min_rows &&
@@ -235,8 +239,7 @@ inline cudaError_t launch_thin_k(const GemmArgs& p, int batch, const ThinPlan& p
     return cudaErrorInvalidValue;
   int lanes_log2 = 0;
   while ((1 << lanes_log2) < plan.lanes) ++lanes_log2;
-  const int tile_cols = plan.lanes * cols_per_thread(p.k);
-  const dim3 grid(static_cast<unsigned>((p.n + tile_cols - 1) / tile_cols),
+  const dim3 grid(static_cast<unsigned>(column_tiles(p.k, p.n, plan.lanes)),
                   static_cast<unsigned>((p.m + plan.rows - 1) / plan.rows),
                   static_cast<unsigned>(batch));
   return launch_for_k(p, grid, lanes_log2, plan.rows, plan.staged, stream);

@@ -30,7 +30,7 @@ __device__ __forceinline__ float activation(float y, float bias, float scale) {
   return reciprocal_from_one(1.0f + expf(-t));
 }
 
-// The statistics' sigmoid argument -log2(e) ((y + conv_bias) + bias) scale as one FMA of the
+// The wgmma path's sigmoid argument -log2(e) ((y + conv_bias) + bias) scale as one FMA of the
 // conv's raw sum y: fmaf(y, slope, offset).
 struct SigmoidExponent {
   float slope, offset;
@@ -41,27 +41,34 @@ __host__ __device__ inline SigmoidExponent sigmoid_exponent(float conv_bias, flo
   return {slope, (conv_bias + bias) * slope};
 }
 
-// sigmoid(((y + conv_bias) + bias) * scale) for the statistics only: the argument as one FMA
-// (sigmoid_exponent), then 2^x and 1 / (1 + 2^x) by one MUFU instruction each (ex2.approx,
-// rcp.approx): 4 instructions against activation()'s ~20. Its values differ from activation()'s
-// by ~2^-21.7 relatively for g >= 0.01 and by ~2e-8 absolutely below (t's rounding); used where a
-// group holds many values (the wgmma path's statistics pass), whose mean and variance average the
-// differences, while the stored values stay activation()'s.
-__device__ __forceinline__ float statistics_activation(float y, SigmoidExponent x) {
-  return gn_pipeline::rcp_approx(1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset)));
+// 1 + 2^x of the exponent (one FMA, then ex2.approx): the wgmma path's sigmoid denominator.
+__device__ __forceinline__ float sigmoid_denominator(float y, SigmoidExponent x) {
+  return 1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset));
 }
 
-// sigmoid(((y + conv_bias) + bias) * scale) for the stored values of the wgmma path: the
-// statistics' argument (one FMA, sigmoid_exponent) and 2^x by ex2.approx, then the rounded
-// division 1 / (1 + 2^x) (reciprocal_from_one). Against activation(): ~2^-21 relatively where
-// 2^x is near 1, more where the argument is large (its rounding is relative to |t| log2(e)),
-// which GroupNorm divides by the group's standard deviation. So it is used only where a group
-// holds many values (custom.cu's kMinGroupChannels gate). Session 52's H100 test against a
-// double golden (3 x 96 groups, nominal): worst error 0.128x -> 0.165x the tolerance; the
-// robustness verdicts at the robust and wgmma presets as activation()'s (H100, session 53). The
-// store pass's sm_90a code: 3,152 -> 2,648 instructions, spills 68 -> 8 bytes.
+// sigmoid(((y + conv_bias) + bias) * scale) for the statistics only: the denominator
+// (sigmoid_denominator) and its reciprocal by rcp.approx: 4 instructions against activation()'s
+// ~20. Within ~2^-21.7 of the true sigmoid relatively for g >= 0.01 and ~2e-8 absolutely below
+// (t's rounding), without bias (session 52's dense sweep of t on an H100); the wgmma path's
+// statistics pass, whose group means and variances average the per-value errors
+// (tools/sigmoid_stats_error.py).
+__device__ __forceinline__ float statistics_activation(float y, SigmoidExponent x) {
+  return gn_pipeline::rcp_approx(sigmoid_denominator(y, x));
+}
+
+// sigmoid(((y + conv_bias) + bias) * scale) for the wgmma path's stored values: the denominator
+// (sigmoid_denominator) and the rounded division (reciprocal_from_one). Its error is ex2.approx's
+// and the exponent's rounding (relative to |t| log2(e)), not measured alone. A stored value's
+// error is not averaged: GroupNorm divides it by the group's standard deviation. It stays small
+// where that deviation is small because dg = g (1 - g) d(2^x) / 2^x vanishes as the sigmoid
+// saturates (where the shift trial's groups sit), not because of the group's size: session 52's
+// model of a relative error of 2^-21 on every stored value, all of one sign, reached 1.51x the
+// tolerance there. The evidence: session 52's H100 test against a double golden (3 x 96 groups,
+// nominal): worst error 0.117x (activation) -> 0.128x (fast statistics) -> 0.165x (and this);
+// the robustness verdicts at the robust and wgmma presets as activation()'s (H100, session 53).
+// The store pass's sm_90a code: 3,152 -> 2,648 instructions, spills 68 -> 8 bytes.
 __device__ __forceinline__ float store_activation(float y, SigmoidExponent x) {
-  return reciprocal_from_one(1.0f + gn_pipeline::ex2_approx(fmaf(y, x.slope, x.offset)));
+  return reciprocal_from_one(sigmoid_denominator(y, x));
 }
 
 }  // namespace kb::custom::L2_021

@@ -10,13 +10,13 @@
 // peer 3.55 ms (torch.compile, docs/baselines.md), goal <= 1.00 ms (1.6 x the floor).
 //
 // Design. On Hopper, where the conv fits it (3x3 unit conv, C_in <= 8, 16 < C_out <= 32, W' >=
-// 96: the full preset), the wgmma path (wgmma_rows.cuh) computes the conv twice on the tensor
-// cores: a statistics pass, the fold, and a store pass that writes the normalized output once;
-// the second conv costs less than the pre-norm tensor's DRAM round trip. Elsewhere the conv is
-// computed once and its output re-read: a second pass of the FMA or mma.sync kernels (~0.6 ms
-// at the full preset) would cost more than the round trip. Those are three launches
-// (kernels/cores/group_norm_pipeline/pipeline.cuh): conv_kernel writes the sigmoid output into
-// `out` and per-task group sums to its own partials slot; a one-warp-per-(n, group) fold makes
+// 96, groups of >= 3 channels: the full preset), the wgmma path (wgmma_rows.cuh) computes the conv
+// twice on the tensor cores: a statistics pass, the fold, and a store pass that writes the
+// normalized output once; the second conv costs less than the pre-norm tensor's DRAM round trip.
+// Elsewhere the conv is computed once and its output re-read: a second pass of the FMA or mma.sync
+// kernels (~0.6 ms at the full preset) would cost more than the round trip. Those are three
+// launches (kernels/cores/group_norm_pipeline/pipeline.cuh): conv_kernel writes the sigmoid output
+// into `out` and per-task group sums to its own partials slot; a one-warp-per-(n, group) fold makes
 // coef[n][o]; normalize_flat_kernel rescales `out` in place as float4s, persistent blocks, last
 // float4 first (the last samples are still in L2 when the conv launch ends); normalize_kernel
 // (tasks of 16 K elements) where the plane or `out` is not 16-byte aligned. The conv launch is one
@@ -67,9 +67,10 @@
 // Accuracy. Error sources: the fp32 FMA conv (no TF32: it fails 7.5x here), the sigmoid rounded
 // as the reference rounds it (fp32 add, mul, accurate expf, IEEE division; the ex2/rcp pair with
 // -log2(e) folded into the scale cost 4x the tolerance on the odd fixture's one-channel groups,
-// v1; only the wgmma path's statistics take that pair, over groups of >= 3 x 96 values:
-// wgmma_rows.cuh), the group statistics, and the normalize (v * scale + shift in fp32, coefficients
-// from double). GroupNorm divides the upstream error by the group std, as small as 0.067 here
+// v1; the wgmma path alone takes approximate sigmoids, over groups of >= 3 x 96 values: the
+// statistics the pair, the stored values ex2.approx with the rounded division, activation.cuh), the
+// group statistics, and the normalize (v * scale + shift in fp32, coefficients from double).
+// GroupNorm divides the upstream error by the group std, as small as 0.067 here
 // (~15x, docs/problems.md#l2_021). The pilot (__expf, __fdividef) is only the shift point: the sums
 // about it are exact in form.
 // Accuracy of the statistics: fp32 sums of g and g^2 (before) lose 2 log10(mean/std) digits, all
@@ -286,9 +287,8 @@ class ConvSigmoidGroupNorm final : public Implementation {
     fast_ =
         unit && smem_ <= 100 * 1024 && (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
-    // The wgmma path's sigmoids are approximate (statistics_activation, store_activation:
-    // wgmma_rows.cuh), and GroupNorm divides their errors by a group's standard deviation: the
-    // path takes groups of at least kMinGroupChannels channels of >= 96 columns each.
+    // The wgmma path's sigmoids are approximate (activation.cuh): its statistics average them
+    // over groups of at least kMinGroupChannels channels of >= 96 columns each.
     if (unit && g_.cpg >= rows::kMinGroupChannels)
       KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
     if (!rows_taken_) KB_TRY(setup_tensor(unit));

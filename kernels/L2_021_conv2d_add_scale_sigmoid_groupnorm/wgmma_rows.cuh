@@ -44,14 +44,14 @@
 //    least kMinGroupChannels channels of >= 96 columns (custom.cu's gate), whose mean and
 //    variance average the per-value differences (tools/sigmoid_stats_error.py bounds them);
 //  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g by
-//    `store_activation` (2^x by ex2.approx, the rounded division kept), staged in the
-//    warpgroup's patch buffer and stored a (channel, row) at a time (stage_index): from the
-//    fragment directly, each warp store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu;
+//    `store_activation` (2^x by ex2.approx, the rounded division kept; activation.cuh says what
+//    bounds its error), staged in the warpgroup's patch buffer and stored a (channel, row) at a
+//    time (stage_index): from the fragment directly, each warp store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu;
 //    staged: 0.91 ms). The copy-out walks the staging with each thread's column fixed and one add
 //    per channel step (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M
 //    -> 297 M warp instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms
 //    (session 27). Session 53 (H100, ncu and `kb bench L2_021 --time-cap 1.5 --seed 7`,
-//    /work/.device/3 and 6): the fast sigmoids took the statistics pass from 623 to 528 us (289 M
+//    /work/.device/3 and 6): the fast sigmoids took the statistics pass from 623 to 532 us (289 M
 //    -> 198 M warp instructions) and the store pass from 799 to 724 us; the whole 1.44 -> 1.27 ms.
 //
 // Accuracy: 3xTF32 (~fp32 per product, tf32x3/mma.cuh); each output's chain of 36 wgmmas is
@@ -200,8 +200,7 @@ __device__ __forceinline__ void mma_tile(const float* weights, const float* patc
 // This thread's two channels' epilogue constants (h = 0, 1: channel co0 + 8 h).
 struct Channels {
   int co0;
-  float b_conv[2], bias[2], scale[2];
-  SigmoidExponent exponent[2];  // the statistics pass's (statistics_activation)
+  SigmoidExponent exponent[2];  // both passes' sigmoid argument (activation.cuh)
 };
 
 // The statistics pass's epilogue for output row oh of tile t (see the header); kFull: all 128
@@ -280,8 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1) rows_kernel(const Args a) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int co = ch.co0 + 8 * h, c = co < a.c_out ? co : 0;
-    ch.b_conv[h] = a.b_conv[c], ch.bias[h] = a.bias[c], ch.scale[h] = a.scale[c];
-    ch.exponent[h] = sigmoid_exponent(ch.b_conv[h], ch.bias[h], ch.scale[h]);
+    ch.exponent[h] = sigmoid_exponent(a.b_conv[c], a.bias[c], a.scale[c]);
   }
   ItemWalk item =
       ItemWalk::at(static_cast<int>(blockIdx.x) * kGroups + group, a.tiles_h, a.tiles_w);

@@ -71,6 +71,8 @@ TEST(L1003ThinKPlan, ColumnsLanesAndRowsFitTheKernel) {
       found = found || (halved_while_short && stopped);
     }
     EXPECT_TRUE(found) << plan.rows << " rows";
+    EXPECT_LE(plan.rows, kMaxRows);
+    EXPECT_EQ(plan.rows % pass, 0);
     const int64_t tile_cols = int64_t{lanes} * cols_per_thread(k);
     EXPECT_EQ(plan.staged, n % 4 != 0 && cols_per_thread(k) == 4 && n > tile_cols);
     EXPECT_EQ(fits(m, plan.rows), row_tiles(m, plan.rows) <= 65535);
