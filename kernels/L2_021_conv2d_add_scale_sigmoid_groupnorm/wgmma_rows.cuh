@@ -46,9 +46,10 @@
 //  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g by
 //    `store_activation` (2^x by ex2.approx, the rounded division kept; activation.cuh says what
 //    bounds its error), staged in the warpgroup's patch buffer and stored a (channel, row) at a
-//    time (stage_index): from the fragment directly, each warp store wrote 8 sectors in 8 lines (that pass: 1.23 ms under ncu;
-//    staged: 0.91 ms). The copy-out walks the staging with each thread's column fixed and one add
-//    per channel step (staging.h), and a warpgroup's items advance by carries (item_walk.h): 474 M
+//    time (stage_index): from the fragment directly, each warp store wrote 8 sectors in 8 lines
+//    (that pass: 1.23 ms under ncu; staged: 0.91 ms). The copy-out walks the staging with each
+//    thread's column fixed and one add per channel step (staging.h), and a warpgroup's items
+//    advance by carries (item_walk.h): 474 M
 //    -> 297 M warp instructions, that pass 0.90 -> 0.73 ms under ncu, the whole 1.544 -> 1.383 ms
 //    (session 27). Session 53 (H100, ncu and `kb bench L2_021 --time-cap 1.5 --seed 7`,
 //    /work/.device/3 and 6): the fast sigmoids took the statistics pass from 623 to 532 us (289 M
