@@ -426,9 +426,9 @@ class Tf32x3Bmm final : public Implementation {
   // / 29 / 38, 64 x 512 x 16 x 1024 88 / 57 / 91, 100 x 205 x 9 x 13 7 / 8 / 7, 5 x 97 x 5 x 301 6
   // / 5 / 6. Odd N (rows not 16-byte aligned) wrote C at ~1.5 TB/s against ~2.6 at N 2048; at
   // K <= 8 its rows now leave through shared memory by 16-byte stores where N spans several
-  // column tiles (thin_k.cuh's stages_rows, session 41: 97 x 431 x 5 x 1357 149 -> 120 us against
-  // the reference's 110).
-  // (Thin K at N <= 32 past 32 rows takes the FMA tile: takes_narrow's measurements.)
+  // column tiles or a CTA writes much of one (thin_k.cuh's stages_rows, session 41: 97 x 431 x 5 x
+  // 1357 149 -> 120 us against the reference's 110). (Thin K at N <= 32 past 32 rows takes the FMA
+  // tile: takes_narrow's measurements.)
   bool takes_thin_k() const {
     if (column_product()) return false;
     return shape_.k <= thin::kMaxK && thin::fits(shape_.m, thin_plan_.rows);

@@ -13,7 +13,7 @@
 // floats) sit in shared memory, and the threads walk the rows kThreads / lanes at a time: per row,
 // K broadcast loads of A serve `cols` outputs, each one chain of K FMAs (k ascending) and one
 // store, consecutive threads on consecutive columns (coalesced at any alignment of N). Where N is
-// not a multiple of 4 at K <= 8 and spans several column tiles (stages_rows) each warp owns 32 x
+// not a multiple of 4 at K <= 8 and a CTA writes much of it (stages_rows) each warp owns 32 x
 // cols consecutive columns instead and writes each row of them from shared memory by 16-byte stores
 // (store_run): no store straddles a sector. Measured (H100, session 39, first form: one column a
 // thread, K unrolled to 4, 8 or 16 with predicates): 97 x 431 x 5 x 1357 0.62 -> 0.155 ms
@@ -76,21 +76,35 @@ inline int lanes_for(int64_t m, int64_t k, int64_t n) {
 
 // Whether the thin-K kernel stages C's rows in shared memory and writes them with 16-byte stores
 // (kStaged): for N not a multiple of 4, whose rows start at every alignment, at K <= 8 (4 columns
-// a thread), where N spans more than one column tile. Written in place, each warp's 32
+// a thread), where N spans more than one column tile, or where one tile of at least 128 lanes
+// spans it and a CTA writes at least kStagedMinCtaFloats of C. Written in place, each warp's 32
 // consecutive 4-byte stores straddle a sector they share with the next warp's: N 1357 ran 147 us
 // against 95 at N 1360 (97 x 431 x 5 x N). Session 41, H100, main's pack -> this one (us,
 // reference in brackets): 97 x 431 x 5 x 1357 149 -> 120 [110], 79 x 397 x 5 x 1291 108 -> 93
 // [82]; staged at 2 columns a thread it lost (8 x 1000 x 9 x 999 19 -> 32 [22], 64 x 512 x 16 x
 // 1023 73 -> 112 [82]), as did a first form staging a whole CTA's row between block barriers at
-// K 9 and 16. Where one column tile spans N, a CTA's rows are one contiguous run of C and the
-// sectors its warps share are its own. H100, session 53 (`kb bench L1_003 --dims D --time-cap 0.2
-// --trials 3 --seed 7`, exp53's pack: in place / staged us, reference in brackets,
-// /work/.device/6): one tile, 120 x 323 x 7 x 249 23 / 27 [23], 64 x 70 x 5 x 999 13 / 15 [15],
-// 5 x 97 x 5 x 301 1.17x / 1.11x the reference, 8 x 1000 x 5 x 999 19 / 20 [18], but 200 x 77 x 3 x
-// 1001 38 / 35 [40]; several tiles, 97 x 431 x 5 x 1357 137 / 101 [108], 64 x 512 x 6 x 1537 135 /
-// 106 [95], 50 x 700 x 3 x 2050 201 / 122 [130], 30 x 1000 x 8 x 3001 224 / 172 [185].
-inline bool stages_rows(int64_t k, int64_t n, int64_t col_tiles) {
-  return n % 4 != 0 && cols_per_thread(k) == 4 && col_tiles > 1;
+// K 9 and 16. H100, session 53 (`kb bench L1_003 --dims D --time-cap 0.2 --trials 3 --seed 7`,
+// exp53's pack, its KB_EXP_STAGE switch forcing either form at the same plan; staged / in place
+// as the reference's multiple, /work/.device/6 and 14, docs/kernels.md has the table):
+//  - several tiles, staged always won: 97 x 431 x 5 x 1357 1.07x / 0.79x, 64 x 512 x 6 x 1537
+//    0.91x / 0.70x, 50 x 700 x 3 x 2050 1.07x / 0.65x, 30 x 1000 x 8 x 3001 1.08x / 0.82x;
+//  - one tile, staged won where a CTA wrote >= 15,030 floats at 128 or 256 lanes: 100 x 300 x 3
+//    x 1001 (30 rows a CTA) 1.10x / 0.94x, 200 x 77 x 3 x 1001 (26) 1.14x / 1.08x, 16 x 1000 x 3 x
+//    1001 (16) 1.12x / 0.99x, 200 x 77 x 5 x 1001 (26) 1.32x / 1.11x, 100 x 300 x 5 x 501
+//    (30) 1.18x / 1.10x, 200 x 77 x 8 x 1001 (26) 1.07x / 1.05x;
+//  - and lost at <= 13,026 floats or 64 lanes: 200 x 77 x 3 x 501 (26 rows) 1.22x / 1.26x, 50 x
+//    200 x 4 x 777 (16) 0.98x / 1.09x, 64 x 70 x 8 x 999 (8) 0.79x / 1.10x, 64 x 70 x 3 x 999
+//    (8) 1.00x / 1.14x, 64 x 70 x 5 x 999 (8) 1.00x / 1.13x, 8 x 1000 x 5 x 999 (8) 0.95x / 0.95x,
+//    5 x 97 x 5 x 301 (4) 1.11x / 1.17x; 120 x 323 x 8 x 249 (64 lanes, 56
+//    rows) 0.78x / 1.01x, 120 x 323 x 7 x 249 0.85x / 1.01x, 30 x 323 x 7 x 249 0.83x / 0.95x, 400
+//    x 100 x 3 x 249 1.27x / 1.26x.
+// The threshold sits in that gap, fitted to these shapes; why a CTA's share decides, not
+// measured (a guess: the staged form's fixed cost a row, its warp barriers and shared-memory
+// round trip, is paid back only over enough of C).
+constexpr int64_t kStagedMinCtaFloats = 14000;
+inline bool stages_rows(int64_t k, int64_t n, int64_t col_tiles, int lanes, int rows) {
+  if (n % 4 == 0 || cols_per_thread(k) != 4) return false;
+  return col_tiles > 1 || (lanes >= 128 && int64_t{rows} * n >= kStagedMinCtaFloats);
 }
 
 // The thin-K kernel's launch shape: lanes across columns (lanes_for), rows of A a CTA owns, and
@@ -133,7 +147,7 @@ inline ThinPlan plan_thin_k(int64_t batch, int64_t m, int64_t k, int64_t n, int 
          (m + plan.rows - 1) / plan.rows * col_tiles * batch < int64_t{kMinCtasPerSm} * sms)
     plan.rows /= 2;
   plan.rows = even_rows(m, plan.rows, pass);
-  plan.staged = stages_rows(k, n, col_tiles);
+  plan.staged = stages_rows(k, n, col_tiles, plan.lanes, plan.rows);
   return plan;
 }
 

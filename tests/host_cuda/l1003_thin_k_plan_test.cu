@@ -8,7 +8,8 @@
 //     kMaxRows, at kMaxRows or at that floor whenever the grid would have fewer than
 //     kMinCtasPerSm CTAs an SM; then M shared evenly among as many CTAs, in whole passes (no
 //     CTA more than one pass over another's share), and fits() for the grid's y dimension;
-//   - staging only at N not a multiple of 4, 4 columns a thread, and more than one column tile.
+//   - staging only at N not a multiple of 4, 4 columns a thread, and more than one column tile
+//     or a CTA's kStagedMinCtaFloats of one tile of at least 128 lanes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,7 +75,9 @@ TEST(L1003ThinKPlan, ColumnsLanesAndRowsFitTheKernel) {
     EXPECT_LE(plan.rows, kMaxRows);
     EXPECT_EQ(plan.rows % pass, 0);
     const int64_t tile_cols = int64_t{lanes} * cols_per_thread(k);
-    EXPECT_EQ(plan.staged, n % 4 != 0 && cols_per_thread(k) == 4 && n > tile_cols);
+    const bool much_of_one_tile = lanes >= 128 && int64_t{plan.rows} * n >= kStagedMinCtaFloats;
+    EXPECT_EQ(plan.staged,
+              n % 4 != 0 && cols_per_thread(k) == 4 && (n > tile_cols || much_of_one_tile));
     EXPECT_EQ(fits(m, plan.rows), row_tiles(m, plan.rows) <= 65535);
   }
 }
@@ -119,8 +122,15 @@ TEST(L1003ThinKPlan, TheMixedSweepsShapes) {
   EXPECT_EQ(lanes_for(323, 7, 249), 64);
   EXPECT_EQ(plan_thin_k(120, 323, 7, 249, kSms).rows, 56);
   EXPECT_FALSE(plan_thin_k(120, 323, 7, 249, kSms).staged);
-  // 64 x 70 x 5 x 999: one tile of 1,024 columns, in place.
-  EXPECT_FALSE(plan_thin_k(64, 70, 5, 999, kSms).staged);
+  // One tile: staged where a CTA writes >= kStagedMinCtaFloats at >= 128 lanes (session 53's
+  // measured winners and losers, thin_k.cuh's stages_rows).
+  EXPECT_FALSE(plan_thin_k(64, 70, 5, 999, kSms).staged);    // 8 rows x 999
+  EXPECT_FALSE(plan_thin_k(200, 77, 3, 501, kSms).staged);   // 26 x 501 = 13,026
+  EXPECT_FALSE(plan_thin_k(50, 200, 4, 777, kSms).staged);   // 16 x 777
+  EXPECT_FALSE(plan_thin_k(400, 100, 3, 249, kSms).staged);  // 64 lanes
+  EXPECT_TRUE(plan_thin_k(100, 300, 5, 501, kSms).staged);   // 30 x 501 = 15,030
+  EXPECT_TRUE(plan_thin_k(16, 1000, 3, 1001, kSms).staged);  // 16 x 1001
+  EXPECT_TRUE(plan_thin_k(200, 77, 3, 1001, kSms).staged);   // 26 x 1001
   // 65 x 7 x 9 x 1399 (seed 99's, few rows): 64 lanes of 2 columns, passes of 4 rows.
   EXPECT_EQ(lanes_for(7, 9, 1399), kFewRowLanes);
 }
