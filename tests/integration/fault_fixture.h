@@ -4,6 +4,7 @@
 // --execution-log) and stored rows, and make a full disk. Test-only; one per test binary file.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -23,7 +24,6 @@
 #include "tests/support/fleet_fixture.h"
 
 namespace kb::testing::fault {
-
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
@@ -53,16 +53,32 @@ inline bool wait_for_text(const std::string& path, const std::string& text, mill
   }
 }
 
+// The command line of the process at `proc_dir` (/proc/PID), empty where it cannot be read: a
+// process that exits between the directory's listing and the read fails the read with ESRCH,
+// which an istreambuf_iterator over an ifstream throws as basic_filebuf::underflow (CI, session
+// 53: FaultTest.CancelMidRunKillsTheExecutorWithinTwoSeconds, the executor being killed).
+inline std::string process_cmdline(const fs::path& proc_dir) {
+  std::string cmdline;
+  const int fd = ::open((proc_dir / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return cmdline;
+  char buf[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fd, buf, sizeof buf)) > 0) cmdline.append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  return got < 0 ? std::string() : cmdline;
+}
+
 // How many kb-executor processes (and bwrap sandboxes around one) run with `marker` on their
 // command line; kb-worker itself names kb-executor in its arguments and is not one.
 inline int executor_processes(const std::string& marker) {
   int n = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    std::ifstream in(entry.path() / "cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmdline = process_cmdline(entry.path());
     const std::string program = fs::path(cmdline.substr(0, cmdline.find('\0'))).filename();
-    if ((program == "kb-executor" || program == "bwrap") && cmdline.find(marker) != std::string::npos) ++n;
+    if ((program == "kb-executor" || program == "bwrap") &&
+        cmdline.find(marker) != std::string::npos)
+      ++n;
   }
   return n;
 }
@@ -113,7 +129,8 @@ class FaultTest : public FleetFixture {
   bool mount_tmpfs(const std::string& dir, const std::string& size, std::string* why) {
     fs::create_directories(dir);
     if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0) {
-      *why = std::string("mount -t tmpfs -o size=") + size + " " + dir + ": " + std::strerror(errno);
+      *why =
+          std::string("mount -t tmpfs -o size=") + size + " " + dir + ": " + std::strerror(errno);
       return false;
     }
     mounts_.push_back(dir);
