@@ -91,13 +91,13 @@ inline int lanes_for(int64_t m, int64_t k, int64_t n) {
 //  - one tile, staged won where a CTA wrote >= 15,030 floats at 128 or 256 lanes: 100 x 300 x 3
 //    x 1001 (30 rows a CTA) 1.10x / 0.94x, 200 x 77 x 3 x 1001 (26) 1.14x / 1.08x, 16 x 1000 x 3 x
 //    1001 (16) 1.12x / 0.99x, 200 x 77 x 5 x 1001 (26) 1.32x / 1.11x, 100 x 300 x 5 x 501
-//    (30) 1.18x / 1.10x, 200 x 77 x 8 x 1001 (26) 1.07x / 1.05x;
+//    (30) 1.18x / 1.11x, 200 x 77 x 8 x 1001 (26) 1.07x / 1.05x;
 //  - and lost at <= 13,026 floats or 64 lanes: 200 x 77 x 3 x 501 (26 rows) 1.22x / 1.26x, 50 x
 //    200 x 4 x 777 (16) 0.98x / 1.09x, 64 x 70 x 8 x 999 (8) 0.79x / 1.10x, 64 x 70 x 3 x 999
 //    (8) 1.00x / 1.14x, 64 x 70 x 5 x 999 (8) 1.00x / 1.13x, 8 x 1000 x 5 x 999 (8) 0.95x / 0.95x,
-//    5 x 97 x 5 x 301 (4) 1.11x / 1.17x; 120 x 323 x 8 x 249 (64 lanes, 56
-//    rows) 0.78x / 1.01x, 120 x 323 x 7 x 249 0.85x / 1.01x, 30 x 323 x 7 x 249 0.83x / 0.95x, 400
-//    x 100 x 3 x 249 1.27x / 1.26x.
+//    5 x 97 x 5 x 301 (4) 1.11x / 1.17x; at 64 lanes, 120 x 323 x 8 x 249 (56 rows) 0.78x /
+//    1.01x, 120 x 323 x 7 x 249 0.85x / 1.01x, 30 x 323 x 7 x 249 0.83x / 0.95x, 400 x 100 x 3 x
+//    249 1.27x / 1.26x.
 // The threshold sits in that gap, fitted to these shapes; why a CTA's share decides, not
 // measured (a guess: the staged form's fixed cost a row, its warp barriers and shared-memory
 // round trip, is paid back only over enough of C).
