@@ -4,8 +4,8 @@ tolerance (1e-4 + 1e-4 |out|), by simulation in double (numpy).
 
 L2_021's wgmma path takes g = sigmoid(t) a few ulp from the reference's rounding: its statistics
 pass by ex2.approx and rcp.approx, its store pass by ex2.approx and the rounded division
-(kernels/L2_021_.../activation.cuh: statistics_activation, store_activation). Two cases, per group of `values` sigmoid outputs drawn as the spec draws them (a 3x3 conv of 8
-channels of U[0,1) inputs, kaiming-uniform weights, normal bias and scale; the robustness trials'
+(kernels/L2_021_.../activation.cuh: statistics_activation, store_activation). Two cases, per
+group of `values` sigmoid outputs drawn as the spec draws them (a 3x3 conv of 8 channels of U[0,1) inputs, kaiming-uniform weights, normal bias and scale; the robustness trials'
 shift x + 100 and scale x * 1000; the centered and random_affine trials are not modelled):
   - statistics only: the group's mean and std from g (1 + eps), the outputs from the exact g;
     eps random in +-r, or +r for every value (an approximation biased all one way);

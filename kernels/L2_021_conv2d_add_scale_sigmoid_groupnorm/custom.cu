@@ -287,10 +287,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
     fast_ =
         unit && smem_ <= 100 * 1024 && (busy >= kFastMinBusy || (busy >= 1.0 / 16 && !narrow_fits));
     rows_taken_ = false;
-    // The wgmma path's sigmoids are approximate (activation.cuh): its statistics average them
-    // over groups of at least kMinGroupChannels channels of >= 96 columns each.
-    if (unit && g_.cpg >= rows::kMinGroupChannels)
-      KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w}, &rows_taken_));
+    if (unit) KB_TRY(rows_.setup({g_.batch, g_.c_in, g_.c_out, g_.h, g_.w, g_.cpg}, &rows_taken_));
     if (!rows_taken_) KB_TRY(setup_tensor(unit));
     int64_t parts = g_.s_tasks;
     if (rows_taken_) parts = std::max(parts, rows_.parts() * g_.cpg);

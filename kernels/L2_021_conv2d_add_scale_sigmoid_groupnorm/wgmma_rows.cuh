@@ -41,7 +41,7 @@
 //    t on an H100, session 52) rather than `activation` (the reference's rounding: expf and the
 //    rounded division, ~20 instructions a value; the kernel's sm_90a code, which holds the
 //    64-value epilogue twice, shrank from 6,496 to 3,744 instructions). A group here holds at
-//    least kMinGroupChannels channels of >= 96 columns (custom.cu's gate), whose mean and
+//    least kMinGroupChannels channels of >= 96 columns (RowsConv::fits), whose mean and
 //    variance average the per-value differences (tools/sigmoid_stats_error.py bounds them);
 //  - store: out = fmaf(g, scale[n][co], shift[n][co]) (the fold's coefficients), g by
 //    `store_activation` (2^x by ex2.approx, the rounded division kept; activation.cuh says what
@@ -330,10 +330,12 @@ class RowsConv {
  public:
   struct Sizes {
     int64_t n, c_in, c_out, h, w;  // a 3x3 unit conv: H' = h - 2, W' = w - 2
+    int64_t group_channels;        // GroupNorm's channels a group
   };
 
-  // Whether this conv takes the path: the shape fits its item (C_in <= 8, C_out <= 32), over
-  // half of M is real channels (C_out > 16; at 16 the mma.sync path was faster: N 16, C_in 3,
+  // Whether this conv takes the path: its groups hold at least kMinGroupChannels channels (its
+  // sigmoids are approximate: activation.cuh), the shape fits its item (C_in <= 8, C_out <= 32),
+  // over half of M is real channels (C_out > 16; at 16 the mma.sync path was faster: N 16, C_in 3,
   // 100 x 70, 0.066 against 0.035 ms), the rows fill 3/4 of a 128-column tile (W' >= 96), the
   // sizes fit int, and (setup) the loaded code is the sm_90a build. H200, session 24, measured
   // on the build before the staged stores: equal to the mma.sync path at N 7, 32 channels,
@@ -341,9 +343,9 @@ class RowsConv {
   // (docs/kernels.md).
   static bool fits(const Sizes& z) {
     const int64_t limit = int64_t{1} << 30;
-    return z.c_in >= 1 && z.c_in <= kCi && z.c_out > 16 && z.c_out <= kChannels && z.w - 2 >= 96 &&
-           z.h >= 3 && z.n >= 1 && z.n * z.c_in * z.h * z.w < limit &&
-           z.n * z.c_out * (z.h - 2) * (z.w - 2) < (limit << 1);
+    return z.group_channels >= kMinGroupChannels && z.c_in >= 1 && z.c_in <= kCi && z.c_out > 16 &&
+           z.c_out <= kChannels && z.w - 2 >= 96 && z.h >= 3 && z.n >= 1 &&
+           z.n * z.c_in * z.h * z.w < limit && z.n * z.c_out * (z.h - 2) * (z.w - 2) < (limit << 1);
   }
 
   // Sizes must fit() (checked again here); false in *taken when the sm_90a code is not loaded.
