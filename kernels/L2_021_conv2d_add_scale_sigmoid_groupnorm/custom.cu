@@ -256,6 +256,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
       cv_.dil[a] = attr_or(p, "dilation", a, 1);
       unit = unit && cv_.stride[a] == 1 && cv_.pad[a] == 0 && cv_.dil[a] == 1;
     }
+    unit_ = unit;
     g_.quads = (g_.c_out + kQuad - 1) / kQuad;
     g_.col_groups = (g_.wo + kCols - 1) / kCols;
     g_.col_groups_pad = (g_.col_groups + kWarp - 1) / kWarp * kWarp;
@@ -375,8 +376,9 @@ class ConvSigmoidGroupNorm final : public Implementation {
     }
     if (small_groups_) {
       if (g_.batch * g_.groups == 0) return Status::ok();  // no output elements
-      group_kernel<<<static_cast<unsigned>(g_.batch * g_.groups), kThreads,
-                     sizeof(float) * group_smem_floats(g_, cv_), stream>>>(b, g_, cv_);
+      const auto kernel = unit_ ? group_kernel<true> : group_kernel<false>;
+      kernel<<<static_cast<unsigned>(g_.batch * g_.groups), kThreads,
+               sizeof(float) * group_smem_floats(g_, cv_), stream>>>(b, g_, cv_);
       KB_CUDA_TRY(cudaGetLastError());
       return Status::ok();
     }
@@ -481,6 +483,7 @@ class ConvSigmoidGroupNorm final : public Implementation {
   Geometry g_{};
   ConvGeom cv_{};
   bool fast_ = false;
+  bool unit_ = false;                 // the conv is 3x3, stride 1, no padding or dilation
   bool small_groups_ = false;         // group_kernel runs (instead of the generic path)
   rows::RowsConv rows_;               // the wgmma path's plan
   bool rows_taken_ = false;           // the wgmma path runs (wgmma_rows.cuh)

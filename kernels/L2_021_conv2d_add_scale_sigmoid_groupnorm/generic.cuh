@@ -73,6 +73,56 @@ __host__ __device__ inline int64_t group_smem_floats(const Geometry& g, const Co
   return g.cpg * g.plane() + g.c_in * g.h * g.w + g.cpg * g.c_in * cv.kh * cv.kw;
 }
 
+// Copies len floats from global src to shared dst, kStageBatch loads in flight per thread.
+__device__ __forceinline__ void stage_group_floats(const float* __restrict__ src, float* dst,
+                                                   int len) {
+  constexpr int kStageBatch = 4;
+  for (int e0 = threadIdx.x; e0 < len; e0 += kStageBatch * kThreads) {
+    float t[kStageBatch];
+#pragma unroll
+    for (int k = 0; k < kStageBatch; ++k) {
+      const int e = e0 + k * kThreads;
+      t[k] = e < len ? __ldg(src + e) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kStageBatch; ++k)
+      if (e0 + k * kThreads < len) dst[e0 + k * kThreads] = t[k];
+  }
+}
+
+// The group's g into v [channel][pixel] for a 3x3 unit conv: a thread per output pixel, a quad of
+// channels at a time, so each staged input value is read once per quad and the weights are
+// warp-wide broadcasts. The sums run in conv_at's order (c, kh, kw from 0): g is bit for bit the
+// any-geometry loop's.
+__device__ __forceinline__ void group_unit_values(const Buffers& b, const Geometry& g, int o0,
+                                                  const float* xs, const float* ws, float* v) {
+  const int plane = static_cast<int>(g.plane()), wo = static_cast<int>(g.wo);
+  const int w = static_cast<int>(g.w), hw = static_cast<int>(g.h * g.w);
+  const int cpg = static_cast<int>(g.cpg), c_in = static_cast<int>(g.c_in);
+  for (int r = threadIdx.x; r < plane; r += kThreads) {
+    const float* xp = xs + r / wo * w + r % wo;
+    for (int q = 0; q < cpg; q += kQuad) {
+      float acc[kQuad] = {};
+      for (int c = 0; c < c_in; ++c) {
+        const float* xc = xp + c * hw;
+#pragma unroll
+        for (int t = 0; t < 9; ++t) {
+          const float xv = xc[t / 3 * w + t % 3];
+#pragma unroll
+          for (int k = 0; k < kQuad; ++k)
+            if (q + k < cpg) acc[k] = fmaf(xv, ws[((q + k) * c_in + c) * 9 + t], acc[k]);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kQuad; ++k)
+        if (q + k < cpg) v[(q + k) * plane + r] = generic_sigmoid(b, o0 + q + k, acc[k]);
+    }
+  }
+}
+
+// kUnit: the conv is 3x3 with stride 1, no padding, no dilation (group_unit_values); else any
+// geometry through conv_at.
+template <bool kUnit>
 __global__ void __launch_bounds__(kThreads) group_kernel(Buffers b, Geometry g, ConvGeom cv) {
   extern __shared__ float smem[];  // v (the group's g) | the sample's x | the group's weights
   __shared__ float warp_sums[2][kThreads / kWarp];
@@ -84,16 +134,20 @@ __global__ void __launch_bounds__(kThreads) group_kernel(Buffers b, Geometry g, 
   float* v = smem;
   float* xs = v + len;
   float* ws = xs + x_len;
-  for (int e = threadIdx.x; e < x_len; e += kThreads) xs[e] = __ldg(b.x + n * x_len + e);
-  for (int e = threadIdx.x; e < static_cast<int>(g.cpg) * w_per_o; e += kThreads)
-    ws[e] = __ldg(b.w + o0 * w_per_o + e);
+  stage_group_floats(b.x + n * x_len, xs, x_len);
+  stage_group_floats(b.w + o0 * w_per_o, ws, static_cast<int>(g.cpg) * w_per_o);
+  __syncthreads();
+  if constexpr (kUnit) {
+    group_unit_values(b, g, static_cast<int>(o0), xs, ws, v);
+  } else {
+    for (int e = threadIdx.x; e < len; e += kThreads) {
+      const int o = e / plane, r = e % plane;
+      v[e] = generic_sigmoid(b, o0 + o, conv_at(xs, ws + o * w_per_o, g, cv, r / g.wo, r % g.wo));
+    }
+  }
   __syncthreads();
   float sum = 0.0f;
-  for (int e = threadIdx.x; e < len; e += kThreads) {
-    const int o = e / plane, r = e % plane;
-    v[e] = generic_sigmoid(b, o0 + o, conv_at(xs, ws + o * w_per_o, g, cv, r / g.wo, r % g.wo));
-    sum += v[e];
-  }
+  for (int e = threadIdx.x; e < len; e += kThreads) sum += v[e];
   sum = cores::block_sum<kThreads>(sum, warp_sums[0]);
   if (threadIdx.x == 0) stats[0] = sum / static_cast<float>(len);
   __syncthreads();
