@@ -28,6 +28,8 @@
 // the interleaved zeros, 256 floats per tile) with 16-byte stores, 2 per lane, scalar stores at
 // the run ends (rows are 262,145 floats: every row has its own 16-byte phase), while the SM's
 // other block computes.
+// The weights' global loads are all issued before any is split (v5): one round trip to memory
+// per block instead of up to 6 per k8 step in sequence.
 // The fast path needs K = 3, stride == dilation == 2, groups 1, C_in <= 32; any N, L, C_out,
 // padding and output_padding. Anything else, and layers of at most kTinyMacs multiply-adds (one
 // block whose weight split and staging outlast the work), runs the generic gather (four outputs
@@ -64,6 +66,11 @@
 //      through the generic store_run), 0.743 with the block's rows of 256 floats, 0.633 with b0 /
 //      b1 paired in shared memory, 0.556 ms with a row store of 2 fixed pieces per lane and one
 //      phase per row.
+//   v5 (session 54, this code) the weight staging's loads issued together (load_weights) ->
+//      predicted 8.5 -> ~5.5-6.5 us at the sweep's N 14, 6 -> 60, L 17 (0.813x -> ~1.1x; 14 blocks
+//      of one tile, each behind 3-6 round trips of ~0.5-0.8 us before: 60 of the 64 channels
+//      load), unchanged at the full preset (2 blocks an SM stage the weights once). Not measured
+//      yet; the generic gather is the other candidate there (~5.5 us at tiny layers, session 43).
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
@@ -207,15 +214,46 @@ __device__ void split_x_tile(const Params& p, const float* raw, float* xs) {
 __device__ __forceinline__ int weight_index(int wc, int t, int s) {
   return ((wc * kTaps + t) * kMaxSteps + s) * 2 * kWarp * 4;
 }
+// A thread's elements: (lane, e) from its index, and per pass k the fragment row (wc, t) and
+// step s of weight_slot below, so that all of its global loads are issued before the first split
+// is stored. As a loop of load, split, store (v4) the PTX had each load behind its own branch
+// after the previous element's shared stores: up to 6 x steps round trips to memory in sequence
+// before a block's first tile, which a layer of one tile per block pays in full (session 54's
+// sweep: N 14, 6 -> 60, L 17, 14 blocks, 8.5 us against the reference's 6.9).
+constexpr int kFragRowsPerPass = kThreads / (kWarp * 4);             // 2 rows of 32 lanes x 4
+constexpr int kPassesPerStep = kWarpsCo * kTaps / kFragRowsPerPass;  // 6
+constexpr int kWeightPasses = kPassesPerStep * kMaxSteps;            // 24 loads a thread
+static_assert(kWarpsCo * kTaps % kFragRowsPerPass == 0, "whole (wc, t) rows per pass");
+
+struct WeightSlot {
+  int wc, t, s;
+};
+// Pass k of the thread: fragment row m = kFragRowsPerPass (k % kPassesPerStep) + its row in the
+// pass, (wc, t) = (m / kTaps, m % kTaps), step s = k / kPassesPerStep (divisions by constants).
+__device__ __forceinline__ WeightSlot weight_slot(int k) {
+  const int m =
+      kFragRowsPerPass * (k % kPassesPerStep) + static_cast<int>(threadIdx.x) / (kWarp * 4);
+  return {m / kTaps, m % kTaps, k / kPassesPerStep};
+}
+
 __device__ void load_weights(const Params& p, float* ws, int cb) {
-  for (int i = threadIdx.x; i < kWarpsCo * kTaps * p.steps * kWarp * 4; i += kThreads) {
-    const int e = i & 3, lane = (i >> 2) & (kWarp - 1), rest = i >> 7;
-    const int s = rest % p.steps, t = rest / p.steps % kTaps, wc = rest / p.steps / kTaps;
-    const int co = cb * kBlockCo + wc * kWarpCo + lane / 4 + 8 * (e & 1);
-    const int c = 8 * s + lane % 4 + 4 * (e >> 1);
-    const float v = co < p.cout && c < p.cin ? p.w[(int64_t{c} * p.cout + co) * kTaps + t] : 0.f;
-    const SplitTf32 x = split_tf32(v);
-    float* dst = ws + weight_index(wc, t, s) + lane * 4 + e;
+  const int e = threadIdx.x % 4, lane = threadIdx.x / 4 % kWarp;
+  const int co_lane = cb * kBlockCo + lane / 4 + 8 * (e & 1), c_lane = lane % 4 + 4 * (e >> 1);
+  float v[kWeightPasses];
+#pragma unroll
+  for (int k = 0; k < kWeightPasses; ++k) {
+    const WeightSlot w = weight_slot(k);
+    const int co = co_lane + w.wc * kWarpCo, c = c_lane + 8 * w.s;
+    v[k] = w.s < p.steps && co < p.cout && c < p.cin
+               ? __ldg(p.w + (int64_t{c} * p.cout + co) * kTaps + w.t)
+               : 0.f;
+  }
+#pragma unroll
+  for (int k = 0; k < kWeightPasses; ++k) {
+    const WeightSlot w = weight_slot(k);
+    if (w.s >= p.steps) break;
+    const SplitTf32 x = split_tf32(v[k]);
+    float* dst = ws + weight_index(w.wc, w.t, w.s) + lane * 4 + e;
     dst[0] = __uint_as_float(x.big);
     dst[kWarp * 4] = __uint_as_float(x.small);
   }

@@ -40,7 +40,9 @@
 //
 // Applies (plan_tensor_rows) to 2-D layers with the compiled column taps, <= 32 input channels
 // per group, and staged rows that fit shared memory; TensorRowConvTranspose runs it on layers of
-// more than 8 M multiply-adds and otherwise runs the row gather (or the generic gather).
+// more than 8 M multiply-adds (8 M x co_pad / cout_g where a group fills under a quarter of the
+// 16-channel tile: 128 M at 1 channel a group, 43 M at 3) and otherwise runs the row gather (or
+// the generic gather).
 // L1_081's layer (taps (3, 5, 2), 32 input channels, one group) measured slower on it: 0.354 /
 // 0.364 ms against the FFMA row gather's 0.297 (four 16-channel blocks restage each input row).
 // Thread safety: stateless kernels; one object per stream.
@@ -351,8 +353,9 @@ Result<TensorRowPlan> plan_tensor_rows(const ConvTransposeGeometry& g, int64_t m
 }
 
 // Runs node `node` (input x_name, weight w_name) through tensor_rows_kernel when its plan applies
-// and the layer has more than 8 M multiply-adds, else as RowGatherConvTranspose does (the FFMA
-// row gather, or the generic gather).
+// and the layer has more than 8 M multiply-adds (more where the groups' channels pad the tile 4x
+// or more: setup), else as RowGatherConvTranspose does (the FFMA row gather, or the generic
+// gather).
 template <int kKw, int kSw, int kDw>
 class TensorRowConvTranspose : public Implementation {
  public:
@@ -372,7 +375,15 @@ class TensorRowConvTranspose : public Implementation {
     // the shape sweep missed its goal on L1_075 (session 16; its per-shape table did not come
     // back), and the one small sweep shape they took, 5 x 4 x 13 x 89 (1.0 M multiply-adds),
     // keeps 1 of a step's 8 input and 3 of a tile's 16 output channels busy.
-    tensor_ = plan.is_ok() && !generic_is_faster(node_.geometry);
+    // A group of few output channels leaves most of the m16 tile idle while each block still
+    // stages every (row tap, column tap)'s fragments (15 KB at 3 row taps): where the tile's
+    // padding (co_pad / cout_g) is 4x or more the layer needs that factor more multiply-adds
+    // (generic_is_faster's waste rule). Session 54's sweep (H100): N 11, 28 -> 4 (1 channel a
+    // group), 127 x 19 (11.1 M multiply-adds) 0.403x on the tensor rows, 5,588 blocks each
+    // staging 15.4 KB for one 55-float output row with 1 of its 8 warps busy. Predicted, not
+    // measured: the FFMA row gather (64-thread blocks, 16 an SM) 2-3x the reference there.
+    const double co_waste = tile_waste(node_.geometry, kTensorCo, 1);
+    tensor_ = plan.is_ok() && !generic_is_faster(node_.geometry, co_waste);
     if (!tensor_) return fallback_.setup(p, stream);
     plan_ = plan.value();
     KB_CUDA_TRY(cudaFree(prepared_w_));
