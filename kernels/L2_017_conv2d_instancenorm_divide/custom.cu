@@ -22,7 +22,8 @@
 //     such loss), then rewrites the plane in place: (y - mean) * (rsqrt(var + eps) / d).
 //     Planes of up to kWarpPlaneMaxPixels take a warp each (normalize_small_planes_kernel).
 //     After the core's flat tile, which keeps no tile statistics, a warp a plane forms them from
-//     y in two passes (mean, then sum (y - mean)^2, in double; normalize_planes_from_y_kernel).
+//     y in two passes (mean, then sum (y - mean)^2, in double; normalize_planes_from_y_kernel),
+//     a CTA a plane past kWarpPlaneMaxPixels (normalize_large_planes_from_y_kernel).
 // Layers other than the large ones take the core's fp32 kernels (conv2d_core.cuh's "Choice" has
 // the order and the rules with their measurements): small planes over all images the flat tile,
 // few output channels over many pixels the few-channel kernel, small and long-K layers the
@@ -33,6 +34,12 @@
 // images) and the CTA-a-plane normalize 9.6 us for 75 values a plane (docs/kernels.md). Session
 // 50 (H100): the core's flat tile, whose tiles span images too, and the warp-a-plane normalize
 // from y: 0.048 -> 0.032 ms (reference 0.040).
+// Batch 1 on wide images (sweep seed 54, H100: N 1, C_in 51, C_out 109, 15 x 97, 0.0605 ms
+// against the reference's 0.0448): the wgmma kernel's grid was 8 CTAs (2 channel tiles x 4 row
+// tiles of 13 x 95 outputs, 51% full) on 132 SMs, each walking 7 stages of 108 wgmmas alone, plus
+// the weight split's launch. Session 54: the core weighs the wgmma kernel against the flat tile
+// (conv2d_core.cuh, kWgmmaOverFlatRate), which runs 78 CTAs there, and its 1,235-pixel planes
+// are normalized a CTA each: predicted ~0.02 ms, not measured yet.
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
 // -> ~5.2 ms (1.9x over the peer); measured 5.90 ms on mma.sync. Session 20, on the wgmma
 // kernel (as L2_031: 5.15 -> 3.19 ms): **3.88 ms** (kb bench L2_017 --time-cap 2 --seed 7, A/B
@@ -168,8 +175,9 @@ __global__ void __launch_bounds__(kNormThreads)
 // a warp each, kNormWarps planes a CTA: the plane's mean and M2 = sum (y - mean)^2 in two passes
 // over y (double sums over the warp by a fixed shuffle tree), then the normalized plane written.
 // Correct at any hw; its passes hit L1 on small planes. Past 512 pixels (the flat tile's layers of
-// 17-32 channels and small grids) it stays ahead of the tile's path: session 51, N 88, C_in 49,
-// C_out 18, 83 x 49, conv and this 0.424 ms against 0.786 (conv2d_core.cuh, kTileOverFlatRate).
+// 17-32 channels and small grids) it stayed ahead of the tile's path: session 51, N 88, C_in 49,
+// C_out 18, 83 x 49, conv and this 0.424 ms against 0.786 (conv2d_core.cuh, kTileOverFlatRate);
+// since session 54 planes past kWarpPlaneMaxPixels take a CTA each (the kernel below).
 __global__ void __launch_bounds__(kNormThreads)
     normalize_planes_from_y_kernel(float* y, int64_t planes, int hw, float eps, float inv_divisor,
                                    bool vec) {
@@ -186,6 +194,36 @@ __global__ void __launch_bounds__(kNormThreads)
     q += d * d;
   }
   normalize_row(row, hw, coefficients(mean, warp_sum(q) / hw, eps, inv_divisor), vec, lane, 32);
+}
+
+// Planes past kWarpPlaneMaxPixels whose conv kept no tile statistics, a CTA each (blockIdx.x = n
+// * C_out + c): the warp form's two passes over y by the block's threads (double sums over the
+// block, fixed order), then the plane rewritten. The warp form leaves a batch-1 layer's few planes
+// on a few SMs, each lane walking hw / 32 values three times: N 1, C_in 51, C_out 109, 15 x 97
+// (109 planes of 1,235 pixels, the flat tile's since the wgmma model) in 14 CTAs, 39 values a
+// lane; here 109 CTAs, 5 a thread (predicted, not measured yet).
+__global__ void __launch_bounds__(kNormThreads)
+    normalize_large_planes_from_y_kernel(float* y, int hw, float eps, float inv_divisor, bool vec) {
+  __shared__ double red[2][kNormWarps];
+  __shared__ double plane_mean;
+  __shared__ float2 coef;  // mean, scale
+  const int t = static_cast<int>(threadIdx.x);
+  float* row = y + int64_t{blockIdx.x} * hw;
+  double s = 0.0;
+  for (int i = t; i < hw; i += kNormThreads) s += row[i];
+  s = cores::block_sum<kNormThreads>(s, red[0]);
+  if (t == 0) plane_mean = s / hw;
+  __syncthreads();
+  const double mean = plane_mean;
+  double q = 0.0;
+  for (int i = t; i < hw; i += kNormThreads) {
+    const double d = row[i] - mean;
+    q += d * d;
+  }
+  q = cores::block_sum<kNormThreads>(q, red[1]);  // its own scratch: no barrier after the first
+  if (t == 0) coef = coefficients(mean, q / hw, eps, inv_divisor);
+  __syncthreads();
+  normalize_row(row, hw, coef, vec, t, kNormThreads);
 }
 
 class ConvInstanceNorm final : public Implementation {
@@ -213,7 +251,10 @@ class ConvInstanceNorm final : public Implementation {
                      stream));
     const bool vec = g.hw_out() % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     const int64_t warp_blocks = (planes_ + kNormWarps - 1) / kNormWarps;
-    if (conv_.stats_tiles().slots == 0) {
+    if (conv_.stats_tiles().slots == 0 && g.hw_out() > kWarpPlaneMaxPixels) {
+      normalize_large_planes_from_y_kernel<<<static_cast<unsigned>(planes_), kNormThreads, 0,
+                                             stream>>>(y, g.hw_out(), eps_, inv_divisor_, vec);
+    } else if (conv_.stats_tiles().slots == 0) {
       normalize_planes_from_y_kernel<<<static_cast<unsigned>(warp_blocks), kNormThreads, 0,
                                        stream>>>(y, planes_, g.hw_out(), eps_, inv_divisor_, vec);
     } else if (g.hw_out() <= kWarpPlaneMaxPixels) {

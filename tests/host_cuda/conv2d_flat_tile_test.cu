@@ -212,8 +212,8 @@ TEST(Conv2dFlatTile, TheRuleTakesSmallPlanesOnFullGrids) {
 
 // Past those bounds (session 51's layers; kTileOverFlatRate's model): 17-32 channels, where the
 // tensor tile's 128-channel rows are a quarter full, and grids of a fraction of the SMs; not the
-// few-channel kernel's 8 a thread, 33-128 channels on full grids, the wgmma kernel's layers, or
-// pixel counts past int.
+// few-channel kernel's 8 a thread, 33-128 channels on full grids, the wgmma kernel's full grids,
+// or pixel counts past int.
 TEST(Conv2dFlatTile, PastSmallPlanesTheRuleWeighsTheTensorTilesFill) {
   constexpr int kSms = 132;
   EXPECT_EQ(flat_tile_of(conv3x3(88, 49, 18, 83, 49), kSms), FlatTile::k32x64);  // seed 11's miss
@@ -227,12 +227,26 @@ TEST(Conv2dFlatTile, PastSmallPlanesTheRuleWeighsTheTensorTilesFill) {
   EXPECT_EQ(flat_tile_of(conv3x3(16, 51, 13, 31, 93), kSms), FlatTile::kNone);   // few's 8
   EXPECT_EQ(flat_tile_of(conv3x3(8, 30, 16, 90, 70), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(7, 40, 12, 125, 13), kSms), FlatTile::kNone);   // few_stats_wide
-  EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 100), kSms), FlatTile::kNone);  // wgmma's
+  EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 100), kSms), FlatTile::kNone);  // wgmma's (below)
   EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 70), kSms), FlatTile::k32x64);
   EXPECT_EQ(flat_tile_of(conv3x3(600000, 3, 20, 66, 66), kSms), FlatTile::kNone);   // > int
   EXPECT_EQ(flat_tile_of(conv3x3(500000, 3, 20, 66, 66), kSms), FlatTile::k32x64);  // in int
   EXPECT_EQ(flat_tile_of(conv3x3(6, 21, 19, 47, 61), kSms), FlatTile::k32x64);  // flat_wide_plane
   EXPECT_EQ(flat_tile_of(conv3x3(1, 33, 50, 40, 45), kSms), FlatTile::k64x32);  // flat_small_grid
+}
+
+// The wgmma kernel's layers (kWgmmaOverFlatRate's model): the flat tile where the wgmma grid is a
+// few CTAs (batch 1 or 2 on wide images) or its tiles mostly padding (1-row planes); the wgmma
+// kernel on full grids.
+TEST(Conv2dFlatTile, OnWideImagesTheRuleWeighsTheWgmmaGrid) {
+  constexpr int kSms = 132;
+  EXPECT_EQ(flat_tile_of(conv3x3(1, 51, 109, 15, 97), kSms), FlatTile::k64x32);  // seed 54's miss
+  EXPECT_EQ(flat_tile_of(conv3x3(2, 13, 70, 9, 131), kSms), FlatTile::k64x32);   // `robust`
+  EXPECT_EQ(flat_tile_of(conv3x3(112, 124, 115, 3, 121), kSms), FlatTile::k64x32);  // 1 row
+  EXPECT_EQ(flat_tile_of(conv3x3(16, 13, 70, 9, 131), kSms), FlatTile::kNone);      // 128 tiles
+  EXPECT_EQ(flat_tile_of(conv3x3(1, 64, 128, 128, 128), kSms), FlatTile::kNone);    // 64 full tiles
+  EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 100), kSms), FlatTile::kNone);
+  EXPECT_EQ(flat_tile_of(conv3x3(128, 64, 128, 128, 128), kSms), FlatTile::kNone);  // full preset
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 // Choice (Conv2dTf32x3::setup), first that applies:
 //  1. the flat tile: <= 128 channels on a grid of >= 1/4 the SMs, not the few-channel kernel's 2
 //     or 4 channels a thread; planes of <= 512 pixels up to 448 M multiply-adds, past that where
-//     the 3xTF32 tile's tiles would be far emptier (flat_tile_of; no tile statistics:
-//     stats_tiles() has no slots, the caller forms them from y);
+//     the 3xTF32 tile's or the wgmma kernel's tiles would be far emptier or their grid far smaller
+//     (flat_tile_of; no tile statistics: stats_tiles() has no slots, the caller forms them from
+//     y);
 //  2. the few-channel kernel: <= 16 channels over >= 8,192 pixels, or thin planes of up to 64
 //     channels (few_channels_group);
 //  3. the narrow kernel: small layers, and long K over grids too small for the tile
@@ -309,7 +310,8 @@ constexpr int64_t kFlatMaxMacs = int64_t{448} << 20;
 // SMs they occupy; the flat tile's by how full its channel tiles (64 or 32) are. So 17-32
 // channels take the flat tile (their tensor tiles a quarter full), 33-128 the tensor tile unless
 // its grid is small. Up to 128 channels, N Ho Wo in int range, and not the few-channel kernel's
-// layers (any group) or the wgmma kernel's (wgmma_geometry, loaded or not). Not compared with the
+// layers (any group); the wgmma kernel's layers (wgmma_geometry, loaded or not) by the wgmma
+// kernel's model instead (kWgmmaOverFlatRate, below). Not compared with the
 // narrow kernel, which small layers past 512 pixels could otherwise take (narrow_is_faster):
 // unmeasured. Session 51 (H100, `kb bench --dims D --time-cap
 // 0.2 --trials 2 --seed 7`, custom ms, the tile's path -> the flat tile forced, the reference in
@@ -337,6 +339,30 @@ inline bool wgmma_geometry(const ConvGeometry& g) {
          g.ph == g.pw && g.wo >= cw::Conv3x3Wgmma::kMinWidth;
 }
 
+// The wgmma kernel's layers past the flat tile's small-plane bounds are weighed the same way: at
+// equal fill the wgmma kernel runs kWgmmaOverFlatRate times the flat tile's rate, its rate scaled
+// by how full its 64-channel x 4-row x 128-column tiles are and, on grids under one CTA an SM, by
+// the share of SMs they occupy (the plain kernel's tiles; L2_001's promoted 2-row tiles weighed
+// alike). The ratio from the two kernels' rates per tile slot: the flat tile 12.4 G multiply-adds
+// a ms on full grids (L2_031 N 32, C_in 64, C_out 100, 40 x 40, 0.275 ms, H100, session 51), the
+// wgmma kernel ~48 (L2_031's full preset, 3.19 ms, H200, session 20): ~3.9. Why: at batch 1 the
+// wgmma grid is a handful of CTAs that each walk C_in / 8 stages alone. Sweep seed 54 (H100):
+// L2_017 N 1, C_in 51, C_out 109, 15 x 97 (13 x 95 outputs: 2 channel tiles x 4 row tiles = 8
+// CTAs on 132 SMs, 7 stages each, the tiles 51% full) 0.0605 ms against the reference's 0.0448;
+// the flat tile's 78 CTAs there are predicted at ~0.02 ms, conv and normalize (not measured yet).
+// Layers on full wgmma grids keep it unless its tiles are under a quarter full (1-row planes).
+constexpr double kWgmmaOverFlatRate = 4.0;
+inline double wgmma_rate(const ConvGeometry& g, int sms) {
+  const int co_tiles = (g.c_out + cw::kTileCo - 1) / cw::kTileCo;
+  const int rows = cw::Geometry<false>::kTileRows;
+  const int tiles_h = (g.ho + rows - 1) / rows,
+            tiles_w = (g.wo + cw::kTileCols - 1) / cw::kTileCols;
+  const double fill = double(g.c_out) / (co_tiles * cw::kTileCo) * g.ho / (tiles_h * rows) * g.wo /
+                      (double(tiles_w) * cw::kTileCols);
+  const double tiles = double(g.n) * co_tiles * tiles_h * tiles_w;
+  return kWgmmaOverFlatRate * fill * std::min(1.0, tiles / sms);
+}
+
 inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
   const int64_t pixels = int64_t{g.n} * g.hw_out();
   if (g.c_out > kFlatMaxChannels || pixels > 0x7fffffff - 64) return flat::FlatTile::kNone;
@@ -347,9 +373,10 @@ inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
   const int64_t ctas = g.flat_pix_tiles(tile) * g.flat_co_tiles(tile);
   if (4 * ctas < sms) return flat::FlatTile::kNone;
   if (g.hw_out() <= kFlatMaxPlane && macs <= kFlatMaxMacs) return tile;
-  if (few_co > 0 || wgmma_geometry(g)) return flat::FlatTile::kNone;
+  if (few_co > 0) return flat::FlatTile::kNone;
   const double flat_rate =
       double(g.c_out) / (double(g.flat_co_tiles(tile)) * flat::flat_tile_channels(tile));
+  if (wgmma_geometry(g)) return flat_rate >= wgmma_rate(g, sms) ? tile : flat::FlatTile::kNone;
   const int64_t tile_ctas = int64_t{g.n} * g.pix_tiles() * g.co_tiles();
   const double tile_rate = kTileOverFlatRate * g.c_out / (double(g.co_tiles()) * kBM) *
                            std::min(1.0, double(tile_ctas) / sms);
