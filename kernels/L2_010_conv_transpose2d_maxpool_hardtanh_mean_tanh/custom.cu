@@ -43,10 +43,10 @@
 //     at N 124, C_in 25, C_out 3, 239 x 3, where narrow3x3.cuh took 191. Predicted, not yet
 //     measured: 20-25 us against 37 at N 2, C_in 62, C_out 58, 217 x 5 (mma.sync: 52).
 //     Wider, 3x3 with dilation 1:
-//     narrow3x3.cuh (16-column tiles for pooled widths <= 16, input channels split over up to 8
-//     thread groups when the grid is under a wave, double-buffered chunks, C_out as a template
-//     argument, 8-channel groups past 8) where it narrows the tile, splits the channels or
-//     groups them; otherwise the older narrow3x3_pool_kernel
+//     narrow3x3.cuh (tiles of the pooled width split evenly, at most 32 columns, input channels
+//     split over up to 8 thread groups when the grid is under a wave, double-buffered chunks,
+//     C_out as a template argument, 8-channel groups past 8) where its tile is under 32 columns,
+//     it splits the channels or groups them; otherwise the older narrow3x3_pool_kernel
 //     (narrow.cuh: 8 x 32 pooled positions, chunks of 8 channels staged one at a time), measured
 //     the faster there; any other stride-1 geometry: narrow_conv_pool_kernel (narrow.cuh),
 //     straight from global memory.
@@ -54,6 +54,19 @@
 //     narrow3x3_pool_kernel -> narrow3x3.cuh): 56 -> 39 at N 14, C_in 50, C_out 5, 95 x 25
 //     (0.82x -> 1.8-2.3x the reference), 82 -> 25 at N 3, C_in 64, C_out 8, 40 x 40, 33 -> 16
 //     at N 1, C_in 23, C_out 7, 5 x 101, 43 -> 42 at N 128, C_in 16, C_out 4, 64 x 20.
+//     Session 54: at N 101, C_in 54, C_out 1, 247 x 35 (pooled 123 x 17) the 32-column tiles of
+//     narrow3x3_pool_kernel ran 0.304 ms against the reference's 0.2685 (0.88x, H100 sweep,
+//     seed 54): 1,616 CTAs with 17 of 32 columns live, 102 registers (2 CTAs per SM: 6.1 waves
+//     in 7 rounds), 7 chunks each loaded then computed with nothing else in flight, and at C_out
+//     1 a chunk is mostly staging: 18 rows x 3 lane passes of 4-byte copies per warp (66 patch
+//     columns, 35 in x) against 8 x ~50 instructions of taps. narrow3x3.cuh's fitted tiles take
+//     it (17 x 15 windows, 909 CTAs, pool_kernel<1> at 72 registers: 3 per SM, chunks of 4
+//     double-buffered): per warp and 4 channels ~32 staging passes of ~15 instructions + 4 x ~52
+//     of taps, ~72 M warp instructions for the call against ~117 M (~69 against ~113 us of issue
+//     over 132 SMs at 4 per clock), x (189 MB, 1.07x with the halo) ~65-70 us from DRAM under
+//     it. Predicted, not measured: 0.10-0.13 ms (2-2.7x the reference). thin.cuh would read the
+//     4 x 4 windows from L1 at ~4-5 lines a load (~110 us, L1-bound: the alternative measured
+//     by the experiment switch).
 //
 // Cost model of the fast path (full preset): 906M mma.sync m16n8k8 (3 per product tile). The
 // im2col version issued ~5 instructions per MMA (split of A and B after every shared load, one
@@ -239,7 +252,10 @@ class ConvPoolMeanTanh final : public Implementation {
                                     a_.lo, a_.hi);
       // 32-column tiles without a channel split are narrow3x3_pool_kernel's own work, and it was
       // the faster there (N 128, C_in 64, C_out 8, 128 x 128: 0.841 against 0.933 ms; N 46,
-      // C_in 44, C_out 2, 83 x 125: 0.126 / 0.124; session 22).
+      // C_in 44, C_out 2, 83 x 125: 0.126 / 0.124; session 22). plan() fits its tiles to the
+      // pooled width (at most 32 columns), so only widths whose even split is 32 columns (32,
+      // 63-64, 94-96, ...) stay there; narrower tiles replaced idle columns (session 54:
+      // predicted, not measured; Wp 62 and 100 now take narrow3x3.cuh at 31 and 25 columns).
       split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX ||
                       g.c_out > kNarrowCo;  // channel groups: narrow3x3.cuh only
     }

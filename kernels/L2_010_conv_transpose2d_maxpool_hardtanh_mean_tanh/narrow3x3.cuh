@@ -1,13 +1,20 @@
 // L2_010's narrow 3x3 kernel (C_out <= 16, kernel 3x3, dilation 1, any padding; plain fp32 FMA):
 // conv -> +bias -> 2x2 max pool -> clamp -> per-tile sum, partial: (N, C_out, tiles), then
-// custom.cu's finish_kernel. Runs where plan() narrows the tile or splits the channels;
-// narrow.cuh's narrow3x3_pool_kernel keeps 32-column tiles without a split (measured faster there).
+// custom.cu's finish_kernel. Runs where plan()'s tile is under 32 columns or splits the
+// channels; narrow.cuh's narrow3x3_pool_kernel keeps 32-column tiles without a split (measured
+// faster there at C_out 8).
 //
 // Why: narrow3x3_pool_kernel gives a block 8 x 32 pooled positions and one thread per position
 // for all C_in. At N 14, C_in 50, C_out 5, 95 x 25 (pooled 47 x 12) that is 84 CTAs with 12 of
 // 32 columns busy and 9,000 serial FMAs per thread behind 7 unpipelined chunk loads: 51 us,
 // 0.82x the reference. Here, per shape (plan()):
-//   - the tile is 16 pooled columns wide when the pooled width is <= 16 (else 32);
+//   - the tile's pooled columns are the pooled width split evenly into ceil(Wp / 32) tiles
+//     (fitted_tile_x: 17 columns at Wp 17, 25 + 25 at Wp 50), its rows as many as 256 / S
+//     threads hold; the threads past tile_y x tile_x (256 mod tile_x) idle. Until session 54
+//     the tile was 16 columns wide for Wp <= 16, else 32, and custom.cu sent 32-column tiles to
+//     narrow.cuh: at N 101, C_in 54, C_out 1, 247 x 35 (Wp 17) 15 of 32 columns idled there, in
+//     7 unpipelined chunks at 2 CTAs per SM (102 registers): 0.304 ms against the reference's
+//     0.2685 (0.88x, H100 sweep, seed 54);
 //   - when the grid is under one wave (2 or 3 CTAs per SM, min_blocks), the block's input channels
 //   are split over S = 2, 4
 //     or 8 thread groups (warp-uniform: group = warp / (8 / S)), each with its own partial conv
@@ -21,7 +28,8 @@
 //     have zero weights in shared memory and are not stored) where custom.cu's rule takes it:
 //     mma.sync's 64-channel tiles compute 4-7x their work in padding there (H100, N 100, C_in
 //     20, C_out 14, 50 x 60: 0.215 -> 0.137 ms, session 31).
-// Block: 256 threads = S groups x (tile_y x tile_x) pooled positions, tile_y = 256 / (S tile_x);
+// Block: 256 threads = S groups x 256 / S positions, tile_y x tile_x of them pooled windows,
+// tile_y = 256 / (S tile_x);
 // grid (tiles, N, channel groups).
 // the patch of a chunk is (2 tile_y + 2) x (2 tile_x + 2) inputs per channel.
 //
@@ -46,7 +54,10 @@
 namespace kb::custom::L2_010::narrow3x3 {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kNarrowTileX = 16;    // pooled columns of a tile for pooled widths <= 16, else 32
+// The tile's columns below a pooled width of 17 until session 54; custom.cu's grouped rule (Wp >=
+// 8) and thin::kMaxWp (7) were set against it and stay (not re-derived for fitted tiles).
+constexpr int kNarrowTileX = 16;
+constexpr int kMaxTileX = 32;       // pooled columns of a tile at most
 constexpr int kGroupCo = 8;         // output channels per block (template argument)
 constexpr int kMaxCo = 16;          // the narrow path's C_out limit: two groups
 constexpr int kMaxSplits = 8;       // groups of 32 positions at least: one warp each
@@ -73,6 +84,21 @@ struct Args {
   float lo, hi;
 };
 
+// Pooled columns of a tile at pooled width wp: ceil(wp / kMaxTileX) tiles as even as they go.
+// A tile of 16 or 32 columns left up to 15 of 16 or 31 of 32 threads without a window (Wp 17:
+// 47%), while they staged 2 tile_x + 2 patch columns and ran every FMA; fitted, a tile idles
+// only the 256 mod tile_x threads past its last full row, and stages its halo once per 2 tile_y
+// rows: at Wp 17, 909 CTAs of 15 x 17 windows with 32 x 36 patches against 1,616 of 8 x 32 with
+// 18 x 66. Predicted, not measured: ~0.6x the issue per image there (model in custom.cu).
+constexpr int fitted_tile_x(int wp) {
+  const int tiles_x = wp < 1 ? 1 : (wp + kMaxTileX - 1) / kMaxTileX;
+  return wp < 1 ? 1 : (wp + tiles_x - 1) / tiles_x;
+}
+static_assert(fitted_tile_x(17) == 17 && fitted_tile_x(32) == 32 && fitted_tile_x(33) == 17 &&
+                  fitted_tile_x(64) == 32 && fitted_tile_x(100) == 25,
+              "balanced tiles of at most kMaxTileX columns");
+static_assert(kThreads / (kMaxTileX * kMaxSplits) >= 1, "every split keeps a pooled row");
+
 // Sizes for one shape; pointers are filled per call. smem_bytes: dynamic shared memory.
 struct Plan {
   Args args{};
@@ -88,7 +114,7 @@ inline Plan plan(int n, int c_in, int c_out, int h, int w, int pad_h, int pad_w,
   a.hp = hp, a.wp = wp, a.lo = lo, a.hi = hi;
   a.group_co = std::min(c_out, kGroupCo);
   a.co_groups = (c_out + a.group_co - 1) / a.group_co;
-  a.tile_x = wp <= kNarrowTileX ? kNarrowTileX : 2 * kNarrowTileX;
+  a.tile_x = fitted_tile_x(wp);
   a.tiles_x = (wp + a.tile_x - 1) / a.tile_x;
   const auto ctas = [&](int splits) {
     const int tile_y = kThreads / (a.tile_x * splits);
@@ -236,7 +262,10 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const A
   const int n = blockIdx.y, co0 = kCo * static_cast<int>(blockIdx.z);
   const int tid = threadIdx.x;
   const int positions = kThreads / a.splits, group = tid / positions, pos = tid % positions;
-  const int ty = pos / a.tile_x, tx = pos % a.tile_x;
+  // Threads past the tile's last full row (256 mod tile_x) hold no window: they read row
+  // tile_y - 1 of the patch (inside the stage) and are never live.
+  const bool in_tile = pos < a.tile_y * a.tile_x;
+  const int ty = min(pos / a.tile_x, a.tile_y - 1), tx = pos % a.tile_x;
   const int ty0 = static_cast<int>(blockIdx.x) / a.tiles_x * a.tile_y;
   const int tx0 = static_cast<int>(blockIdx.x) % a.tiles_x * a.tile_x;
   // Patch row r, column c hold x[.., iy0 + r, ix0 + c]: conv output oy reads iy = oy + pad - ky.
@@ -257,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(kCo)) pool_kernel(const A
   }
   if (a.splits > 1) sum_groups<kCo>(a, smem, group, pos, acc);
   // Epilogue (group 0's warps 0 .. positions / 32 - 1): max -> +bias -> clamp -> block sum.
-  const bool live = group == 0 && ty0 + ty < a.hp && tx0 + tx < a.wp;
+  const bool live = group == 0 && in_tile && ty0 + ty < a.hp && tx0 + tx < a.wp;
   pool_epilogue<kCo>(a, acc, live, co0, n, static_cast<int>(blockIdx.x), positions, warp_sums);
 }
 
