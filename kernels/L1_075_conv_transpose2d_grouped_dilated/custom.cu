@@ -25,10 +25,10 @@
 // (over the staged rows) and the warps copy them out with 16-byte stores.
 // Any N, channels (<= 32 input channels per group), sizes, row taps, padding and output_padding
 // run the tensor rows while the column taps are (K_w, s_w, d_w) = (5, 3, 1) and the staged rows
-// fit shared memory, on layers of more than 8 M multiply-adds (8 M x 16 / C_out per group where
-// that is 4 or more: v10); else the FFMA row gather (v7, gather.cuh, row_gather_kernel<5, 3, 1>:
-// a thread per 2 positions x 4 channels), or the generic gather (correct, slow) for small layers
-// with rows of < 16 positions (v5's rule).
+// fit shared memory, on layers of more than 8 M multiply-adds with rows of >= 32 column positions
+// (v10); else the FFMA row gather (v7, gather.cuh, row_gather_kernel<5, 3, 1>: a thread per 2
+// positions x 4 channels), or the generic gather (correct, slow) for small layers with rows of <
+// 16 positions (v5's rule) and for groups of 1-2 output channels (v10).
 //
 // Predicted (v8): 0.28-0.32 ms: ~12 M MMAs (~80 us at the mma.sync rate) and the staging overlap
 // the 806 MB of row stores (~250 us) across the SM's blocks. Measured 0.326 ms (session 16,
@@ -86,15 +86,16 @@
 //      one call; 0.290-0.291 in two later calls): -10.5%, 1.43x the floor, goal met. ncu: store
 //      wavefronts 13.3 M -> 7.0 M, duration 324 -> 285 us at ncu's 1.75 GHz; now L2 77% busy,
 //      DRAM 63%.
-//   v10 (session 54, this code) groups of 1-3 output channels keep the row gather up to 8 M x
-//      co_pad / cout_g multiply-adds (128 M at 1 channel a group, 43 M at 3): the sweep (seed 54,
-//      H100) measured N 11, 28 -> 4, 127 x 19 (11.1 M, 1 channel a group) at 0.403x on the tensor
-//      rows (93.4 us against 37.6): 11,220 blocks of 256 threads, 3 an SM; each of the 5,588
-//      odd-row blocks stages 15.4 KB of fragments (3 row taps x 5 column taps, 86 MB in all) and
-//      3.8 KB of x for one output row of 55 floats, with 1 of its 8 warps busy (19 positions) and
-//      1 of the tile's 16 channels real (3% of its MMA work). The FFMA row gather there: 64-thread
-//      blocks, 16 an SM, 3.4 KB of weights each -> predicted 12-18 us (2-3x the reference), not
-//      measured yet. The presets keep their paths (tests/gpu/tensor_rows_test.cu).
+//   v10 (session 54, this code) the sweep (seed 54, H100) measured N 11, 28 -> 4 (1 channel a
+//      group), 127 x 19 at 0.403x on the tensor rows (93 us against 38): 11,220 blocks, each odd
+//      row's staging 15.4 KB of fragments for one 55-float row with 1 of its 8 warps busy. One
+//      call forcing each path (`kb bench L1_075 --dims ...` with an experiment switch, H100,
+//      /work/.device/6; tensor rows / FFMA row gather / generic gather, x the reference): there
+//      0.41 / 0.63 / 1.14; 28 -> 12 0.85 / 1.28 / 1.02; 28 -> 20 1.19 / 1.69 / 1.27; 4 -> 28 4.6 /
+//      11.9 / 11.6 (all 20 positions a row); N 16, 28 -> 4, 127 x 99 (100 positions) 1.12 / 0.74 /
+//      0.94; the ragged preset (62) 2.82 / 2.89. So the tensor rows need a row of one item (32
+//      positions), and groups of 1-2 output channels take the generic gather off the tensor rows
+//      (tensor_rows.cuh's setup). The presets keep their paths (tests/gpu/tensor_rows_test.cu).
 //   Next: promotion per (row tap, k8 step) for the scale trial; the next odd row's block stages
 //      2 of this block's 3 input rows again: a block of 2 odd rows would stage 4 instead of 6.
 #include "kernels/cores/conv_transpose_gather/tensor_rows.cuh"

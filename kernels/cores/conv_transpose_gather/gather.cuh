@@ -497,7 +497,8 @@ class RowGatherConvTranspose : public Implementation {
     // 0.67x the reference at 11 x 28 x 59 x 7, 7 positions, and 1.5x on the generic gather).
     // With rows of 19-55 positions (L1_081, N = 1) the row gather stayed the faster one.
     fast_ = plan.is_ok() &&
-            !(generic_is_faster(node_.geometry) && plan.value().params.q_count < kNarrowRow);
+            !(generic_is_faster(node_.geometry) && plan.value().params.q_count < kNarrowRow) &&
+            node_.geometry.out_per_group() > generic_max_group_channels_;
     if (!fast_) return Status::ok();
     plan_ = plan.value();
     KB_CUDA_TRY(cudaFree(prepared_w_));
@@ -505,6 +506,12 @@ class RowGatherConvTranspose : public Implementation {
     KB_CUDA_TRY(cudaMalloc(&prepared_w_, sizeof(float) * static_cast<size_t>(plan_.weight_floats)));
     return allow_shared_memory(kernel(plan_.threads), plan_.smem_bytes);
   }
+
+  // Layers whose groups have at most `channels` output channels run the generic gather (set
+  // before setup; 0 by default). A row gather thread computes 4 channels (RowThreadTile): 1 or 2
+  // leave half or more of its FMAs on padding. L1_075 at N 11, 28 -> 4 (1 channel a group), 127
+  // x 19: the row gather 0.63x the reference, the generic gather 1.14x (H100, session 54).
+  void set_generic_max_group_channels(int64_t channels) { generic_max_group_channels_ = channels; }
 
   Status run(const ImplArgs& args, cudaStream_t stream) override {
     const float* x = node_.input(args);
@@ -530,6 +537,7 @@ class RowGatherConvTranspose : public Implementation {
 
   ConvTransposeNode node_;
   bool fast_ = false;
+  int64_t generic_max_group_channels_ = 0;  // set_generic_max_group_channels
   RowGatherPlan plan_;
   float* prepared_w_ = nullptr;  // owned: plan_.weight_floats, prepare_row_weights_kernel's layout
 };

@@ -40,9 +40,8 @@
 //
 // Applies (plan_tensor_rows) to 2-D layers with the compiled column taps, <= 32 input channels
 // per group, and staged rows that fit shared memory; TensorRowConvTranspose runs it on layers of
-// more than 8 M multiply-adds (8 M x co_pad / cout_g where a group fills under a quarter of the
-// 16-channel tile: 128 M at 1 channel a group, 43 M at 3) and otherwise runs the row gather (or
-// the generic gather).
+// more than 8 M multiply-adds whose rows hold at least one item (32 column positions), and
+// otherwise runs the row gather (or the generic gather, for groups of 1-2 output channels too).
 // L1_081's layer (taps (3, 5, 2), 32 input channels, one group) measured slower on it: 0.354 /
 // 0.364 ms against the FFMA row gather's 0.297 (four 16-channel blocks restage each input row).
 // Thread safety: stateless kernels; one object per stream.
@@ -66,6 +65,10 @@ constexpr int kTensorItemQ = 8 * kTensorTiles;  // column positions of an item
 constexpr int kTensorMaxSteps = 4;              // k8 steps: <= 32 input channels per group
 constexpr int kFragFloats = 2 * kWarp * 4;      // one tap's A fragments: big, then small
 constexpr int kTensorLeads = 4;                 // kLead in [0, 4)
+// TensorRowConvTranspose's bounds (setup): rows of fewer column positions than one item run the
+// row gather, and that runs groups of fewer output channels than this on the generic gather.
+constexpr int kTensorMinRowPositions = kTensorItemQ;
+constexpr int64_t kRowGatherMinGroupChannels = 3;
 
 struct TensorRowParams {
   RowGatherParams rows;  // geometry, row taps, z_stride (4 mod 32) and x_vec (in_w % 4 == 0 and
@@ -353,14 +356,16 @@ Result<TensorRowPlan> plan_tensor_rows(const ConvTransposeGeometry& g, int64_t m
 }
 
 // Runs node `node` (input x_name, weight w_name) through tensor_rows_kernel when its plan applies
-// and the layer has more than 8 M multiply-adds (more where the groups' channels pad the tile 4x
-// or more: setup), else as RowGatherConvTranspose does (the FFMA row gather, or the generic
-// gather).
+// and the layer has more than 8 M multiply-adds on rows of at least kTensorMinRowPositions, else
+// as RowGatherConvTranspose does (the FFMA row gather, or the generic gather), with groups of
+// fewer than kRowGatherMinGroupChannels output channels on the generic gather.
 template <int kKw, int kSw, int kDw>
 class TensorRowConvTranspose : public Implementation {
  public:
   TensorRowConvTranspose(const char* node, const char* x_name, const char* w_name)
-      : node_{node, x_name, w_name}, fallback_(node, x_name, w_name) {}
+      : node_{node, x_name, w_name}, fallback_(node, x_name, w_name) {
+    fallback_.set_generic_max_group_channels(kRowGatherMinGroupChannels - 1);
+  }
   TensorRowConvTranspose(const TensorRowConvTranspose&) = delete;
   TensorRowConvTranspose& operator=(const TensorRowConvTranspose&) = delete;
   ~TensorRowConvTranspose() override { KB_CUDA_WARN(cudaFree(prepared_w_)); }
@@ -375,15 +380,15 @@ class TensorRowConvTranspose : public Implementation {
     // the shape sweep missed its goal on L1_075 (session 16; its per-shape table did not come
     // back), and the one small sweep shape they took, 5 x 4 x 13 x 89 (1.0 M multiply-adds),
     // keeps 1 of a step's 8 input and 3 of a tile's 16 output channels busy.
-    // A group of few output channels leaves most of the m16 tile idle while each block still
-    // stages every (row tap, column tap)'s fragments (15 KB at 3 row taps): where the tile's
-    // padding (co_pad / cout_g) is 4x or more the layer needs that factor more multiply-adds
-    // (generic_is_faster's waste rule). Session 54's sweep (H100): N 11, 28 -> 4 (1 channel a
-    // group), 127 x 19 (11.1 M multiply-adds) 0.403x on the tensor rows, 5,588 blocks each
-    // staging 15.4 KB for one 55-float output row with 1 of its 8 warps busy. Predicted, not
-    // measured: the FFMA row gather (64-thread blocks, 16 an SM) 2-3x the reference there.
-    const double co_waste = tile_waste(node_.geometry, kTensorCo, 1);
-    tensor_ = plan.is_ok() && !generic_is_faster(node_.geometry, co_waste);
+    // Rows of under kTensorMinRowPositions column positions (one warp's item) leave 7 of the
+    // block's 8 warps idle while it stages every tap's fragments for one output row: session 54
+    // (H100, `kb bench L1_075 --dims ...`, /work/.device/6; tensor rows / FFMA row gather /
+    // generic gather, x the reference) at 127 x 19 (20 positions), N 11, 28 -> 4: 0.41 / 0.63 /
+    // 1.14; 28 -> 12: 0.85 / 1.28 / 1.02; 28 -> 20: 1.19 / 1.69 / 1.27; 4 -> 28: 4.6 / 11.9 /
+    // 11.6. At 99 columns (N 16, 28 -> 4, 84 M) the tensor rows led: 1.12 / 0.74 / 0.94; at 61
+    // (the ragged preset) they tied with the row gather (2.82 / 2.89).
+    tensor_ = plan.is_ok() && !generic_is_faster(node_.geometry) &&
+              plan.value().params.rows.q_count >= kTensorMinRowPositions;
     if (!tensor_) return fallback_.setup(p, stream);
     plan_ = plan.value();
     KB_CUDA_TRY(cudaFree(prepared_w_));
