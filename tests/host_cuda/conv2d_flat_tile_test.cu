@@ -241,12 +241,20 @@ TEST(Conv2dFlatTile, PastSmallPlanesTheRuleWeighsTheTensorTilesFill) {
 TEST(Conv2dFlatTile, OnWideImagesTheRuleWeighsTheWgmmaGrid) {
   constexpr int kSms = 132;
   EXPECT_EQ(flat_tile_of(conv3x3(1, 51, 109, 15, 97), kSms), FlatTile::k64x32);  // seed 54's miss
-  EXPECT_EQ(flat_tile_of(conv3x3(2, 13, 70, 9, 131), kSms), FlatTile::k64x32);   // `robust`
+  EXPECT_EQ(flat_tile_of(conv3x3(2, 13, 70, 9, 131), kSms), FlatTile::k64x32);   // 16 CTAs
   EXPECT_EQ(flat_tile_of(conv3x3(112, 124, 115, 3, 121), kSms), FlatTile::k64x32);  // 1 row
-  EXPECT_EQ(flat_tile_of(conv3x3(16, 13, 70, 9, 131), kSms), FlatTile::kNone);      // 128 tiles
+  EXPECT_EQ(flat_tile_of(conv3x3(16, 13, 70, 9, 131), kSms), FlatTile::kNone);      // `robust`
   EXPECT_EQ(flat_tile_of(conv3x3(1, 64, 128, 128, 128), kSms), FlatTile::kNone);    // 64 full tiles
   EXPECT_EQ(flat_tile_of(conv3x3(4, 30, 20, 100, 100), kSms), FlatTile::kNone);
   EXPECT_EQ(flat_tile_of(conv3x3(128, 64, 128, 128, 128), kSms), FlatTile::kNone);  // full preset
+  // L2_001's promoted 2-row tiles: half full on 1-row planes (the wgmma kernel stays there), a
+  // handful of CTAs at batch 1 as before.
+  constexpr int kPromotedRows = 2;
+  EXPECT_EQ(flat_tile_of(conv3x3(112, 124, 115, 3, 121), kSms, kPromotedRows), FlatTile::kNone);
+  EXPECT_EQ(flat_tile_of(conv3x3(1, 51, 109, 15, 97), kSms, kPromotedRows), FlatTile::k64x32);
+  EXPECT_EQ(flat_tile_of(conv3x3(4, 51, 109, 15, 97), kSms, kPromotedRows), FlatTile::kNone);
+  EXPECT_EQ(flat_tile_of(conv3x3(2, 13, 70, 9, 131), kSms, kPromotedRows), FlatTile::k64x32);
+  EXPECT_EQ(flat_tile_of(conv3x3(16, 13, 70, 9, 131), kSms, kPromotedRows), FlatTile::kNone);
 }
 
 }  // namespace

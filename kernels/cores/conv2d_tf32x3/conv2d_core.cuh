@@ -341,20 +341,25 @@ inline bool wgmma_geometry(const ConvGeometry& g) {
 
 // The wgmma kernel's layers past the flat tile's small-plane bounds are weighed the same way: at
 // equal fill the wgmma kernel runs kWgmmaOverFlatRate times the flat tile's rate, its rate scaled
-// by how full its 64-channel x 4-row x 128-column tiles are and, on grids under one CTA an SM, by
-// the share of SMs they occupy (the plain kernel's tiles; L2_001's promoted 2-row tiles weighed
-// alike). The ratio from the two kernels' rates per tile slot: the flat tile 12.4 G multiply-adds
-// a ms on full grids (L2_031 N 32, C_in 64, C_out 100, 40 x 40, 0.275 ms, H100, session 51), the
-// wgmma kernel ~48 (L2_031's full preset, 3.19 ms, H200, session 20): ~3.9. Why: at batch 1 the
-// wgmma grid is a handful of CTAs that each walk C_in / 8 stages alone. Sweep seed 54 (H100):
-// L2_017 N 1, C_in 51, C_out 109, 15 x 97 (13 x 95 outputs: 2 channel tiles x 4 row tiles = 8
-// CTAs on 132 SMs, 7 stages each, the tiles 51% full) 0.0605 ms against the reference's 0.0448;
-// the flat tile's 78 CTAs there are predicted at ~0.02 ms, conv and normalize (not measured yet).
-// Layers on full wgmma grids keep it unless its tiles are under a quarter full (1-row planes).
+// by how full its 64-channel x tile_rows x 128-column tiles are (4 rows, 2 in the promoted form:
+// L2_001) and, on grids under one CTA an SM, by the share of SMs they occupy. The ratio from the
+// two kernels' rates per tile slot: the flat tile 12.4 G multiply-adds a ms on full grids (L2_031 N
+// 32, C_in 64, C_out 100, 40 x 40, 0.275 ms, H100, session 51), the wgmma kernel ~48 (L2_031's full
+// preset, 3.19 ms, H200, session 20): ~3.9. Why: at batch 1 the wgmma grid is a handful of CTAs
+// that each walk C_in / 8 stages alone. Sweep seed 54 (H100): L2_017 N 1, C_in 51, C_out 109, 15 x
+// 97 (13 x 95 outputs: 2 channel tiles x 4 row tiles = 8 CTAs on 132 SMs, 7 stages each, the tiles
+// 51% full) 0.0605 ms against the reference's 0.0448; the flat tile's 78 CTAs there are predicted
+// at ~0.02 ms, conv and normalize (not measured yet). Layers on full wgmma grids keep it unless its
+// tiles are under a quarter full (1-row planes). Measured (H100, session 54, `kb bench ID --dims
+// ...`, /work/.device/6; main -> this rule, x the reference): L2_017 there 0.74 -> 1.66, N 2 0.80
+// -> 1.34, N 4 0.94 -> 1.22, N 1 at 63 x 97 0.96
+// -> 1.25, N 2, 13 -> 70, 9 x 131 0.78 -> 1.82, N 112, 124 -> 115, 3 x 121 (1-row planes) 0.75
+// -> 0.83; L2_031 0.67 -> 1.68, 0.89 -> 1.20, 0.72 -> 2.15, 0.78 -> 0.87 at the same shapes.
+// L2_001's promoted 2-row tiles are half full on 1-row planes: weighed as 4-row tiles its N 112
+// layer went 1.12 -> 0.85 on the flat tile; its own rows keep it on the wgmma kernel.
 constexpr double kWgmmaOverFlatRate = 4.0;
-inline double wgmma_rate(const ConvGeometry& g, int sms) {
+inline double wgmma_rate(const ConvGeometry& g, int sms, int rows) {
   const int co_tiles = (g.c_out + cw::kTileCo - 1) / cw::kTileCo;
-  const int rows = cw::Geometry<false>::kTileRows;
   const int tiles_h = (g.ho + rows - 1) / rows,
             tiles_w = (g.wo + cw::kTileCols - 1) / cw::kTileCols;
   const double fill = double(g.c_out) / (co_tiles * cw::kTileCo) * g.ho / (tiles_h * rows) * g.wo /
@@ -363,7 +368,10 @@ inline double wgmma_rate(const ConvGeometry& g, int sms) {
   return kWgmmaOverFlatRate * fill * std::min(1.0, tiles / sms);
 }
 
-inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
+// wgmma_tile_rows: the rows of the wgmma kernel's tiles for the caller's epilogue
+// (cw::Geometry<Epi::kPromotedSums>::kTileRows).
+inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms,
+                                   int wgmma_tile_rows = cw::Geometry<false>::kTileRows) {
   const int64_t pixels = int64_t{g.n} * g.hw_out();
   if (g.c_out > kFlatMaxChannels || pixels > 0x7fffffff - 64) return flat::FlatTile::kNone;
   const int64_t macs = pixels * g.c_out * g.k();
@@ -376,7 +384,8 @@ inline flat::FlatTile flat_tile_of(const ConvGeometry& g, int sms) {
   if (few_co > 0) return flat::FlatTile::kNone;
   const double flat_rate =
       double(g.c_out) / (double(g.flat_co_tiles(tile)) * flat::flat_tile_channels(tile));
-  if (wgmma_geometry(g)) return flat_rate >= wgmma_rate(g, sms) ? tile : flat::FlatTile::kNone;
+  if (wgmma_geometry(g))
+    return flat_rate >= wgmma_rate(g, sms, wgmma_tile_rows) ? tile : flat::FlatTile::kNone;
   const int64_t tile_ctas = int64_t{g.n} * g.pix_tiles() * g.co_tiles();
   const double tile_rate = kTileOverFlatRate * g.c_out / (double(g.co_tiles()) * kBM) *
                            std::min(1.0, double(tile_ctas) / sms);
@@ -400,7 +409,7 @@ class Conv2dTf32x3 {
   Status setup(const ProblemInstance& p, const std::string& node) {
     KB_TRY(read_conv_geometry(p, node, g_));
     KB_ASSIGN_OR_RETURN(const int sms, cuda::sm_count());
-    flat_ = flat_tile_of(g_, sms);
+    flat_ = flat_tile_of(g_, sms, cw::Geometry<Epi::kPromotedSums>::kTileRows);
     if (flat_ != flat::FlatTile::kNone) {
       few_co_ = 0, narrow_ = wgmma_ = false;
       return upload_taps();
