@@ -68,9 +68,12 @@
 //      phase per row.
 //   v5 (session 54, this code) the weight staging's loads issued together (load_weights) ->
 //      predicted 8.5 -> ~5.5-6.5 us at the sweep's N 14, 6 -> 60, L 17 (0.813x -> ~1.1x; 14 blocks
-//      of one tile, each behind 3-6 round trips of ~0.5-0.8 us before: 60 of the 64 channels
-//      load), unchanged at the full preset (2 blocks an SM stage the weights once). Not measured
-//      yet; the generic gather is the other candidate there (~5.5 us at tiny layers, session 43).
+//      of one tile, each behind 3-6 round trips of ~0.5-0.8 us before) -> measured (H100, `kb
+//      bench L1_079 --dims ...`, /work/.device/6; serial / batched / the generic gather, x the
+//      reference) 0.82 / 0.94 / 0.98 there; N 1 0.80 / 0.93 / 0.96; N 16, 31 -> 63, L 17 0.66 /
+//      0.86 / 0.88; N 11, 25 -> 47, L 317 1.28 / 1.68 / 0.92; the small preset 0.68 / 0.83 /
+//      0.82; the full preset 4.82 / 5.01. The batched loads are never slower; the tiny layers'
+//      remaining gap (~9-14 us against ~7-9) is the launch and one tile's latency.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 

@@ -56,17 +56,12 @@
 //     at N 1, C_in 23, C_out 7, 5 x 101, 43 -> 42 at N 128, C_in 16, C_out 4, 64 x 20.
 //     Session 54: at N 101, C_in 54, C_out 1, 247 x 35 (pooled 123 x 17) the 32-column tiles of
 //     narrow3x3_pool_kernel ran 0.304 ms against the reference's 0.2685 (0.88x, H100 sweep,
-//     seed 54): 1,616 CTAs with 17 of 32 columns live, 102 registers (2 CTAs per SM: 6.1 waves
-//     in 7 rounds), 7 chunks each loaded then computed with nothing else in flight, and at C_out
-//     1 a chunk is mostly staging: 18 rows x 3 lane passes of 4-byte copies per warp (66 patch
-//     columns, 35 in x) against 8 x ~50 instructions of taps. narrow3x3.cuh's fitted tiles take
-//     it (17 x 15 windows, 909 CTAs, pool_kernel<1> at 72 registers: 3 per SM, chunks of 4
-//     double-buffered): per warp and 4 channels ~32 staging passes of ~15 instructions + 4 x ~52
-//     of taps, ~72 M warp instructions for the call against ~117 M (~69 against ~113 us of issue
-//     over 132 SMs at 4 per clock), x (189 MB, 1.07x with the halo) ~65-70 us from DRAM under
-//     it. Predicted, not measured: 0.10-0.13 ms (2-2.7x the reference). thin.cuh would read the
-//     4 x 4 windows from L1 at ~4-5 lines a load (~110 us, L1-bound: the alternative measured
-//     by the experiment switch).
+//     seed 54), 15 of 32 columns idle. thin.cuh now takes C_out <= 16 up to a pooled width of 33
+//     (measured ~2x faster there, thin.cuh's kMaxWpNarrowCo); past that narrow3x3.cuh's tiles
+//     are fitted to the pooled width (at most 32 columns, split evenly): H100, `kb bench L2_010
+//     --dims ...`, /work/.device/6, 32/16-column -> fitted tiles, custom ms: N 32, C_in 32, C_out
+//     8, 100 x 200 (Wp 100) 0.195 -> 0.173; N 46, C_in 44, C_out 2, 83 x 125 (Wp 62) 0.127 ->
+//     0.120; N 128, C_in 64, C_out 8, 128 x 128 (Wp 64, 32 columns either way) 0.843 / 0.842.
 //
 // Cost model of the fast path (full preset): 906M mma.sync m16n8k8 (3 per product tile). The
 // im2col version issued ~5 instructions per MMA (split of A and B after every shared load, one
@@ -167,8 +162,9 @@ class ConvPoolMeanTanh final : public Implementation {
     // at N 100, C_in 20, C_out 14, 50 x 60; 0.036 -> 0.028 at C_out 9, 45 x 33; 0.053 -> 0.048
     // at C_out 12, 64 x 64; 0.293 -> 0.306 at N 32, C_in 64, C_out 16, 70 x 70; and at a pooled
     // width of 1 (N 81, C_in 57, C_out 15, 23 x 3) 0.092 -> 0.137, 1 of 16 columns live.
-    // Pooled widths of 1..7 (thin.cuh: threads along the flattened pooled grid, any N) take every
-    // C_out of 3..16 there, and 1..2 up to a width of 4 (thin::takes), ahead of all of these
+    // Pooled widths of 1..33 (thin.cuh: threads along the flattened pooled grid, any N) take every
+    // C_out of 1..16 there (thin::takes; ~2x the tiles' speed at widths 5..33, session 54), ahead
+    // of all of these
     // (wgmma needs 80 columns, static_assert below), and C_out 17..64 while N 2Hp 2Wp C_out <=
     // 2^19 (thin::kMaxWideOutputs: a model against mma.sync's one tile per SM running C_in in
     // series; predicted 20-25 us against mma.sync's 52 and the reference's 37 at N 2, C_in 62,
@@ -184,8 +180,9 @@ class ConvPoolMeanTanh final : public Implementation {
     // 40 x 14.
     const bool grouped = kh_ == 3 && kw_ == 3 && dil_ == 1 && a_.c_out <= narrow3x3::kMaxCo &&
                          2 * a_.wp >= narrow3x3::kNarrowTileX;
-    static_assert(2 * thin::kMaxWp + 1 < wgp::Conv3x3Wgmma::kMinWidth,
-                  "thin.cuh never takes an image that the wgmma path runs");
+    static_assert(
+        2 * std::max(thin::kMaxWp, thin::kMaxWpNarrowCo) + 1 < wgp::Conv3x3Wgmma::kMinWidth,
+        "thin.cuh never takes an image that the wgmma path runs");
     thin_ = thin::takes(kh_, kw_, dil_, n_, a_.c_out, hp_, a_.wp);
     narrow_ = thin_ || (n_ <= 65535 && (a_.c_out <= kNarrowCo || (grouped && !wgmma_)));
     if (narrow_) return setup_narrow();
@@ -254,8 +251,8 @@ class ConvPoolMeanTanh final : public Implementation {
       // the faster there (N 128, C_in 64, C_out 8, 128 x 128: 0.841 against 0.933 ms; N 46,
       // C_in 44, C_out 2, 83 x 125: 0.126 / 0.124; session 22). plan() fits its tiles to the
       // pooled width (at most 32 columns), so only widths whose even split is 32 columns (32,
-      // 63-64, 94-96, ...) stay there; narrower tiles replaced idle columns (session 54:
-      // predicted, not measured; Wp 62 and 100 now take narrow3x3.cuh at 31 and 25 columns).
+      // 63-64, 94-96, ...) stay there; narrower tiles replaced idle columns (session 54: Wp 62
+      // and 100 now take narrow3x3.cuh at 31 and 25 columns, 5-11% faster, above).
       split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX ||
                       g.c_out > kNarrowCo;  // channel groups: narrow3x3.cuh only
     }

@@ -89,7 +89,7 @@ struct Args {
 // 47%), while they staged 2 tile_x + 2 patch columns and ran every FMA; fitted, a tile idles
 // only the 256 mod tile_x threads past its last full row, and stages its halo once per 2 tile_y
 // rows: at Wp 17, 909 CTAs of 15 x 17 windows with 32 x 36 patches against 1,616 of 8 x 32 with
-// 18 x 66. Predicted, not measured: ~0.6x the issue per image there (model in custom.cu).
+// 18 x 66 (thin.cuh now takes that width; measured on wider rows: custom.cu, session 54).
 constexpr int fitted_tile_x(int wp) {
   const int tiles_x = wp < 1 ? 1 : (wp + kMaxTileX - 1) / kMaxTileX;
   return wp < 1 ? 1 : (wp + tiles_x - 1) / tiles_x;

@@ -65,8 +65,18 @@ namespace kb::custom::L2_010::thin {
 
 using narrow3x3::kGroupCo, narrow3x3::kMaxCo, narrow3x3::kMaxSplits, narrow3x3::kThreads,
     narrow3x3::kWarps, narrow3x3::kWeightStride;
-// Widest pooled row taken: narrow3x3's 16-column tiles run more than half empty below 8.
+// Widest pooled row taken at C_out 17..kMaxWideCo: narrow3x3's 16-column tiles ran more than
+// half empty below 8.
 constexpr int kMaxWp = narrow3x3::kNarrowTileX / 2 - 1;
+// Widest pooled row taken at C_out <= kMaxCo: the widest measured. H100, session 54 (`kb bench
+// L2_010 --dims ...` with an experiment switch forcing each path, /work/.device/6; the narrow
+// path's tiles -> this kernel, custom ms, the reference in brackets): N 101, C_in 54, C_out 1,
+// 247 x 35 (Wp 17) 0.305 -> 0.154 (0.269); 247 x 33 (Wp 16) 0.311 -> 0.148 (0.255); 247 x 67 (Wp
+// 33) 0.563 -> 0.245 (0.482); C_out 8 at 247 x 35 0.571 -> 0.270 (0.771); N 64, C_in 32, C_out 2,
+// 128 x 11 0.067 -> 0.020 (0.049); N 14, C_in 50, C_out 5, 95 x 25 0.040 -> 0.018 (0.048); N 100,
+// C_in 20, C_out 14, 50 x 60 (Wp 30) 0.137 -> 0.071 (0.157); N 1 at 247 x 35 0.020 -> 0.015.
+// Until then the bound was 7 (4 at C_out <= 2, a model that put the staged tiles ahead).
+constexpr int kMaxWpNarrowCo = 33;
 constexpr int kChunkCi = 32;  // input channels whose weights are staged at once
 static_assert(kChunkCi % kMaxSplits == 0, "a group keeps its channel residue across chunks");
 static_assert(kThreads / kMaxSplits % 32 == 0, "a warp's windows belong to one group");
@@ -77,12 +87,8 @@ constexpr int min_blocks(int group_co) {
   return group_co <= 2 ? 3 : 2;
 }
 
-// The shapes this kernel takes: 3x3, dilation 1, 1..kMaxWideCo output channels, pooled width <=
-// kMaxWp, but 1 or 2 output channels only up to a width of kMaxWpFewCo: there a warp's 16 loads
-// per channel (~6 L1 lines each, 32 windows) outweigh its 36..72 FMAs, and narrow3x3.cuh's staged
-// 16-column tiles, over a quarter full from a width of 5, were the cheaper by that count (a
-// model: not measured).
-constexpr int kMaxWpFewCo = 4;
+// The shapes this kernel takes: 3x3, dilation 1, 1..kMaxCo output channels at pooled widths <=
+// kMaxWpNarrowCo, 17..kMaxWideCo at pooled widths <= kMaxWp (below).
 // C_out 17..kMaxWideCo (kCo 8 on up to 8 groups) only while the conv outputs the windows cover,
 // N 2Hp 2Wp C_out, stay at most kMaxWideOutputs: the MACs (9 C_in per output) under 9 C_in
 // kMaxWideOutputs. The alternative there is mma.sync's persistent 64-channel x 16 x 16-pixel
@@ -100,9 +106,9 @@ constexpr int64_t kMaxWideOutputs = int64_t{1} << 19;
 static_assert(kMaxWideCo <= 8 * kGroupCo, "grid.y's channel groups are at most 8");
 // n images, c_out channels, pooled (hp, wp).
 inline bool takes(int kh, int kw, int dil, int n, int c_out, int hp, int wp) {
-  if (kh != 3 || kw != 3 || dil != 1 || c_out < 1 || wp > (c_out <= 2 ? kMaxWpFewCo : kMaxWp))
-    return false;
-  if (c_out <= kMaxCo) return true;
+  if (kh != 3 || kw != 3 || dil != 1 || c_out < 1) return false;
+  if (c_out <= kMaxCo) return wp <= kMaxWpNarrowCo;
+  if (wp > kMaxWp) return false;
   const int64_t per_image = 4 * int64_t{hp} * wp * c_out;  // no overflow: 4 hp wp < 2^31
   return c_out <= kMaxWideCo && (per_image == 0 || n <= kMaxWideOutputs / per_image);
 }

@@ -39,7 +39,9 @@
 // tiles of 13 x 95 outputs, 51% full) on 132 SMs, each walking 7 stages of 108 wgmmas alone, plus
 // the weight split's launch. Session 54: the core weighs the wgmma kernel against the flat tile
 // (conv2d_core.cuh, kWgmmaOverFlatRate), which runs 78 CTAs there, and its 1,235-pixel planes
-// are normalized a CTA each: predicted ~0.02 ms, not measured yet.
+// are normalized a CTA each: predicted ~0.02 ms, measured 0.027 ms, 1.66x the reference (H100,
+// `kb bench L2_017 --dims ...`, /work/.device/6; 0.030 with the warp-a-plane normalize, 0.061
+// forced onto the wgmma kernel, 0.069 the mma.sync tile, 0.039 the few-channel kernel).
 // Predicted on the H200: conv ~4.6 ms (as L2_001) + normalize 2.1 GB of traffic ~0.6 ms
 // -> ~5.2 ms (1.9x over the peer); measured 5.90 ms on mma.sync. Session 20, on the wgmma
 // kernel (as L2_031: 5.15 -> 3.19 ms): **3.88 ms** (kb bench L2_017 --time-cap 2 --seed 7, A/B
@@ -201,7 +203,8 @@ __global__ void __launch_bounds__(kNormThreads)
 // block, fixed order), then the plane rewritten. The warp form leaves a batch-1 layer's few planes
 // on a few SMs, each lane walking hw / 32 values three times: N 1, C_in 51, C_out 109, 15 x 97
 // (109 planes of 1,235 pixels, the flat tile's since the wgmma model) in 14 CTAs, 39 values a
-// lane; here 109 CTAs, 5 a thread (predicted, not measured yet).
+// lane; here 109 CTAs, 5 a thread: 0.030 -> 0.027 ms for conv and normalize (H100, session 54;
+// N 88, C_in 49, C_out 18, 83 x 49: 0.424 ms either way).
 __global__ void __launch_bounds__(kNormThreads)
     normalize_large_planes_from_y_kernel(float* y, int hw, float eps, float inv_divisor, bool vec) {
   __shared__ double red[2][kNormWarps];

@@ -39,7 +39,8 @@
 // Fallback: other geometries (kernel != 3x3, stride/padding/dilation, too wide for shared
 // memory, or too narrow to keep 1/16 of a block busy) and a misaligned `out` run group_kernel
 // when a group, its sample's input and weights fit in 48 KB of shared memory (one launch, a
-// block per (n, group)), else the generic kernels in place: the conv, parallel statistics
+// block per (n, group); a 3x3 unit conv a thread per pixel and quad of channels:
+// group_unit_values), else the generic kernels in place: the conv, parallel statistics
 // (pipeline.cuh), the fold, the normalize. The conv is the narrow kernel (narrow.cuh) for a 3x3
 // unit conv whose band of one input row and chunk of one quad's weights fit in 48 KB, else one
 // thread per output element (any geometry: int64 index math and bounds checks per tap).
@@ -53,6 +54,18 @@
 // ~30-40 us at the second; measured (H100, session 39, `kb bench L2_021 --dims ...`,
 // /work/.device/3) 78 us against the reference's 190 and 60 against 109. g is bit for bit the
 // per-output kernel's.
+//
+// Group kernel's unit loop (session 54): the shape sweep (seed 54, H100) measured N 108, C_in 6,
+// C_out 32, 133 x 5 at 0.46x the reference (126 us against 58) on group_kernel, whose thread per
+// output walked conv_at's int64 loops with bounds checks and re-read each staged input value
+// per channel (57 registers: 4 blocks an SM, 864 blocks). For a 3x3 unit conv a thread now
+// takes a pixel and 4 channels at a time (taps unrolled, 32-bit indices, weights broadcast, 32
+// registers) and stages with 4 loads in flight; g is bit for bit the same. H100 (`kb bench
+// L2_021 --dims ...`, /work/.device/6; main / this / the narrow conv's path, x the reference):
+// 0.46 / 2.09 / 1.59 there; N 99, C_in 3, C_out 8, 61 x 9 1.27 / 2.13 / 1.42; N 64, C_in 4,
+// C_out 32, 50 x 30 0.48 / 2.18 / 1.68; N 200, C_in 2, C_out 16, 30 x 30 0.88 / 2.34 / 1.93; N
+// 16, C_in 3, C_out 24, 50 x 40 0.61 / 2.21 / 1.60; N 128, C_in 8, C_out 8, 30 x 12 0.74 / 1.43
+// / 1.52; N 40, C_in 12, C_out 64, 20 x 14 0.44 / 2.03 / 1.41; the `group` preset 1.33 / 3.23.
 //
 // Files: wgmma_rows.cuh (the wgmma path), fma_tile.cuh (S tasks), normalize.cuh (N tasks and the
 // flat stream), generic.cuh (the fallback kernels), narrow.cuh (their conv for narrow images),

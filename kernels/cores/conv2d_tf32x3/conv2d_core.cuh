@@ -348,9 +348,10 @@ inline bool wgmma_geometry(const ConvGeometry& g) {
 // preset, 3.19 ms, H200, session 20): ~3.9. Why: at batch 1 the wgmma grid is a handful of CTAs
 // that each walk C_in / 8 stages alone. Sweep seed 54 (H100): L2_017 N 1, C_in 51, C_out 109, 15 x
 // 97 (13 x 95 outputs: 2 channel tiles x 4 row tiles = 8 CTAs on 132 SMs, 7 stages each, the tiles
-// 51% full) 0.0605 ms against the reference's 0.0448; the flat tile's 78 CTAs there are predicted
-// at ~0.02 ms, conv and normalize (not measured yet). Layers on full wgmma grids keep it unless its
-// tiles are under a quarter full (1-row planes). Measured (H100, session 54, `kb bench ID --dims
+// 51% full) 0.0605 ms against the reference's 0.0448; the flat tile's 78 CTAs there were
+// predicted at ~0.02 ms, conv and normalize, and measured 0.027. Layers on full wgmma grids keep it
+// unless its tiles are under a quarter full (1-row planes). Measured (H100, session 54, `kb bench
+// ID --dims
 // ...`, /work/.device/6; main -> this rule, x the reference): L2_017 there 0.74 -> 1.66, N 2 0.80
 // -> 1.34, N 4 0.94 -> 1.22, N 1 at 63 x 97 0.96
 // -> 1.25, N 2, 13 -> 70, 9 x 131 0.78 -> 1.82, N 112, 124 -> 115, 3 x 121 (1-row planes) 0.75
