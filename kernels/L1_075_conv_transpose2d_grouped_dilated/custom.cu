@@ -92,7 +92,7 @@
 //      call forcing each path (`kb bench L1_075 --dims ...` with an experiment switch, H100,
 //      /work/.device/6; tensor rows / FFMA row gather / generic gather, x the reference): there
 //      0.41 / 0.63 / 1.14; 28 -> 12 0.85 / 1.28 / 1.02; 28 -> 20 1.19 / 1.69 / 1.27; 4 -> 28 4.6 /
-//      11.9 / 11.6 (all 20 positions a row); N 16, 28 -> 4, 127 x 99 (100 positions) 1.12 / 0.74 /
+//      11.9 / 11.6 (all 19 positions a row); N 16, 28 -> 4, 127 x 99 (99 positions) 1.12 / 0.74 /
 //      0.94; the ragged preset (62) 2.82 / 2.89. So the tensor rows need a row of one item (32
 //      positions), and groups of 1-2 output channels take the generic gather off the tensor rows
 //      (tensor_rows.cuh's setup). The presets keep their paths (tests/gpu/tensor_rows_test.cu).

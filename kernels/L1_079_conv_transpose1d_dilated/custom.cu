@@ -73,7 +73,7 @@
 //      reference) 0.82 / 0.94 / 0.98 there; N 1 0.80 / 0.93 / 0.96; N 16, 31 -> 63, L 17 0.66 /
 //      0.86 / 0.88; N 11, 25 -> 47, L 317 1.28 / 1.68 / 0.92; the small preset 0.68 / 0.83 /
 //      0.82; the full preset 4.82 / 5.01. The batched loads are never slower; the tiny layers'
-//      remaining gap (~9-14 us against ~7-9) is the launch and one tile's latency.
+//      remaining gap (~8-11 us against ~7-9) is the launch and one tile's latency.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 

@@ -232,7 +232,7 @@ class ConvPoolMeanTanh final : public Implementation {
   }
 
  private:
-  // ---- narrow path: C_out <= 8, <= 16 on 3x3 kernels (no wgmma, or pooled width <= 7), or
+  // ---- narrow path: C_out <= 8, <= 16 on 3x3 kernels (no wgmma, or pooled width <= 33), or
   // <= 64 on small 3x3 convs of pooled width <= 7 (thin::takes) ----
 
   Status setup_narrow() {
@@ -250,9 +250,9 @@ class ConvPoolMeanTanh final : public Implementation {
       // 32-column tiles without a channel split are narrow3x3_pool_kernel's own work, and it was
       // the faster there (N 128, C_in 64, C_out 8, 128 x 128: 0.841 against 0.933 ms; N 46,
       // C_in 44, C_out 2, 83 x 125: 0.126 / 0.124; session 22). plan() fits its tiles to the
-      // pooled width (at most 32 columns), so only widths whose even split is 32 columns (32,
-      // 63-64, 94-96, ...) stay there; narrower tiles replaced idle columns (session 54: Wp 62
-      // and 100 now take narrow3x3.cuh at 31 and 25 columns, 5-11% faster, above).
+      // pooled width (at most 32 columns), so only widths whose even split is 32 columns (63-64,
+      // 94-96, ...; thin.cuh takes 32) stay there; narrower tiles replaced idle columns (session
+      // 54: Wp 62 and 100 now take narrow3x3.cuh at 31 and 25 columns, 5-11% faster, above).
       split_narrow_ = split_plan_.args.splits > 1 || split_plan_.args.tile_x < kPatchTileX ||
                       g.c_out > kNarrowCo;  // channel groups: narrow3x3.cuh only
     }
@@ -457,7 +457,7 @@ class ConvPoolMeanTanh final : public Implementation {
   int patch_tiles_x_ = 0;      // narrow3x3_pool_kernel's tiles along the pooled width
   bool split_narrow_ = false;  // patch_narrow_ on narrow3x3.cuh (channel splits, double-buffered)
   narrow3x3::Plan split_plan_{};  // its sizes; pointers are filled per call
-  bool thin_ = false;             // narrow on thin.cuh: pooled width <= 7 (setup's rule)
+  bool thin_ = false;             // narrow on thin.cuh (thin::takes)
   narrow3x3::Args thin_args_{};   // its sizes (thin::plan); pointers are filled per call
   patch::PatchArgs f_{};          // fast path sizes; pointers are filled per call
   bool wgmma_ = false;            // fast path on wgmma (conv3x3_pool_wgmma.cuh)

@@ -1,5 +1,5 @@
-// L2_010's thin-image kernel (kernel 3x3, dilation 1, any padding, pooled width <= 7, <= 4 at
-// C_out <= 2; C_out <= 16 at any size, 17..64 while the conv is small: takes(); plain fp32 FMA):
+// L2_010's thin-image kernel (kernel 3x3, dilation 1, any padding; C_out <= 16 at pooled widths
+// <= 33, 17..64 at pooled widths <= 7 while the conv is small: takes(); plain fp32 FMA):
 // conv -> +bias -> 2x2 max pool -> clamp -> per-block sum, partial: (N, C_out, tiles), then
 // custom.cu's finish_kernel.
 //

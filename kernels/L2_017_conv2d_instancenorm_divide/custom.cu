@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const double d = row[i] - mean;
     q += d * d;
   }
-  q = cores::block_sum<kNormThreads>(q, red[1]);  // its own scratch: no barrier after the first
+  q = cores::block_sum<kNormThreads>(q, red[1]);  // red[1]: red[0] is not touched again
   if (t == 0) coef = coefficients(mean, q / hw, eps, inv_divisor);
   __syncthreads();
   normalize_row(row, hw, coef, vec, t, kNormThreads);

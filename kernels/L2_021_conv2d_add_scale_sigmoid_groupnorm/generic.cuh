@@ -61,12 +61,13 @@ __global__ void __launch_bounds__(kThreads)
 //
 // When the group's values, the sample's input and the group's weights fit in shared memory
 // (group_smem_floats), one block per (n, group) stages the input and weights with parallel loads,
-// computes the group's g into shared memory (conv_at), the mean, the centred sum of squares (two
-// passes, no cancellation), and writes (g - mean) (rstd gamma) + beta. The generic path's four
-// launches, each thread's conv a chain of dependent global loads, took 45 us at the sweep's N 99,
-// C_in 3, C_out 8, 61 x 9 (the reference 37 us). H200, session 11 (`kb bench L2_021 --dims ...`,
-// one call): there 30 against the generic path's 48 us; N 37, C_in 6, 5 x 5: 11 against 29;
-// small / odd presets 16 / 10 against 24 / 24 us. Without the staging (global loads) it was 45.
+// computes the group's g into shared memory (conv_at; group_unit_values for a 3x3 unit conv), the
+// mean, the centred sum of squares (two passes, no cancellation), and writes (g - mean) (rstd
+// gamma) + beta. The generic path's four launches, each thread's conv a chain of dependent global
+// loads, took 45 us at the sweep's N 99, C_in 3, C_out 8, 61 x 9 (the reference 37 us). H200,
+// session 11 (`kb bench L2_021 --dims ...`, one call): there 30 against the generic path's 48 us; N
+// 37, C_in 6, 5 x 5: 11 against 29; small / odd presets 16 / 10 against 24 / 24 us. Without the
+// staging (global loads) it was 45.
 constexpr int64_t kGroupMaxSmemFloats = 12 * 1024;  // 48 KB: no opt-in needed
 
 __host__ __device__ inline int64_t group_smem_floats(const Geometry& g, const ConvGeom& cv) {

@@ -124,8 +124,8 @@ static_assert(kThreads % kWarp == 0, "whole warps");
 
 struct Geometry {
   int64_t batch, c_in, c_out, in_d, in_h, in_w, out_d, out_h, out_w;
-  int64_t groups, cpg;                  // GroupNorm groups, channels per group
-  int64_t m_chunks, q_chunks, items;    // fast path: warp items per sample
+  int64_t groups, cpg;                // GroupNorm groups, channels per group
+  int64_t m_chunks, q_chunks, items;  // fast path: warp items per sample
   float eps;
   __host__ __device__ int64_t plane() const { return out_d * out_h * out_w; }
 };
@@ -213,7 +213,9 @@ struct PairStores {
 
 // Tap t of an axis with kTaps taps (1: even outputs, 2: odd): kernel index and input offset.
 template <int kTaps>
-__device__ constexpr int tap_k(int t) { return kTaps == 1 ? 1 : (t == 0 ? 2 : 0); }
+__device__ constexpr int tap_k(int t) {
+  return kTaps == 1 ? 1 : (t == 0 ? 2 : 0);
+}
 
 // Computes warp item `item` (decoded: it) of sample n for all channels. kNormalize: normalize
 // with coef[n][*], hardswish and store; otherwise write the item's per-group sums to

@@ -58,7 +58,7 @@ namespace pg = parity_gemm;
 // torch.min), gelu (erf form, as eager), * factor.
 struct GeluEpilogue {
   static constexpr bool kPromoted = true;  // parity_gemm.cuh: accurate under scaled inputs
-  const float* conv_bias;  // (C_out)
+  const float* conv_bias;                  // (C_out)
   float offset, cap, factor;
 
   __device__ __forceinline__ float apply(int co, float conv) const {
@@ -74,8 +74,8 @@ struct GeluEpilogue {
 
 // Fallback: out[i] = epilogue(y[i]) for the generic gather's y (no bias).
 __global__ void __launch_bounds__(256)
-    fallback_epilogue_kernel(const float* __restrict__ y, float* __restrict__ out,
-                             GeluEpilogue e, int64_t total, int64_t plane, int64_t c_out) {
+    fallback_epilogue_kernel(const float* __restrict__ y, float* __restrict__ out, GeluEpilogue e,
+                             int64_t total, int64_t plane, int64_t c_out) {
   for (int64_t i = int64_t{blockIdx.x} * 256 + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * 256)
     out[i] = e.apply(static_cast<int>(i / plane % c_out), y[i]);

@@ -350,12 +350,11 @@ inline bool wgmma_geometry(const ConvGeometry& g) {
 // 97 (13 x 95 outputs: 2 channel tiles x 4 row tiles = 8 CTAs on 132 SMs, 7 stages each, the tiles
 // 51% full) 0.0605 ms against the reference's 0.0448; the flat tile's 78 CTAs there were
 // predicted at ~0.02 ms, conv and normalize, and measured 0.027. Layers on full wgmma grids keep it
-// unless its tiles are under a quarter full (1-row planes). Measured (H100, session 54, `kb bench
-// ID --dims
-// ...`, /work/.device/6; main -> this rule, x the reference): L2_017 there 0.74 -> 1.66, N 2 0.80
-// -> 1.34, N 4 0.94 -> 1.22, N 1 at 63 x 97 0.96
-// -> 1.25, N 2, 13 -> 70, 9 x 131 0.78 -> 1.82, N 112, 124 -> 115, 3 x 121 (1-row planes) 0.75
-// -> 0.83; L2_031 0.67 -> 1.68, 0.89 -> 1.20, 0.72 -> 2.15, 0.78 -> 0.87 at the same shapes.
+// unless its tiles are under a quarter full (1-row planes). Measured (H100, session 54,
+// `kb bench ID --dims ...`, /work/.device/6; main -> this rule, x the reference): L2_017 there
+// 0.74 -> 1.66, N 2 0.80 -> 1.34, N 4 0.94 -> 1.22, N 1 at 63 x 97 0.96 -> 1.25, N 2, 13 -> 70,
+// 9 x 131 0.78 -> 1.82, N 112, 124 -> 115, 3 x 121 (1-row planes) 0.75 -> 0.83; L2_031 at N 1,
+// N 4, N 2 13 -> 70 and N 112: 0.67 -> 1.68, 0.89 -> 1.20, 0.72 -> 2.15, 0.78 -> 0.87.
 // L2_001's promoted 2-row tiles are half full on 1-row planes: weighed as 4-row tiles its N 112
 // layer went 1.12 -> 0.85 on the flat tile; its own rows keep it on the wgmma kernel.
 constexpr double kWgmmaOverFlatRate = 4.0;

@@ -383,7 +383,7 @@ class TensorRowConvTranspose : public Implementation {
     // Rows of under kTensorMinRowPositions column positions (one warp's item) leave 7 of the
     // block's 8 warps idle while it stages every tap's fragments for one output row: session 54
     // (H100, `kb bench L1_075 --dims ...`, /work/.device/6; tensor rows / FFMA row gather /
-    // generic gather, x the reference) at 127 x 19 (20 positions), N 11, 28 -> 4: 0.41 / 0.63 /
+    // generic gather, x the reference) at 127 x 19 (19 positions), N 11, 28 -> 4: 0.41 / 0.63 /
     // 1.14; 28 -> 12: 0.85 / 1.28 / 1.02; 28 -> 20: 1.19 / 1.69 / 1.27; 4 -> 28: 4.6 / 11.9 /
     // 11.6. At 99 columns (N 16, 28 -> 4, 84 M) the tensor rows led: 1.12 / 0.74 / 0.94; at 61
     // (the ragged preset) they tied with the row gather (2.82 / 2.89).
